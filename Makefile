@@ -1,0 +1,105 @@
+# mpiadvise: top-level build.
+#   make            build/lib/libmpiadvise.so, build/bin/mpiadvise
+#   make check      every test; ends with "tests: N passed, M failed"
+#   make demo       install what is missing, build, trace an example, print its summary
+#   make bench      tracer overhead and log size, measured side by side (asserts nothing)
+#   make install PREFIX=/usr/local
+
+PREFIX    ?= /usr/local
+BUILD     ?= build
+MPICC     ?= mpicc
+CXX       ?= g++
+PYTHON    ?= python3
+
+CFLAGS    ?= -O2 -g
+CXXFLAGS  ?= -O2 -g
+WARN_C    := -Wall -Wextra -Wno-unused-parameter
+WARN_CXX  := -Wall -Wextra
+
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null || $(MPICC) -compile-info 2>/dev/null | cut -d' ' -f2-)
+
+TRACE_SRC := libtrace/core.c libtrace/buffers.c libtrace/comm.c libtrace/callsite.c \
+             libtrace/metadata.c libtrace/papi.c libtrace/support.c libtrace/clock.c
+TRACE_GEN := $(BUILD)/gen/wrappers.c $(BUILD)/gen/call_ids.h
+TRACE_OBJ := $(patsubst libtrace/%.c,$(BUILD)/obj/libtrace/%.o,$(TRACE_SRC)) $(BUILD)/obj/libtrace/wrappers.o
+TRACE_LIB := $(BUILD)/lib/libmpiadvise.so
+
+ANALYZER_SRC := $(wildcard analyzer/*.cpp)
+ANALYZER_OBJ := $(patsubst analyzer/%.cpp,$(BUILD)/obj/analyzer/%.o,$(ANALYZER_SRC))
+ANALYZER_LIB := $(BUILD)/lib/libmpiadvise-analyzer.a
+
+CLI_SRC := $(wildcard cli/*.cpp)
+CLI_OBJ := $(patsubst cli/%.cpp,$(BUILD)/obj/cli/%.o,$(CLI_SRC))
+CLI_BIN := $(BUILD)/bin/mpiadvise
+
+CXX_INC  := -Ianalyzer -Ilibtrace -I$(BUILD)/gen
+CXX_LIBS := -lzstd -lfmt -ldw -lelf
+
+all: $(TRACE_LIB) $(CLI_BIN) examples
+
+# ---- libtrace: the LD_PRELOAD library ------------------------------------------------------------------
+$(BUILD)/gen/wrappers.c $(BUILD)/gen/call_ids.h: libtrace/calls.py libtrace/gen_wrappers.py
+	@mkdir -p $(BUILD)/gen
+	$(PYTHON) libtrace/gen_wrappers.py $(BUILD)/gen
+
+$(BUILD)/obj/libtrace/%.o: libtrace/%.c $(wildcard libtrace/*.h) $(BUILD)/gen/call_ids.h
+	@mkdir -p $(dir $@)
+	$(MPICC) -std=gnu11 $(CFLAGS) $(WARN_C) -fPIC -fvisibility=default -Ilibtrace -I$(BUILD)/gen -c $< -o $@
+
+$(BUILD)/obj/libtrace/wrappers.o: $(BUILD)/gen/wrappers.c $(wildcard libtrace/*.h)
+	@mkdir -p $(dir $@)
+	$(MPICC) -std=gnu11 $(CFLAGS) $(WARN_C) -Wno-unused-variable -Wno-unused-but-set-variable -fPIC \
+	  -Ilibtrace -I$(BUILD)/gen -c $< -o $@
+
+$(TRACE_LIB): $(TRACE_OBJ)
+	@mkdir -p $(dir $@)
+	$(MPICC) -shared -o $@ $(TRACE_OBJ) -lzstd -lunwind -lpapi -ldl -lpthread
+
+# ---- analyzer: the offline library -----------------------------------------------------------------------
+$(BUILD)/obj/analyzer/%.o: analyzer/%.cpp $(wildcard analyzer/*.hpp) libtrace/format.h $(BUILD)/gen/call_ids.h
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN_CXX) $(CXX_INC) -c $< -o $@
+
+$(ANALYZER_LIB): $(ANALYZER_OBJ)
+	@mkdir -p $(dir $@)
+	ar rcs $@ $^
+
+# ---- cli: the mpiadvise command ----------------------------------------------------------------------------
+$(BUILD)/obj/cli/%.o: cli/%.cpp $(wildcard cli/*.hpp) $(wildcard analyzer/*.hpp) $(BUILD)/gen/call_ids.h
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN_CXX) $(CXX_INC) -Icli -DMPIADVISE_PREFIX='"$(PREFIX)"' -c $< -o $@
+
+$(CLI_BIN): $(CLI_OBJ) $(ANALYZER_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $(CLI_OBJ) $(ANALYZER_LIB) $(CXX_LIBS)
+
+# ---- examples ----------------------------------------------------------------------------------------------
+EXAMPLES := $(BUILD)/examples/pingpong_late
+examples: $(EXAMPLES)
+$(BUILD)/examples/%: examples/%.c
+	@mkdir -p $(dir $@)
+	$(MPICC) -O2 -g -o $@ $<
+
+# ---- tests -------------------------------------------------------------------------------------------------
+include tests/tests.mk
+
+# ---- demo, bench, install ----------------------------------------------------------------------------------
+demo:
+	@./scripts/demo.sh
+
+bench: all
+	@./bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/mpiadvise
+	install -m 755 $(TRACE_LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+
+clean:
+	rm -rf $(BUILD)
+
+.PHONY: all examples check demo bench install clean

@@ -1,0 +1,174 @@
+// Reading mpiadvise logs: one file per rank in a job directory (format in libtrace/format.h and
+// man/mpiadvise-log.5). Streams events rank by rank, with times in ns on rank 0's clock, peers as world
+// ranks, and request handles resolved to request identities.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "call_ids.h"
+
+extern "C" {
+#include "format.h"
+}
+
+namespace mpiadvise {
+
+// A log that cannot be read (or read further), naming the file and the byte offset.
+class LogError : public std::runtime_error {
+ public:
+  LogError(const std::string& file, std::optional<uint64_t> offset, const std::string& what);
+  std::string file;
+  std::optional<uint64_t> offset;
+  std::string detail;  // what is wrong, without the file and offset
+};
+
+// MPI's special ranks as the log records them.
+inline constexpr int32_t kAnySource = -1, kProcNull = -2, kRoot = -3, kUndefinedRank = -4;
+inline constexpr int32_t kAnyTag = -1;
+
+struct Status {
+  int32_t index = 0;   // position in the request array of the completing call
+  int32_t source = 0;  // world rank (or a special rank)
+  int32_t tag = 0;
+  uint64_t bytes = 0;
+};
+
+struct Event {
+  int rank = 0;
+  uint16_t thread = 0;
+  int call = -1;               // mpa_call_id of this build (-1: a call this build does not know)
+  std::string_view call_name;  // as the log names it, e.g. "MPI_Send"
+  uint32_t mask = 0;           // MPA_F_* fields present
+  uint64_t t_enter_ns = 0, t_exit_ns = 0;
+  uint32_t callsite = 0;
+  int32_t peer = 0, tag = 0, peer2 = 0, tag2 = 0;  // peers as world ranks
+  int32_t peer_local = 0, peer2_local = 0;         // as ranks of comm
+  uint32_t comm = 0, newcomm = 0;
+  uint64_t bytes = 0, bytes2 = 0;
+  std::vector<uint64_t> handles;   // as recorded
+  std::vector<uint64_t> requests;  // identities: 1, 2, ... per rank; 0 where the handle is unknown
+  std::vector<Status> statuses;
+  uint32_t count = 1;        // calls folded into this event (a run of unsuccessful tests)
+  uint64_t incall_ns = 0;    // time inside the folded calls
+  std::vector<uint64_t> papi;
+  int64_t value = 0;
+
+  bool has(uint32_t field) const { return (mask & field) != 0; }
+};
+
+struct Communicator {
+  uint32_t id = 0;
+  uint64_t gid = 0;
+  bool inter = false;
+  std::vector<int32_t> members, remote;  // world ranks
+  uint32_t parent = 0;
+  std::string created_by;
+  int32_t world_rank(int32_t local) const;  // translates a rank of this communicator
+};
+
+struct Module {
+  uint64_t start = 0, end = 0, base = 0;
+  std::string path;
+};
+
+struct CallSite {
+  uint32_t id = 0;
+  std::vector<uint64_t> frames;  // return addresses, innermost first
+};
+
+// A problem found while reading, with as much analysis as the rest allows.
+struct ReadProblem {
+  std::string file;
+  std::optional<uint64_t> offset;
+  std::string message;
+  bool corrupt = false;  // false: the file simply ends early (a killed rank)
+  std::string text() const;
+};
+
+class RankLog {
+ public:
+  // Reads the header and indexes the chunks; throws LogError when the file is not an mpiadvise log.
+  explicit RankLog(const std::filesystem::path& file);
+
+  const std::filesystem::path& path() const { return path_; }
+  const nlohmann::json& header() const { return header_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const nlohmann::json& trailer() const { return trailer_; }  // null when the rank did not finalize
+  const std::vector<nlohmann::json>& meta() const { return meta_; }
+  bool complete() const { return !trailer_.is_null(); }
+  const std::vector<ReadProblem>& problems() const { return problems_; }
+  const std::map<uint32_t, Communicator>& comms() const { return comms_; }
+  const std::map<uint32_t, CallSite>& callsites() const { return callsites_; }
+  const std::vector<Module>& modules() const { return modules_; }
+  const std::vector<std::string>& call_names() const { return call_names_; }
+  size_t chunk_count() const { return chunks_.size(); }
+  uint64_t file_bytes() const { return file_bytes_; }
+
+  // Every event in time order (threads merged). The Event passed is reused between calls.
+  void for_each_event(const std::function<void(const Event&)>& fn) const;
+
+  // Ticks of the event clock to ns on rank 0's clock.
+  uint64_t to_ns(uint64_t tick) const;
+
+ private:
+  struct ChunkRef {
+    uint64_t offset = 0;  // of the chunk header
+    uint8_t type = 0;
+    uint16_t thread = 0;
+    uint32_t raw_bytes = 0, stored_bytes = 0;
+    uint64_t sync_tick = 0, sync_ns = 0;
+  };
+  std::vector<uint8_t> payload(const ChunkRef& c) const;
+  void index_chunks();
+  void read_defs(const std::vector<uint8_t>& data, const ChunkRef& c);
+  void fit_clock();
+
+  std::filesystem::path path_;
+  nlohmann::json header_, trailer_;
+  std::vector<nlohmann::json> meta_;
+  int rank_ = 0, size_ = 0;
+  std::vector<ChunkRef> chunks_;
+  mutable std::vector<ReadProblem> problems_;  // grows as events are decoded
+  std::map<uint32_t, Communicator> comms_;
+  std::map<uint32_t, CallSite> callsites_;
+  std::vector<Module> modules_;
+  std::vector<std::string> call_names_;
+  std::vector<int> call_map_;  // file's call id -> this build's id
+  uint64_t file_bytes_ = 0;
+  // tick -> ns: ns = base_ns + (tick - base_tick) * slope - offset(t)
+  double slope_ = 1.0;
+  uint64_t base_tick_ = 0, base_ns_ = 0;
+  int64_t offset_init_ns_ = 0, offset_final_ns_ = 0;
+  bool has_final_offset_ = false;
+};
+
+// A job directory: rank-NNNNN.mpa files.
+class JobLog {
+ public:
+  explicit JobLog(const std::filesystem::path& dir);  // throws LogError when nothing is readable
+  const std::filesystem::path& dir() const { return dir_; }
+  int world_size() const { return world_size_; }
+  const std::vector<std::unique_ptr<RankLog>>& ranks() const { return ranks_; }
+  const RankLog* rank(int r) const;
+  std::vector<ReadProblem> problems() const;  // of every file, and missing ranks
+ private:
+  std::filesystem::path dir_;
+  int world_size_ = 0;
+  std::vector<std::unique_ptr<RankLog>> ranks_;
+  std::vector<ReadProblem> own_problems_;
+};
+
+const char* call_name(int call);  // this build's name for an mpa_call_id
+
+}  // namespace mpiadvise

@@ -1,0 +1,177 @@
+// mpiadvise dump DIR: one line per event (text or JSON Lines) and a summary of the log.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "format_units.hpp"
+#include "log_reader.hpp"
+#include "log_summary.hpp"
+
+extern "C" {
+#include "format.h"
+}
+
+namespace mpiadvise::cli {
+namespace {
+
+struct DumpOptions {
+  std::string dir;
+  std::optional<int> rank;
+  std::string format = "text";
+  bool summary_only = false;
+  bool events_only = false;
+};
+
+nlohmann::json event_json(const Event& ev) {
+  nlohmann::json j;
+  j["rank"] = ev.rank;
+  j["thread"] = ev.thread;
+  j["call"] = ev.call_name;
+  j["t_enter_ns"] = ev.t_enter_ns;
+  j["t_exit_ns"] = ev.t_exit_ns;
+  j["peer"] = ev.has(MPA_F_PEER) ? nlohmann::json(ev.peer) : nlohmann::json(nullptr);
+  j["tag"] = ev.has(MPA_F_TAG) ? nlohmann::json(ev.tag) : nlohmann::json(nullptr);
+  j["comm"] = ev.has(MPA_F_COMM) ? nlohmann::json(ev.comm) : nlohmann::json(nullptr);
+  j["bytes"] = ev.has(MPA_F_BYTES) ? nlohmann::json(ev.bytes) : nlohmann::json(nullptr);
+  j["request"] = ev.requests.empty() ? nlohmann::json(nullptr) : nlohmann::json(ev.requests.back());
+  j["callsite"] = ev.callsite;
+  if (ev.requests.size() > 1 || (ev.has(MPA_F_REQS) && ev.requests.size() != 1)) j["requests"] = ev.requests;
+  if (ev.has(MPA_F_PEER2)) j["recv_peer"] = ev.peer2;
+  if (ev.has(MPA_F_TAG2)) j["recv_tag"] = ev.tag2;
+  if (ev.has(MPA_F_BYTES2)) j["recv_bytes"] = ev.bytes2;
+  if (ev.has(MPA_F_STATUS)) {
+    auto& arr = j["statuses"] = nlohmann::json::array();
+    for (const auto& s : ev.statuses)
+      arr.push_back({{"index", s.index}, {"source", s.source}, {"tag", s.tag}, {"bytes", s.bytes}});
+  }
+  if (ev.has(MPA_F_COUNT)) {
+    j["count"] = ev.count;
+    j["incall_ns"] = ev.incall_ns;
+  }
+  if (ev.has(MPA_F_NEWCOMM)) j["newcomm"] = ev.newcomm;
+  if (ev.has(MPA_F_PAPI)) j["papi"] = ev.papi;
+  if (ev.has(MPA_F_VALUE)) j["value"] = ev.value;
+  return j;
+}
+
+std::string rank_text(int32_t r) {
+  switch (r) {
+    case kAnySource: return "ANY_SOURCE";
+    case kProcNull: return "PROC_NULL";
+    case kRoot: return "ROOT";
+    case kUndefinedRank: return "?";
+    default: return std::to_string(r);
+  }
+}
+
+std::string event_text(const Event& ev, uint64_t t0) {
+  std::string s = fmt::format("{:>4} {:>2} {:>14} {:>10}  {:<22}", ev.rank, ev.thread,
+                              seconds_text(ev.t_enter_ns - std::min(t0, ev.t_enter_ns)),
+                              duration_text(ev.t_exit_ns - ev.t_enter_ns), ev.call_name);
+  if (ev.has(MPA_F_PEER)) s += " peer=" + rank_text(ev.peer);
+  if (ev.has(MPA_F_TAG)) s += fmt::format(" tag={}", ev.tag == kAnyTag ? std::string("ANY") : std::to_string(ev.tag));
+  if (ev.has(MPA_F_COMM)) s += fmt::format(" comm={}", ev.comm);
+  if (ev.has(MPA_F_BYTES)) s += fmt::format(" bytes={}", ev.bytes);
+  if (ev.has(MPA_F_PEER2)) s += " recv_peer=" + rank_text(ev.peer2);
+  if (ev.has(MPA_F_TAG2)) s += fmt::format(" recv_tag={}", ev.tag2);
+  if (ev.has(MPA_F_BYTES2)) s += fmt::format(" recv_bytes={}", ev.bytes2);
+  if (!ev.requests.empty()) s += fmt::format(" req={}", fmt::join(ev.requests, ","));
+  for (const auto& st : ev.statuses)
+    s += fmt::format(" [{}: from {} tag {} {} B]", st.index, rank_text(st.source), st.tag, st.bytes);
+  if (ev.has(MPA_F_COUNT)) s += fmt::format(" x{} unsuccessful", ev.count);
+  if (ev.has(MPA_F_NEWCOMM)) s += fmt::format(" newcomm={}", ev.newcomm);
+  if (ev.has(MPA_F_VALUE)) s += fmt::format(" value={}", ev.value);
+  if (ev.has(MPA_F_PAPI)) s += fmt::format(" papi={}", fmt::join(ev.papi, ","));
+  s += fmt::format(" site={}", ev.callsite);
+  return s;
+}
+
+void print_summary(const JobSummary& s) {
+  size_t complete = 0;
+  std::map<std::string, int> hosts;
+  for (const auto& r : s.ranks) {
+    complete += r.complete;
+    hosts[r.hostname]++;
+  }
+  fmt::print("mpiadvise log {}\n", s.dir);
+  fmt::print("  ranks      {} of {} ({} reached MPI_Finalize) on {} host{}\n", s.ranks.size(), s.world_size,
+             complete == s.ranks.size() ? std::string("all") : std::to_string(complete), hosts.size(),
+             hosts.size() == 1 ? "" : "s");
+  fmt::print("  MPI        {}\n", s.mpi_library.substr(0, s.mpi_library.find('\n')));
+  if (!s.thread_level.empty()) fmt::print("  threads    {}\n", s.thread_level);
+  if (!s.eager_cvars.empty()) {
+    std::vector<std::string> kv;
+    for (const auto& [k, v] : s.eager_cvars) kv.push_back(k + "=" + v);
+    fmt::print("  MPI_T      {}\n", fmt::join(kv, " "));
+  }
+  fmt::print("  events     {} for {} MPI calls over {}\n", s.events, s.calls_total, seconds_text(s.last_ns - s.first_ns));
+  fmt::print("  log        {} ({:.2f} bytes per call)\n", bytes_text(s.log_bytes),
+             s.calls_total ? static_cast<double>(s.log_bytes) / static_cast<double>(s.calls_total) : 0.0);
+  fmt::print("\n  {:<28} {:>10} {:>10} {:>12} {:>12} {:>12}\n", "call", "calls", "events", "time in", "bytes sent",
+             "bytes recv");
+  for (const auto& [name, t] : s.calls)
+    fmt::print("  {:<28} {:>10} {:>10} {:>12} {:>12} {:>12}\n", name, t.calls, t.events, duration_text(t.time_ns),
+               t.bytes ? bytes_text(t.bytes) : "", t.bytes2 ? bytes_text(t.bytes2) : "");
+  fmt::print("\n  call sites, by time inside MPI ({} in all)\n", s.callsites.size());
+  fmt::print("  {:>4} {:>4} {:<22} {:>9} {:>12}  {}\n", "rank", "site", "call", "calls", "time in", "where");
+  size_t shown = 0;
+  for (const auto& c : s.callsites) {
+    if (++shown > 20) break;
+    fmt::print("  {:>4} {:>4} {:<22} {:>9} {:>12}  {}\n", c.rank, c.id, c.call, c.calls, duration_text(c.time_ns),
+               c.where.text());
+  }
+}
+
+int run_dump(const DumpOptions& o) {
+  JobLog job(o.dir);
+  if (o.rank && !job.rank(*o.rank))
+    throw std::runtime_error(fmt::format("{}: no log of rank {} (the job has {} ranks)", o.dir, *o.rank, job.world_size()));
+  if (!o.summary_only) {
+    uint64_t t0 = UINT64_MAX;
+    if (o.format == "text")
+      for (const auto& log : job.ranks())
+        log->for_each_event([&](const Event& ev) { t0 = std::min(t0, ev.t_enter_ns); });
+    for (const auto& log : job.ranks()) {
+      if (o.rank && log->rank() != *o.rank) continue;
+      log->for_each_event([&](const Event& ev) {
+        if (o.format == "jsonl") std::cout << event_json(ev).dump() << '\n';
+        else std::cout << event_text(ev, t0) << '\n';
+      });
+    }
+    std::cout.flush();
+  }
+  int status = kOk;
+  if (!o.events_only) {
+    auto summary = summarize(job, o.rank);
+    if (o.format == "text") {
+      if (!o.summary_only) fmt::print("\n");
+      print_summary(summary);
+    }
+  }
+  for (const auto& p : job.problems()) {
+    std::fprintf(stderr, "mpiadvise: %s\n", p.text().c_str());
+    if (p.corrupt) status = kProblems;
+  }
+  return status;
+}
+
+}  // namespace
+
+std::function<int()> add_dump(CLI::App& app) {
+  auto o = std::make_shared<DumpOptions>();
+  auto* sub = app.add_subcommand("dump", "Print the events of a log, one per line, and a summary");
+  sub->add_option("dir", o->dir, "Job directory of rank-NNNNN.mpa logs (or one log file)")->required();
+  sub->add_option("--rank", o->rank, "Only this rank")->check(CLI::NonNegativeNumber);
+  sub->add_option("--format", o->format, "text (default) or jsonl: one JSON object per event")
+      ->check(CLI::IsMember({"text", "jsonl"}));
+  auto* s = sub->add_flag("--summary", o->summary_only, "Only the summary, no events");
+  sub->add_flag("--events", o->events_only, "Only the events, no summary")->excludes(s);
+  return [o] { return run_dump(*o); };
+}
+
+}  // namespace mpiadvise::cli

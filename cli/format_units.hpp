@@ -1,0 +1,27 @@
+// Numbers for people: durations, seconds, bytes.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+
+namespace mpiadvise::cli {
+
+inline std::string duration_text(uint64_t ns) {
+  if (ns < 10'000) return fmt::format("{} ns", ns);
+  if (ns < 10'000'000) return fmt::format("{:.1f} us", static_cast<double>(ns) / 1e3);
+  if (ns < 10'000'000'000ull) return fmt::format("{:.2f} ms", static_cast<double>(ns) / 1e6);
+  return fmt::format("{:.3f} s", static_cast<double>(ns) / 1e9);
+}
+
+inline std::string seconds_text(uint64_t ns) { return fmt::format("{:.6f} s", static_cast<double>(ns) / 1e9); }
+
+inline std::string bytes_text(uint64_t b) {
+  if (b < 10 * 1024) return fmt::format("{} B", b);
+  if (b < 10 * 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024);
+  if (b < 10ull * 1024 * 1024 * 1024) return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1024 * 1024));
+  return fmt::format("{:.2f} GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024));
+}
+
+}  // namespace mpiadvise::cli

@@ -1,0 +1,48 @@
+// mpiadvise: trace MPI jobs with libmpiadvise and analyse their logs.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+#include <map>
+
+#include "commands.hpp"
+#include "log_reader.hpp"
+
+#ifndef MPIADVISE_VERSION
+#define MPIADVISE_VERSION "0.1.0"
+#endif
+
+int main(int argc, char** argv) {
+  using namespace mpiadvise;
+  CLI::App app{"mpiadvise: an MPI performance advisor (LogGPS)", "mpiadvise"};
+  app.set_version_flag("--version", std::string("mpiadvise ") + MPIADVISE_VERSION);
+  app.require_subcommand(1);
+  std::map<CLI::App*, std::function<int()>> actions;
+  auto add = [&](std::function<int()> action) { actions[app.get_subcommands({}).back()] = std::move(action); };
+  add(cli::add_dump(app));
+  add(cli::add_run(app));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "mpiadvise: %s\n", e.what());
+    std::fprintf(stderr, "Run 'mpiadvise --help' for the commands and their options.\n");
+    return cli::kUsage;
+  }
+  try {
+    for (auto& [sub, action] : actions)
+      if (sub->parsed()) return action();
+  } catch (const LogError& e) {
+    std::fprintf(stderr, "mpiadvise: %s\n", e.what());
+    return cli::kUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mpiadvise: %s\n", e.what());
+    return cli::kUsage;
+  }
+  return cli::kUsage;
+}

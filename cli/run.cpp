@@ -1,0 +1,221 @@
+// mpiadvise run [options] -- LAUNCHER ARGS...: runs an MPI job with libmpiadvise preloaded in every rank.
+// Open MPI's mpirun forwards environment only with -x, MPICH's Hydra with -genv; other launchers (srun,
+// a plain program) inherit the environment.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+
+extern char** environ;
+
+namespace mpiadvise::cli {
+namespace fs = std::filesystem;
+namespace {
+
+struct RunOptions {
+  std::string dir;
+  std::string stack_depth;
+  std::string buffer;
+  std::string papi;
+  std::string zstd_level;
+  std::string lib;
+  std::vector<std::string> command;
+};
+
+enum class Launcher { OpenMPI, Hydra, Other };
+
+std::string search_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string p = path ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find(':', start);
+    if (end == std::string::npos) end = p.size();
+    fs::path candidate = fs::path(p.substr(start, end - start)) / name;
+    if (access(candidate.c_str(), X_OK) == 0 && fs::is_regular_file(candidate)) return candidate.string();
+    start = end + 1;
+  }
+  return "";
+}
+
+// Output of a command run without a shell (its --version), or "" when it does not run.
+std::string capture(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (pipe(fds) != 0) return "";
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    close(fds[0]);
+    std::vector<char*> a;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    execvp(a[0], a.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  std::array<char, 4096> buf;
+  ssize_t n;
+  while ((n = read(fds[0], buf.data(), buf.size())) > 0) out.append(buf.data(), static_cast<size_t>(n));
+  close(fds[0]);
+  int status;
+  waitpid(pid, &status, 0);
+  return out;
+}
+
+Launcher launcher_kind(const std::string& cmd) {
+  std::string base = fs::path(cmd).filename().string();
+  static const std::regex mpi_launcher(R"((mpirun|mpiexec|orterun|oshrun)(\..*)?)");
+  if (!std::regex_match(base, mpi_launcher)) return Launcher::Other;
+  std::string version = capture({cmd, "--version"});
+  if (version.find("Open MPI") != std::string::npos || version.find("OpenRTE") != std::string::npos)
+    return Launcher::OpenMPI;
+  if (version.find("HYDRA") != std::string::npos || version.find("Hydra") != std::string::npos) return Launcher::Hydra;
+  return Launcher::Other;
+}
+
+std::string find_library(const std::string& given) {
+  if (!given.empty()) return given;
+  if (const char* env = std::getenv("MPIADVISE_LIB"); env && *env) return env;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  std::vector<fs::path> candidates;
+  if (!ec) candidates.push_back(self.parent_path().parent_path() / "lib" / "libmpiadvise.so");
+#ifdef MPIADVISE_PREFIX
+  candidates.push_back(fs::path(MPIADVISE_PREFIX) / "lib" / "libmpiadvise.so");
+#endif
+  for (const auto& c : candidates)
+    if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec).string();
+  throw std::runtime_error("cannot find libmpiadvise.so next to the mpiadvise command; give it with --lib");
+}
+
+// The program the job runs: the first argument after the launcher that is an executable file.
+std::string program_of(const std::vector<std::string>& command, Launcher kind) {
+  size_t from = kind == Launcher::Other ? 0 : 1;
+  for (size_t i = from; i < command.size(); i++) {
+    if (command[i].empty() || command[i][0] == '-') continue;
+    std::string p = search_path(command[i]);
+    if (!p.empty() && access(p.c_str(), X_OK) == 0 && fs::is_regular_file(p)) return fs::path(p).filename().string();
+  }
+  return "mpi";
+}
+
+std::string default_dir(const std::string& program) {
+  char stamp[32];
+  std::time_t now = std::time(nullptr);
+  std::tm tm;
+  localtime_r(&now, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  std::string dir = fmt::format("mpiadvise-{}-{}", program, stamp);
+  for (int i = 1; fs::exists(dir) && i < 1000; i++) dir = fmt::format("mpiadvise-{}-{}.{}", program, stamp, i);
+  return dir;
+}
+
+void check_number(const std::string& name, const std::string& value, long lo, long hi) {
+  char* end = nullptr;
+  long v = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end || v < lo || v > hi)
+    throw CLI::ValidationError(name, fmt::format("{} is not a number from {} to {}", value, lo, hi));
+}
+
+int run_job(RunOptions o) {
+  if (!o.stack_depth.empty()) check_number("--stack-depth", o.stack_depth, 0, 32);
+  if (!o.zstd_level.empty()) check_number("--zstd-level", o.zstd_level, 1, 19);
+  if (!o.buffer.empty() && !std::regex_match(o.buffer, std::regex(R"(\d+([kKmMgG](i?B)?)?)")))
+    throw CLI::ValidationError("--buffer", o.buffer + " is not a size such as 4M");
+  std::string lib = find_library(o.lib);
+  if (access(lib.c_str(), R_OK) != 0) throw std::runtime_error(lib + ": cannot read the tracing library");
+
+  std::string launcher = search_path(o.command[0]);
+  if (launcher.empty()) throw std::runtime_error(o.command[0] + ": command not found");
+  Launcher kind = launcher_kind(launcher);
+  if (o.dir.empty()) o.dir = default_dir(program_of(o.command, kind));
+  o.dir = fs::absolute(o.dir).string();
+
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string preload = lib;
+  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  env.emplace_back("LD_PRELOAD", preload);
+  env.emplace_back("MPIADVISE_DIR", o.dir);
+  if (!o.stack_depth.empty()) env.emplace_back("MPIADVISE_STACK_DEPTH", o.stack_depth);
+  if (!o.buffer.empty()) env.emplace_back("MPIADVISE_BUFFER", o.buffer);
+  if (!o.papi.empty()) env.emplace_back("MPIADVISE_PAPI", o.papi);
+  if (!o.zstd_level.empty()) env.emplace_back("MPIADVISE_ZSTD_LEVEL", o.zstd_level);
+  for (char** e = environ; *e; e++) {  // MPIADVISE settings already exported travel too
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (kv.rfind("MPIADVISE", 0) != 0 || eq == std::string::npos) continue;
+    std::string k = kv.substr(0, eq);
+    bool given = false;
+    for (const auto& [name, v] : env) given |= name == k;
+    if (!given) env.emplace_back(k, kv.substr(eq + 1));
+  }
+
+  std::vector<std::string> argv{o.command[0]};
+  if (kind == Launcher::OpenMPI) {
+    for (const auto& [k, v] : env) argv.insert(argv.end(), {"-x", k + "=" + v});
+  } else if (kind == Launcher::Hydra) {
+    for (const auto& [k, v] : env) argv.insert(argv.end(), {"-genv", k, v});
+  }
+  argv.insert(argv.end(), o.command.begin() + 1, o.command.end());
+
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("cannot start the job: fork failed");
+  if (pid == 0) {
+    if (kind == Launcher::Other)
+      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    else
+      setenv("MPIADVISE_DIR", o.dir.c_str(), 1);
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(s.data());
+    a.push_back(nullptr);
+    execvp(a[0], a.data());
+    std::fprintf(stderr, "mpiadvise: cannot run %s: %s\n", a[0], std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  size_t logs = 0;
+  std::error_code ec;
+  if (fs::is_directory(o.dir, ec))
+    for (const auto& f : fs::directory_iterator(o.dir, ec)) logs += f.path().extension() == ".mpa";
+  if (logs) std::fprintf(stderr, "mpiadvise: %zu rank log%s in %s\n", logs, logs == 1 ? "" : "s", o.dir.c_str());
+  else std::fprintf(stderr, "mpiadvise: the job wrote no logs in %s\n", o.dir.c_str());
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace
+
+std::function<int()> add_run(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  auto* sub = app.add_subcommand("run", "Run an MPI job with every rank traced: mpiadvise run [options] -- mpirun ...");
+  sub->add_option("--dir", o->dir, "Job directory for the logs (default: mpiadvise-PROGRAM-DATE-TIME)");
+  sub->add_option("--stack-depth", o->stack_depth, "Frames per call site, through libunwind (default 1: the return address)");
+  sub->add_option("--buffer", o->buffer, "Event buffer memory per rank, e.g. 4M (default 4M)");
+  sub->add_option("--papi", o->papi, "PAPI events to count over each computation interval, comma-separated");
+  sub->add_option("--zstd-level", o->zstd_level, "zstd compression level of the logs, 1 to 19 (default 3)");
+  sub->add_option("--lib", o->lib, "The tracing library (default: ../lib/libmpiadvise.so beside mpiadvise)");
+  sub->add_option("command", o->command, "The launcher and its arguments, after --")->required();
+  return [o] { return run_job(*o); };
+}
+
+}  // namespace mpiadvise::cli

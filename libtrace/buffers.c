@@ -1,0 +1,608 @@
+/* Per-thread event buffers, the encoder, and the writer thread.
+ *
+ * Each thread encodes its events into a chunk of MPA_CHUNK_BYTES. A full chunk, or one whose first
+ * event is a second old, is sealed and queued; the writer thread compresses it (zstd, one frame with
+ * checksum) and appends it to the rank's file with a single write(), so chunks never interleave. Chunks
+ * come from a pool bounded by MPIADVISE_BUFFER: when the pool is empty and chunks are queued, the
+ * application thread waits for the writer (counted as a stall) rather than lose events. Every half
+ * second the writer seals chunks that have held events for half a second, so a killed job loses at
+ * most about its last second. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_initStaticCCtx: compression without malloc, for signal time */
+#include <zstd.h>
+
+#include "wrap.h"
+
+/* ---- byte buffers ----------------------------------------------------------------------------------- */
+int mpa_bytes_reserve(mpa_bytes *b, size_t extra)
+{
+  if (b->len + extra <= b->cap) return 0;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < b->len + extra) cap *= 2;
+  uint8_t *d = realloc(b->data, cap);
+  if (!d) return -1;
+  b->data = d;
+  b->cap = cap;
+  return 0;
+}
+
+void mpa_bytes_free(mpa_bytes *b)
+{
+  free(b->data);
+  b->data = NULL;
+  b->len = b->cap = 0;
+}
+
+/* ---- writer state -------------------------------------------------------------------------------- */
+static int g_fd = -1;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* queue, pool, defs, stats */
+static pthread_cond_t g_cv_work = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t g_cv_space = PTHREAD_COND_INITIALIZER;
+static mpa_chunk *g_queue_head, *g_queue_tail;
+static mpa_chunk *g_pool;
+static size_t g_chunks_allocated, g_chunks_budget;
+static mpa_bytes g_defs;
+static pthread_t g_writer;
+static int g_writer_running, g_stop;
+static atomic_int g_writer_busy;
+static ZSTD_CCtx *g_cctx;
+static mpa_bytes g_out;
+static char g_error[512];
+static struct mpa_writer_stats g_stats;
+static uint64_t g_ticks_per_half_second = 500000000ull;
+
+/* signal-time flushing: a static compression context and output, allocated up front */
+static ZSTD_CCtx *g_sig_cctx;
+static void *g_sig_cctx_mem;
+static uint8_t *g_sig_out;
+static size_t g_sig_out_cap;
+
+/* threads */
+static pthread_mutex_t g_threads_mu = PTHREAD_MUTEX_INITIALIZER;
+static mpa_thread *g_threads;
+static uint16_t g_thread_count;
+static pthread_key_t g_thread_key;
+__thread mpa_thread *mpa_tls __attribute__((tls_model("initial-exec")));
+
+mpa_thread *mpa_thread_list(void) { return g_threads; }
+
+static inline void ts_lock(mpa_thread *ts)
+{
+  while (atomic_flag_test_and_set_explicit(&ts->lock, memory_order_acquire)) { }
+}
+static inline int ts_trylock(mpa_thread *ts)
+{
+  return !atomic_flag_test_and_set_explicit(&ts->lock, memory_order_acquire);
+}
+static inline void ts_unlock(mpa_thread *ts) { atomic_flag_clear_explicit(&ts->lock, memory_order_release); }
+
+/* ---- writing ---------------------------------------------------------------------------------------- */
+static void note_error(const char *what, int err)
+{
+  if (!g_error[0]) snprintf(g_error, sizeof g_error, "%s: %s", what, strerror(err));
+}
+
+const char *mpa_writer_error(void) { return g_error[0] ? g_error : NULL; }
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Compresses payload into out (after a chunk header) and writes header + frame with one write(). */
+static int emit_chunk(ZSTD_CCtx *cctx, uint8_t *out, size_t out_cap, uint32_t type, uint16_t thread,
+                      const uint8_t *payload, size_t len)
+{
+  if (g_fd < 0 || g_error[0]) return -1;
+  mpa_chunk_header h;
+  size_t z = ZSTD_compress2(cctx, out + sizeof h, out_cap - sizeof h, payload, len);
+  if (ZSTD_isError(z)) {
+    if (!g_error[0]) snprintf(g_error, sizeof g_error, "compressing a chunk: %s", ZSTD_getErrorName(z));
+    return -1;
+  }
+  h.magic = MPA_CHUNK_MAGIC;
+  h.type = (uint8_t)type;
+  h.codec = MPA_CODEC_ZSTD;
+  h.thread = thread;
+  h.raw_bytes = (uint32_t)len;
+  h.stored_bytes = (uint32_t)z;
+  mpa_clock_sync(&h.sync_tick, &h.sync_ns);
+  memcpy(out, &h, sizeof h);
+  int err = write_all(g_fd, out, sizeof h + z);
+  if (err) {
+    note_error("writing the log", err);
+    return -1;
+  }
+  g_stats.chunks++;
+  g_stats.raw_bytes += len;
+  g_stats.stored_bytes += sizeof h + z;
+  return 0;
+}
+
+static pthread_mutex_t g_emit_mu = PTHREAD_MUTEX_INITIALIZER; /* g_cctx, g_out, file, stats */
+
+static int writer_emit(uint32_t type, uint16_t thread, const uint8_t *payload, size_t len)
+{
+  pthread_mutex_lock(&g_emit_mu);
+  size_t need = sizeof(mpa_chunk_header) + ZSTD_compressBound(len);
+  int rc = -1;
+  g_out.len = 0;
+  if (mpa_bytes_reserve(&g_out, need) == 0)
+    rc = emit_chunk(g_cctx, g_out.data, g_out.cap, type, thread, payload, len);
+  pthread_mutex_unlock(&g_emit_mu);
+  return rc;
+}
+
+static void pool_put_locked(mpa_chunk *c)
+{
+  if (c->cap > MPA_CHUNK_BYTES) { /* a one-off chunk for an outsized event */
+    free(c->data);
+    free(c);
+    g_chunks_allocated--;
+  } else {
+    c->next = g_pool;
+    g_pool = c;
+  }
+  pthread_cond_broadcast(&g_cv_space);
+}
+
+static void steal_stale_chunks(void);
+
+static void *writer_main(void *arg)
+{
+  (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals belong to the application's threads */
+  mpa_bytes defs = {0};
+  for (;;) {
+    pthread_mutex_lock(&g_mu);
+    int timed_out = 0;
+    while (!g_queue_head && !g_stop && !timed_out) {
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      until.tv_nsec += 500000000L;
+      if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+      }
+      timed_out = pthread_cond_timedwait(&g_cv_work, &g_mu, &until) == ETIMEDOUT;
+    }
+    if (timed_out && !g_queue_head) {
+      pthread_mutex_unlock(&g_mu);
+      steal_stale_chunks();
+      continue;
+    }
+    mpa_chunk *list = g_queue_head;
+    g_queue_head = g_queue_tail = NULL;
+    mpa_bytes swap = g_defs;
+    g_defs = defs;
+    defs = swap;
+    int stopping = g_stop;
+    atomic_store(&g_writer_busy, 1);
+    pthread_mutex_unlock(&g_mu);
+
+    if (defs.len) writer_emit(MPA_CHUNK_DEFS, 0, defs.data, defs.len);
+    defs.len = 0;
+    while (list) {
+      mpa_chunk *c = list;
+      list = list->next;
+      if (c->len) writer_emit(c->type, c->thread, c->data, c->len);
+      pthread_mutex_lock(&g_mu);
+      pool_put_locked(c);
+      pthread_mutex_unlock(&g_mu);
+    }
+    atomic_store(&g_writer_busy, 0);
+    if (stopping) {
+      pthread_mutex_lock(&g_mu);
+      int done = g_queue_head == NULL;
+      pthread_mutex_unlock(&g_mu);
+      if (done) break;
+    }
+  }
+  mpa_bytes_free(&defs);
+  return NULL;
+}
+
+/* ---- chunks for application threads ------------------------------------------------------------------ */
+static mpa_chunk *chunk_new(size_t cap)
+{
+  mpa_chunk *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->data = malloc(cap);
+  if (!c->data) {
+    free(c);
+    return NULL;
+  }
+  c->cap = cap;
+  return c;
+}
+
+/* A chunk to fill. may_wait: an application thread waits for the writer when the pool is spent. */
+static mpa_chunk *chunk_get(size_t need, int may_wait)
+{
+  mpa_chunk *c = NULL;
+  pthread_mutex_lock(&g_mu);
+  if (need <= MPA_CHUNK_BYTES) {
+    while (!g_pool && g_chunks_allocated >= g_chunks_budget && g_queue_head && may_wait &&
+           g_writer_running) {
+      g_stats.stalls++;
+      pthread_cond_wait(&g_cv_space, &g_mu);
+    }
+    if (g_pool) {
+      c = g_pool;
+      g_pool = c->next;
+    }
+  }
+  if (!c) {
+    c = chunk_new(need > MPA_CHUNK_BYTES ? need : MPA_CHUNK_BYTES);
+    if (c) {
+      g_chunks_allocated++;
+      if (g_chunks_allocated > g_chunks_budget) g_stats.over_budget++;
+    }
+  }
+  pthread_mutex_unlock(&g_mu);
+  if (c) {
+    c->next = NULL;
+    c->len = 0;
+    c->type = MPA_CHUNK_EVENTS;
+  }
+  return c;
+}
+
+static void chunk_seal(mpa_chunk *c)
+{
+  pthread_mutex_lock(&g_mu);
+  c->next = NULL;
+  if (g_queue_tail) g_queue_tail->next = c;
+  else g_queue_head = c;
+  g_queue_tail = c;
+  pthread_cond_signal(&g_cv_work);
+  pthread_mutex_unlock(&g_mu);
+}
+
+void mpa_defs_append(const uint8_t *rec, size_t len)
+{
+  pthread_mutex_lock(&g_mu);
+  if (mpa_bytes_reserve(&g_defs, len) == 0) {
+    memcpy(g_defs.data + g_defs.len, rec, len);
+    g_defs.len += len;
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* ---- encoding ---------------------------------------------------------------------------------------- */
+static size_t event_bound(const mpa_event *ev, int npapi)
+{
+  return 1 + 5 + 10 + 10 + 5 + 4 * 5 + 2 * 5 + 2 * 10 + 10 + 10 + 10 + 5 + (size_t)ev->nreq * 10 +
+         (size_t)ev->nstat * 30 + 5 + (size_t)npapi * 10 + 16;
+}
+
+/* Room for need bytes in the thread's chunk; returns the write position or NULL (event dropped). */
+static uint8_t *room(mpa_thread *ts, size_t need, uint64_t t_enter, int may_wait)
+{
+  mpa_chunk *c = ts->chunk;
+  if (c && (c->cap - c->len < need || t_enter - c->first_tick > 2 * g_ticks_per_half_second)) {
+    chunk_seal(c);
+    c = ts->chunk = NULL;
+  }
+  if (!c) {
+    c = ts->chunk = chunk_get(need + 10, may_wait);
+    if (!c) return NULL;
+    c->thread = ts->index;
+    c->first_tick = t_enter;
+    uint8_t *p = mpa_put_varint(c->data, t_enter); /* base tick */
+    c->len = (size_t)(p - c->data);
+    ts->prev_exit = t_enter;
+    ts->prev_handle = 0;
+  }
+  return c->data + c->len;
+}
+
+static uint8_t *put_handles(mpa_thread *ts, uint8_t *p, const uint64_t *h, uint32_t n)
+{
+  p = mpa_put_varint(p, n);
+  for (uint32_t i = 0; i < n; i++) {
+    p = mpa_put_varint(p, mpa_zigzag((int64_t)(h[i] - ts->prev_handle)));
+    ts->prev_handle = h[i];
+  }
+  return p;
+}
+
+static void encode(mpa_thread *ts, const mpa_event *ev, uint32_t callsite, uint32_t count, uint64_t incall,
+                   const long long *papi, int npapi, int may_wait)
+{
+  uint32_t mask = ev->mask;
+  if (count) mask |= MPA_F_COUNT | MPA_F_INCALL;
+  if (npapi) mask |= MPA_F_PAPI;
+  uint8_t *p = room(ts, event_bound(ev, npapi), ev->t_enter, may_wait);
+  if (!p) return;
+  uint8_t *start = p;
+  *p++ = (uint8_t)ev->call;
+  p = mpa_put_varint(p, mask);
+  p = mpa_put_varint(p, mpa_zigzag((int64_t)(ev->t_enter - ts->prev_exit)));
+  p = mpa_put_varint(p, ev->t_exit - ev->t_enter);
+  p = mpa_put_varint(p, callsite);
+  if (mask & MPA_F_PEER) p = mpa_put_varint(p, mpa_zigzag(ev->peer));
+  if (mask & MPA_F_TAG) p = mpa_put_varint(p, mpa_zigzag(ev->tag));
+  if (mask & MPA_F_COMM) p = mpa_put_varint(p, ev->comm);
+  if (mask & MPA_F_BYTES) p = mpa_put_varint(p, ev->bytes);
+  if (mask & MPA_F_PEER2) p = mpa_put_varint(p, mpa_zigzag(ev->peer2));
+  if (mask & MPA_F_TAG2) p = mpa_put_varint(p, mpa_zigzag(ev->tag2));
+  if (mask & MPA_F_BYTES2) p = mpa_put_varint(p, ev->bytes2);
+  if (mask & MPA_F_REQS) p = put_handles(ts, p, ev->reqs, ev->nreq);
+  if (mask & MPA_F_STATUS) {
+    p = mpa_put_varint(p, ev->nstat);
+    for (uint32_t i = 0; i < ev->nstat; i++) {
+      p = mpa_put_varint(p, (uint64_t)ev->stats[i].index);
+      p = mpa_put_varint(p, mpa_zigzag(ev->stats[i].source));
+      p = mpa_put_varint(p, mpa_zigzag(ev->stats[i].tag));
+      p = mpa_put_varint(p, ev->stats[i].bytes);
+    }
+  }
+  if (mask & MPA_F_COUNT) p = mpa_put_varint(p, count);
+  if (mask & MPA_F_NEWCOMM) p = mpa_put_varint(p, ev->newcomm);
+  if (mask & MPA_F_PAPI) {
+    p = mpa_put_varint(p, (uint64_t)npapi);
+    for (int i = 0; i < npapi; i++) p = mpa_put_varint(p, (uint64_t)(papi[i] < 0 ? 0 : papi[i]));
+  }
+  if (mask & MPA_F_INCALL) p = mpa_put_varint(p, incall);
+  if (mask & MPA_F_VALUE) p = mpa_put_varint(p, mpa_zigzag(ev->value));
+  ts->chunk->len += (size_t)(p - start);
+  ts->prev_exit = ev->t_exit;
+  __atomic_fetch_add(&g_stats.events, count ? count : 1, __ATOMIC_RELAXED);
+}
+
+/* A pending run of unsuccessful tests becomes one event: first enter, last exit, count, time inside. */
+static void flush_fold(mpa_thread *ts, int may_wait)
+{
+  struct mpa_fold_run *f = &ts->fold;
+  if (!f->n) return;
+  mpa_event ev;
+  mpa_event_start(&ev, f->call, f->first_enter, f->last_exit);
+  ev.mask = f->mask;
+  ev.peer = f->peer;
+  ev.tag = f->tag;
+  ev.comm = f->comm;
+  if (f->mask & MPA_F_REQS) {
+    ev.reqs = &f->handle;
+    ev.nreq = 1;
+  }
+  encode(ts, &ev, f->callsite, f->n, f->incall, NULL, 0, may_wait);
+  f->n = 0;
+}
+
+void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, void *return_address)
+{
+  uint32_t callsite = mpa_callsite_id(ts, return_address);
+  long long delta[MPA_MAX_PAPI];
+  int npapi = 0;
+  if (mpa_papi_on && !fold) {
+    npapi = mpa_papi_count_for(ts);
+    for (int i = 0; i < npapi; i++) delta[i] = ts->papi_enter[i] - ts->papi_exit[i];
+  }
+  ts_lock(ts);
+  struct mpa_fold_run *f = &ts->fold;
+  if (fold) {
+    if (f->n && (f->call != ev->call || f->callsite != callsite)) flush_fold(ts, 1);
+    if (!f->n) {
+      f->call = ev->call;
+      f->callsite = callsite;
+      f->first_enter = ev->t_enter;
+      f->incall = 0;
+      /* a folded run keeps what identifies what was polled: the request of a Test, the peer of a probe */
+      f->mask = ev->mask & (MPA_F_PEER | MPA_F_TAG | MPA_F_COMM);
+      f->peer = ev->peer;
+      f->tag = ev->tag;
+      f->comm = ev->comm;
+      if (ev->nreq == 1) {
+        f->mask |= MPA_F_REQS;
+        f->handle = ev->reqs[0];
+      }
+    }
+    f->n++;
+    f->last_exit = ev->t_exit;
+    f->incall += ev->t_exit - ev->t_enter;
+  } else {
+    if (f->n) flush_fold(ts, 1);
+    encode(ts, ev, callsite, 0, 0, delta, npapi, 1);
+  }
+  ts_unlock(ts);
+  if (npapi) mpa_papi_read(ts, ts->papi_exit);
+  ts->depth = 0;
+}
+
+/* ---- threads ---------------------------------------------------------------------------------------- */
+static void thread_gone(void *arg)
+{
+  mpa_thread *ts = arg;
+  ts_lock(ts);
+  flush_fold(ts, 1);
+  if (ts->chunk) {
+    chunk_seal(ts->chunk);
+    ts->chunk = NULL;
+  }
+  ts_unlock(ts);
+}
+
+static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+static void make_key(void) { pthread_key_create(&g_thread_key, thread_gone); }
+
+mpa_thread *mpa_thread_attach(void)
+{
+  pthread_once(&g_key_once, make_key);
+  mpa_thread *ts = calloc(1, sizeof *ts);
+  if (!ts) return NULL;
+  atomic_flag_clear(&ts->lock);
+  pthread_mutex_lock(&g_threads_mu);
+  ts->index = g_thread_count++;
+  ts->next_thread = g_threads;
+  g_threads = ts;
+  pthread_mutex_unlock(&g_threads_mu);
+  pthread_setspecific(g_thread_key, ts);
+  mpa_tls = ts;
+  return ts;
+}
+
+/* Seal every thread's chunk (the writer calls this every half second with stale_only). */
+static void seal_threads(int stale_only, int blocking)
+{
+  uint64_t now = mpa_now();
+  pthread_mutex_lock(&g_threads_mu);
+  for (mpa_thread *ts = g_threads; ts; ts = ts->next_thread) {
+    if (blocking) ts_lock(ts);
+    else if (!ts_trylock(ts)) continue;
+    int stale = ts->chunk && now - ts->chunk->first_tick > g_ticks_per_half_second;
+    int fold_stale = ts->fold.n && now - ts->fold.first_enter > g_ticks_per_half_second;
+    if (!stale_only || stale || fold_stale) {
+      flush_fold(ts, 0);
+      if (ts->chunk) {
+        chunk_seal(ts->chunk);
+        ts->chunk = NULL;
+      }
+    }
+    ts_unlock(ts);
+  }
+  pthread_mutex_unlock(&g_threads_mu);
+}
+
+static void steal_stale_chunks(void) { seal_threads(1, 0); }
+
+/* ---- life cycle ------------------------------------------------------------------------------------ */
+int mpa_writer_start(int fd)
+{
+  g_fd = fd;
+  g_chunks_budget = mpa_cfg.buffer_bytes / MPA_CHUNK_BYTES;
+  if (g_chunks_budget < 4) g_chunks_budget = 4;
+  g_cctx = ZSTD_createCCtx();
+  if (!g_cctx) return -1;
+  ZSTD_CCtx_setParameter(g_cctx, ZSTD_c_compressionLevel, mpa_cfg.zstd_level);
+  ZSTD_CCtx_setParameter(g_cctx, ZSTD_c_checksumFlag, 1);
+
+  size_t sig_size = ZSTD_estimateCCtxSize(1);
+  g_sig_cctx_mem = malloc(sig_size);
+  g_sig_out_cap = sizeof(mpa_chunk_header) + ZSTD_compressBound(MPA_CHUNK_BYTES);
+  g_sig_out = malloc(g_sig_out_cap);
+  if (g_sig_cctx_mem && g_sig_out) {
+    g_sig_cctx = ZSTD_initStaticCCtx(g_sig_cctx_mem, sig_size);
+    if (g_sig_cctx) {
+      ZSTD_CCtx_setParameter(g_sig_cctx, ZSTD_c_compressionLevel, 1);
+      ZSTD_CCtx_setParameter(g_sig_cctx, ZSTD_c_checksumFlag, 1);
+    }
+  }
+  /* ticks in half a second, for sealing chunks by age */
+  uint64_t t0, n0, t1, n1;
+  mpa_clock_sync(&t0, &n0);
+  struct timespec nap = {0, 2000000};
+  nanosleep(&nap, NULL);
+  mpa_clock_sync(&t1, &n1);
+  if (n1 > n0 && t1 > t0) g_ticks_per_half_second = (uint64_t)((double)(t1 - t0) / (double)(n1 - n0) * 5e8);
+
+  g_stop = 0;
+  if (pthread_create(&g_writer, NULL, writer_main, NULL) != 0) return -1;
+  g_writer_running = 1;
+  return 0;
+}
+
+static void wait_writer_idle(int wait_ms)
+{
+  for (int i = 0; i < wait_ms; i++) {
+    pthread_mutex_lock(&g_mu);
+    int idle = !g_queue_head && !atomic_load(&g_writer_busy);
+    pthread_mutex_unlock(&g_mu);
+    if (idle) return;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+}
+
+void mpa_flush_all(int wait_ms)
+{
+  if (!g_writer_running) return;
+  seal_threads(0, 1);
+  pthread_mutex_lock(&g_mu);
+  pthread_cond_signal(&g_cv_work);
+  pthread_mutex_unlock(&g_mu);
+  wait_writer_idle(wait_ms);
+}
+
+void mpa_writer_stop(void)
+{
+  if (!g_writer_running) return;
+  seal_threads(0, 1);
+  pthread_mutex_lock(&g_mu);
+  g_stop = 1;
+  pthread_cond_signal(&g_cv_work);
+  pthread_mutex_unlock(&g_mu);
+  pthread_join(g_writer, NULL);
+  g_writer_running = 0;
+  if (g_defs.len) { /* definitions made after the last chunk (e.g. by MPI_Finalize) */
+    writer_emit(MPA_CHUNK_DEFS, 0, g_defs.data, g_defs.len);
+    g_defs.len = 0;
+  }
+}
+
+int mpa_write_json_chunk(uint32_t type, const char *json, size_t len)
+{
+  if (g_fd < 0) return -1;
+  return writer_emit(type, 0, (const uint8_t *)json, len);
+}
+
+void mpa_writer_stats(struct mpa_writer_stats *s)
+{
+  pthread_mutex_lock(&g_emit_mu);
+  *s = g_stats;
+  s->events = __atomic_load_n(&g_stats.events, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&g_emit_mu);
+}
+
+/* From a signal handler: write what can be written without waiting for a lock, with the static
+ * compression context, then give the writer a moment to finish what it holds. */
+void mpa_flush_from_signal(void)
+{
+  if (!g_sig_cctx || g_fd < 0) return;
+  if (pthread_equal(pthread_self(), g_writer) && g_writer_running) return;
+  if (pthread_mutex_trylock(&g_mu) == 0) {
+    if (g_defs.len)
+      emit_chunk(g_sig_cctx, g_sig_out, g_sig_out_cap, MPA_CHUNK_DEFS, 0, g_defs.data, g_defs.len);
+    g_defs.len = 0;
+    while (g_queue_head) {
+      mpa_chunk *c = g_queue_head;
+      g_queue_head = c->next;
+      if (c->len <= MPA_CHUNK_BYTES)
+        emit_chunk(g_sig_cctx, g_sig_out, g_sig_out_cap, c->type, c->thread, c->data, c->len);
+    }
+    g_queue_tail = NULL;
+    pthread_mutex_unlock(&g_mu);
+  }
+  for (mpa_thread *ts = g_threads; ts; ts = ts->next_thread) {
+    if (!ts_trylock(ts)) continue;
+    mpa_chunk *c = ts->chunk;
+    if (c && c->len && c->len <= MPA_CHUNK_BYTES)
+      emit_chunk(g_sig_cctx, g_sig_out, g_sig_out_cap, c->type, c->thread, c->data, c->len);
+    if (c) c->len = 0;
+    ts->chunk = NULL; /* keep the chunk out of any later write: it is already in the file */
+    ts_unlock(ts);
+  }
+  for (int i = 0; i < 200 && atomic_load(&g_writer_busy); i++) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+}

@@ -1,0 +1,546 @@
+/* The tracer's life cycle: settings, MPI_Init / MPI_Finalize / MPI_Abort / MPI_Pcontrol (C and Fortran),
+ * the job directory, one-per-job warnings, signal and exit handling.
+ *
+ * Rule for everything here: the application's results and exit status are those of the untraced run.
+ * Every failure turns tracing off for the rank concerned (or for the job) with one warning, never more. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wrap.h"
+
+mpa_settings mpa_cfg;
+volatile int mpa_active;
+int mpa_rank = -1, mpa_size = 0;
+
+static int g_started, g_finished, g_paused, g_enabled;
+static int g_joined; /* takes part in the tracer's collectives at init and finalize */
+static int g_fd = -1;
+static MPI_Comm g_comm = MPI_COMM_NULL; /* our own traffic at init and finalize only */
+static char g_path[PATH_MAX];
+static char g_hosts_differ;
+
+static void update_active(void) { mpa_active = g_enabled && g_started && !g_finished && !g_paused; }
+
+void mpa_warn(const char *fmt, ...)
+{
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "mpiadvise: %s\n", msg);
+}
+
+/* ---- settings ---------------------------------------------------------------------------------------- */
+static char g_setting_warnings[2048];
+
+static void setting_warning(const char *fmt, ...)
+{
+  size_t n = strlen(g_setting_warnings);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_setting_warnings + n, sizeof g_setting_warnings - n, fmt, ap);
+  va_end(ap);
+  n = strlen(g_setting_warnings);
+  if (n + 1 < sizeof g_setting_warnings) strcat(g_setting_warnings, "\n");
+}
+
+/* Parses "4M", "512K", "1048576", "2G". Returns 0 on success. */
+static int parse_size(const char *s, size_t *out)
+{
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s || errno) return -1;
+  unsigned long long mult = 1;
+  if (*end == 'k' || *end == 'K') mult = 1024ull, end++;
+  else if (*end == 'm' || *end == 'M') mult = 1024ull * 1024, end++;
+  else if (*end == 'g' || *end == 'G') mult = 1024ull * 1024 * 1024, end++;
+  if (*end == 'i' || *end == 'B') end++;
+  if (*end == 'B') end++;
+  if (*end) return -1;
+  *out = (size_t)(v * mult);
+  return 0;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end || errno || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+static void read_settings(void)
+{
+  const char *v;
+  memset(&mpa_cfg, 0, sizeof mpa_cfg);
+  mpa_cfg.enabled = 1;
+  mpa_cfg.stack_depth = 1;
+  mpa_cfg.buffer_bytes = 4u << 20;
+  mpa_cfg.zstd_level = 3;
+  if ((v = getenv("MPIADVISE")) && *v) {
+    if (!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no")) mpa_cfg.enabled = 0;
+    else if (strcmp(v, "1") && strcasecmp(v, "on") && strcasecmp(v, "yes"))
+      setting_warning("MPIADVISE=%s is not 0/off or 1/on; tracing stays on", v);
+  }
+  if ((v = getenv("MPIADVISE_DIR")) && *v) {
+    if (strlen(v) >= sizeof mpa_cfg.dir - 32) setting_warning("MPIADVISE_DIR is too long; using the default");
+    else {
+      strcpy(mpa_cfg.dir, v);
+      mpa_cfg.dir_given = 1;
+    }
+  }
+  if ((v = getenv("MPIADVISE_STACK_DEPTH")) && *v) {
+    long d;
+    if (parse_int(v, 0, 32, &d)) setting_warning("MPIADVISE_STACK_DEPTH=%s is not a number from 0 to 32; using 1", v);
+    else mpa_cfg.stack_depth = (int)d;
+  }
+  if ((v = getenv("MPIADVISE_BUFFER")) && *v) {
+    size_t b;
+    if (parse_size(v, &b)) setting_warning("MPIADVISE_BUFFER=%s is not a size such as 4M; using 4M", v);
+    else if (b < 256u * 1024) setting_warning("MPIADVISE_BUFFER=%s is below the minimum 256K; using 256K", v), mpa_cfg.buffer_bytes = 256u * 1024;
+    else mpa_cfg.buffer_bytes = b;
+  }
+  if ((v = getenv("MPIADVISE_ZSTD_LEVEL")) && *v) {
+    long l;
+    if (parse_int(v, 1, 19, &l)) setting_warning("MPIADVISE_ZSTD_LEVEL=%s is not a level from 1 to 19; using 3", v);
+    else mpa_cfg.zstd_level = (int)l;
+  }
+  if ((v = getenv("MPIADVISE_PAPI")) && *v) {
+    if (strlen(v) >= sizeof mpa_cfg.papi) setting_warning("MPIADVISE_PAPI is too long; no counters recorded");
+    else strcpy(mpa_cfg.papi, v);
+  }
+}
+
+/* ---- the job directory ------------------------------------------------------------------------------- */
+static int mkdir_p(const char *path)
+{
+  char tmp[PATH_MAX];
+  if (strlen(path) >= sizeof tmp) return ENAMETOOLONG;
+  strcpy(tmp, path);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(tmp, 0777) && errno != EEXIST) return errno;
+    *p = '/';
+  }
+  if (mkdir(tmp, 0777) && errno != EEXIST) return errno;
+  return 0;
+}
+
+static void program_name(char *out, size_t cap)
+{
+  char buf[PATH_MAX] = "";
+  FILE *f = fopen("/proc/self/cmdline", "r");
+  if (f) {
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+  }
+  const char *base = strrchr(buf, '/');
+  base = base ? base + 1 : buf;
+  if (!*base) base = "mpi";
+  snprintf(out, cap, "%s", base);
+}
+
+/* Rank 0 chooses mpiadvise-PROGRAM-YYYYMMDD-HHMMSS (with .N if taken); everyone gets it by broadcast. */
+static void choose_dir(void)
+{
+  if (!mpa_cfg.dir_given && mpa_rank == 0) {
+    char prog[256], stamp[32];
+    program_name(prog, sizeof prog);
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    snprintf(mpa_cfg.dir, sizeof mpa_cfg.dir, "mpiadvise-%s-%s", prog, stamp);
+    struct stat st;
+    for (int i = 1; stat(mpa_cfg.dir, &st) == 0 && i < 1000; i++)
+      snprintf(mpa_cfg.dir, sizeof mpa_cfg.dir, "mpiadvise-%s-%s.%d", prog, stamp, i);
+  }
+  PMPI_Bcast(mpa_cfg.dir, (int)sizeof mpa_cfg.dir, MPI_CHAR, 0, g_comm);
+}
+
+/* ---- one warning per job ------------------------------------------------------------------------------ */
+/* Collective over the job (init and finalize only): rank 0 prints when any rank has the problem, with
+ * how many ranks do. */
+void mpa_warn_once_per_job(int local_problem, const char *fmt, ...)
+{
+  int counts[2] = {local_problem ? 1 : 0, 0}, total[2] = {0, 0};
+  PMPI_Allreduce(counts, total, 2, MPI_INT, MPI_SUM, g_comm);
+  if (mpa_rank != 0 || total[0] == 0) return;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (total[0] == mpa_size) mpa_warn("%s", msg);
+  else mpa_warn("%s (%d of %d ranks)", msg, total[0], mpa_size);
+}
+
+/* ---- clocks across nodes --------------------------------------------------------------------------------- */
+/* Offset of this rank's CLOCK_MONOTONIC to rank 0's, by the exchange with the smallest round trip
+ * (Cristian). Ranks on rank 0's host share its clock: offset 0. Collective. */
+static int64_t clock_offset(const char **method)
+{
+  char host[256] = "", host0[256] = "";
+  gethostname(host, sizeof host - 1);
+  if (mpa_rank == 0) strcpy(host0, host);
+  PMPI_Bcast(host0, sizeof host0, MPI_CHAR, 0, g_comm);
+  int differs = strcmp(host, host0) != 0, any = 0;
+  PMPI_Allreduce(&differs, &any, 1, MPI_INT, MPI_MAX, g_comm);
+  g_hosts_differ = (char)any;
+  *method = "same-host";
+  if (!any) return 0;
+  int64_t offset = 0;
+  const int rounds = 16, tag = 1;
+  if (mpa_rank == 0) {
+    for (int r = 1; r < mpa_size; r++) {
+      int need;
+      PMPI_Recv(&need, 1, MPI_INT, r, tag, g_comm, MPI_STATUS_IGNORE);
+      if (!need) continue;
+      int64_t best_rtt = INT64_MAX, best = 0;
+      for (int i = 0; i < rounds; i++) {
+        uint64_t a = mpa_monotonic_ns(), remote;
+        PMPI_Send(&a, 1, MPI_UINT64_T, r, tag, g_comm);
+        PMPI_Recv(&remote, 1, MPI_UINT64_T, r, tag, g_comm, MPI_STATUS_IGNORE);
+        uint64_t b = mpa_monotonic_ns();
+        if ((int64_t)(b - a) < best_rtt) {
+          best_rtt = (int64_t)(b - a);
+          best = (int64_t)remote - (int64_t)(a + (b - a) / 2);
+        }
+      }
+      PMPI_Send(&best, 1, MPI_INT64_T, r, tag, g_comm);
+    }
+  } else {
+    PMPI_Send(&differs, 1, MPI_INT, 0, tag, g_comm);
+    if (differs) {
+      for (int i = 0; i < rounds; i++) {
+        uint64_t a, mine;
+        PMPI_Recv(&a, 1, MPI_UINT64_T, 0, tag, g_comm, MPI_STATUS_IGNORE);
+        mine = mpa_monotonic_ns();
+        PMPI_Send(&mine, 1, MPI_UINT64_T, 0, tag, g_comm);
+      }
+      PMPI_Recv(&offset, 1, MPI_INT64_T, 0, tag, g_comm, MPI_STATUS_IGNORE);
+    }
+  }
+  *method = differs ? "ping-pong" : "same-host";
+  return offset;
+}
+
+/* ---- signals and exit ------------------------------------------------------------------------------ */
+static const int g_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGQUIT};
+static struct sigaction g_old_actions[NSIG];
+
+static void on_fatal_signal(int sig, siginfo_t *info, void *ctx)
+{
+  static atomic_int flushed;
+  if (!atomic_exchange(&flushed, 1)) {
+    mpa_active = 0;
+    mpa_flush_from_signal();
+  }
+  struct sigaction *old = &g_old_actions[sig];
+  if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+    old->sa_sigaction(sig, info, ctx);
+    return;
+  }
+  if (old->sa_handler == SIG_IGN) return;
+  if (old->sa_handler != SIG_DFL) {
+    old->sa_handler(sig);
+    return;
+  }
+  /* default action: restore it and re-raise; delivered as soon as this handler returns */
+  sigaction(sig, old, NULL);
+  raise(sig);
+}
+
+static void install_signal_handlers(void)
+{
+  for (size_t i = 0; i < sizeof g_signals / sizeof g_signals[0]; i++) {
+    int sig = g_signals[i];
+    struct sigaction old, sa;
+    if (sigaction(sig, NULL, &old) != 0) continue;
+    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) continue; /* the job ignores it */
+    g_old_actions[sig] = old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fatal_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
+  }
+}
+
+static void at_exit(void)
+{
+  /* exit() without MPI_Finalize: write what we hold; the log has no trailer */
+  if (g_started && !g_finished) {
+    mpa_active = 0;
+    mpa_flush_all(2000);
+  }
+}
+
+/* ---- start ------------------------------------------------------------------------------------------ */
+static void record_core_event(uint32_t call, uint64_t t0, uint64_t t1, void *ra, int64_t value, int has_value)
+{
+  mpa_thread *ts = mpa_begin();
+  if (!ts) return;
+  mpa_event ev;
+  mpa_event_start(&ev, call, t0, t1);
+  if (has_value) {
+    ev.mask |= MPA_F_VALUE;
+    ev.value = value;
+  }
+  mpa_finish(ts, &ev, 0, ra);
+}
+
+static void start(uint32_t call, uint64_t t0, uint64_t t1, void *ra)
+{
+  if (g_started || g_joined) return;
+  read_settings();
+  g_enabled = mpa_cfg.enabled;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &mpa_rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &mpa_size);
+  if (mpa_rank == 0 && g_setting_warnings[0]) {
+    for (char *line = strtok(g_setting_warnings, "\n"); line; line = strtok(NULL, "\n")) mpa_warn("%s", line);
+  }
+  if (!g_enabled) return;
+  if (PMPI_Comm_dup(MPI_COMM_WORLD, &g_comm) != MPI_SUCCESS) {
+    g_enabled = 0;
+    return;
+  }
+  /* From here every rank takes part in the same collectives, here and in finish(), whether or not it
+   * can write its own log. */
+  g_joined = 1;
+  choose_dir();
+  int err = mkdir_p(mpa_cfg.dir);
+  if (!err) {
+    snprintf(g_path, sizeof g_path, "%s/rank-%05d.mpa", mpa_cfg.dir, mpa_rank);
+    g_fd = open(g_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+    if (g_fd < 0) err = errno;
+  }
+  int any_err = 0;
+  PMPI_Allreduce(&err, &any_err, 1, MPI_INT, MPI_MAX, g_comm);
+  mpa_warn_once_per_job(err != 0, "cannot write logs in %s: %s; tracing is off", mpa_cfg.dir,
+                        strerror(any_err));
+
+  int level = MPI_THREAD_SINGLE;
+  PMPI_Query_thread(&level);
+  const char *method;
+  int64_t offset = clock_offset(&method);
+  if (!err) {
+    mpa_papi_init(mpa_rank);
+    uint64_t sync_tick, sync_ns;
+    mpa_clock_sync(&sync_tick, &sync_ns);
+    mpa_bytes json = {0};
+    mpa_header_json(&json, mpa_rank, mpa_size, level, mpa_clock_is_tsc ? "tsc" : "monotonic", offset,
+                    method, sync_tick, sync_ns);
+    mpa_file_header h;
+    memcpy(h.magic, MPA_FILE_MAGIC, 8);
+    h.version = MPA_FORMAT_VERSION;
+    h.json_bytes = (uint32_t)json.len;
+    int ok = write(g_fd, &h, sizeof h) == (ssize_t)sizeof h &&
+             write(g_fd, json.data, json.len) == (ssize_t)json.len;
+    mpa_bytes_free(&json);
+    if (!ok) err = errno ? errno : EIO;
+    else if (mpa_writer_start(g_fd) != 0) err = ENOMEM;
+  }
+  int header_err = err && !any_err ? err : 0;
+  mpa_warn_once_per_job(header_err != 0, "cannot write logs in %s: %s; tracing is off", mpa_cfg.dir,
+                        strerror(header_err ? header_err : EIO));
+  if (err) {
+    if (g_fd >= 0) close(g_fd);
+    g_fd = -1;
+    g_enabled = 0;
+    return;
+  }
+  mpa_comm_init();
+  mpa_modules_record();
+  install_signal_handlers();
+  atexit(at_exit);
+  g_started = 1;
+  update_active();
+  record_core_event(call, t0, t1, ra, level, 1);
+}
+
+/* ---- finish ------------------------------------------------------------------------------------------ */
+static void finish(void *ra)
+{
+  if (!g_joined) return;
+  g_joined = 0;
+  if (g_started && !g_finished) {
+    uint64_t t0 = mpa_now();
+    g_paused = 0;
+    update_active();
+    record_core_event(MPA_CALL_Finalize, t0, mpa_now(), ra, 0, 0);
+  }
+  int writing = g_started && !g_finished;
+  g_finished = 1;
+  update_active();
+
+  const char *method;
+  int64_t offset = clock_offset(&method);
+  const char *werr = NULL;
+  if (writing) {
+    mpa_writer_stop();
+    struct mpa_writer_stats st;
+    mpa_writer_stats(&st);
+    werr = mpa_writer_error();
+    mpa_bytes j = {0};
+    mpa_json_fmt(&j, "{\"complete\":true,\"clock_offset_finalize_ns\":%lld,\"clock_offset_method\":",
+                 (long long)offset);
+    mpa_json_str(&j, method);
+    mpa_json_fmt(&j, ",\"events\":%llu,\"chunks\":%llu,\"raw_bytes\":%llu,\"stored_bytes\":%llu,"
+                 "\"stalls\":%llu,\"chunks_over_budget\":%llu,\"write_error\":",
+                 (unsigned long long)st.events, (unsigned long long)st.chunks,
+                 (unsigned long long)st.raw_bytes, (unsigned long long)st.stored_bytes,
+                 (unsigned long long)st.stalls, (unsigned long long)st.over_budget);
+    if (werr) mpa_json_str(&j, werr);
+    else mpa_json_raw(&j, "null");
+    mpa_json_raw(&j, ",\"callsites\":");
+    mpa_callsite_tables_json(&j);
+    mpa_json_raw(&j, ",\"comms\":");
+    mpa_comm_tables_json(&j);
+    mpa_json_raw(&j, "}");
+    mpa_write_json_chunk(MPA_CHUNK_TRAILER, (const char *)j.data, j.len);
+    mpa_bytes_free(&j);
+    werr = mpa_writer_error();
+  }
+  mpa_warn_once_per_job(werr != NULL, "the log in %s is incomplete: %s", mpa_cfg.dir, werr ? werr : "");
+  if (g_fd >= 0) close(g_fd);
+  g_fd = -1;
+  if (g_comm != MPI_COMM_NULL) PMPI_Comm_free(&g_comm);
+}
+
+/* ---- C entry points -------------------------------------------------------------------------------- */
+__attribute__((constructor)) static void mpa_load(void) { mpa_clock_init(); }
+
+int MPI_Init(int *argc, char ***argv)
+{
+  uint64_t t0 = mpa_now();
+  int rc = PMPI_Init(argc, argv);
+  uint64_t t1 = mpa_now();
+  if (rc == MPI_SUCCESS) start(MPA_CALL_Init, t0, t1, __builtin_return_address(0));
+  return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+  uint64_t t0 = mpa_now();
+  int rc = PMPI_Init_thread(argc, argv, required, provided);
+  uint64_t t1 = mpa_now();
+  if (rc == MPI_SUCCESS) start(MPA_CALL_Init_thread, t0, t1, __builtin_return_address(0));
+  return rc;
+}
+
+int MPI_Finalize(void)
+{
+  finish(__builtin_return_address(0));
+  return PMPI_Finalize();
+}
+
+static void before_abort(int errorcode, void *ra)
+{
+  if (!g_started || g_finished) return;
+  uint64_t t = mpa_now();
+  record_core_event(MPA_CALL_Abort, t, t, ra, errorcode, 1);
+  g_finished = 1;
+  update_active();
+  mpa_flush_all(2000);
+  char meta[128];
+  int n = snprintf(meta, sizeof meta, "{\"aborted\":true,\"errorcode\":%d}", errorcode);
+  mpa_write_json_chunk(MPA_CHUNK_META, meta, (size_t)n);
+}
+
+int MPI_Abort(MPI_Comm comm, int errorcode)
+{
+  before_abort(errorcode, __builtin_return_address(0));
+  return PMPI_Abort(comm, errorcode);
+}
+
+static void pcontrol(int level, void *ra)
+{
+  if (!g_started || g_finished) return;
+  uint64_t t = mpa_now();
+  if (level == 0) {
+    record_core_event(MPA_CALL_Pcontrol, t, t, ra, level, 1);
+    g_paused = 1;
+    update_active();
+  } else {
+    g_paused = 0;
+    update_active();
+    record_core_event(MPA_CALL_Pcontrol, t, t, ra, level, 1);
+  }
+}
+
+int MPI_Pcontrol(const int level, ...)
+{
+  pcontrol(level, __builtin_return_address(0));
+  return PMPI_Pcontrol(level);
+}
+
+/* ---- Fortran entry points of the life cycle (the rest are generated) -------------------------------- */
+#define MPA_FORTRAN_ENTRIES(lower, upper, params, args, body)                                          \
+  void lower##_ params;                                                                                \
+  void lower##_ params { static void *real; void *ra = __builtin_return_address(0);                   \
+    if (!real) { real = mpa_fortran_real("p" #lower "_"); } body }                                         \
+  void lower##__ params;                                                                               \
+  void lower##__ params { static void *real; void *ra = __builtin_return_address(0);                  \
+    if (!real) { real = mpa_fortran_real("p" #lower "__"); } body }                                        \
+  void lower params;                                                                                   \
+  void lower params { static void *real; void *ra = __builtin_return_address(0);                      \
+    if (!real) { real = mpa_fortran_real("p" #lower); } body }                                             \
+  void upper params;                                                                                   \
+  void upper params { static void *real; void *ra = __builtin_return_address(0);                      \
+    if (!real) { real = mpa_fortran_real("P" #upper); } body }                                             \
+  void lower##_f08_ params;                                                                            \
+  void lower##_f08_ params { static void *real; void *ra = __builtin_return_address(0);               \
+    if (!real) { real = mpa_fortran_real("p" #lower "_f08_"); } body }
+
+typedef void (*fn_ierr)(MPI_Fint *);
+typedef void (*fn_init_thread)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
+typedef void (*fn_abort)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
+typedef void (*fn_pcontrol)(MPI_Fint *);
+
+MPA_FORTRAN_ENTRIES(mpi_init, MPI_INIT, (MPI_Fint *ierr), (ierr), {
+  uint64_t t0 = mpa_now();
+  ((fn_ierr)real)(ierr);
+  uint64_t t1 = mpa_now();
+  if (!ierr || *ierr == MPI_SUCCESS) start(MPA_CALL_Init, t0, t1, ra);
+})
+
+MPA_FORTRAN_ENTRIES(mpi_init_thread, MPI_INIT_THREAD, (MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr),
+                    (required, provided, ierr), {
+  uint64_t t0 = mpa_now();
+  ((fn_init_thread)real)(required, provided, ierr);
+  uint64_t t1 = mpa_now();
+  if (!ierr || *ierr == MPI_SUCCESS) start(MPA_CALL_Init_thread, t0, t1, ra);
+})
+
+MPA_FORTRAN_ENTRIES(mpi_finalize, MPI_FINALIZE, (MPI_Fint *ierr), (ierr), {
+  finish(ra);
+  ((fn_ierr)real)(ierr);
+})
+
+MPA_FORTRAN_ENTRIES(mpi_abort, MPI_ABORT, (MPI_Fint *comm, MPI_Fint *errorcode, MPI_Fint *ierr),
+                    (comm, errorcode, ierr), {
+  before_abort((int)*errorcode, ra);
+  ((fn_abort)real)(comm, errorcode, ierr);
+})
+
+MPA_FORTRAN_ENTRIES(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint *level), (level), {
+  pcontrol((int)*level, ra);
+  ((fn_pcontrol)real)(level);
+})

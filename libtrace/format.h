@@ -1,0 +1,92 @@
+/* mpiadvise per-rank log format, shared by the tracer (C) and the reader (C++).
+ * The format is documented for users in man/mpiadvise-log.5; this header is its definition.
+ *
+ * File   := FileHeader HeaderJSON Chunk*
+ * Chunk  := ChunkHeader payload[stored_len]      payload is one zstd frame with content checksum
+ * Every chunk decodes on its own, so a file cut off at any byte reads up to its last whole chunk.
+ */
+#ifndef MPIADVISE_FORMAT_H
+#define MPIADVISE_FORMAT_H
+
+#include <stdint.h>
+
+#define MPA_FILE_MAGIC "MPADVLOG" /* 8 bytes, no terminator in the file */
+#define MPA_FORMAT_VERSION 1u
+#define MPA_CHUNK_MAGIC 0x4b43504du /* "MPCK" little-endian */
+
+/* All integers in headers are little-endian. */
+typedef struct mpa_file_header {
+  char magic[8];
+  uint32_t version;
+  uint32_t json_bytes; /* length of the header JSON that follows */
+} mpa_file_header;
+
+enum mpa_chunk_type {
+  MPA_CHUNK_EVENTS = 1,  /* events of one thread */
+  MPA_CHUNK_DEFS = 2,    /* definition records (call sites, communicators, modules) */
+  MPA_CHUNK_META = 3,    /* JSON object with facts learned during the run (e.g. finalize) */
+  MPA_CHUNK_TRAILER = 4, /* JSON object: complete tables and counters, written by MPI_Finalize */
+};
+
+enum mpa_codec { MPA_CODEC_ZSTD = 1 };
+
+typedef struct mpa_chunk_header {
+  uint32_t magic;
+  uint8_t type;
+  uint8_t codec;
+  uint16_t thread;     /* thread index within the rank (EVENTS chunks) */
+  uint32_t raw_bytes;  /* decompressed payload size */
+  uint32_t stored_bytes;
+  uint64_t sync_tick;  /* the event clock and CLOCK_MONOTONIC read together when the chunk was sealed: */
+  uint64_t sync_ns;    /* the reader converts ticks to ns from these pairs */
+} mpa_chunk_header;
+
+/* EVENTS payload := varint base_tick, Event*
+ * Event := u8 call, varint mask, varint gap, varint duration, varint callsite, fields in bit order
+ *   gap      = enter tick - previous event's exit tick (base_tick for the first event of a chunk)
+ *   duration = exit tick - enter tick
+ * Ranks (peer, status source) are relative to the event's communicator; the reader translates them to
+ * world ranks with the communicator's definition. Negative values are MPI's special ranks (below). */
+enum mpa_field {
+  MPA_F_PEER = 1u << 0,     /* zigzag: dest / source / root */
+  MPA_F_TAG = 1u << 1,      /* zigzag */
+  MPA_F_COMM = 1u << 2,     /* varint: communicator id (DEFS) */
+  MPA_F_BYTES = 1u << 3,    /* varint: bytes sent (count x type size) */
+  MPA_F_PEER2 = 1u << 4,    /* second peer: source of Sendrecv */
+  MPA_F_TAG2 = 1u << 5,     /* second tag: receive tag of Sendrecv */
+  MPA_F_BYTES2 = 1u << 6,   /* bytes received (posted receive size) */
+  MPA_F_REQS = 1u << 7,     /* varint n, n x zigzag(handle - previous handle in this chunk) */
+  MPA_F_STATUS = 1u << 8,   /* varint n, n x (varint index, zigzag source, zigzag tag, varint bytes) */
+  MPA_F_COUNT = 1u << 9,    /* varint: calls folded into this event (a run of unsuccessful tests) */
+  MPA_F_NEWCOMM = 1u << 10, /* varint: communicator id created by this call */
+  MPA_F_PAPI = 1u << 11,    /* varint n, n x varint counter deltas over the preceding computation */
+  MPA_F_INCALL = 1u << 12,  /* varint: ticks spent inside the folded calls (with COUNT) */
+  MPA_F_VALUE = 1u << 13,   /* zigzag: call-specific value (Pcontrol level, thread level, error code) */
+};
+
+/* Special ranks as recorded (MPI's own constants differ between libraries). */
+enum mpa_special_rank {
+  MPA_RANK_ANY = -1,
+  MPA_RANK_NULL = -2, /* MPI_PROC_NULL */
+  MPA_RANK_ROOT = -3, /* MPI_ROOT (intercommunicator collectives) */
+  MPA_RANK_UNDEF = -4,
+};
+enum mpa_special_tag { MPA_TAG_ANY = -1 };
+
+/* Communicator ids 1 and 2 are MPI_COMM_WORLD and MPI_COMM_SELF; 0 is MPI_COMM_NULL. */
+
+/* DEFS payload := Def*
+ * Def := u8 kind, fields:
+ *   CALLSITE: varint id, varint depth, depth x varint address
+ *   COMM:     varint id, varint gid, varint flags (1 = intercommunicator), varint size,
+ *             size x zigzag world rank, [if inter: varint remote size, remote size x zigzag world rank],
+ *             varint parent id (0 = none), varint creating call
+ *             gid is the same on every rank for the same communicator: a hash of its members (world
+ *             ranks) and of how many communicators with those members this rank made before it
+ *   MODULE:   varint start, varint end, varint load base, varint path length, path bytes
+ *             (an address a in [start, end) is a - base in the file at path)
+ *   COMMFREE: varint id
+ */
+enum mpa_def_kind { MPA_DEF_CALLSITE = 1, MPA_DEF_COMM = 2, MPA_DEF_MODULE = 3, MPA_DEF_COMMFREE = 4 };
+
+#endif

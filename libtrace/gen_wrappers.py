@@ -1,0 +1,379 @@
+#!/usr/bin/env python3
+"""Generate the C and Fortran wrappers of libmpiadvise from calls.py.
+
+  gen_wrappers.py OUTDIR   writes OUTDIR/wrappers.c and OUTDIR/call_ids.h
+
+Each call gets one C wrapper (MPI_X calls PMPI_X) and one Fortran body shared by five entry points
+(mpi_x_, mpi_x__, mpi_x, MPI_X, mpi_x_f08_), each of which forwards to the library's own Fortran
+PMPI entry of the same mangling. Record code is emitted once per call and used by both: the Fortran
+body first turns Fortran handles into C-typed locals named as the C parameters.
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from calls import CALLS, CORE  # noqa: E402
+
+FORTRAN_MANGLINGS = ["{l}_", "{l}__", "{l}", "{u}", "{l}_f08_"]
+
+
+class Param:
+    def __init__(self, text):
+        text = text.strip()
+        m = re.match(r"^(.*?)(\w+)\s*(\[\])?$", text)
+        self.ctype = m.group(1).strip()
+        self.name = m.group(2)
+        self.array = bool(m.group(3))
+        self.text = text
+        base = self.ctype.replace("const", "").strip()
+        self.base = base  # e.g. "int", "int *", "MPI_Comm *", "void *"
+
+
+def parse(params):
+    return [Param(p) for p in params.split(",")]
+
+
+def call_id(call_name):
+    return "MPA_CALL_" + call_name
+
+
+# ---------------------------------------------------------------- record code shared by C and Fortran
+def record_code(call, params):
+    r = call.roles
+    out = []
+    o = out.append
+    comm_expr = r.get("comm")
+    if comm_expr:
+        o(f"  ev.mask |= MPA_F_COMM; ev.comm = mpa_comm_id({comm_expr});")
+    if "peer" in r:
+        o(f"  ev.mask |= MPA_F_PEER; ev.peer = mpa_rank_code({r['peer']});")
+    if "tag" in r:
+        o(f"  ev.mask |= MPA_F_TAG; ev.tag = mpa_tag_code({r['tag']});")
+    if "peer2" in r:
+        o(f"  ev.mask |= MPA_F_PEER2; ev.peer2 = mpa_rank_code({r['peer2']});")
+    if "tag2" in r:
+        o(f"  ev.mask |= MPA_F_TAG2; ev.tag2 = mpa_tag_code({r['tag2']});")
+
+    root_only = r.get("root_only")
+    inplace = r.get("inplace")
+    root_cond = f"mpa_is_root({comm_expr}, {r.get('peer')})" if root_only else None
+
+    def bytes_stmt(field, mask, key_plain, key_v, key_w, guard_inplace):
+        stmt = None
+        if key_plain in r:
+            c, t = r[key_plain]
+            stmt = f"ev.{field} = mpa_type_bytes({c}, {t});"
+        elif key_v in r:
+            c, t = r[key_v]
+            stmt = f"ev.{field} = mpa_sum_bytes_v({c}, {t}, mpa_comm_peers({comm_expr}));"
+        elif key_w in r:
+            c, t = r[key_w]
+            stmt = f"ev.{field} = mpa_sum_bytes_w({c}, {t}, mpa_comm_peers({comm_expr}), mpa_fortran);"
+        if stmt is None:
+            return
+        stmt = f"{{ ev.mask |= {mask}; {stmt} }}"
+        conds = []
+        if guard_inplace and inplace:
+            conds.append(f"!mpa_in_place({inplace}, mpa_fortran)")
+        if root_only == field:
+            conds.append(root_cond)
+        if conds:
+            stmt = f"if ({' && '.join(conds)}) {stmt}"
+        o("  " + stmt)
+
+    bytes_stmt("bytes", "MPA_F_BYTES", "bytes", "bytes_v", "bytes_w", True)
+    bytes_stmt("bytes2", "MPA_F_BYTES2", "bytes2", "bytes2_v", "bytes2_w", False)
+
+    if "newcomm" in r:
+        o(f"  if (rc == MPI_SUCCESS) mpa_newcomm(&ev, *{r['newcomm']}, {comm_expr}, {call_id(call.name)});")
+    return out
+
+
+# ---------------------------------------------------------------- per-call pieces before and after PMPI
+def pre_code(call):
+    """C statements run before the PMPI call, on C-typed variables."""
+    r = call.roles
+    out = []
+    if "req_in" in r:
+        out.append(f"  uint64_t *mpa_h = mpa_scratch_handles(ts, 1); mpa_h[0] = MPA_HANDLE(*{r['req_in']});")
+    if "msg_in" in r:
+        out.append(f"  uint64_t *mpa_h = mpa_scratch_handles(ts, 1); mpa_h[0] = MPA_HANDLE(*{r['msg_in']});")
+    if "reqs_in" in r:
+        n, arr = r["reqs_in"]
+        out.append(f"  uint64_t *mpa_h = mpa_scratch_handles(ts, {n} > 0 ? {n} : 0);")
+        out.append(f"  for (int i = 0; i < {n}; i++) mpa_h[i] = MPA_HANDLE({arr}[i]);")
+    if "freecomm" in r:
+        out.append(f"  uint32_t mpa_freed = mpa_comm_id(*{r['freecomm']});")
+    return out
+
+
+def post_code(call):
+    """C statements run after the PMPI call: request links and statuses."""
+    r = call.roles
+    out = []
+    o = out.append
+    if "req_in" in r or "msg_in" in r:
+        o("  mpa_reqs(&ev, mpa_h, 1);")
+    if "reqs_in" in r:
+        o(f"  mpa_reqs(&ev, mpa_h, {r['reqs_in'][0]} > 0 ? {r['reqs_in'][0]} : 0);")
+    if "freecomm" in r:
+        o("  ev.mask |= MPA_F_COMM; ev.comm = mpa_freed; mpa_comm_freed(mpa_freed);")
+    # handles created by the call go after those it consumed (Imrecv: message, then request)
+    if "req_out" in r:
+        o(f"  mpa_req_out(&ev, ts, {r['req_out']});")
+    if "msg_out" in r:
+        o(f"  if (rc == MPI_SUCCESS && (!mpa_flag_param || *mpa_flag_param)) "
+          f"mpa_msg_out(&ev, ts, {r['msg_out']});")
+    comp = r.get("completion")
+    st = r.get("status")
+    if comp is None and st:
+        o(f"  if (rc == MPI_SUCCESS) mpa_status1(&ev, ts, 0, {st});")
+    elif comp == "wait":
+        o(f"  if (rc == MPI_SUCCESS) mpa_status1(&ev, ts, 0, {st});")
+    elif comp == "test" or comp == "iprobe" or comp == "improbe":
+        o(f"  if (rc == MPI_SUCCESS && *flag) mpa_status1(&ev, ts, 0, {st}); else mpa_fold_me = 1;")
+    elif comp == "waitany":
+        o(f"  if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED) mpa_status1(&ev, ts, *index, {st});")
+    elif comp == "testany":
+        o(f"  if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED) mpa_status1(&ev, ts, *index, {st});")
+        o("  else if (rc == MPI_SUCCESS && !*flag) mpa_fold_me = 1;")
+    elif comp == "waitall":
+        o("  if (rc == MPI_SUCCESS) mpa_status_all(&ev, ts, count, array_of_statuses);")
+    elif comp == "testall":
+        o("  if (rc == MPI_SUCCESS && *flag) mpa_status_all(&ev, ts, count, array_of_statuses);")
+        o("  else if (rc == MPI_SUCCESS) mpa_fold_me = 1;")
+    elif comp in ("waitsome", "testsome"):
+        o("  if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0)")
+        o("    mpa_status_some(&ev, ts, *outcount, array_of_indices, array_of_statuses);")
+        if comp == "testsome":
+            o("  else if (rc == MPI_SUCCESS && *outcount == 0) mpa_fold_me = 1;")
+    return out
+
+
+def status_substitutions_c(call, params):
+    """MPI_STATUS(ES)_IGNORE from the user is replaced by our own storage so sources can be recorded."""
+    out = []
+    for p in params:
+        if p.base == "MPI_Status *" and not p.array:
+            out.append(f"  MPI_Status mpa_st; if ({p.name} == MPI_STATUS_IGNORE) {p.name} = &mpa_st;")
+        elif p.base == "MPI_Status" and p.array:
+            n = call.roles["reqs_in"][0]
+            out.append(f"  if ({p.name} == MPI_STATUSES_IGNORE) {p.name} = mpa_scratch_statuses(ts, {n});")
+    return out
+
+
+def flag_alias(call, params):
+    names = [p.name for p in params]
+    return "flag" if "flag" in names else None
+
+
+def c_wrapper(call):
+    params = parse(call.params)
+    args = ", ".join(p.name for p in params)
+    proto = ", ".join(p.text for p in params)
+    flag = flag_alias(call, params)
+    L = []
+    L.append(f"int MPI_{call.name}({proto})")
+    L.append("{")
+    L.append("  mpa_thread *ts = mpa_begin();")
+    L.append(f"  if (!ts) return PMPI_{call.name}({args});")
+    L.append("  const int mpa_fortran = 0; (void)mpa_fortran;")
+    L.append(f"  int *mpa_flag_param = {flag if flag else 'NULL'}; (void)mpa_flag_param;")
+    L.append("  int mpa_fold_me = 0; (void)mpa_fold_me;")
+    L += status_substitutions_c(call, params)
+    L += pre_code(call)
+    L.append("  uint64_t t0 = mpa_now();")
+    L.append(f"  int rc = PMPI_{call.name}({args});")
+    L.append("  uint64_t t1 = mpa_now();")
+    L.append(f"  mpa_event ev; mpa_event_start(&ev, {call_id(call.name)}, t0, t1);")
+    L += record_code(call, params)
+    L += post_code(call)
+    L.append("  mpa_finish(ts, &ev, mpa_fold_me, __builtin_return_address(0));")
+    L.append("  return rc;")
+    L.append("}")
+    return "\n".join(L)
+
+
+# ---------------------------------------------------------------- Fortran
+def fortran_param(p):
+    """The Fortran binding's parameter: buffers stay void *, everything else is MPI_Fint *."""
+    if p.base == "void *":
+        return f"void *{p.name}"
+    return f"MPI_Fint *{p.name}_f"
+
+
+def fortran_inputs(call, params):
+    """C-typed locals converted from Fortran before the call."""
+    out = []
+    for p in params:
+        b, n = p.base, p.name
+        if b == "void *":
+            continue
+        if p.array:
+            if b == "int" and n == "array_of_indices":
+                continue  # an output: declared writable below
+            if b == "int":
+                out.append(f"  const int *{n} = (const int *){n}_f;")
+            elif b == "MPI_Datatype":
+                out.append(f"  const MPI_Fint *{n} = {n}_f; /* converted element-wise */")
+            elif b == "MPI_Request":
+                out.append(f"  MPI_Fint *{n}_unused = {n}_f; (void){n}_unused;")
+            elif b == "MPI_Status":
+                pass
+            continue
+        if b == "int":
+            out.append(f"  int {n} = (int)*{n}_f;")
+        elif b == "MPI_Datatype":
+            out.append(f"  MPI_Datatype {n} = PMPI_Type_f2c(*{n}_f);")
+        elif b == "MPI_Comm":
+            out.append(f"  MPI_Comm {n} = PMPI_Comm_f2c(*{n}_f);")
+        elif b in ("MPI_Op", "MPI_Info", "MPI_Group"):
+            out.append(f"  (void){n}_f;")
+        elif b == "MPI_Request *" or b == "MPI_Message *":
+            ct = b[:-2]
+            conv = "PMPI_Request_f2c" if ct == "MPI_Request" else "PMPI_Message_f2c"
+            out.append(f"  {ct} {n}_c = {conv}(*{n}_f); {ct} *{n} = &{n}_c;")
+        elif b == "MPI_Comm *":
+            out.append(f"  MPI_Comm {n}_c = PMPI_Comm_f2c(*{n}_f); MPI_Comm *{n} = &{n}_c;")
+        elif b == "int *":
+            out.append(f"  int {n}_c = 0; int *{n} = &{n}_c;")
+        elif b == "MPI_Status *":
+            out.append(f"  MPI_Status {n}_c; MPI_Status *{n} = &{n}_c;")
+            out.append(f"  MPI_Fint mpa_fst[MPA_F_STATUS_SIZE];")
+            out.append(f"  if (mpa_fortran_status_ignored({n}_f)) {n}_f = mpa_fst;")
+        else:
+            raise SystemExit(f"gen_wrappers: no Fortran conversion for {b} {n} in {call.name}")
+    # request arrays and status arrays
+    r = call.roles
+    if "reqs_in" in r:
+        ncount, arr = r["reqs_in"]
+        # mpa_h is filled from the Fortran handles in pre (fortran variant)
+    for p in params:
+        if p.base == "MPI_Status" and p.array:
+            ncount = r["reqs_in"][0]
+            out.append(f"  MPI_Status *{p.name} = mpa_scratch_statuses(ts, {ncount});")
+            out.append(f"  if (mpa_fortran_statuses_ignored({p.name}_f)) "
+                       f"{p.name}_f = mpa_scratch_fstatuses(ts, {ncount});")
+        if p.base == "int" and p.array and p.name == "array_of_indices":
+            pass
+    return out
+
+
+def fortran_pre(call):
+    r = call.roles
+    out = []
+    if "req_in" in r:
+        out.append(f"  uint64_t *mpa_h = mpa_scratch_handles(ts, 1); mpa_h[0] = MPA_HANDLE(*{r['req_in']});")
+    if "msg_in" in r:
+        out.append(f"  uint64_t *mpa_h = mpa_scratch_handles(ts, 1); mpa_h[0] = MPA_HANDLE(*{r['msg_in']});")
+    if "reqs_in" in r:
+        n, arr = r["reqs_in"]
+        out.append(f"  uint64_t *mpa_h = mpa_scratch_handles(ts, {n} > 0 ? {n} : 0);")
+        out.append(f"  for (int i = 0; i < {n}; i++) mpa_h[i] = MPA_HANDLE_OF(MPI_Request, PMPI_Request_f2c({arr}_f[i]));")
+    if "freecomm" in r:
+        out.append(f"  uint32_t mpa_freed = mpa_comm_id(*{r['freecomm']});")
+    return out
+
+
+def fortran_outputs(call, params):
+    """After the call: Fortran outputs into the C-typed locals the record code reads."""
+    out = []
+    for p in params:
+        b, n = p.base, p.name
+        if p.array:
+            if b == "MPI_Status":
+                count = call.roles["reqs_in"][0]
+                if call.roles.get("completion") in ("waitsome", "testsome"):
+                    count = "(outcount_c > 0 ? outcount_c : 0)"
+                out.append(f"  for (int i = 0; i < {count}; i++) "
+                           f"PMPI_Status_f2c({n}_f + (size_t)i * MPA_F_STATUS_SIZE, &{n}[i]);")
+            elif b == "int" and n == "array_of_indices":
+                out.append(f"  int *{n}_c = mpa_scratch_indices(ts, outcount_c > 0 ? outcount_c : 0);")
+                out.append(f"  for (int i = 0; i < outcount_c; i++) {n}_c[i] = {n}[i] - 1;")
+                out.append(f"  {n} = {n}_c;")
+            continue
+        if b == "MPI_Request *":
+            out.append(f"  {n}_c = PMPI_Request_f2c(*{n}_f);")
+        elif b == "MPI_Message *":
+            out.append(f"  {n}_c = PMPI_Message_f2c(*{n}_f);")
+        elif b == "MPI_Comm *" and n != call.roles.get("freecomm"):
+            out.append(f"  {n}_c = PMPI_Comm_f2c(*{n}_f);")
+        elif b == "int *":
+            if n == "index":
+                out.append(f"  {n}_c = (*{n}_f == MPI_UNDEFINED) ? MPI_UNDEFINED : (int)*{n}_f - 1;")
+            else:
+                out.append(f"  {n}_c = (int)*{n}_f;")
+        elif b == "MPI_Status *":
+            out.append(f"  PMPI_Status_f2c({n}_f, {n});")
+    return out
+
+
+def fortran_body(call):
+    params = parse(call.params)
+    fparams = [fortran_param(p) for p in params] + ["MPI_Fint *ierr"]
+    fargs = [(p.name if p.base == "void *" else p.name + "_f") for p in params] + ["ierr"]
+    flag = flag_alias(call, params)
+    # array_of_indices is an int[] out param: handled as a plain pointer in Fortran
+    L = []
+    L.append(f"typedef void (*mpa_fn_{call.name})({', '.join(fparams)});")
+    L.append(f"static void mpa_f_{call.name}(mpa_fn_{call.name} real, void *ra, {', '.join(fparams)})")
+    L.append("{")
+    L.append("  mpa_thread *ts = mpa_begin();")
+    L.append(f"  if (!ts) {{ real({', '.join(fargs)}); return; }}")
+    L.append("  const int mpa_fortran = 1; (void)mpa_fortran;")
+    L.append("  int mpa_fold_me = 0; (void)mpa_fold_me;")
+    L += fortran_inputs(call, params)
+    for p in params:
+        if p.base == "int" and p.array and p.name == "array_of_indices":
+            L.append(f"  int *{p.name} = (int *){p.name}_f;")
+    L.append(f"  int *mpa_flag_param = {flag if flag else 'NULL'}; (void)mpa_flag_param;")
+    L += fortran_pre(call)
+    L.append("  uint64_t t0 = mpa_now();")
+    L.append(f"  real({', '.join(fargs)});")
+    L.append("  uint64_t t1 = mpa_now();")
+    L.append("  int rc = ierr ? (int)*ierr : MPI_SUCCESS;")
+    L += fortran_outputs(call, params)
+    L.append(f"  mpa_event ev; mpa_event_start(&ev, {call_id(call.name)}, t0, t1);")
+    L += record_code(call, params)
+    L += post_code(call)
+    L.append("  mpa_finish(ts, &ev, mpa_fold_me, ra);")
+    L.append("}")
+    for m in FORTRAN_MANGLINGS:
+        sym = m.format(l="mpi_" + call.name.lower(), u="MPI_" + call.name.upper())
+        real = "p" + sym if sym[0] == "m" else "P" + sym
+        L.append(f"void {sym}({', '.join(fparams)});")
+        L.append(f"void {sym}({', '.join(fparams)})")
+        L.append("{")
+        L.append(f"  static mpa_fn_{call.name} real;")
+        L.append(f"  if (!real) real = (mpa_fn_{call.name})mpa_fortran_real(\"{real}\");")
+        L.append(f"  mpa_f_{call.name}(real, __builtin_return_address(0), {', '.join(fargs)});")
+        L.append("}")
+    return "\n".join(L)
+
+
+def main():
+    outdir = sys.argv[1]
+    os.makedirs(outdir, exist_ok=True)
+    names = CORE + [c.name for c in CALLS]
+    with open(os.path.join(outdir, "call_ids.h"), "w") as f:
+        f.write("/* generated by libtrace/gen_wrappers.py from libtrace/calls.py: do not edit */\n")
+        f.write("#ifndef MPIADVISE_CALL_IDS_H\n#define MPIADVISE_CALL_IDS_H\n")
+        f.write("enum mpa_call_id {\n")
+        for i, n in enumerate(names):
+            f.write(f"  {call_id(n)} = {i},\n")
+        f.write(f"  MPA_CALL_COUNT = {len(names)}\n}};\n")
+        f.write("static const char *const mpa_call_names[] = {\n")
+        for n in names:
+            f.write(f'  "MPI_{n}",\n')
+        f.write("};\n#endif\n")
+    with open(os.path.join(outdir, "wrappers.c"), "w") as f:
+        f.write("/* generated by libtrace/gen_wrappers.py from libtrace/calls.py: do not edit */\n")
+        f.write('#include "wrap.h"\n\n')
+        for c in CALLS:
+            f.write(c_wrapper(c) + "\n\n")
+            f.write(fortran_body(c) + "\n\n")
+
+
+if __name__ == "__main__":
+    main()

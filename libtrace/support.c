@@ -1,0 +1,181 @@
+/* Helpers the generated wrappers call: byte counts, statuses, request links, scratch arrays, and the
+ * Fortran side (the library's own entry points and its sentinels). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wrap.h"
+
+uint64_t mpa_sum_bytes_v(const int *counts, MPI_Datatype type, int n)
+{
+  int size = 0;
+  if (!counts || n <= 0 || type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS) return 0;
+  uint64_t total = 0;
+  for (int i = 0; i < n; i++)
+    if (counts[i] > 0) total += (uint64_t)counts[i];
+  return total * (uint64_t)(size > 0 ? size : 0);
+}
+
+uint64_t mpa_sum_bytes_w(const int *counts, const void *types, int n, int fortran)
+{
+  if (!counts || !types || n <= 0) return 0;
+  uint64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    MPI_Datatype t = fortran ? PMPI_Type_f2c(((const MPI_Fint *)types)[i]) : ((const MPI_Datatype *)types)[i];
+    total += mpa_type_bytes(counts[i], t);
+  }
+  return total;
+}
+
+static void *fortran_sentinel(const char *name)
+{
+  return dlsym(RTLD_DEFAULT, name);
+}
+
+int mpa_in_place(const void *buf, int fortran)
+{
+  if (buf == MPI_IN_PLACE) return 1;
+  if (!fortran) return 0;
+  static void *in_place;
+  if (!in_place) in_place = fortran_sentinel("mpi_fortran_in_place_");
+  return in_place && buf == in_place;
+}
+
+int mpa_fortran_status_ignored(const MPI_Fint *status)
+{
+  static void *ignore;
+  if (!ignore) ignore = fortran_sentinel("mpi_fortran_status_ignore_");
+  return status == NULL || (ignore && (const void *)status == ignore);
+}
+
+int mpa_fortran_statuses_ignored(const MPI_Fint *statuses)
+{
+  static void *ignore;
+  if (!ignore) ignore = fortran_sentinel("mpi_fortran_statuses_ignore_");
+  return statuses == NULL || (ignore && (const void *)statuses == ignore);
+}
+
+/* The MPI library's Fortran entry for one of our Fortran wrappers: the profiling name of the same
+ * mangling, else any other mangling of it. Without one the call cannot be made at all. */
+void *mpa_fortran_real(const char *name)
+{
+  void *f = dlsym(RTLD_NEXT, name);
+  if (f) return f;
+  char base[128], alt[160];
+  snprintf(base, sizeof base, "%s", name);
+  for (char *p = base; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+  size_t n = strlen(base);
+  while (n && base[n - 1] == '_') base[--n] = '\0';
+  if (n > 4 && !strcmp(base + n - 4, "_f08")) base[n - 4] = '\0';
+  const char *forms[] = {"%s_", "%s__", "%s", "%s_f08_"};
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+    snprintf(alt, sizeof alt, forms[i], base);
+    if ((f = dlsym(RTLD_NEXT, alt))) return f;
+  }
+  for (char *p = base; *p; p++) *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
+  if ((f = dlsym(RTLD_NEXT, base))) return f;
+  fprintf(stderr, "mpiadvise: the MPI library has no Fortran entry %s; the call cannot be made\n", name);
+  abort();
+}
+
+/* ---- scratch arrays, per thread, grown as needed ---------------------------------------------------- */
+static void *grow(void *p, int *cap, int n, size_t elem)
+{
+  if (n <= *cap) return p;
+  int c = *cap ? *cap : 16;
+  while (c < n) c *= 2;
+  void *q = realloc(p, (size_t)c * elem);
+  if (!q) return p;
+  *cap = c;
+  return q;
+}
+
+uint64_t *mpa_scratch_handles(mpa_thread *ts, int n)
+{
+  ts->handles = grow(ts->handles, &ts->handles_cap, n > 0 ? n : 1, sizeof *ts->handles);
+  return ts->handles;
+}
+
+MPI_Status *mpa_scratch_statuses(mpa_thread *ts, int n)
+{
+  ts->statuses = grow(ts->statuses, &ts->statuses_cap, n > 0 ? n : 1, sizeof *ts->statuses);
+  return ts->statuses;
+}
+
+MPI_Fint *mpa_scratch_fstatuses(mpa_thread *ts, int n)
+{
+  ts->fstatuses = grow(ts->fstatuses, &ts->fstatuses_cap, (n > 0 ? n : 1) * MPA_F_STATUS_SIZE, sizeof(MPI_Fint));
+  return ts->fstatuses;
+}
+
+int *mpa_scratch_indices(mpa_thread *ts, int n)
+{
+  ts->indices = grow(ts->indices, &ts->indices_cap, n > 0 ? n : 1, sizeof *ts->indices);
+  return ts->indices;
+}
+
+static mpa_status *scratch_stats(mpa_thread *ts, int n)
+{
+  ts->stats = grow(ts->stats, &ts->stats_cap, n > 0 ? n : 1, sizeof *ts->stats);
+  return ts->stats;
+}
+
+/* ---- requests and statuses ------------------------------------------------------------------------ */
+/* A handle created by the call, after any the call consumed (already at the front of the scratch). */
+static void append_handle(mpa_event *ev, mpa_thread *ts, uint64_t handle)
+{
+  int k = (int)ev->nreq;
+  uint64_t *h = mpa_scratch_handles(ts, k + 1);
+  h[k] = handle;
+  mpa_reqs(ev, h, k + 1);
+}
+
+void mpa_req_out(mpa_event *ev, mpa_thread *ts, const MPI_Request *req)
+{
+  append_handle(ev, ts, MPA_HANDLE(*req));
+}
+
+void mpa_msg_out(mpa_event *ev, mpa_thread *ts, const MPI_Message *msg)
+{
+  append_handle(ev, ts, MPA_HANDLE(*msg));
+}
+
+static void fill(mpa_status *out, int index, const MPI_Status *st)
+{
+  out->index = index;
+  out->source = mpa_rank_code(st->MPI_SOURCE);
+  out->tag = mpa_tag_code(st->MPI_TAG);
+  int count = 0;
+  if (PMPI_Get_count(st, MPI_BYTE, &count) != MPI_SUCCESS || count == MPI_UNDEFINED || count < 0) count = 0;
+  out->bytes = (uint64_t)count;
+}
+
+void mpa_status1(mpa_event *ev, mpa_thread *ts, int index, const MPI_Status *st)
+{
+  mpa_status *s = scratch_stats(ts, 1);
+  fill(s, index, st);
+  ev->mask |= MPA_F_STATUS;
+  ev->stats = s;
+  ev->nstat = 1;
+}
+
+void mpa_status_all(mpa_event *ev, mpa_thread *ts, int n, const MPI_Status *st)
+{
+  if (n <= 0) return;
+  mpa_status *s = scratch_stats(ts, n);
+  for (int i = 0; i < n; i++) fill(&s[i], i, &st[i]);
+  ev->mask |= MPA_F_STATUS;
+  ev->stats = s;
+  ev->nstat = (uint32_t)n;
+}
+
+void mpa_status_some(mpa_event *ev, mpa_thread *ts, int n, const int *indices, const MPI_Status *st)
+{
+  mpa_status *s = scratch_stats(ts, n);
+  for (int i = 0; i < n; i++) fill(&s[i], indices[i], &st[i]);
+  ev->mask |= MPA_F_STATUS;
+  ev->stats = s;
+  ev->nstat = (uint32_t)n;
+}

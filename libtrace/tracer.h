@@ -1,0 +1,148 @@
+/* Internals of libmpiadvise shared by its modules: core (life cycle, settings), buffers (per-thread
+ * event buffers and the writer thread), comm, callsite, metadata, papi. Not seen by the wrappers except
+ * through wrap.h. */
+#ifndef MPIADVISE_TRACER_H
+#define MPIADVISE_TRACER_H
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format.h"
+
+typedef struct mpa_thread mpa_thread;
+typedef struct mpa_status mpa_status;
+
+#define MPA_TOOL_VERSION "0.1.0"
+#define MPA_CHUNK_BYTES (64u * 1024u) /* raw bytes of events per chunk */
+#define MPA_MAX_PAPI 8
+
+/* ---- settings (environment, read once at MPI_Init) ---------------------------------------------- */
+typedef struct mpa_settings {
+  int enabled;            /* MPIADVISE=0 turns the tracer off */
+  char dir[4096];         /* MPIADVISE_DIR, or chosen by rank 0 */
+  int dir_given;
+  int stack_depth;        /* MPIADVISE_STACK_DEPTH: 0 or 1 = return address, N = N frames by libunwind */
+  size_t buffer_bytes;    /* MPIADVISE_BUFFER: bound on event buffer memory per rank */
+  int zstd_level;         /* MPIADVISE_ZSTD_LEVEL */
+  char papi[1024];        /* MPIADVISE_PAPI */
+} mpa_settings;
+
+extern mpa_settings mpa_cfg;
+
+/* ---- byte buffers and varints -------------------------------------------------------------------- */
+typedef struct mpa_bytes {
+  uint8_t *data;
+  size_t len, cap;
+} mpa_bytes;
+
+int mpa_bytes_reserve(mpa_bytes *b, size_t extra); /* 0 on success */
+void mpa_bytes_free(mpa_bytes *b);
+
+static inline uint8_t *mpa_put_varint(uint8_t *p, uint64_t v)
+{
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
+  return p;
+}
+static inline uint64_t mpa_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
+/* ---- per-thread state ---------------------------------------------------------------------------- */
+typedef struct mpa_chunk {
+  struct mpa_chunk *next;
+  uint32_t type;
+  uint16_t thread;
+  size_t len, cap;
+  uint64_t first_tick; /* of the first event, to seal a chunk that is a second old */
+  uint8_t *data;
+} mpa_chunk;
+
+struct mpa_fold_run {
+  uint32_t call, n;
+  uint32_t callsite;
+  uint64_t first_enter, last_exit, incall;
+  uint64_t handle; /* Test's request */
+  int32_t peer, tag;
+  uint32_t comm, mask;
+};
+
+struct mpa_thread {
+  int depth;                /* first field: read on every call by mpa_begin */
+  uint16_t index;
+  atomic_flag lock;         /* held while encoding; the writer takes it to seal a stale chunk */
+  mpa_chunk *chunk;         /* being filled, or NULL */
+  uint64_t prev_exit;       /* delta base for the next event */
+  uint64_t prev_handle;     /* delta base for request handles */
+  struct mpa_fold_run fold; /* pending run of unsuccessful tests */
+  /* call-site cache: return address -> id, direct-mapped */
+  uintptr_t cs_addr[256];
+  uint32_t cs_id[256];
+  /* communicator cache: handle -> id, valid while comm_generation is unchanged */
+  uintptr_t comm_handle[64];
+  uint32_t comm_id[64];
+  unsigned comm_generation;
+  /* scratch for arrays of requests and statuses */
+  uint64_t *handles; int handles_cap;
+  MPI_Status *statuses; int statuses_cap;
+  MPI_Fint *fstatuses; int fstatuses_cap;
+  int *indices; int indices_cap;
+  mpa_status *stats; int stats_cap;
+  /* PAPI */
+  long long papi_enter[MPA_MAX_PAPI]; /* counters when this call began */
+  long long papi_exit[MPA_MAX_PAPI];  /* and when the previous one ended */
+  struct mpa_thread *next_thread;
+};
+
+mpa_thread *mpa_thread_list(void);
+
+/* ---- buffers and the writer (buffers.c) ---------------------------------------------------------- */
+int mpa_writer_start(int fd);          /* 0 on success */
+void mpa_writer_stop(void);            /* seals every chunk, writes all, joins the writer */
+void mpa_flush_all(int wait_ms);       /* seals every chunk and waits until written (MPI_Abort) */
+void mpa_flush_from_signal(void);      /* best effort from a signal handler: no locks waited on */
+int mpa_write_json_chunk(uint32_t type, const char *json, size_t len); /* META / TRAILER, synchronous */
+void mpa_defs_append(const uint8_t *rec, size_t len); /* a definition record, written before any event */
+const char *mpa_writer_error(void);    /* first write error, or NULL */
+struct mpa_writer_stats {
+  uint64_t events, chunks, raw_bytes, stored_bytes, stalls, over_budget;
+};
+void mpa_writer_stats(struct mpa_writer_stats *s);
+
+/* ---- call sites (callsite.c) ----------------------------------------------------------------------- */
+uint32_t mpa_callsite_id(mpa_thread *ts, void *return_address);
+void mpa_modules_record(void);   /* module map as DEF records */
+size_t mpa_callsite_count(void);
+void mpa_callsite_tables_json(mpa_bytes *out); /* for the trailer */
+
+/* ---- communicators (comm.c) ------------------------------------------------------------------------ */
+void mpa_comm_init(void);
+void mpa_comm_tables_json(mpa_bytes *out);
+
+/* ---- metadata (metadata.c) ------------------------------------------------------------------------- */
+void mpa_json_str(mpa_bytes *b, const char *s);     /* appends a JSON string literal */
+void mpa_json_raw(mpa_bytes *b, const char *s);
+void mpa_json_fmt(mpa_bytes *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mpa_header_json(mpa_bytes *b, int rank, int size, int thread_level, const char *clock_name,
+                     int64_t clock_offset_ns, const char *offset_method, uint64_t sync_tick,
+                     uint64_t sync_ns);
+
+/* ---- PAPI (papi.c) --------------------------------------------------------------------------------- */
+int mpa_papi_init(int rank);             /* number of counters recorded (0: none) */
+int mpa_papi_count(void);
+int mpa_papi_count_for(mpa_thread *ts); /* counters recorded on this thread */
+const char *mpa_papi_name(int i);
+extern int mpa_papi_on; /* counters are read on the thread that called MPI_Init */
+void mpa_papi_at_enter(mpa_thread *ts);
+int mpa_papi_read(mpa_thread *ts, long long *values); /* 0 on success */
+
+/* ---- core (core.c) --------------------------------------------------------------------------------- */
+extern int mpa_rank, mpa_size;
+void mpa_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mpa_warn_once_per_job(int local_problem, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

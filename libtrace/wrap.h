@@ -1,0 +1,143 @@
+/* What the generated wrappers (wrappers.c) call: the per-call path of the tracer.
+ * Everything here runs inside the user's MPI calls, so it is small, inline where it pays, and never
+ * makes an MPI call of its own except the local queries named below (Type_size, Get_count, f2c). */
+#ifndef MPIADVISE_WRAP_H
+#define MPIADVISE_WRAP_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "call_ids.h"
+#include "clock.h"
+#include "format.h"
+
+#include "tracer.h"
+
+/* Integers in a Fortran status (MPI_STATUS_SIZE). MPI-3 names it MPI_F_STATUS_SIZE; Open MPI 4.1's mpi.h
+ * lacks it, and its Fortran status is the C struct's bytes. */
+#ifdef MPI_F_STATUS_SIZE
+#define MPA_F_STATUS_SIZE MPI_F_STATUS_SIZE
+#else
+#define MPA_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
+#endif
+
+struct mpa_status {
+  int32_t index;  /* position in the request array (0 for single-request calls) */
+  int32_t source; /* rank in the request's communicator, or a special rank code */
+  int32_t tag;
+  uint64_t bytes;
+};
+
+/* One intercepted call, as the wrapper describes it to the encoder. */
+typedef struct mpa_event {
+  uint32_t call;
+  uint32_t mask; /* MPA_F_* present */
+  uint64_t t_enter, t_exit;
+  int32_t peer, tag, peer2, tag2;
+  uint32_t comm, newcomm;
+  uint64_t bytes, bytes2;
+  uint32_t nreq;
+  const uint64_t *reqs;
+  uint32_t nstat;
+  const mpa_status *stats;
+  int64_t value;
+} mpa_event;
+
+/* Tracing state, read on every call. */
+extern volatile int mpa_active;
+extern __thread mpa_thread *mpa_tls __attribute__((tls_model("initial-exec")));
+mpa_thread *mpa_thread_attach(void);
+
+/* Returns the calling thread's state when this call is to be traced, else NULL (tracing off, paused by
+ * MPI_Pcontrol(0), or a call nested inside one of ours). */
+static inline mpa_thread *mpa_begin(void)
+{
+  if (!mpa_active) return NULL;
+  mpa_thread *ts = mpa_tls;
+  if (__builtin_expect(ts == NULL, 0)) ts = mpa_thread_attach();
+  if (!ts) return NULL;
+  if (ts->depth) return NULL;
+  ts->depth = 1;
+  if (__builtin_expect(mpa_papi_on, 0)) mpa_papi_at_enter(ts);
+  return ts;
+}
+
+static inline void mpa_event_start(mpa_event *ev, uint32_t call, uint64_t t0, uint64_t t1)
+{
+  ev->call = call;
+  ev->mask = 0;
+  ev->t_enter = t0;
+  ev->t_exit = t1;
+  ev->nreq = 0;
+  ev->nstat = 0;
+}
+
+/* Encodes the event into the thread's buffer (or folds an unsuccessful test into a run) and ends the
+ * call: the thread may be traced again. */
+void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, void *return_address);
+
+/* ---- arguments --------------------------------------------------------------------------------------- */
+static inline int32_t mpa_rank_code(int rank)
+{
+  if (rank >= 0) return rank;
+  if (rank == MPI_ANY_SOURCE) return MPA_RANK_ANY;
+  if (rank == MPI_PROC_NULL) return MPA_RANK_NULL;
+  if (rank == MPI_ROOT) return MPA_RANK_ROOT;
+  return MPA_RANK_UNDEF;
+}
+static inline int32_t mpa_tag_code(int tag) { return tag == MPI_ANY_TAG ? MPA_TAG_ANY : tag; }
+
+static inline uint64_t mpa_type_bytes(int count, MPI_Datatype type)
+{
+  int size = 0;
+  if (count <= 0 || type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0)
+    return 0;
+  return (uint64_t)count * (uint64_t)size;
+}
+uint64_t mpa_sum_bytes_v(const int *counts, MPI_Datatype type, int n);
+uint64_t mpa_sum_bytes_w(const int *counts, const void *types, int n, int fortran);
+int mpa_in_place(const void *buf, int fortran);
+
+/* Communicators: ids and definitions (comm.c). */
+uint32_t mpa_comm_id(MPI_Comm comm);
+int mpa_comm_peers(MPI_Comm comm); /* size, or remote size of an intercommunicator */
+int mpa_is_root(MPI_Comm comm, int root);
+void mpa_newcomm(mpa_event *ev, MPI_Comm newcomm, MPI_Comm parent, uint32_t call);
+void mpa_comm_freed(uint32_t id);
+
+/* Handles: requests and messages are logged as the bits of the library's handle; the reader turns
+ * them into request identities (a handle is reused only after the request it named is gone). */
+static inline uint64_t mpa_handle_bits(const void *h, size_t size)
+{
+  uint64_t v = 0;
+  memcpy(&v, h, size < sizeof v ? size : sizeof v);
+  return v;
+}
+#define MPA_HANDLE(h) mpa_handle_bits(&(h), sizeof(h))
+#define MPA_HANDLE_OF(type, expr) __extension__({ type mpa_tmp_ = (expr); MPA_HANDLE(mpa_tmp_); })
+
+uint64_t *mpa_scratch_handles(mpa_thread *ts, int n);
+MPI_Status *mpa_scratch_statuses(mpa_thread *ts, int n);
+MPI_Fint *mpa_scratch_fstatuses(mpa_thread *ts, int n);
+int *mpa_scratch_indices(mpa_thread *ts, int n);
+
+void mpa_req_out(mpa_event *ev, mpa_thread *ts, const MPI_Request *req);
+void mpa_msg_out(mpa_event *ev, mpa_thread *ts, const MPI_Message *msg);
+static inline void mpa_reqs(mpa_event *ev, const uint64_t *handles, int n)
+{
+  ev->mask |= MPA_F_REQS;
+  ev->reqs = handles;
+  ev->nreq = (uint32_t)n;
+}
+void mpa_status1(mpa_event *ev, mpa_thread *ts, int index, const MPI_Status *st);
+void mpa_status_all(mpa_event *ev, mpa_thread *ts, int n, const MPI_Status *st);
+void mpa_status_some(mpa_event *ev, mpa_thread *ts, int n, const int *indices, const MPI_Status *st);
+
+/* Fortran: the library's own entry for a mangled name, and its sentinels. */
+void *mpa_fortran_real(const char *name);
+int mpa_fortran_status_ignored(const MPI_Fint *status);
+int mpa_fortran_statuses_ignored(const MPI_Fint *statuses);
+
+#endif
