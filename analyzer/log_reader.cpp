@@ -282,16 +282,17 @@ ReqRole role_of(int call) {
     case MPA_CALL_Iallgather: case MPA_CALL_Iallgatherv: case MPA_CALL_Ialltoall: case MPA_CALL_Ialltoallv:
     case MPA_CALL_Ialltoallw: case MPA_CALL_Ireduce_scatter: case MPA_CALL_Ireduce_scatter_block:
     case MPA_CALL_Iscan: case MPA_CALL_Iexscan: case MPA_CALL_Comm_idup:
+    case MPA_CALL_Imrecv:  // consumes a message (first handle), creates a request (second)
       return ReqRole::Create;
     case MPA_CALL_Send_init: case MPA_CALL_Ssend_init: case MPA_CALL_Bsend_init: case MPA_CALL_Rsend_init:
     case MPA_CALL_Recv_init:
       return ReqRole::CreatePersistent;
     case MPA_CALL_Mprobe: case MPA_CALL_Improbe:
       return ReqRole::CreateMessage;
-    case MPA_CALL_Mrecv: case MPA_CALL_Imrecv:
+    case MPA_CALL_Mrecv:
       return ReqRole::Consume;
-    case MPA_CALL_Start: case MPA_CALL_Startall:
-      return ReqRole::Start;
+    case MPA_CALL_Start: case MPA_CALL_Startall: case MPA_CALL_Cancel:
+      return ReqRole::Start;  // names requests without ending them
     case MPA_CALL_Wait: case MPA_CALL_Waitall: case MPA_CALL_Waitany: case MPA_CALL_Waitsome:
     case MPA_CALL_Test: case MPA_CALL_Testall: case MPA_CALL_Testany: case MPA_CALL_Testsome:
       return ReqRole::Complete;

@@ -1,0 +1,33 @@
+# Tests: Catch2 unit tests and integration tests that run real MPI jobs with mpirun.
+TEST_DIR      := $(BUILD)/tests
+TEST_CXXFLAGS := -std=c++20 -O1 -g $(WARN_CXX) $(CXX_INC) -Itests -DMPA_BUILD_DIR='"$(abspath $(BUILD))"' \
+                 -DMPA_SOURCE_DIR='"$(abspath .)"'
+TEST_SUPPORT  := $(TEST_DIR)/obj/catch_main.o $(TEST_DIR)/obj/support.o
+UNIT_SRC      := $(wildcard tests/unit_*.cpp)
+MPI_SRC       := $(wildcard tests/mpi_*.cpp)
+TEST_BINS     := $(patsubst tests/%.cpp,$(TEST_DIR)/%,$(UNIT_SRC) $(MPI_SRC))
+TEST_PROGRAMS := $(patsubst tests/programs/%.c,$(TEST_DIR)/programs/%,$(wildcard tests/programs/*.c)) \
+                 $(patsubst tests/programs/%.f90,$(TEST_DIR)/programs/%,$(wildcard tests/programs/*.f90))
+
+$(TEST_DIR)/obj/%.o: tests/%.cpp tests/support.hpp $(wildcard analyzer/*.hpp) $(BUILD)/gen/call_ids.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(TEST_CXXFLAGS) -c $< -o $@
+
+$(TEST_DIR)/%: $(TEST_DIR)/obj/%.o $(TEST_SUPPORT) $(ANALYZER_LIB)
+	$(CXX) -o $@ $< $(TEST_SUPPORT) $(ANALYZER_LIB) $(CXX_LIBS)
+
+$(TEST_DIR)/programs/%: tests/programs/%.c
+	@mkdir -p $(dir $@)
+	$(MPICC) -O1 -g -o $@ $< -lpthread
+
+$(TEST_DIR)/programs/%: tests/programs/%.f90
+	@mkdir -p $(dir $@)
+	mpif90 -O1 -g -o $@ $< -J $(TEST_DIR)/programs
+
+tests: all $(TEST_BINS) $(TEST_PROGRAMS)
+
+check: tests
+	@tests/run_tests.sh $(TEST_BINS)
+
+.PRECIOUS: $(TEST_DIR)/obj/%.o
+.PHONY: tests
