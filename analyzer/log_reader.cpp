@@ -304,9 +304,37 @@ ReqRole role_of(int call) {
 }
 
 struct Request {
-  uint64_t id;
-  uint32_t comm;
-  bool persistent;
+  uint64_t id = 0;
+  uint32_t comm = 0;
+  bool persistent = false;
+};
+
+// Live requests by handle. A handle is reused once its request is gone, and with several threads the
+// reuse can be seen (by enter time) before the completion that freed it; requests are almost always
+// completed by the thread that made them, so that thread's entry is preferred.
+class RequestTable {
+ public:
+  void add(uint64_t handle, uint16_t thread, Request r) {
+    auto& v = live_[handle];
+    std::erase_if(v, [&](const auto& e) { return e.first == thread; });
+    v.emplace_back(thread, r);
+  }
+  Request* find(uint64_t handle, uint16_t thread) {
+    auto it = live_.find(handle);
+    if (it == live_.end() || it->second.empty()) return nullptr;
+    for (auto e = it->second.rbegin(); e != it->second.rend(); ++e)
+      if (e->first == thread) return &e->second;
+    return &it->second.back().second;
+  }
+  void erase(uint64_t handle, const Request* r) {
+    auto it = live_.find(handle);
+    if (it == live_.end()) return;
+    std::erase_if(it->second, [&](const auto& e) { return &e.second == r; });
+    if (it->second.empty()) live_.erase(it);
+  }
+
+ private:
+  std::unordered_map<uint64_t, std::vector<std::pair<uint16_t, Request>>> live_;
 };
 
 // One thread's events, decoded chunk by chunk.
@@ -368,7 +396,7 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
     }
   };
 
-  std::unordered_map<uint64_t, Request> requests, messages;
+  RequestTable requests, messages;
   uint64_t next_request = 1;
   Event ev;
   ev.rank = rank_;
@@ -467,65 +495,67 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
     ReqRole role = role_of(ev.call);
     ev.requests.assign(ev.handles.size(), 0);
     uint32_t status_comm = ev.comm;
+    const uint16_t th = ev.thread;
     switch (role) {
       case ReqRole::Create:
       case ReqRole::CreatePersistent:
         if (!ev.handles.empty()) {
           uint64_t id = next_request++;
-          requests[ev.handles.back()] = Request{id, ev.comm, role == ReqRole::CreatePersistent};
-          ev.requests.back() = id;
-        }
-        if (ev.call == MPA_CALL_Imrecv && ev.handles.size() == 2) {
-          auto m = messages.find(ev.handles[0]);
-          if (m != messages.end()) {
-            ev.requests[0] = m->second.id;
-            requests[ev.handles[1]].comm = m->second.comm;
-            ev.comm = m->second.comm;
-            messages.erase(m);
+          uint32_t comm = ev.comm;
+          if (ev.call == MPA_CALL_Imrecv && ev.handles.size() == 2) {  // the message's communicator
+            if (Request* m = messages.find(ev.handles[0], th)) {
+              ev.requests[0] = m->id;
+              comm = ev.comm = m->comm;
+              messages.erase(ev.handles[0], m);
+            }
           }
+          requests.add(ev.handles.back(), th, Request{id, comm, role == ReqRole::CreatePersistent});
+          ev.requests.back() = id;
         }
         break;
       case ReqRole::CreateMessage:
         if (!ev.handles.empty()) {
           uint64_t id = next_request++;
-          messages[ev.handles.back()] = Request{id, ev.comm, false};
+          messages.add(ev.handles.back(), th, Request{id, ev.comm, false});
           ev.requests.back() = id;
         }
         break;
       case ReqRole::Consume:
         if (!ev.handles.empty()) {
-          auto m = messages.find(ev.handles[0]);
-          if (m != messages.end()) {
-            ev.requests[0] = m->second.id;
-            status_comm = m->second.comm;
-            ev.comm = m->second.comm;
-            messages.erase(m);
+          if (Request* m = messages.find(ev.handles[0], th)) {
+            ev.requests[0] = m->id;
+            status_comm = ev.comm = m->comm;
+            messages.erase(ev.handles[0], m);
           }
         }
         break;
       case ReqRole::Start:
       case ReqRole::Free:
         for (size_t i = 0; i < ev.handles.size(); i++) {
-          auto r = requests.find(ev.handles[i]);
-          if (r == requests.end()) continue;
-          ev.requests[i] = r->second.id;
-          if (role == ReqRole::Free) requests.erase(r);
+          Request* r = requests.find(ev.handles[i], th);
+          if (!r) continue;
+          ev.requests[i] = r->id;
+          if (role == ReqRole::Free) requests.erase(ev.handles[i], r);
         }
         break;
       case ReqRole::Complete: {
+        std::vector<Request*> found(ev.handles.size());
         for (size_t i = 0; i < ev.handles.size(); i++) {
-          auto r = requests.find(ev.handles[i]);
-          if (r != requests.end()) ev.requests[i] = r->second.id;
+          found[i] = requests.find(ev.handles[i], th);
+          if (found[i]) ev.requests[i] = found[i]->id;
         }
         for (auto& st : ev.statuses) {
           if (st.index < 0 || static_cast<size_t>(st.index) >= ev.handles.size()) continue;
-          auto r = requests.find(ev.handles[st.index]);
-          if (r == requests.end()) {
+          Request* r = found[st.index];
+          if (!r) {
             st.source = st.source < 0 ? st.source : kUndefinedRank;
             continue;
           }
-          st.source = world(r->second.comm, st.source);
-          if (!r->second.persistent) requests.erase(r);
+          st.source = world(r->comm, st.source);
+          if (!r->persistent) {
+            requests.erase(ev.handles[st.index], r);
+            found[st.index] = nullptr;
+          }
         }
         return;
       }

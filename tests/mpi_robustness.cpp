@@ -1,0 +1,213 @@
+// The tracer never harms the job it is in: unwritable or full directories, bad settings, threads, and
+// jobs that die. Each compares the traced run with the untraced one.
+#include <catch2/catch.hpp>
+
+#include <sys/mount.h>
+
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "support.hpp"
+
+using namespace mpa_test;
+
+namespace {
+
+std::vector<std::string> tracer_lines(const std::string& err) {
+  std::vector<std::string> lines;
+  std::istringstream in(err);
+  for (std::string l; std::getline(in, l);)
+    if (l.rfind("mpiadvise:", 0) == 0) lines.push_back(l);
+  return lines;
+}
+
+JobResult untraced(JobSpec s) {
+  s.traced = false;
+  return run_job(s);
+}
+
+int count_calls(const std::vector<Ev>& evs, const std::string& call) {
+  int n = 0;
+  for (const auto& e : evs) n += e.call == call ? static_cast<int>(e.e.count) : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("an unwritable log directory changes neither output nor exit status, and warns once", "[harm]") {
+  JobSpec s;
+  s.program = "ring";
+  s.args = {"50", "3"};
+  s.log_dir = "/dev/null/logs";  // a path under a file: ENOTDIR on every rank
+  auto traced = run_job(s);
+  auto plain = untraced(s);
+  CHECK(plain.status == 3);
+  CHECK(traced.status == plain.status);
+  CHECK(traced.out == plain.out);
+  auto lines = tracer_lines(traced.err);
+  INFO(traced.err);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("/dev/null/logs") != std::string::npos);
+  CHECK(lines[0].find("Not a directory") != std::string::npos);
+}
+
+TEST_CASE("a disk that fills up during the run changes neither output nor exit status", "[harm]") {
+  fs::path dir = fresh_dir("full");
+  if (mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=16k") != 0) {
+    WARN("cannot mount a 16 KiB tmpfs here (" << std::strerror(errno) << "): the full-disk case is not run");
+    return;
+  }
+  JobSpec s;
+  s.program = "ring";
+  s.args = {"20000", "0"};
+  s.log_dir = (dir / "logs").string();
+  auto traced = run_job(s);
+  auto plain = untraced(s);
+  auto lines = tracer_lines(traced.err);
+  // what was written still reads
+  size_t readable = 0;
+  try {
+    mpiadvise::JobLog job(s.log_dir);
+    for (const auto& r : job.ranks()) r->for_each_event([&](const mpiadvise::Event&) { readable++; });
+  } catch (const mpiadvise::LogError&) {
+  }
+  umount(dir.c_str());
+  CHECK(traced.status == plain.status);
+  CHECK(traced.out == plain.out);
+  INFO(traced.err);
+  REQUIRE(!lines.empty());
+  CHECK(lines.size() <= 2);  // at most: a rank that could not start its log, and the incomplete ones
+  CHECK(std::set<std::string>(lines.begin(), lines.end()).size() == lines.size());
+  bool says_full = false;
+  for (const auto& l : lines) says_full |= l.find("No space left on device") != std::string::npos;
+  CHECK(says_full);
+  CHECK(readable > 0);
+}
+
+TEST_CASE("invalid settings give one warning each per job and tracing goes on with defaults", "[harm]") {
+  JobSpec s;
+  s.np = 3;
+  s.program = "ring";
+  s.args = {"20", "0"};
+  s.env = {{"MPIADVISE_STACK_DEPTH", "deep"}, {"MPIADVISE_BUFFER", "lots"}, {"MPIADVISE_ZSTD_LEVEL", "99"}};
+  auto traced = run_job(s);
+  auto plain = untraced(s);
+  CHECK(traced.status == plain.status);
+  CHECK(traced.out == plain.out);
+  auto lines = tracer_lines(traced.err);
+  INFO(traced.err);
+  REQUIRE(lines.size() == 3);
+  CHECK(traced.err.find("MPIADVISE_STACK_DEPTH=deep") != std::string::npos);
+  CHECK(traced.err.find("MPIADVISE_BUFFER=lots") != std::string::npos);
+  CHECK(traced.err.find("MPIADVISE_ZSTD_LEVEL=99") != std::string::npos);
+  mpiadvise::JobLog job(traced.dir);
+  REQUIRE(job.ranks().size() == 3);
+  CHECK(job.ranks()[0]->header().at("stack_depth") == 1);
+  CHECK(count_calls(events_of(traced.dir, 0), "MPI_Sendrecv_replace") == 40);
+}
+
+TEST_CASE("MPIADVISE=0 turns tracing off without a trace of it", "[harm]") {
+  JobSpec s;
+  s.program = "ring";
+  s.args = {"20", "0"};
+  s.env = {{"MPIADVISE", "0"}};
+  auto traced = run_job(s);
+  CHECK(traced.status == 0);
+  CHECK(tracer_lines(traced.err).empty());
+  CHECK(!fs::exists(traced.dir));
+}
+
+TEST_CASE("four threads calling MPI at once under MPI_THREAD_MULTIPLE are all traced", "[harm][threads]") {
+  JobSpec s;
+  s.program = "threads";
+  auto traced = run_job(s);
+  auto plain = untraced(s);
+  INFO(traced.err);
+  REQUIRE(plain.status == 0);
+  CHECK(traced.status == 0);
+  CHECK(traced.out == plain.out);
+  if (plain.out.find("not provided") != std::string::npos) return;  // the library lacks the level
+  for (int rank : {0, 1}) {
+    auto evs = events_of(traced.dir, rank);
+    std::set<uint16_t> threads;
+    std::map<uint16_t, std::vector<uint64_t>> made;  // request ids per thread, in order
+    int waitalls = 0, linked = 0, sendrecvs = 0;
+    for (const auto& e : evs) {
+      if (e.call == "MPI_Irecv" || e.call == "MPI_Isend") {
+        threads.insert(e.e.thread);
+        made[e.e.thread].push_back(e.e.requests.at(0));
+      } else if (e.call == "MPI_Waitall") {
+        waitalls++;
+        auto& m = made[e.e.thread];
+        if (m.size() >= 2 && e.e.requests == std::vector<uint64_t>{m[m.size() - 2], m[m.size() - 1]}) linked++;
+        CHECK(e.e.statuses.size() == 2);
+      } else if (e.call == "MPI_Sendrecv") {
+        sendrecvs++;
+      }
+    }
+    CHECK(threads.size() == 4);
+    CHECK(waitalls == 4 * 500);
+    CHECK(linked == waitalls);  // every Waitall names the two requests its thread just made
+    CHECK(sendrecvs == 4 * 500);
+    CHECK(count_calls(evs, "MPI_Irecv") == 4 * 500);
+  }
+}
+
+TEST_CASE("a rank killed by SIGKILL leaves a log readable up to its last second", "[harm][crash]") {
+  JobSpec s;
+  s.program = "crash";
+  s.args = {"kill"};
+  auto traced = run_job(s);
+  auto plain = untraced(s);
+  CHECK(traced.status == plain.status);
+  CHECK(traced.status != 0);
+  mpiadvise::JobLog job(traced.dir);
+  const auto* r1 = job.rank(1);
+  REQUIRE(r1);
+  CHECK(!r1->complete());
+  for (const auto& p : r1->problems()) CHECK_FALSE(p.corrupt);
+  auto evs = events_of(traced.dir, 1);
+  // 150 sends over 1.5 s, one every 10 ms; at most the last second may be lost
+  int sends = count_calls(evs, "MPI_Send");
+  INFO("sends logged: " << sends);
+  CHECK(sends >= 45);
+  CHECK(sends <= 151);
+}
+
+TEST_CASE("a rank that dies of a segmentation fault leaves a log with every call it made", "[harm][crash]") {
+  JobSpec s;
+  s.program = "crash";
+  s.args = {"segv"};
+  auto traced = run_job(s);
+  auto plain = untraced(s);
+  CHECK(traced.status == plain.status);
+  std::smatch m;
+  REQUIRE(std::regex_search(traced.out, m, std::regex("sent (\\d+) messages")));
+  int sent = std::stoi(m[1]);
+  auto evs = events_of(traced.dir, 1);
+  CHECK(count_calls(evs, "MPI_Send") == sent);  // the signal handler wrote the last chunk
+}
+
+TEST_CASE("MPI_Abort leaves every rank's log readable and the job's exit status as it was", "[harm][crash]") {
+  JobSpec s;
+  s.program = "crash";
+  s.args = {"abort"};
+  auto traced = run_job(s);
+  auto plain = untraced(s);
+  CHECK(traced.status == plain.status);
+  CHECK(traced.status != 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(traced.out, m, std::regex("sent (\\d+) messages")));
+  int sent = std::stoi(m[1]);
+  mpiadvise::JobLog job(traced.dir);
+  const auto* r1 = job.rank(1);
+  REQUIRE(r1);
+  bool aborted = false;
+  for (const auto& meta : r1->meta()) aborted |= meta.value("aborted", false) && meta.value("errorcode", 0) == 7;
+  CHECK(aborted);
+  auto evs = events_of(traced.dir, 1);
+  CHECK(count_calls(evs, "MPI_Send") == sent);
+  CHECK(count_calls(evs, "MPI_Abort") == 1);
+  CHECK(job.rank(0));  // the rank that mpirun terminated wrote its log too
+}
