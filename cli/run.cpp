@@ -2,6 +2,7 @@
 // Open MPI's mpirun forwards environment only with -x, MPICH's Hydra with -genv; other launchers (srun,
 // a plain program) inherit the environment.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <memory>
@@ -37,6 +39,11 @@ struct RunOptions {
 };
 
 enum class Launcher { OpenMPI, Hydra, Other };
+
+volatile pid_t g_job = 0;
+void forward_signal(int sig) {
+  if (g_job > 0) kill(g_job, sig);
+}
 
 std::string search_path(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
@@ -169,11 +176,20 @@ int run_job(RunOptions o) {
 
   std::vector<std::string> argv{o.command[0]};
   if (kind == Launcher::OpenMPI) {
-    for (const auto& [k, v] : env) argv.insert(argv.end(), {"-x", k + "=" + v});
-  } else if (kind == Launcher::Hydra) {
-    for (const auto& [k, v] : env) argv.insert(argv.end(), {"-genv", k, v});
+    // Open MPI's -x applies to one application context: repeat it after every ':' of an MPMD line
+    auto forward = [&] {
+      for (const auto& [k, v] : env) argv.insert(argv.end(), {"-x", k + "=" + v});
+    };
+    forward();
+    for (size_t i = 1; i < o.command.size(); i++) {
+      argv.push_back(o.command[i]);
+      if (o.command[i] == ":") forward();
+    }
+  } else {
+    if (kind == Launcher::Hydra)
+      for (const auto& [k, v] : env) argv.insert(argv.end(), {"-genv", k, v});
+    argv.insert(argv.end(), o.command.begin() + 1, o.command.end());
   }
-  argv.insert(argv.end(), o.command.begin() + 1, o.command.end());
 
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("cannot start the job: fork failed");
@@ -189,6 +205,12 @@ int run_job(RunOptions o) {
     std::fprintf(stderr, "mpiadvise: cannot run %s: %s\n", a[0], std::strerror(errno));
     _exit(127);
   }
+  // Ctrl-C, a batch system's SIGTERM or a timeout reach the job, not only this command
+  g_job = pid;
+  struct sigaction sa {};
+  sa.sa_handler = forward_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &sa, nullptr);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

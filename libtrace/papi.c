@@ -16,6 +16,8 @@ static mpa_thread *g_papi_thread;
 int mpa_papi_count(void) { return mpa_papi_on ? g_n : 0; }
 const char *mpa_papi_name(int i) { return g_names[i]; }
 
+/* One warning for everything that cannot be counted: where there are no counters at all (a VM), every
+ * event fails the same way and a warning per event would say the same thing several times. */
 int mpa_papi_init(int rank)
 {
   if (!mpa_cfg.papi[0]) return 0;
@@ -24,33 +26,47 @@ int mpa_papi_init(int rank)
     if (rank == 0) mpa_warn("MPIADVISE_PAPI: PAPI does not start (%s); no counters recorded", PAPI_strerror(rc));
     return 0;
   }
-  if (PAPI_create_eventset(&g_eventset) != PAPI_OK) return 0;
-  char list[sizeof mpa_cfg.papi];
+  if (PAPI_create_eventset(&g_eventset) != PAPI_OK) {
+    if (rank == 0) mpa_warn("MPIADVISE_PAPI: PAPI cannot make an event set; no counters recorded");
+    return 0;
+  }
+  char list[sizeof mpa_cfg.papi], failed[sizeof mpa_cfg.papi + 64] = "";
   strcpy(list, mpa_cfg.papi);
   char *save = NULL;
+  int unknown = 0, uncountable = 0, too_many = 0;
   for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-    if (g_n == MPA_MAX_PAPI) {
-      if (rank == 0) mpa_warn("MPIADVISE_PAPI: at most %d events; %s and after are not recorded", MPA_MAX_PAPI, name);
-      break;
-    }
     int code;
-    if (PAPI_event_name_to_code(name, &code) != PAPI_OK) {
-      if (rank == 0) mpa_warn("MPIADVISE_PAPI: unknown event %s; it is not recorded", name);
+    if (g_n == MPA_MAX_PAPI) too_many++;
+    else if (PAPI_event_name_to_code(name, &code) != PAPI_OK) unknown++;
+    else if (PAPI_add_event(g_eventset, code) != PAPI_OK) uncountable++;
+    else {
+      snprintf(g_names[g_n++], sizeof g_names[0], "%s", name);
       continue;
     }
-    rc = PAPI_add_event(g_eventset, code);
-    if (rc != PAPI_OK) {
-      if (rank == 0) mpa_warn("MPIADVISE_PAPI: event %s cannot be counted here (%s); it is not recorded", name, PAPI_strerror(rc));
-      continue;
+    if (strlen(failed) + strlen(name) + 3 < sizeof failed) {
+      if (failed[0]) strcat(failed, ", ");
+      strcat(failed, name);
     }
-    snprintf(g_names[g_n++], sizeof g_names[0], "%s", name);
   }
-  if (g_n == 0) return 0;
-  if ((rc = PAPI_start(g_eventset)) != PAPI_OK) {
-    if (rank == 0) mpa_warn("MPIADVISE_PAPI: counters do not start (%s); none recorded", PAPI_strerror(rc));
+  if (g_n && (rc = PAPI_start(g_eventset)) != PAPI_OK) {
+    if (rank == 0) mpa_warn("MPIADVISE_PAPI: counters do not start (%s); no counters recorded", PAPI_strerror(rc));
     g_n = 0;
     return 0;
   }
+  if (failed[0] && rank == 0) {
+    const PAPI_component_info_t *cpu = PAPI_get_component_info(0);
+    int no_counters = !cpu || cpu->disabled || cpu->num_cntrs == 0;
+    char why[160] = "";
+    if (no_counters) strcat(why, "this machine has no hardware counters");
+    else {
+      if (unknown) strcat(why, "unknown to PAPI");
+      if (uncountable) strcat(why, why[0] ? "; cannot be counted here" : "cannot be counted here");
+    }
+    if (too_many) strcat(why, why[0] ? "; at most 8 events" : "at most 8 events");
+    mpa_warn("MPIADVISE_PAPI: %s not recorded (%s); the log is written without %s", failed, why,
+             g_n ? "them" : "counters");
+  }
+  if (g_n == 0) return 0;
   g_papi_thread = mpa_tls ? mpa_tls : mpa_thread_attach();
   if (g_papi_thread) PAPI_read(g_eventset, g_papi_thread->papi_exit);
   mpa_papi_on = 1;

@@ -1,0 +1,153 @@
+// What a log records about the run, and the settings that shape it: MPI_T eager limits, the MPI
+// environment, clock offsets between hosts, call sites at depth, MPI_Pcontrol, PAPI without counters.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <set>
+
+#include "support.hpp"
+#include "symbolizer.hpp"
+
+using namespace mpa_test;
+
+namespace {
+
+int count_calls(const std::vector<Ev>& evs, const std::string& call) {
+  int n = 0;
+  for (const auto& e : evs) n += e.call == call ? static_cast<int>(e.e.count) : 0;
+  return n;
+}
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+}  // namespace
+
+TEST_CASE("the header records the eager limits read through MPI_T and the MPI environment", "[facts]") {
+  JobSpec s;
+  s.program = "ring";
+  s.args = {"5"};
+  s.mpirun_options = {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp", "--mca", "btl_tcp_eager_limit", "8192"};
+  auto r = run_job(s);
+  REQUIRE(r.status == 0);
+  mpiadvise::JobLog job(r.dir);
+  for (const auto& log : job.ranks()) {
+    const auto& h = log->header();
+    CHECK(h.at("cvars").at("btl_tcp_eager_limit") == 8192);
+    CHECK(h.at("env").at("OMPI_MCA_btl_tcp_eager_limit") == "8192");
+    CHECK(h.at("mpi_library").get<std::string>().find("Open MPI") != std::string::npos);
+    CHECK(h.at("size") == 2);
+    CHECK(h.at("thread_level") == "MPI_THREAD_SINGLE");
+    CHECK(!h.at("hostname").get<std::string>().empty());
+  }
+}
+
+TEST_CASE("ranks on rank 0's host share its clock; a rank on another host gets a measured offset", "[facts]") {
+  // rank 1 runs in its own UTS namespace under another host name: the tracer must treat it as remote
+  fs::path dir = fresh_dir("clock") / "logs";
+  std::string prog = program_path("ring").string();
+  // Open MPI's -x applies to one application context, so mpiadvise run is what sets up both
+  std::string cmd = "timeout 120 " + (build_dir() / "bin" / "mpiadvise").string() + " run --dir " + dir.string() +
+                    " -- mpirun --allow-run-as-root --oversubscribe -np 1 " + prog +
+                    " 5 : -np 1 unshare --uts sh -c " + quote("hostname mpiadvise-other-host && exec " + prog + " 5");
+  auto probe = run_command("unshare --uts true");
+  if (probe.status != 0) {
+    WARN("unshare --uts is not permitted here: the two-host clock case is not run");
+    return;
+  }
+  auto r = run_command(cmd);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  mpiadvise::JobLog job(dir);
+  REQUIRE(job.ranks().size() == 2);
+  const auto& c0 = job.rank(0)->header().at("clock");
+  const auto& c1 = job.rank(1)->header().at("clock");
+  CHECK(job.rank(1)->header().at("hostname") == "mpiadvise-other-host");
+  CHECK(c0.at("offset_method") == "same-host");
+  CHECK(c0.at("offset_to_rank0_ns") == 0);
+  CHECK(c1.at("offset_method") == "ping-pong");
+  // both "hosts" read the same clock, so the measured offset is within the round trip (well under 5 ms)
+  CHECK(std::llabs(c1.at("offset_to_rank0_ns").get<long long>()) < 5'000'000);
+  CHECK(job.rank(1)->trailer().at("clock_offset_method") == "ping-pong");
+}
+
+TEST_CASE("MPI_Pcontrol(0) pauses tracing and MPI_Pcontrol(1) resumes it", "[facts]") {
+  JobSpec s;
+  s.program = "ring";
+  s.args = {"90", "0", "pause"};
+  auto r = run_job(s);
+  REQUIRE(r.status == 0);
+  auto evs = events_of(r.dir, 0);
+  CHECK(count_calls(evs, "MPI_Sendrecv_replace") == 2 * 60);  // iterations 30..59 were paused
+  auto pc = calls_named(evs, "MPI_Pcontrol");
+  REQUIRE(pc.size() == 2);
+  CHECK(pc[0].e.value == 0);
+  CHECK(pc[1].e.value == 1);
+}
+
+TEST_CASE("call sites are the return address by default and N frames with MPIADVISE_STACK_DEPTH=N", "[facts]") {
+  auto sites_of = [](const fs::path& dir) {
+    mpiadvise::JobLog job(dir);
+    const auto* log = job.rank(0);
+    std::set<uint32_t> ids;
+    log->for_each_event([&](const mpiadvise::Event& e) {
+      if (e.call_name == "MPI_Sendrecv_replace") ids.insert(e.callsite);
+    });
+    mpiadvise::Symbolizer sym(log->modules());
+    std::set<std::string> callers;
+    size_t depth = 0;
+    for (auto id : ids) {
+      const auto& frames = log->callsites().at(id).frames;
+      depth = std::max(depth, frames.size());
+      CHECK(sym.locate_return_address(frames[0]).function == "pass_on");
+      if (frames.size() > 1) callers.insert(sym.locate_return_address(frames[1]).function);
+    }
+    return std::make_tuple(ids.size(), depth, callers);
+  };
+  JobSpec s;
+  s.program = "ring";
+  s.args = {"10"};
+  auto shallow = run_job(s);
+  s.env = {{"MPIADVISE_STACK_DEPTH", "3"}};
+  s.log_dir.clear();
+  auto deep = run_job(s);
+  REQUIRE(shallow.status == 0);
+  REQUIRE(deep.status == 0);
+  auto [n1, d1, c1] = sites_of(shallow.dir);
+  CHECK(n1 == 1);  // one call instruction in pass_on
+  CHECK(d1 == 1);
+  auto [n3, d3, c3] = sites_of(deep.dir);
+  CHECK(n3 == 2);  // reached through forward and through backward
+  CHECK(d3 == 3);
+  CHECK(c3 == std::set<std::string>{"forward", "backward"});
+}
+
+TEST_CASE("PAPI events that cannot be counted give one warning and a log without counters", "[facts]") {
+  JobSpec s;
+  s.np = 3;
+  s.program = "ring";
+  s.args = {"10"};
+  s.env = {{"MPIADVISE_PAPI", "PAPI_TOT_CYC,NO_SUCH_EVENT"}};
+  auto r = run_job(s);
+  JobSpec plain = s;
+  plain.traced = false;
+  auto u = run_job(plain);
+  CHECK(r.status == 0);
+  CHECK(r.out == u.out);
+  INFO(r.err);
+  size_t warnings = 0;
+  for (size_t at = r.err.find("mpiadvise:"); at != std::string::npos; at = r.err.find("mpiadvise:", at + 1)) warnings++;
+  mpiadvise::JobLog job(r.dir);
+  auto recorded = job.rank(0)->header().at("papi");
+  if (recorded.empty()) {
+    CHECK(warnings == 1);
+    CHECK(r.err.find("NO_SUCH_EVENT") != std::string::npos);
+    for (const auto& e : events_of(r.dir, 0)) CHECK_FALSE(e.e.has(MPA_F_PAPI));
+  } else {
+    // a machine with counters: PAPI_TOT_CYC is recorded over computation intervals
+    CHECK(recorded == nlohmann::json::array({"PAPI_TOT_CYC"}));
+    CHECK(warnings == 1);
+    bool counted = false;
+    for (const auto& e : events_of(r.dir, 0)) counted |= e.e.has(MPA_F_PAPI) && e.e.papi.size() == 1;
+    CHECK(counted);
+  }
+}
