@@ -1,0 +1,202 @@
+// Logs that are cut off or corrupt: what is readable is read; the rest is one clear message naming the
+// file and the byte offset; nothing crashes. Each case damages a copy of a real log.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "support.hpp"
+
+extern "C" {
+#include "format.h"
+}
+
+using namespace mpa_test;
+
+namespace {
+
+const fs::path& real_log() {
+  static fs::path dir = [] {
+    JobSpec s;
+    s.program = "ring";
+    s.args = {"6000"};  // several chunks: 64 KiB of events holds several thousand calls
+    s.env = {{"MPIADVISE_BUFFER", "256K"}};
+    auto r = run_job(s);
+    REQUIRE(r.status == 0);
+    return r.dir;
+  }();
+  return dir;
+}
+
+std::vector<uint8_t> bytes_of(const fs::path& f) {
+  std::ifstream in(f, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+fs::path write_copy(const std::vector<uint8_t>& data, size_t n, const std::string& name) {
+  fs::path d = fresh_dir(name);
+  fs::path f = d / "rank-00000.mpa";
+  std::ofstream out(f, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(n));
+  return f;
+}
+
+size_t count_events(const mpiadvise::RankLog& log) {
+  size_t n = 0;
+  log.for_each_event([&](const mpiadvise::Event&) { n++; });
+  return n;
+}
+
+// Offsets of the chunk headers of a log.
+std::vector<size_t> chunk_offsets(const std::vector<uint8_t>& data) {
+  mpa_file_header h;
+  std::memcpy(&h, data.data(), sizeof h);
+  std::vector<size_t> out;
+  size_t off = sizeof h + h.json_bytes;
+  while (off + sizeof(mpa_chunk_header) <= data.size()) {
+    mpa_chunk_header c;
+    std::memcpy(&c, data.data() + off, sizeof c);
+    out.push_back(off);
+    off += sizeof c + c.stored_bytes;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a log cut off at any byte reads up to its last whole chunk", "[damage]") {
+  auto data = bytes_of(real_log() / "rank-00000.mpa");
+  auto chunks = chunk_offsets(data);
+  REQUIRE(chunks.size() >= 4);
+  mpiadvise::RankLog whole(real_log() / "rank-00000.mpa");
+  size_t all = count_events(whole);
+  REQUIRE(all >= 6000);
+
+  mpa_file_header h;
+  std::memcpy(&h, data.data(), sizeof h);
+  size_t header_end = sizeof h + h.json_bytes;
+  std::vector<size_t> cuts;
+  for (size_t n = 0; n < 64; n++) cuts.push_back(n);                      // inside the file header
+  for (size_t n = header_end - 3; n < header_end + 40; n++) cuts.push_back(n);  // around the first chunk header
+  for (size_t c : chunks)
+    for (long d : {-1L, 0L, 1L, 17L, 33L}) cuts.push_back(static_cast<size_t>(static_cast<long>(c) + d));
+  for (size_t n = header_end; n < data.size(); n += 997) cuts.push_back(n);
+  cuts.push_back(data.size() - 1);
+
+  size_t last_events = 0;
+  std::sort(cuts.begin(), cuts.end());
+  for (size_t n : cuts) {
+    if (n > data.size()) continue;
+    fs::path f = write_copy(data, n, "cut");
+    INFO("cut at " << n << " of " << data.size());
+    if (n < header_end) {
+      // not even the header: a clear error naming the file and an offset
+      try {
+        mpiadvise::RankLog log(f);
+        FAIL("a log without its whole header was accepted");
+      } catch (const mpiadvise::LogError& e) {
+        CHECK(std::string(e.what()).find(f.string()) == 0);
+        CHECK(e.offset.has_value());
+      }
+      continue;
+    }
+    mpiadvise::RankLog log(f);
+    size_t events = count_events(log);
+    CHECK(events >= last_events);  // more file, never fewer events
+    last_events = events;
+    bool at_boundary = n == data.size() || std::find(chunks.begin(), chunks.end(), n) != chunks.end();
+    if (!at_boundary) {
+      REQUIRE(log.problems().size() == 1);
+      CHECK_FALSE(log.problems()[0].corrupt);
+      CHECK(log.problems()[0].offset.has_value());
+      CHECK(log.problems()[0].text().find(f.string()) == 0);
+    } else {
+      CHECK(log.problems().empty());
+    }
+    fs::remove_all(f.parent_path());
+  }
+  CHECK(last_events <= all);
+}
+
+TEST_CASE("a corrupt chunk is reported with the file and its offset, and the other chunks still read", "[damage]") {
+  auto data = bytes_of(real_log() / "rank-00000.mpa");
+  auto chunks = chunk_offsets(data);
+  REQUIRE(chunks.size() >= 4);
+  mpiadvise::RankLog whole(real_log() / "rank-00000.mpa");
+  size_t all = count_events(whole);
+  // damage the compressed payload of an events chunk in the middle
+  size_t victim = 0;
+  for (size_t i = 1; i + 1 < chunks.size() && !victim; i++) {
+    mpa_chunk_header c;
+    std::memcpy(&c, data.data() + chunks[i], sizeof c);
+    if (c.type == MPA_CHUNK_EVENTS) victim = chunks[i];
+  }
+  REQUIRE(victim);
+  auto bad = data;
+  bad[victim + sizeof(mpa_chunk_header) + 40] ^= 0x5a;
+  fs::path f = write_copy(bad, bad.size(), "corrupt");
+  mpiadvise::RankLog log(f);
+  size_t events = count_events(log);
+  CHECK(events < all);
+  CHECK(events > 0);
+  bool named = false;
+  for (const auto& p : log.problems()) {
+    named |= p.corrupt && p.offset == victim;
+    CHECK(p.text().find(f.string()) == 0);
+  }
+  CHECK(named);
+
+  // the command says it on one line and exits 1, after printing what it could read
+  auto r = run_command((build_dir() / "bin" / "mpiadvise").string() + " dump --summary " + f.parent_path().string());
+  CHECK(r.status == 1);
+  CHECK(r.err.find(f.string() + ": offset " + std::to_string(victim) + ": corrupt") != std::string::npos);
+  CHECK(r.out.find("MPI_Sendrecv_replace") != std::string::npos);
+}
+
+TEST_CASE("a damaged chunk header stops reading there, with the offset", "[damage]") {
+  auto data = bytes_of(real_log() / "rank-00000.mpa");
+  auto chunks = chunk_offsets(data);
+  auto bad = data;
+  bad[chunks[2]] ^= 0xff;  // the magic of the third chunk
+  fs::path f = write_copy(bad, bad.size(), "badmagic");
+  mpiadvise::RankLog log(f);
+  REQUIRE(!log.problems().empty());
+  CHECK(log.problems()[0].corrupt);
+  CHECK(log.problems()[0].offset == chunks[2]);
+  CHECK(log.chunk_count() == 2);
+}
+
+TEST_CASE("a log of a newer format, or not a log at all, is refused with a clear error", "[damage]") {
+  auto data = bytes_of(real_log() / "rank-00000.mpa");
+  auto newer = data;
+  uint32_t v = MPA_FORMAT_VERSION + 1;
+  std::memcpy(newer.data() + 8, &v, sizeof v);
+  fs::path f = write_copy(newer, newer.size(), "newer");
+  try {
+    mpiadvise::RankLog log(f);
+    FAIL("a newer format was accepted");
+  } catch (const mpiadvise::LogError& e) {
+    CHECK(std::string(e.what()).find("newer than this mpiadvise reads") != std::string::npos);
+    CHECK(std::string(e.what()).find(f.string()) == 0);
+  }
+  std::vector<uint8_t> text(4000, 'x');
+  fs::path g = write_copy(text, text.size(), "notalog");
+  auto r = run_command((build_dir() / "bin" / "mpiadvise").string() + " dump " + g.parent_path().string());
+  CHECK(r.status == 2);
+  CHECK(r.err == "mpiadvise: " + g.parent_path().string() + ": " + g.string() +
+                     ": offset 0: not an mpiadvise log (no MPADVLOG magic)\n");
+  auto json = data;
+  json[sizeof(mpa_file_header) + 1] = '#';  // the header JSON
+  fs::path j = write_copy(json, json.size(), "badjson");
+  CHECK_THROWS_WITH(mpiadvise::RankLog(j), Catch::Contains("header is not valid") && Catch::Contains(j.string()));
+}
+
+TEST_CASE("a job directory with a rank missing is read, and the missing rank is named", "[damage]") {
+  fs::path d = fresh_dir("missing");
+  fs::copy_file(real_log() / "rank-00000.mpa", d / "rank-00000.mpa");
+  mpiadvise::JobLog job(d);
+  CHECK(job.world_size() == 2);
+  CHECK(job.ranks().size() == 1);
+  auto problems = job.problems();
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].text().find("1 of 2 ranks have no readable log (rank 1)") != std::string::npos);
+}
