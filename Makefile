@@ -33,7 +33,7 @@ CLI_OBJ := $(patsubst cli/%.cpp,$(BUILD)/obj/cli/%.o,$(CLI_SRC))
 CLI_BIN := $(BUILD)/bin/mpiadvise
 
 CXX_INC  := -Ianalyzer -Ilibtrace -I$(BUILD)/gen
-CXX_LIBS := -lzstd -lfmt -ldw -lelf
+CXX_LIBS := -lzstd -lfmt -ldw -lelf -ltomlplusplus
 
 all: $(TRACE_LIB) $(CLI_BIN) examples
 

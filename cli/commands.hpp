@@ -13,5 +13,7 @@ inline constexpr int kOk = 0, kProblems = 1, kUsage = 2;
 // Each adds its subcommand to app and returns the action to run when it was chosen.
 std::function<int()> add_dump(CLI::App& app);
 std::function<int()> add_run(CLI::App& app);
+std::function<int()> add_replay(CLI::App& app);
+std::function<int()> add_whatif(CLI::App& app);
 
 }  // namespace mpiadvise::cli

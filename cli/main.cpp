@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   auto add = [&](std::function<int()> action) { actions[app.get_subcommands({}).back()] = std::move(action); };
   add(cli::add_dump(app));
   add(cli::add_run(app));
+  add(cli::add_replay(app));
+  add(cli::add_whatif(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -37,6 +39,9 @@ int main(int argc, char** argv) {
   try {
     for (auto& [sub, action] : actions)
       if (sub->parsed()) return action();
+  } catch (const CLI::ValidationError& e) {
+    std::fprintf(stderr, "mpiadvise: %s\n", e.what());
+    return cli::kUsage;
   } catch (const LogError& e) {
     std::fprintf(stderr, "mpiadvise: %s\n", e.what());
     return cli::kUsage;

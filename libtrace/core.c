@@ -306,7 +306,9 @@ static void record_core_event(uint32_t call, uint64_t t0, uint64_t t1, void *ra,
   mpa_finish(ts, &ev, 0, ra);
 }
 
-static void start(uint32_t call, uint64_t t0, uint64_t t1, void *ra)
+/* t0: when the application called MPI_Init; the event ends when the tracer's own set-up has too, so
+ * that none of it is counted as the application's computation. */
+static void start(uint32_t call, uint64_t t0, void *ra)
 {
   if (g_started || g_joined) return;
   read_settings();
@@ -372,7 +374,7 @@ static void start(uint32_t call, uint64_t t0, uint64_t t1, void *ra)
   atexit(at_exit);
   g_started = 1;
   update_active();
-  record_core_event(call, t0, t1, ra, level, 1);
+  record_core_event(call, t0, mpa_now(), ra, level, 1);
 }
 
 /* ---- finish ------------------------------------------------------------------------------------------ */
@@ -431,8 +433,7 @@ int MPI_Init(int *argc, char ***argv)
 {
   uint64_t t0 = mpa_now();
   int rc = PMPI_Init(argc, argv);
-  uint64_t t1 = mpa_now();
-  if (rc == MPI_SUCCESS) start(MPA_CALL_Init, t0, t1, __builtin_return_address(0));
+  if (rc == MPI_SUCCESS) start(MPA_CALL_Init, t0, __builtin_return_address(0));
   return rc;
 }
 
@@ -440,8 +441,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
   uint64_t t0 = mpa_now();
   int rc = PMPI_Init_thread(argc, argv, required, provided);
-  uint64_t t1 = mpa_now();
-  if (rc == MPI_SUCCESS) start(MPA_CALL_Init_thread, t0, t1, __builtin_return_address(0));
+  if (rc == MPI_SUCCESS) start(MPA_CALL_Init_thread, t0, __builtin_return_address(0));
   return rc;
 }
 
@@ -517,16 +517,14 @@ typedef void (*fn_pcontrol)(MPI_Fint *);
 MPA_FORTRAN_ENTRIES(mpi_init, MPI_INIT, (MPI_Fint *ierr), (ierr), {
   uint64_t t0 = mpa_now();
   ((fn_ierr)real)(ierr);
-  uint64_t t1 = mpa_now();
-  if (!ierr || *ierr == MPI_SUCCESS) start(MPA_CALL_Init, t0, t1, ra);
+  if (!ierr || *ierr == MPI_SUCCESS) start(MPA_CALL_Init, t0, ra);
 })
 
 MPA_FORTRAN_ENTRIES(mpi_init_thread, MPI_INIT_THREAD, (MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr),
                     (required, provided, ierr), {
   uint64_t t0 = mpa_now();
   ((fn_init_thread)real)(required, provided, ierr);
-  uint64_t t1 = mpa_now();
-  if (!ierr || *ierr == MPI_SUCCESS) start(MPA_CALL_Init_thread, t0, t1, ra);
+  if (!ierr || *ierr == MPI_SUCCESS) start(MPA_CALL_Init_thread, t0, ra);
 })
 
 MPA_FORTRAN_ENTRIES(mpi_finalize, MPI_FINALIZE, (MPI_Fint *ierr), (ierr), {

@@ -1,0 +1,191 @@
+#include "loggps.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+namespace mpiadvise {
+
+namespace fs = std::filesystem;
+
+// ---- parameters ----------------------------------------------------------------------------------------
+void LogGPSParams::validate(const std::string& where) const {
+  const std::pair<const char*, double> values[] = {{"L", L},     {"o", o},     {"Oss", Oss}, {"Ors", Ors},
+                                                   {"Osl", Osl}, {"Orl", Orl}, {"Gs", Gs},   {"Gl", Gl}};
+  for (const auto& [key, v] : values) {
+    if (!std::isfinite(v)) throw ParamError(fmt::format("{}: {} is not a finite number", where, key));
+    if (v < 0) throw ParamError(fmt::format("{}: {} = {} is negative", where, key, v));
+  }
+  if (s > S)
+    throw ParamError(fmt::format("{}: s = {} is larger than S = {} (a single packet cannot exceed the eager limit)",
+                                 where, s, S));
+}
+
+void LogGPSParams::set(const std::string& key, double value, const std::string& where) {
+  if (!std::isfinite(value) || value < 0)
+    throw ParamError(fmt::format("{}: {} = {} must be a non-negative number", where, key, value));
+  auto as_bytes = [&]() -> uint64_t {
+    if (value >= 1.8e19) return kInfinite;
+    if (value != std::floor(value)) throw ParamError(fmt::format("{}: {} = {} must be a whole number of bytes", where, key, value));
+    return static_cast<uint64_t>(value);
+  };
+  if (key == "L") L = value;
+  else if (key == "o") o = value;
+  else if (key == "Oss") Oss = value;
+  else if (key == "Ors") Ors = value;
+  else if (key == "Osl") Osl = value;
+  else if (key == "Orl") Orl = value;
+  else if (key == "Gs") Gs = value;
+  else if (key == "Gl") Gl = value;
+  else if (key == "s") s = as_bytes();
+  else if (key == "S") S = as_bytes();
+  else
+    throw ParamError(fmt::format("{}: unknown parameter '{}' (the LogGPS parameters are L, o, Oss, Ors, Osl, Orl, Gs, Gl, s, S)",
+                                 where, key));
+}
+
+namespace {
+
+// Each parameter as it is spelled in the files, with its unit in the name.
+struct Key {
+  const char* file_key;
+  const char* name;
+};
+constexpr Key kKeys[] = {{"L_ns", "L"},
+                         {"o_ns", "o"},
+                         {"Oss_ns_per_byte", "Oss"},
+                         {"Ors_ns_per_byte", "Ors"},
+                         {"Osl_ns_per_byte", "Osl"},
+                         {"Orl_ns_per_byte", "Orl"},
+                         {"Gs_ns_per_byte", "Gs"},
+                         {"Gl_ns_per_byte", "Gl"},
+                         {"s_bytes", "s"},
+                         {"S_bytes", "S"}};
+
+}  // namespace
+
+LogGPSParams load_params(const fs::path& file) {
+  const std::string where = file.string();
+  toml::table doc;
+  try {
+    doc = toml::parse_file(where);
+  } catch (const toml::parse_error& e) {
+    const auto& at = e.source().begin;
+    throw ParamError(fmt::format("{}:{}:{}: {}", where, at.line, at.column, e.description()));
+  }
+  LogGPSParams p;
+  p.name = file.stem().string();
+  p.description = doc["description"].value_or(std::string());
+  p.library = doc["library"].value_or(std::string());
+  p.transport = doc["transport"].value_or(std::string());
+  const toml::table* model = doc["loggps"].as_table();
+  if (!model) throw ParamError(where + ": no [loggps] table");
+  for (const auto& [k, v] : *model) {
+    std::string key(k.str());
+    const Key* known = nullptr;
+    for (const auto& kk : kKeys)
+      if (key == kk.file_key) known = &kk;
+    if (!known) {
+      std::string names;
+      for (const auto& kk : kKeys) names += std::string(names.empty() ? "" : ", ") + kk.file_key;
+      throw ParamError(fmt::format("{}: [loggps] {}: unknown key (the keys are {})", where, key, names));
+    }
+    std::optional<double> value = v.value<double>();
+    if (!value) {
+      if (auto str = v.value<std::string>(); str && (*str == "inf" || *str == "infinity")) value = 1.9e19;
+      else throw ParamError(fmt::format("{}: [loggps] {}: not a number", where, key));
+    }
+    p.set(known->name, *value, where + ": [loggps] " + key);
+  }
+  for (const auto& kk : kKeys)
+    if (!model->contains(kk.file_key)) throw ParamError(fmt::format("{}: [loggps] {} is missing", where, kk.file_key));
+  p.validate(where);
+  return p;
+}
+
+fs::path default_params_dir() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (const char* env = std::getenv("MPIADVISE_PARAMS_DIR"); env && *env) return env;
+  if (!ec) {
+    for (fs::path up = self.parent_path(); !up.empty() && up != up.root_path(); up = up.parent_path()) {
+      if (fs::is_directory(up / "share" / "params")) return up / "share" / "params";
+      if (fs::is_directory(up / "share" / "mpiadvise" / "params")) return up / "share" / "mpiadvise" / "params";
+    }
+  }
+  return "/usr/local/share/mpiadvise/params";
+}
+
+std::vector<fs::path> list_params(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".toml") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+LogGPSParams find_params(const std::string& name_or_file, const fs::path& dir) {
+  fs::path asked(name_or_file);
+  if (fs::exists(asked) && !fs::is_directory(asked)) return load_params(asked);
+  fs::path named = dir / (name_or_file + ".toml");
+  if (fs::exists(named)) return load_params(named);
+  std::string known;
+  for (const auto& f : list_params(dir)) known += (known.empty() ? "" : ", ") + f.stem().string();
+  throw ParamError(fmt::format("--params {}: no such file, and no parameter set of that name in {} (known: {})",
+                               name_or_file, dir.string(), known.empty() ? "none" : known));
+}
+
+// ---- the model -------------------------------------------------------------------------------------------
+LogGPS::PerByte LogGPS::per_byte(bool long_protocol, double gap, int senders) const {
+  PerByte b{long_protocol ? p_.Osl : p_.Oss, gap, long_protocol ? p_.Orl : p_.Ors};
+  if (senders > 1) {
+    // contention: p senders share the receiver's bandwidth; the largest of the three holds it
+    double* largest = &b.os;
+    if (b.g > *largest) largest = &b.g;
+    if (b.orv > *largest) largest = &b.orv;
+    *largest *= senders;
+  }
+  return b;
+}
+
+double LogGPS::T1(uint64_t k, int senders) const { return p_.o + k * per_byte(false, p_.Gs, senders).os; }
+double LogGPS::T1p(uint64_t k, int senders) const { return p_.o + k * per_byte(true, p_.Gl, senders).os; }
+double LogGPS::T2(uint64_t k, int senders) const { return k * per_byte(false, p_.Gs, senders).g + p_.L; }
+double LogGPS::T2p(uint64_t k, int senders) const {
+  double gs = per_byte(false, p_.Gs, senders).g, gl = per_byte(true, p_.Gl, senders).g;
+  uint64_t s = std::min(p_.s, k);
+  return s * gs + (k - s) * gl + p_.L;
+}
+double LogGPS::T3(uint64_t k, int senders) const { return p_.o + k * per_byte(false, p_.Gs, senders).orv; }
+double LogGPS::T3p(uint64_t k, int senders) const { return p_.o + k * per_byte(true, p_.Gl, senders).orv; }
+double LogGPS::T4(double tr_minus_ts) const { return std::max(p_.o + p_.L, tr_minus_ts) + p_.o; }
+double LogGPS::T5() const { return p_.o + p_.L + p_.o; }
+double LogGPS::transfer(uint64_t k, int senders) const { return single_packet(k) ? T2(k, senders) : T2p(k, senders); }
+
+double LogGPS::communication(uint64_t k, double ts, double tr, int senders) const {
+  if (single_packet(k)) return T1(k, senders) + T2(k, senders) + T3(k, senders);  // (1)
+  if (eager(k)) return T1(k, senders) + T2p(k, senders) + T3(k, senders);          // (2)
+  return T4(tr - ts) + T5() + T1p(k, senders) + T2p(k, senders) + T3p(k, senders); // (3)
+}
+
+double LogGPS::send(uint64_t k, double ts, double tr, int senders) const {
+  if (eager(k)) return T1(k, senders);                  // (4)
+  return T4(tr - ts) + T5() + T1p(k, senders);          // (5)
+}
+
+double LogGPS::recv(uint64_t k, double ts, double tr, int senders) const {
+  double late = tr - ts;
+  if (single_packet(k)) return std::max(T1(k, senders) + T2(k, senders) - late, 0.0) + T3(k, senders);   // (7)
+  if (eager(k)) return std::max(T1(k, senders) + T2p(k, senders) - late, 0.0) + T3(k, senders);          // (8)
+  return std::max(p_.o + p_.L - late, 0.0) + p_.o + T5() + T1p(k, senders) + T2p(k, senders) + T3p(k, senders);  // (9)
+}
+
+double LogGPS::wait(double t_blocking, double tw_minus_ti) const {
+  return std::max(t_blocking - tw_minus_ti, p_.o);  // (11), erratum applied
+}
+
+}  // namespace mpiadvise

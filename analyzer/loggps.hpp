@@ -1,0 +1,88 @@
+// The LogGPS model (Ino, Fujimoto, Hagihara 2001): the communication time of a k-byte message (Table 3)
+// and the times of the MPI routines (Table 4), named as in the paper. Every other module calls these;
+// no formula of the model is written anywhere else. All times in ns, sizes in bytes.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mpiadvise {
+
+// A parameter set (share/params/*.toml). Per-byte costs in ns per byte.
+struct LogGPSParams {
+  std::string name;        // e.g. "myrinet-mpich-score"
+  std::string description; // where the numbers come from
+  std::string library, transport;
+  double L = 0;    // latency, sender to receiver
+  double o = 0;    // o': overhead of sending or receiving a 0-byte message
+  double Oss = 0, Ors = 0;  // per-byte send / receive overhead, k <= S
+  double Osl = 0, Orl = 0;  // per-byte send / receive overhead, k > S
+  double Gs = 0, Gl = 0;    // per-byte gap for the first s bytes / for the bytes after s
+  uint64_t s = 0;  // largest message sent as one packet
+  uint64_t S = 0;  // largest message sent without synchronisation (eager limit)
+  static constexpr uint64_t kInfinite = std::numeric_limits<uint64_t>::max();
+
+  // Throws ParamError naming what is wrong (negative values, s > S, ...).
+  void validate(const std::string& where) const;
+  // Sets one parameter by its name (L, o, Oss, Ors, Osl, Orl, Gs, Gl, s, S); throws ParamError.
+  void set(const std::string& key, double value, const std::string& where);
+};
+
+class ParamError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Reads a parameter file (TOML). Throws ParamError naming the file, the key and the problem.
+LogGPSParams load_params(const std::filesystem::path& file);
+// NAME (a file in the parameter directory, without .toml) or a path to a file.
+LogGPSParams find_params(const std::string& name_or_file, const std::filesystem::path& params_dir);
+std::vector<std::filesystem::path> list_params(const std::filesystem::path& params_dir);
+// Where share/params is: beside the build, or installed under the prefix.
+std::filesystem::path default_params_dir();
+
+// The model's terms for one k-byte message (Table 3). senders: processes sending to the same receiver
+// at once; their bandwidth is shared by dividing 1/G by it, for the largest of the three per-byte terms.
+class LogGPS {
+ public:
+  explicit LogGPS(const LogGPSParams& p) : p_(p) {}
+  const LogGPSParams& params() const { return p_; }
+
+  bool eager(uint64_t k) const { return k <= p_.S; }
+  bool single_packet(uint64_t k) const { return k <= p_.s; }
+
+  double T1(uint64_t k, int senders = 1) const;   // o' + k Oss          send overhead, k <= S
+  double T1p(uint64_t k, int senders = 1) const;  // o' + k Osl          send overhead, k > S
+  double T2(uint64_t k, int senders = 1) const;   // k Gs + L            transfer, k <= s
+  double T2p(uint64_t k, int senders = 1) const;  // s Gs + (k-s) Gl + L transfer, k > s
+  double T3(uint64_t k, int senders = 1) const;   // o' + k Ors          receive overhead, k <= S
+  double T3p(uint64_t k, int senders = 1) const;  // o' + k Orl          receive overhead, k > S
+  double T4(double tr_minus_ts) const;            // max(o' + L, tr - ts) + o'   REQ seen by the receiver
+  double T5() const;                              // o' + L + o'          ACK back to the sender
+  double transfer(uint64_t k, int senders = 1) const;  // T2 or T2', whichever k calls for
+
+  // Equations (1)-(3): communication time of a k-byte message sent at ts, received (called) at tr.
+  double communication(uint64_t k, double ts, double tr, int senders = 1) const;
+  // Table 4: time spent in each routine.
+  double send(uint64_t k, double ts, double tr, int senders = 1) const;   // (4), (5)
+  double isend() const { return p_.o; }                                   // (6)
+  double recv(uint64_t k, double ts, double tr, int senders = 1) const;   // (7), (8), (9)
+  double irecv() const { return p_.o; }                                   // (10)
+  // (11), with the erratum: the work done by tw is tw - ti. t_blocking: time of the blocking
+  // counterpart had it been called at ti.
+  double wait(double t_blocking, double tw_minus_ti) const;
+
+ private:
+  // the per-byte costs (overhead_send, gap, overhead_recv) with the largest scaled by the senders
+  struct PerByte {
+    double os, g, orv;
+  };
+  PerByte per_byte(bool long_protocol, double gap, int senders) const;
+  LogGPSParams p_;
+};
+
+}  // namespace mpiadvise

@@ -1,0 +1,673 @@
+#include "replay.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+
+namespace mpiadvise {
+
+Breakdown& Breakdown::operator+=(const Breakdown& b) {
+  computation += b.computation;
+  send_overhead += b.send_overhead;
+  recv_overhead += b.recv_overhead;
+  send_wait += b.send_wait;
+  recv_wait += b.recv_wait;
+  synchronisation += b.synchronisation;
+  collectives += b.collectives;
+  other += b.other;
+  return *this;
+}
+
+namespace {
+
+constexpr double kUnknown = -1;
+
+// The replay window of a rank: from MPI_Init's exit to MPI_Finalize's enter.
+struct Window {
+  uint32_t first = 0, end = 0;  // ops [first, end) are replayed
+  uint64_t start_ns = 0, stop_ns = 0;
+};
+
+Window window_of(const RankTrace& r) {
+  Window w;
+  w.end = static_cast<uint32_t>(r.ops.size());
+  if (r.ops.empty()) return w;
+  if (r.ops.front().call == MPA_CALL_Init || r.ops.front().call == MPA_CALL_Init_thread) w.first = 1;
+  if (w.end > w.first && r.ops[w.end - 1].call == MPA_CALL_Finalize) w.end--;
+  w.start_ns = w.first ? r.ops[0].t_exit : r.ops[0].t_enter;
+  w.stop_ns = w.end < r.ops.size() ? r.ops[w.end].t_enter : r.ops.back().t_exit;
+  return w;
+}
+
+LogGPSParams effective_params(const ReplayOptions& o) {
+  LogGPSParams p = o.params;
+  if (o.model == ModelKind::LogGP) {
+    // the paper's LogGP baseline: no protocol switch (S infinite) and constant overheads
+    p.S = LogGPSParams::kInfinite;
+    p.Oss = p.Ors = p.Osl = p.Orl = 0;
+  }
+  return p;
+}
+
+int ceil_log2(size_t n) {
+  int r = 0;
+  while ((size_t{1} << r) < n) r++;
+  return r;
+}
+
+// ---- the discrete-event replay ------------------------------------------------------------------------
+// Every rank runs its own ops on its own clock. An op that needs a time another rank has not reached yet
+// (the receive post of a rendezvous send, the send of a receive, the last arrival at a collective) parks
+// its rank until that time is known. The model's equations are causal, so the order in which ranks run
+// does not change the result.
+class Simulation {
+ public:
+  Simulation(const Trace& t, const ReplayOptions& o)
+      : t_(t), o_(o), model_(effective_params(o)), p_(model_.params()) {
+    msg_.resize(t.messages.size());
+    coll_arrive_.resize(t.collectives.size());
+    coll_done_.assign(t.collectives.size(), {});
+    waiting_msg_.resize(t.messages.size());
+    waiting_coll_.resize(t.collectives.size());
+    ranks_.resize(t.ranks.size());
+    for (size_t i = 0; i < t.collectives.size(); i++) coll_arrive_[i].assign(t.collectives[i].members.size(), kUnknown);
+    senders_at_receiver();
+  }
+
+  ReplayResult run() {
+    ReplayResult res;
+    res.mode = ReplayMode::Simulate;
+    res.model = o_.model;
+    res.params = p_;
+    uint64_t t0 = std::numeric_limits<uint64_t>::max();
+    for (size_t r = 0; r < t_.ranks.size(); r++) {
+      ranks_[r].w = window_of(t_.ranks[r]);
+      if (ranks_[r].w.end > ranks_[r].w.first) t0 = std::min(t0, ranks_[r].w.start_ns);
+    }
+    for (size_t r = 0; r < t_.ranks.size(); r++) {
+      RankState& s = ranks_[r];
+      s.i = s.w.first;
+      s.now = s.w.end > s.w.first ? static_cast<double>(s.w.start_ns - t0) : 0;
+      ready_.push_back(static_cast<int>(r));
+    }
+    for (;;) {
+      while (!ready_.empty()) {
+        int r = ready_.front();
+        ready_.pop_front();
+        while (step(r)) {
+        }
+      }
+      // every rank done, or some wait for what never comes (a partner missing from the logs)
+      int stuck = -1;
+      for (size_t r = 0; r < ranks_.size() && stuck < 0; r++)
+        if (ranks_[r].i < ranks_[r].w.end) stuck = static_cast<int>(r);
+      if (stuck < 0) break;
+      // release the earliest parked rank with its measured time
+      double best = std::numeric_limits<double>::max();
+      for (size_t r = 0; r < ranks_.size(); r++)
+        if (ranks_[r].i < ranks_[r].w.end && ranks_[r].now < best) best = ranks_[r].now, stuck = static_cast<int>(r);
+      ranks_[stuck].force = true;
+      ready_.push_back(stuck);
+    }
+    double measured_end = 0;
+    for (size_t r = 0; r < ranks_.size(); r++) {
+      const RankState& s = ranks_[r];
+      RankReplay rr;
+      rr.rank = static_cast<int>(r);
+      rr.predicted_ns = s.now;
+      rr.predicted = s.b;
+      if (s.w.end > s.w.first) {
+        rr.measured_ns = static_cast<double>(s.w.stop_ns - t0);
+        measured_end = std::max(measured_end, rr.measured_ns);
+      }
+      res.predicted_ns = std::max(res.predicted_ns, s.now);
+      res.ranks.push_back(rr);
+    }
+    res.measured_ns = measured_end;
+    for (auto& [key, site] : sites_) res.sites.push_back(site);
+    res.rendezvous_messages = rendezvous_messages_;
+    res.rendezvous_bytes = rendezvous_bytes_;
+    res.split_messages = split_messages_;
+    res.unresolved_ops = unresolved_;
+    return res;
+  }
+
+ private:
+  struct MsgState {
+    double ts = kUnknown, tr = kUnknown;  // send and receive post times
+    bool split = false, counted = false;
+    int senders = 1;                      // messages sharing the receiver's bandwidth
+  };
+  struct RankState {
+    Window w;
+    uint32_t i = 0;
+    double now = 0;
+    bool gap_done = false, posted = false, force = false;
+    double op_start = 0;
+    double deferred_send_done = kUnknown;  // a send made non-blocking: completed at the next MPI call
+    Breakdown b;
+  };
+
+  const Trace& t_;
+  const ReplayOptions& o_;
+  LogGPS model_;
+  const LogGPSParams& p_;
+  std::vector<MsgState> msg_;
+  std::vector<std::vector<double>> coll_arrive_;
+  std::vector<std::vector<double>> coll_done_;
+  std::vector<std::vector<int>> waiting_msg_, waiting_coll_;
+  std::vector<RankState> ranks_;
+  std::deque<int> ready_;
+  std::map<std::pair<int, uint32_t>, SiteReplay> sites_;
+  uint64_t rendezvous_messages_ = 0, rendezvous_bytes_ = 0, split_messages_ = 0, unresolved_ = 0;
+
+  // Receive contention: messages that one completion op receives together share the receiver.
+  void senders_at_receiver() {
+    for (const auto& rank : t_.ranks)
+      for (const auto& op : rank.ops) {
+        int n = 0;
+        for (uint32_t k = 0; k < op.n_links; k++) n += t_.links[op.first_link + k].kind == Link::DoneRecv;
+        if (n < 2) continue;
+        for (uint32_t k = 0; k < op.n_links; k++) {
+          const Link& l = t_.links[op.first_link + k];
+          if (l.kind == Link::DoneRecv && l.id != kNone) msg_[l.id].senders = n;
+        }
+      }
+  }
+
+  const SiteKey* key_of(int rank, uint32_t callsite) const {
+    if (static_cast<size_t>(rank) >= t_.site_keys.size()) return nullptr;
+    auto it = t_.site_keys[rank].find(callsite);
+    return it == t_.site_keys[rank].end() ? nullptr : &it->second;
+  }
+  bool at(const std::set<SiteKey>& sites, int rank, uint32_t callsite) const {
+    if (sites.empty()) return false;
+    const SiteKey* k = key_of(rank, callsite);
+    return k && sites.count(*k);
+  }
+
+  void wake_msg(uint32_t m) {
+    for (int r : waiting_msg_[m]) ready_.push_back(r);
+    waiting_msg_[m].clear();
+  }
+  void set_ts(uint32_t m, double ts) {
+    msg_[m].ts = ts;
+    wake_msg(m);
+  }
+  void set_tr(uint32_t m, double tr) {
+    msg_[m].tr = tr;
+    wake_msg(m);
+  }
+
+  bool rendezvous(const Message& m) const { return m.synchronous || !model_.eager(m.bytes); }
+  bool splits(const Message& m, uint32_t m_id) const {
+    return msg_[m_id].split && !m.synchronous && m.bytes > p_.S && p_.S > 0;
+  }
+
+  // Time the send side completes (the blocking send had it been called at ts), or kUnknown.
+  // Fills the parts of that time when asked.
+  double send_done(uint32_t m_id, Breakdown* parts) {
+    const Message& m = t_.messages[m_id];
+    const MsgState& s = msg_[m_id];
+    int senders = s.senders;
+    if (splits(m, m_id)) {
+      uint64_t chunk = p_.S, n = (m.bytes + chunk - 1) / chunk;
+      double t = n * model_.T1(chunk, senders);
+      if (parts) parts->send_overhead += t;
+      return s.ts + t;
+    }
+    if (!rendezvous(m)) {
+      double t = model_.T1(m.bytes, senders);  // (4)
+      if (parts) parts->send_overhead += t;
+      return s.ts + t;
+    }
+    if (m.recv_op == kNone) return s.ts + model_.T1p(m.bytes, senders);  // no receiver in the logs
+    if (s.tr == kUnknown) return kUnknown;
+    double t4 = model_.T4(s.tr - s.ts), t5 = model_.T5(), t1 = model_.T1p(m.bytes, senders);  // (5)
+    if (parts) {
+      double wait = std::max(0.0, (s.tr - s.ts) - (p_.o + p_.L));  // the send-wait LogGP cannot see
+      parts->send_wait += wait;
+      parts->synchronisation += t4 - wait + t5;
+      parts->send_overhead += t1;
+    }
+    return s.ts + t4 + t5 + t1;
+  }
+
+  // Time the receive side completes (the blocking receive had it been called at tr), or kUnknown.
+  double recv_done(uint32_t m_id, Breakdown* parts) {
+    const Message& m = t_.messages[m_id];
+    const MsgState& s = msg_[m_id];
+    int senders = s.senders;
+    if (m.send_op == kNone) return kUnknown;
+    if (s.ts == kUnknown) return kUnknown;
+    double late = s.tr - s.ts;
+    if (splits(m, m_id)) {
+      uint64_t chunk = p_.S, n = (m.bytes + chunk - 1) / chunk;
+      double last_arrival = s.ts + n * model_.T1(chunk, senders) + model_.transfer(chunk, senders);
+      double start = std::max(last_arrival, s.tr + (n - 1) * model_.T3(chunk, senders));
+      if (parts) {
+        parts->recv_wait += std::max(0.0, start - s.tr - (n - 1) * model_.T3(chunk, senders));
+        parts->recv_overhead += n * model_.T3(chunk, senders);
+      }
+      return start + model_.T3(chunk, senders);
+    }
+    if (!rendezvous(m)) {
+      double arrive = model_.T1(m.bytes, senders) + model_.transfer(m.bytes, senders);
+      double wait = std::max(arrive - late, 0.0), t3 = model_.T3(m.bytes, senders);  // (7), (8)
+      if (parts) {
+        parts->recv_wait += wait;
+        parts->recv_overhead += t3;
+      }
+      return s.tr + wait + t3;
+    }
+    double req_wait = std::max(p_.o + p_.L - late, 0.0);  // (9)
+    double sync = p_.o + model_.T5() + model_.T1p(m.bytes, senders) + model_.T2p(m.bytes, senders);
+    double t3 = model_.T3p(m.bytes, senders);
+    if (parts) {
+      parts->recv_wait += req_wait;
+      parts->synchronisation += sync;
+      parts->recv_overhead += t3;
+    }
+    return s.tr + req_wait + sync + t3;
+  }
+
+  // Completion times of a collective for each member, once all have arrived. Open MPI's tuned
+  // component decomposes collectives into point-to-point rounds; each round costs one message of the
+  // round's size under the model (equation (1)/(2)/(3) without waits):
+  //   Barrier: recursive doubling, ceil(log2 P) rounds of 0 bytes
+  //   Bcast: binomial tree, a rank completes after its depth in the tree
+  //   Reduce: binomial tree towards the root; Gather, Scatter: binomial, root after ceil(log2 P) rounds
+  //   Allreduce: recursive doubling below 10 kB, ring above (2(P-1) rounds of k/P)
+  //   Allgather(v), Alltoall(v,w): P-1 pairwise rounds; Reduce_scatter: reduce then scatter
+  //   Scan, Exscan: a linear chain
+  void finish_collective(uint32_t c_id) {
+    const CollectiveInstance& c = t_.collectives[c_id];
+    const auto& arrive = coll_arrive_[c_id];
+    size_t P = c.members.size();
+    double last = *std::max_element(arrive.begin(), arrive.end());
+    auto msg = [&](uint64_t k) { return model_.communication(k, 0, 0, 1); };
+    std::vector<double> done(P, last);
+    int rounds = ceil_log2(P);
+    int root_pos = 0;
+    for (size_t i = 0; i < P; i++)
+      if (c.members[i].first == c.root) root_pos = static_cast<int>(i);
+    uint32_t call = c.call >= MPA_CALL_Ibarrier ? c.call - (MPA_CALL_Ibarrier - MPA_CALL_Barrier) : c.call;
+    switch (call) {
+      case MPA_CALL_Barrier:
+        for (auto& d : done) d = last + rounds * msg(0);
+        break;
+      case MPA_CALL_Bcast:
+      case MPA_CALL_Scatter:
+      case MPA_CALL_Scatterv: {
+        double root_at = arrive[root_pos];
+        for (size_t i = 0; i < P; i++) {
+          size_t rel = (i + P - root_pos) % P;
+          int depth = rel ? ceil_log2(rel + 1) : 0;
+          done[i] = std::max(arrive[i] + p_.o, root_at + depth * msg(c.bytes));
+        }
+        break;
+      }
+      case MPA_CALL_Reduce:
+      case MPA_CALL_Gather:
+      case MPA_CALL_Gatherv:
+        for (size_t i = 0; i < P; i++)
+          done[i] = static_cast<int>(i) == root_pos ? last + rounds * msg(c.bytes) : arrive[i] + model_.T1(c.bytes);
+        break;
+      case MPA_CALL_Allreduce: {
+        double t = c.bytes < 10000 || P < 2 ? rounds * msg(c.bytes) : 2.0 * (P - 1) * msg(c.bytes / P);
+        for (auto& d : done) d = last + t;
+        break;
+      }
+      case MPA_CALL_Reduce_scatter:
+      case MPA_CALL_Reduce_scatter_block:
+        for (auto& d : done) d = last + 2 * rounds * msg(c.bytes);
+        break;
+      case MPA_CALL_Scan:
+      case MPA_CALL_Exscan: {
+        double prev = 0;
+        for (size_t i = 0; i < P; i++) {
+          done[i] = std::max(arrive[i], prev) + msg(c.bytes);
+          prev = done[i];
+        }
+        break;
+      }
+      default:  // Allgather(v), Alltoall(v,w)
+        for (auto& d : done) d = last + (P - 1) * msg(c.bytes);
+    }
+    coll_done_[c_id] = done;
+    for (int r : waiting_coll_[c_id]) ready_.push_back(r);
+    waiting_coll_[c_id].clear();
+  }
+
+  int member_pos(uint32_t c_id, int rank) const {
+    const auto& m = t_.collectives[c_id].members;
+    for (size_t i = 0; i < m.size(); i++)
+      if (m[i].first == rank) return static_cast<int>(i);
+    return -1;
+  }
+
+  void arrive_collective(uint32_t c_id, int rank, double at) {
+    int pos = member_pos(c_id, rank);
+    if (pos < 0) return;
+    coll_arrive_[c_id][pos] = at;
+    const auto& a = coll_arrive_[c_id];
+    if (std::none_of(a.begin(), a.end(), [](double x) { return x == kUnknown; })) finish_collective(c_id);
+  }
+
+  double collective_done(uint32_t c_id, int rank) {
+    if (coll_done_[c_id].empty()) return kUnknown;
+    int pos = member_pos(c_id, rank);
+    return pos < 0 ? kUnknown : coll_done_[c_id][pos];
+  }
+
+  void post_links(int r, const Op& op) {
+    for (uint32_t k = 0; k < op.n_links; k++) {
+      const Link& l = t_.links[op.first_link + k];
+      if (l.id == kNone) continue;
+      if (l.kind == Link::PostSend) {
+        const Message& m = t_.messages[l.id];
+        msg_[l.id].split = o_.split_everywhere || at(o_.split_sites, r, op.callsite);
+        if (!msg_[l.id].counted) {
+          msg_[l.id].counted = true;
+          if (splits(m, l.id)) split_messages_++;
+          else if (rendezvous(m)) {
+            rendezvous_messages_++;
+            rendezvous_bytes_ += m.bytes;
+          }
+        }
+        set_ts(l.id, ranks_[r].now);
+      } else if (l.kind == Link::PostRecv) {
+        set_tr(l.id, ranks_[r].now);
+      } else if (l.kind == Link::PostColl) {
+        arrive_collective(l.id, r, ranks_[r].now);
+      }
+    }
+  }
+
+  // Advances rank r by one op; false when it is done or must wait.
+  bool step(int r) {
+    RankState& s = ranks_[r];
+    if (s.i >= s.w.end) return false;
+    const auto& ops = t_.ranks[r].ops;
+    const Op& op = ops[s.i];
+    if (!s.gap_done) {
+      double prev_exit = s.i > s.w.first ? static_cast<double>(ops[s.i - 1].t_exit) : static_cast<double>(s.w.start_ns);
+      double gap = static_cast<double>(op.t_enter) - prev_exit;
+      gap = std::max(gap, 0.0) * o_.compute_factor;
+      s.now += gap;
+      s.b.computation += gap;
+      s.gap_done = true;
+      // a send made non-blocking completes here, at the next MPI call
+      if (s.deferred_send_done != kUnknown) {
+        if (s.deferred_send_done > s.now) {
+          s.b.send_wait += s.deferred_send_done - s.now;
+          site(r, op, false).predicted.send_wait += s.deferred_send_done - s.now;
+          s.now = s.deferred_send_done;
+        }
+        s.deferred_send_done = kUnknown;
+      }
+      s.op_start = s.now;
+    }
+    Breakdown parts;
+    double end = kUnknown;
+    bool nonblocking_now = false;
+    switch (op.kind) {
+      case OpKind::Send:
+      case OpKind::SyncSend:
+      case OpKind::Recv:
+      case OpKind::SendRecv:
+      case OpKind::Completion: {
+        if (!s.posted) {
+          post_links(r, op);
+          s.posted = true;
+        }
+        nonblocking_now = (op.kind == OpKind::Send || op.kind == OpKind::SyncSend) &&
+                          at(o_.nonblocking_sites, r, op.callsite);
+        end = s.now + (op.kind == OpKind::Completion ? p_.o : 0);
+        if (op.kind == OpKind::Completion) parts.recv_overhead += p_.o;
+        for (uint32_t k = 0; k < op.n_links && end != kUnknown; k++) {
+          const Link& l = t_.links[op.first_link + k];
+          if (l.id == kNone) continue;
+          double done = kUnknown;
+          Breakdown p;
+          if (l.kind == Link::DoneSend) {
+            if (nonblocking_now) {
+              double d = send_done(l.id, nullptr);
+              if (d == kUnknown && !s.force) {
+                waiting_msg_[l.id].push_back(r);
+                return false;
+              }
+              s.deferred_send_done = d == kUnknown ? s.now : d;
+              done = s.now + model_.isend();
+              p.send_overhead += model_.isend();
+            } else {
+              done = send_done(l.id, &p);
+            }
+          } else if (l.kind == Link::DoneRecv) {
+            done = recv_done(l.id, &p);
+          } else if (l.kind == Link::DoneColl) {
+            done = collective_done(l.id, r);
+            if (done != kUnknown) p.collectives += std::max(0.0, done - s.now);
+          } else {
+            continue;
+          }
+          if (done == kUnknown) {
+            if (!s.force) {
+              if (l.kind == Link::DoneColl) waiting_coll_[l.id].push_back(r);
+              else waiting_msg_[l.id].push_back(r);
+              return false;
+            }
+            end = kUnknown;
+            break;
+          }
+          if (op.kind == OpKind::Completion) {
+            // (11): the wait returns at max(ti + Tblk, tw + o'); what is beyond tw + o' is waiting
+            double beyond = std::max(0.0, done - (s.now + p_.o));
+            if (l.kind == Link::DoneSend) parts.send_wait += beyond;
+            else if (l.kind == Link::DoneRecv) parts.recv_wait += beyond;
+            else parts.collectives += beyond;
+          } else {
+            parts += p;
+          }
+          end = std::max(end, done);
+        }
+        if (op.kind == OpKind::Completion && end != kUnknown) {
+          // the parts of a wait are its overhead and its waiting, which may overlap: keep the sum exact
+          double sum = parts.total();
+          double dur = end - s.now;
+          if (sum > dur && sum > 0) {
+            double excess = sum - dur;
+            double w = parts.send_wait + parts.recv_wait + parts.collectives;
+            if (w > 0) {
+              double f = std::max(0.0, (w - excess) / w);
+              parts.send_wait *= f;
+              parts.recv_wait *= f;
+              parts.collectives *= f;
+            }
+          }
+        } else if (end != kUnknown) {
+          double dur = end - s.now, sum = parts.total();
+          if (sum > dur + 1e-6 && sum > 0) {  // a send and a receive together (Sendrecv) overlap
+            double f = dur / sum;
+            parts.send_overhead *= f, parts.recv_overhead *= f, parts.send_wait *= f, parts.recv_wait *= f;
+            parts.synchronisation *= f, parts.collectives *= f, parts.other *= f;
+          } else if (sum < dur) {
+            parts.synchronisation += dur - sum;
+          }
+        }
+        break;
+      }
+      case OpKind::PostSend:
+      case OpKind::PostRecv:
+        if (!s.posted) {
+          post_links(r, op);
+          s.posted = true;
+        }
+        end = s.now + p_.o;  // (6), (10)
+        (op.kind == OpKind::PostSend ? parts.send_overhead : parts.recv_overhead) += p_.o;
+        break;
+      case OpKind::PostCollective:
+        if (!s.posted) {
+          post_links(r, op);
+          s.posted = true;
+        }
+        end = s.now + p_.o;
+        parts.collectives += p_.o;
+        break;
+      case OpKind::Collective: {
+        if (!s.posted) {
+          post_links(r, op);
+          s.posted = true;
+        }
+        uint32_t c = op.n_links ? t_.links[op.first_link].id : kNone;
+        double done = c == kNone ? kUnknown : collective_done(c, r);
+        if (done == kUnknown && !s.force && c != kNone) {
+          waiting_coll_[c].push_back(r);
+          return false;
+        }
+        end = done;
+        if (end != kUnknown) parts.collectives += end - s.now;
+        break;
+      }
+      case OpKind::Probe:
+      case OpKind::Polling:
+      case OpKind::Other:
+        end = s.now + static_cast<double>(op.t_exit - op.t_enter);
+        parts.other += end - s.now;
+        break;
+    }
+    if (end == kUnknown) {  // forced: a partner is missing from the logs; keep the measured time
+      unresolved_++;
+      parts = Breakdown{};
+      end = s.now + static_cast<double>(op.t_exit - op.t_enter);
+      parts.other += end - s.now;
+    }
+    s.b += parts;
+    SiteReplay& sr = site(r, op, true);
+    sr.predicted += parts;
+    s.now = std::max(end, s.now);
+    s.i++;
+    s.gap_done = s.posted = s.force = false;
+    return true;
+  }
+
+  SiteReplay& site(int r, const Op& op, bool count_call) {
+    auto [it, fresh] = sites_.try_emplace({r, op.callsite});
+    if (fresh) {
+      it->second.rank = r;
+      it->second.callsite = op.callsite;
+      it->second.call = op.call;
+    }
+    if (count_call) it->second.calls++;
+    return it->second;
+  }
+};
+
+// ---- the paper's replay (section 4.3) ---------------------------------------------------------------
+// Per rank, the Table 4 time of each routine from the recorded call times ts and tr, plus the
+// computation gaps; the predicted run time is the largest sum. Collectives and calls the paper does not
+// model keep their measured time.
+ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
+  LogGPS model(effective_params(o));
+  const LogGPSParams& p = model.params();
+  ReplayResult res;
+  res.mode = ReplayMode::Paper;
+  res.model = o.model;
+  res.params = p;
+  uint64_t t0 = std::numeric_limits<uint64_t>::max();
+  std::vector<Window> w(t.ranks.size());
+  for (size_t r = 0; r < t.ranks.size(); r++) {
+    w[r] = window_of(t.ranks[r]);
+    if (w[r].end > w[r].first) t0 = std::min(t0, w[r].start_ns);
+  }
+  std::map<std::pair<int, uint32_t>, SiteReplay> sites;
+  auto post_time = [&](uint32_t op_rank, uint32_t op) { return static_cast<double>(t.op(op_rank, op).t_enter); };
+  for (size_t r = 0; r < t.ranks.size(); r++) {
+    const auto& ops = t.ranks[r].ops;
+    RankReplay rr;
+    rr.rank = static_cast<int>(r);
+    if (w[r].end <= w[r].first) {
+      res.ranks.push_back(rr);
+      continue;
+    }
+    double total = static_cast<double>(w[r].start_ns - t0);
+    for (uint32_t i = w[r].first; i < w[r].end; i++) {
+      const Op& op = ops[i];
+      Breakdown b;
+      double prev_exit = i > w[r].first ? static_cast<double>(ops[i - 1].t_exit) : static_cast<double>(w[r].start_ns);
+      b.computation = std::max(0.0, static_cast<double>(op.t_enter) - prev_exit) * o.compute_factor;
+      double routine = 0;
+      bool modelled = false;
+      for (uint32_t k = 0; k < op.n_links; k++) {
+        const Link& l = t.links[op.first_link + k];
+        if (l.id == kNone) continue;
+        const Message& m = t.messages[l.id];
+        if (!m.matched()) continue;
+        double ts = post_time(m.src, m.send_op), tr = post_time(m.dst, m.recv_op);
+        double tw = static_cast<double>(op.t_enter);
+        if (l.kind == Link::DoneSend && (op.kind == OpKind::Send || op.kind == OpKind::SyncSend || op.kind == OpKind::SendRecv)) {
+          double d = m.synchronous ? model.T4(tr - ts) + model.T5() + model.T1p(m.bytes) : model.send(m.bytes, ts, tr);
+          routine = std::max(routine, d);
+          if (m.synchronous || !model.eager(m.bytes)) b.send_wait += std::max(0.0, tr - ts - p.o - p.L);
+          modelled = true;
+        } else if (l.kind == Link::DoneRecv && (op.kind == OpKind::Recv || op.kind == OpKind::SendRecv)) {
+          routine = std::max(routine, model.recv(m.bytes, ts, tr));
+          b.recv_wait += std::max(0.0, ts + model.T1(m.bytes) + model.transfer(m.bytes) - tr);
+          modelled = true;
+        } else if (l.kind == Link::DoneSend || l.kind == Link::DoneRecv) {  // (11)
+          double ti = l.kind == Link::DoneSend ? ts : tr;
+          double blocking = l.kind == Link::DoneSend ? (m.synchronous ? model.T4(tr - ts) + model.T5() + model.T1p(m.bytes)
+                                                                       : model.send(m.bytes, ts, tr))
+                                                     : model.recv(m.bytes, ts, tr);
+          double d = model.wait(blocking, tw - ti);
+          routine = std::max(routine, d);
+          (l.kind == Link::DoneSend ? b.send_wait : b.recv_wait) += std::max(0.0, d - p.o);
+          modelled = true;
+        } else if (l.kind == Link::PostSend || l.kind == Link::PostRecv) {
+          if (op.kind == OpKind::PostSend || op.kind == OpKind::PostRecv) {
+            routine = std::max(routine, p.o);  // (6), (10)
+            modelled = true;
+          }
+        }
+      }
+      if (!modelled) {
+        routine = static_cast<double>(op.t_exit - op.t_enter);
+        (op.kind == OpKind::Collective || op.kind == OpKind::PostCollective ? b.collectives : b.other) += routine;
+      } else {
+        double waits = b.send_wait + b.recv_wait;
+        double rest = std::max(0.0, routine - waits);
+        if (waits > routine) b.send_wait *= routine / waits, b.recv_wait *= routine / waits, rest = 0;
+        (op.kind == OpKind::PostSend || op.kind == OpKind::Send || op.kind == OpKind::SyncSend ? b.send_overhead
+                                                                                             : b.recv_overhead) += rest;
+      }
+      total += b.computation + routine;
+      rr.predicted += b;
+      auto [it, fresh] = sites.try_emplace({static_cast<int>(r), op.callsite});
+      if (fresh) it->second.rank = static_cast<int>(r), it->second.callsite = op.callsite, it->second.call = op.call;
+      it->second.calls++;
+      Breakdown site_part = b;
+      site_part.computation = 0;
+      it->second.predicted += site_part;
+    }
+    rr.predicted_ns = total;
+    rr.measured_ns = static_cast<double>(w[r].stop_ns - t0);
+    res.predicted_ns = std::max(res.predicted_ns, total);
+    res.measured_ns = std::max(res.measured_ns, rr.measured_ns);
+    res.ranks.push_back(rr);
+  }
+  for (auto& [k, s] : sites) res.sites.push_back(s);
+  for (const auto& m : t.messages)
+    if (m.matched() && (m.synchronous || !model.eager(m.bytes))) res.rendezvous_messages++, res.rendezvous_bytes += m.bytes;
+  return res;
+}
+
+}  // namespace
+
+ReplayResult replay(const Trace& trace, const ReplayOptions& options) {
+  if (options.mode == ReplayMode::Paper) return paper_replay(trace, options);
+  Simulation sim(trace, options);
+  return sim.run();
+}
+
+}  // namespace mpiadvise

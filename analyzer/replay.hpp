@@ -1,0 +1,68 @@
+// Replaying a matched trace under LogGPS: the paper's mode (Table 4 over the recorded call times, section
+// 4.3) and a discrete-event simulation in which the call times are simulated too (what a what-if needs).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "loggps.hpp"
+#include "trace.hpp"
+
+namespace mpiadvise {
+
+enum class ReplayMode { Simulate, Paper };
+enum class ModelKind { LogGPS, LogGP };
+
+struct ReplayOptions {
+  LogGPSParams params;
+  ReplayMode mode = ReplayMode::Simulate;
+  ModelKind model = ModelKind::LogGPS;
+  double compute_factor = 1.0;  // computation gaps are multiplied by it (0.5: twice as fast)
+  // program transformations (simulation mode), by call site
+  std::set<SiteKey> split_sites;        // messages above S sent as chunks of at most S
+  std::set<SiteKey> nonblocking_sites;  // a blocking send made an Isend completed at the next MPI call
+  bool split_everywhere = false;
+};
+
+// Time split by cause, ns. The parts add up to the total.
+struct Breakdown {
+  double computation = 0, send_overhead = 0, recv_overhead = 0, send_wait = 0, recv_wait = 0,
+         synchronisation = 0, collectives = 0, other = 0;
+  double total() const {
+    return computation + send_overhead + recv_overhead + send_wait + recv_wait + synchronisation + collectives + other;
+  }
+  Breakdown& operator+=(const Breakdown& b);
+};
+
+struct RankReplay {
+  int rank = 0;
+  double predicted_ns = 0, measured_ns = 0;
+  Breakdown predicted;
+};
+
+struct SiteReplay {
+  int rank = 0;
+  uint32_t callsite = 0;
+  uint32_t call = 0;  // the most frequent call there
+  uint64_t calls = 0;
+  Breakdown predicted;  // of the MPI calls made there (computation is zero)
+};
+
+struct ReplayResult {
+  ReplayMode mode = ReplayMode::Simulate;
+  ModelKind model = ModelKind::LogGPS;
+  LogGPSParams params;
+  double measured_ns = 0, predicted_ns = 0;
+  std::vector<RankReplay> ranks;
+  std::vector<SiteReplay> sites;   // by (rank, callsite)
+  uint64_t rendezvous_messages = 0, rendezvous_bytes = 0, split_messages = 0;
+  uint64_t unresolved_ops = 0;     // replayed with their measured time (a partner missing from the logs)
+  double error() const { return measured_ns > 0 ? (predicted_ns - measured_ns) / measured_ns : 0; }
+};
+
+ReplayResult replay(const Trace& trace, const ReplayOptions& options);
+
+}  // namespace mpiadvise

@@ -1,0 +1,111 @@
+#include "run_facts.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace mpiadvise {
+
+namespace {
+
+// Bytes of headers that Open MPI's ob1 counts in a BTL's eager limit: measured on loopback TCP
+// (btl_tcp_eager_limit 65536: a 65480-byte send returned at once, a 65490-byte one waited).
+constexpr uint64_t kOb1TcpHeaderBytes = 48;
+
+std::optional<uint64_t> cvar(const nlohmann::json& h, const std::string& name) {
+  const auto& cv = h.value("cvars", nlohmann::json::object());
+  if (!cv.contains(name)) return std::nullopt;
+  const auto& v = cv[name];
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
+  return std::nullopt;
+}
+
+}  // namespace
+
+RunFacts run_facts(const JobLog& job) {
+  RunFacts f;
+  std::set<std::string> hosts;
+  for (const auto& r : job.ranks()) hosts.insert(r->header().value("hostname", ""));
+  f.hosts.assign(hosts.begin(), hosts.end());
+  if (job.ranks().empty()) return f;
+  const auto& h = job.ranks().front()->header();
+  std::string lib = h.value("mpi_library", "");
+  if (lib.find("Open MPI") != std::string::npos) {
+    f.library = "Open MPI";
+    auto v = lib.find(" v");
+    if (v != std::string::npos) f.library_version = lib.substr(v + 2, lib.find_first_of(", ", v + 2) - v - 2);
+  } else if (lib.find("MPICH") != std::string::npos) {
+    f.library = "MPICH";
+  } else {
+    f.library = lib.substr(0, lib.find(','));
+  }
+  const auto env = h.value("env", nlohmann::json::object());
+  std::string pml = env.value("OMPI_MCA_pml", ""), btl = env.value("OMPI_MCA_btl", "");
+  if (f.library == "Open MPI") {
+    if (pml == "ucx") f.transport = "ucx";
+    else if (btl.find("tcp") != std::string::npos && btl.find("vader") == std::string::npos &&
+             btl.find("sm") == std::string::npos)
+      f.transport = "tcp";
+    else if (hosts.size() > 1) f.transport = "tcp";
+    else f.transport = "vader";
+    if (f.transport == "tcp") {
+      f.eager_setting = "btl_tcp_eager_limit";
+      f.configured_S = cvar(h, "btl_tcp_eager_limit");
+      if (f.configured_S && *f.configured_S > kOb1TcpHeaderBytes) {
+        f.effective_S = *f.configured_S - kOb1TcpHeaderBytes;
+        f.effective_S_note = fmt::format("btl_tcp_eager_limit {} less {} bytes of headers", *f.configured_S,
+                                         kOb1TcpHeaderBytes);
+      }
+    } else if (f.transport == "vader") {
+      f.eager_setting = "btl_vader_eager_limit";
+      f.configured_S = cvar(h, "btl_vader_eager_limit");
+      if (f.configured_S) {
+        f.effective_S = f.configured_S;
+        f.effective_S_note = "btl_vader_eager_limit as configured; shared memory is not textbook: a send above "
+                             "btl_vader_max_inline_send may still wait for its receiver (measure it)";
+      }
+    } else if (f.transport == "ucx") {
+      f.eager_setting = "UCX_RNDV_THRESH";
+    }
+  } else {
+    f.transport = "unknown";
+  }
+  return f;
+}
+
+ChosenParams choose_params(const RunFacts& facts, const std::string& requested, const std::filesystem::path& dir) {
+  ChosenParams c;
+  if (!requested.empty()) {
+    c.params = find_params(requested, dir);
+    c.why = fmt::format("{} (given with --params)", c.params.name);
+  } else {
+    std::optional<LogGPSParams> best;
+    for (const auto& f : list_params(dir)) {
+      LogGPSParams p = load_params(f);
+      if (p.library == facts.library && p.transport == facts.transport) {
+        bool calibrated = p.description.find("calibrated") != std::string::npos;
+        if (!best || calibrated) best = p;
+      }
+    }
+    if (best) {
+      c.params = *best;
+      c.why = fmt::format("{}: the set for {} over {}", c.params.name, facts.library, facts.transport);
+    } else {
+      c.params = find_params("openmpi-tcp-loopback", dir);
+      c.why = fmt::format("{}: no set for {} over {} in {}; the closest is the one measured on TCP", c.params.name,
+                          facts.library.empty() ? "this library" : facts.library,
+                          facts.transport.empty() ? "this transport" : facts.transport, dir.string());
+    }
+  }
+  bool same_platform = c.params.library == facts.library && c.params.transport == facts.transport;
+  if (facts.effective_S && (requested.empty() || same_platform)) {
+    c.params.S = *facts.effective_S;
+    c.params.s = std::min(c.params.s, c.params.S);
+    c.why += fmt::format("; S = {} from the log ({})", c.params.S, facts.effective_S_note);
+  }
+  return c;
+}
+
+}  // namespace mpiadvise

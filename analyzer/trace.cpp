@@ -1,0 +1,376 @@
+#include "trace.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace mpiadvise {
+
+bool is_collective_call(int call) {
+  switch (call) {
+    case MPA_CALL_Barrier: case MPA_CALL_Bcast: case MPA_CALL_Reduce: case MPA_CALL_Allreduce:
+    case MPA_CALL_Gather: case MPA_CALL_Gatherv: case MPA_CALL_Scatter: case MPA_CALL_Scatterv:
+    case MPA_CALL_Allgather: case MPA_CALL_Allgatherv: case MPA_CALL_Alltoall: case MPA_CALL_Alltoallv:
+    case MPA_CALL_Alltoallw: case MPA_CALL_Reduce_scatter: case MPA_CALL_Reduce_scatter_block:
+    case MPA_CALL_Scan: case MPA_CALL_Exscan:
+    case MPA_CALL_Ibarrier: case MPA_CALL_Ibcast: case MPA_CALL_Ireduce: case MPA_CALL_Iallreduce:
+    case MPA_CALL_Igather: case MPA_CALL_Igatherv: case MPA_CALL_Iscatter: case MPA_CALL_Iscatterv:
+    case MPA_CALL_Iallgather: case MPA_CALL_Iallgatherv: case MPA_CALL_Ialltoall: case MPA_CALL_Ialltoallv:
+    case MPA_CALL_Ialltoallw: case MPA_CALL_Ireduce_scatter: case MPA_CALL_Ireduce_scatter_block:
+    case MPA_CALL_Iscan: case MPA_CALL_Iexscan:
+      return true;
+    default:
+      return false;
+  }
+}
+
+static bool is_nonblocking_collective(int call) { return is_collective_call(call) && call >= MPA_CALL_Ibarrier; }
+
+OpKind op_kind(int call, uint32_t count) {
+  if (count > 1) return OpKind::Polling;
+  switch (call) {
+    case MPA_CALL_Send: case MPA_CALL_Bsend: case MPA_CALL_Rsend: return OpKind::Send;
+    case MPA_CALL_Ssend: return OpKind::SyncSend;
+    case MPA_CALL_Recv: case MPA_CALL_Mrecv: return OpKind::Recv;
+    case MPA_CALL_Sendrecv: case MPA_CALL_Sendrecv_replace: return OpKind::SendRecv;
+    case MPA_CALL_Isend: case MPA_CALL_Issend: case MPA_CALL_Ibsend: case MPA_CALL_Irsend: return OpKind::PostSend;
+    case MPA_CALL_Irecv: case MPA_CALL_Imrecv: return OpKind::PostRecv;
+    case MPA_CALL_Wait: case MPA_CALL_Waitall: case MPA_CALL_Waitany: case MPA_CALL_Waitsome:
+    case MPA_CALL_Test: case MPA_CALL_Testall: case MPA_CALL_Testany: case MPA_CALL_Testsome:
+      return OpKind::Completion;
+    case MPA_CALL_Probe: case MPA_CALL_Mprobe: return OpKind::Probe;
+    case MPA_CALL_Start: case MPA_CALL_Startall: return OpKind::PostSend;  // refined per request
+    default:
+      if (is_collective_call(call)) return is_nonblocking_collective(call) ? OpKind::PostCollective : OpKind::Collective;
+      return OpKind::Other;
+  }
+}
+
+namespace {
+
+// One side of a message before matching.
+struct SendEnd {
+  int rank, dst;
+  uint32_t comm, op;
+  int32_t tag;
+  uint64_t bytes;
+  bool sync;
+  uint32_t done_op = kNone;
+};
+struct RecvEnd {
+  int rank, src;  // src resolved from the status where there is one
+  uint32_t comm, op;
+  int32_t tag;
+  uint64_t bytes;
+  bool resolved = false;
+  uint32_t done_op = kNone;
+};
+
+// A request as the rank made it: what a completion completes.
+struct Pending {
+  enum Kind : uint8_t { Send, Recv, Coll, PersistentSend, PersistentRecv } kind;
+  uint32_t id;          // send end, recv end or collective member slot
+  // persistent requests: the arguments each Start reuses
+  int peer = 0;
+  uint32_t comm = 0;
+  int32_t tag = 0;
+  uint64_t bytes = 0;
+  bool sync = false;
+};
+
+struct Builder {
+  Trace& t;
+  std::vector<SendEnd> sends;
+  std::vector<RecvEnd> recvs;
+  std::unordered_map<uint64_t, uint32_t> comm_index;  // gid -> index
+  // collectives: (comm, sequence) -> instance
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> coll_index;
+
+  explicit Builder(Trace& tr) : t(tr) {}
+
+  uint32_t comm_of(const RankLog& log, uint32_t local) {
+    auto it = log.comms().find(local);
+    if (it == log.comms().end()) return kNone;
+    auto [pos, fresh] = comm_index.try_emplace(it->second.gid, static_cast<uint32_t>(t.comms.size()));
+    if (fresh) t.comms.push_back(TraceComm{it->second.gid, it->second.members});
+    return pos->second;
+  }
+
+  void link(Op& op, Link::Kind kind, uint32_t id) {
+    if (op.n_links == 0) op.first_link = static_cast<uint32_t>(t.links.size());
+    t.links.push_back(Link{kind, id});
+    op.n_links++;
+  }
+
+  uint32_t add_send(int rank, uint32_t op, uint32_t comm, int dst, int32_t tag, uint64_t bytes, bool sync) {
+    sends.push_back(SendEnd{rank, dst, comm, op, tag, bytes, sync});
+    return static_cast<uint32_t>(sends.size() - 1);
+  }
+  uint32_t add_recv(int rank, uint32_t op, uint32_t comm, int src, int32_t tag, uint64_t bytes) {
+    recvs.push_back(RecvEnd{rank, src, comm, op, tag, bytes});
+    return static_cast<uint32_t>(recvs.size() - 1);
+  }
+  void resolve(uint32_t recv, const Status& st) {
+    RecvEnd& r = recvs[recv];
+    if (st.source >= 0) r.src = st.source;
+    r.tag = st.tag;
+    r.bytes = st.bytes;
+    r.resolved = true;
+  }
+
+  void read_rank(const RankLog& log) {
+    RankTrace& rt = t.ranks[log.rank()];
+    rt.hostname = log.header().value("hostname", "");
+    const int rank = log.rank();
+    std::unordered_map<uint64_t, Pending> pending;  // request id -> what it stands for
+    std::unordered_map<uint32_t, uint32_t> coll_seq; // comm -> collectives so far
+    log.for_each_event([&](const Event& ev) {
+      Op op;
+      op.t_enter = ev.t_enter_ns;
+      op.t_exit = ev.t_exit_ns;
+      op.call = static_cast<uint32_t>(ev.call < 0 ? 0 : ev.call);
+      op.callsite = ev.callsite;
+      op.kind = op_kind(ev.call, ev.count);
+      const uint32_t idx = static_cast<uint32_t>(rt.ops.size());
+      const uint32_t comm = ev.has(MPA_F_COMM) ? comm_of(log, ev.comm) : kNone;
+      if (op.kind == OpKind::Polling) {
+        rt.ops.push_back(op);
+        return;
+      }
+      switch (ev.call) {
+        case MPA_CALL_Send: case MPA_CALL_Bsend: case MPA_CALL_Rsend: case MPA_CALL_Ssend:
+        case MPA_CALL_Isend: case MPA_CALL_Ibsend: case MPA_CALL_Irsend: case MPA_CALL_Issend: {
+          if (ev.peer < 0) {  // MPI_PROC_NULL: no message
+            op.kind = OpKind::Other;
+            break;
+          }
+          bool sync = ev.call == MPA_CALL_Ssend || ev.call == MPA_CALL_Issend;
+          uint32_t s = add_send(rank, idx, comm, ev.peer, ev.tag, ev.bytes, sync);
+          link(op, Link::PostSend, s);
+          if (op.kind == OpKind::PostSend) {
+            if (!ev.requests.empty()) pending[ev.requests.back()] = Pending{Pending::Send, s};
+          } else {
+            link(op, Link::DoneSend, s);
+            sends[s].done_op = idx;
+          }
+          break;
+        }
+        case MPA_CALL_Recv: case MPA_CALL_Irecv: case MPA_CALL_Mrecv: case MPA_CALL_Imrecv: {
+          if (ev.peer == kProcNull) {
+            op.kind = OpKind::Other;
+            break;
+          }
+          uint32_t c = comm;
+          if ((ev.call == MPA_CALL_Mrecv || ev.call == MPA_CALL_Imrecv) && ev.has(MPA_F_COMM)) c = comm_of(log, ev.comm);
+          uint32_t r = add_recv(rank, idx, c, ev.peer, ev.tag, ev.bytes2);
+          link(op, Link::PostRecv, r);
+          if (op.kind == OpKind::PostRecv) {
+            if (!ev.requests.empty()) pending[ev.requests.back()] = Pending{Pending::Recv, r};
+          } else {
+            link(op, Link::DoneRecv, r);
+            recvs[r].done_op = idx;
+            if (!ev.statuses.empty()) resolve(r, ev.statuses[0]);
+          }
+          break;
+        }
+        case MPA_CALL_Sendrecv: case MPA_CALL_Sendrecv_replace: {
+          if (ev.peer >= 0) {
+            uint32_t s = add_send(rank, idx, comm, ev.peer, ev.tag, ev.bytes, false);
+            link(op, Link::PostSend, s);
+            link(op, Link::DoneSend, s);
+            sends[s].done_op = idx;
+          }
+          if (ev.peer2 != kProcNull) {
+            uint32_t r = add_recv(rank, idx, comm, ev.peer2, ev.tag2, ev.bytes2);
+            link(op, Link::PostRecv, r);
+            link(op, Link::DoneRecv, r);
+            recvs[r].done_op = idx;
+            if (!ev.statuses.empty()) resolve(r, ev.statuses[0]);
+          }
+          if (op.n_links == 0) op.kind = OpKind::Other;
+          break;
+        }
+        case MPA_CALL_Send_init: case MPA_CALL_Ssend_init: case MPA_CALL_Bsend_init: case MPA_CALL_Rsend_init:
+        case MPA_CALL_Recv_init: {
+          bool is_recv = ev.call == MPA_CALL_Recv_init;
+          Pending p{is_recv ? Pending::PersistentRecv : Pending::PersistentSend, kNone};
+          p.peer = ev.peer;
+          p.comm = comm;
+          p.tag = ev.tag;
+          p.bytes = is_recv ? ev.bytes2 : ev.bytes;
+          p.sync = ev.call == MPA_CALL_Ssend_init;
+          if (!ev.requests.empty()) pending[ev.requests.back()] = p;
+          op.kind = OpKind::Other;
+          break;
+        }
+        case MPA_CALL_Start: case MPA_CALL_Startall: {
+          bool any_recv = false, any_send = false;
+          for (uint64_t id : ev.requests) {
+            auto it = pending.find(id);
+            if (it == pending.end()) continue;
+            Pending& p = it->second;
+            if (p.kind == Pending::PersistentSend && p.peer >= 0) {
+              p.id = add_send(rank, idx, p.comm, p.peer, p.tag, p.bytes, p.sync);
+              link(op, Link::PostSend, p.id);
+              any_send = true;
+            } else if (p.kind == Pending::PersistentRecv && p.peer != kProcNull) {
+              p.id = add_recv(rank, idx, p.comm, p.peer, p.tag, p.bytes);
+              link(op, Link::PostRecv, p.id);
+              any_recv = true;
+            }
+          }
+          op.kind = any_send ? OpKind::PostSend : any_recv ? OpKind::PostRecv : OpKind::Other;
+          break;
+        }
+        case MPA_CALL_Wait: case MPA_CALL_Waitall: case MPA_CALL_Waitany: case MPA_CALL_Waitsome:
+        case MPA_CALL_Test: case MPA_CALL_Testall: case MPA_CALL_Testany: case MPA_CALL_Testsome: {
+          for (const auto& st : ev.statuses) {
+            if (st.index < 0 || static_cast<size_t>(st.index) >= ev.requests.size()) continue;
+            auto it = pending.find(ev.requests[st.index]);
+            if (it == pending.end()) continue;
+            Pending& p = it->second;
+            if ((p.kind == Pending::Send || p.kind == Pending::PersistentSend) && p.id != kNone) {
+              link(op, Link::DoneSend, p.id);
+              sends[p.id].done_op = idx;
+            } else if ((p.kind == Pending::Recv || p.kind == Pending::PersistentRecv) && p.id != kNone) {
+              link(op, Link::DoneRecv, p.id);
+              recvs[p.id].done_op = idx;
+              resolve(p.id, st);
+            } else if (p.kind == Pending::Coll) {
+              link(op, Link::DoneColl, p.id);
+            }
+            if (p.kind == Pending::PersistentSend || p.kind == Pending::PersistentRecv) p.id = kNone;
+            else pending.erase(it);
+          }
+          if (op.n_links == 0) op.kind = OpKind::Other;
+          break;
+        }
+        case MPA_CALL_Probe: case MPA_CALL_Mprobe:
+          op.kind = OpKind::Other;  // the receive that follows carries the message
+          break;
+        default:
+          if (is_collective_call(ev.call) && comm != kNone) {
+            uint32_t seq = coll_seq[comm]++;
+            auto [pos, fresh] = coll_index.try_emplace({comm, seq}, static_cast<uint32_t>(t.collectives.size()));
+            if (fresh) {
+              CollectiveInstance c;
+              c.call = op.call;
+              c.comm = comm;
+              t.collectives.push_back(std::move(c));
+            }
+            CollectiveInstance& c = t.collectives[pos->second];
+            if (ev.has(MPA_F_PEER) && ev.peer >= 0) c.root = ev.peer;
+            c.bytes = std::max({c.bytes, ev.bytes, ev.bytes2});
+            c.members.emplace_back(rank, idx);
+            link(op, Link::PostColl, pos->second);
+            if (op.kind == OpKind::PostCollective && !ev.requests.empty())
+              pending[ev.requests.back()] = Pending{Pending::Coll, pos->second};
+          } else {
+            op.kind = OpKind::Other;
+          }
+      }
+      rt.ops.push_back(op);
+    });
+  }
+
+  // MPI's matching: per communicator, sender, receiver and tag, sends and receives pair in order
+  // (non-overtaking); receives with wildcards match by the source and tag their status resolved.
+  void match() {
+    struct Key {
+      uint32_t comm;
+      int src, dst;
+      int32_t tag;
+      bool operator<(const Key& o) const {
+        return std::tie(comm, src, dst, tag) < std::tie(o.comm, o.src, o.dst, o.tag);
+      }
+    };
+    std::map<Key, std::vector<uint32_t>> send_q, recv_q;
+    for (uint32_t i = 0; i < sends.size(); i++) send_q[{sends[i].comm, sends[i].rank, sends[i].dst, sends[i].tag}].push_back(i);
+    for (uint32_t i = 0; i < recvs.size(); i++) {
+      const RecvEnd& r = recvs[i];
+      if (r.src < 0 || r.tag < 0) continue;  // a wildcard never resolved (cancelled, never completed)
+      recv_q[{r.comm, r.src, r.rank, r.tag}].push_back(i);
+    }
+    std::vector<uint32_t> send_msg(sends.size(), kNone), recv_msg(recvs.size(), kNone);
+    for (auto& [key, sq] : send_q) {
+      auto rit = recv_q.find(key);
+      size_t n = rit == recv_q.end() ? 0 : std::min(sq.size(), rit->second.size());
+      for (size_t i = 0; i < sq.size(); i++) {
+        const SendEnd& s = sends[sq[i]];
+        Message m;
+        m.src = s.rank;
+        m.dst = s.dst;
+        m.comm = s.comm;
+        m.tag = s.tag;
+        m.bytes = s.bytes;
+        m.synchronous = s.sync;
+        m.send_op = s.op;
+        m.send_done_op = s.done_op;
+        if (i < n) {
+          const RecvEnd& r = recvs[rit->second[i]];
+          m.recv_op = r.op;
+          m.recv_done_op = r.done_op;
+          recv_msg[rit->second[i]] = static_cast<uint32_t>(t.messages.size());
+        } else {
+          t.unmatched_sends++;
+        }
+        send_msg[sq[i]] = static_cast<uint32_t>(t.messages.size());
+        t.largest_message = std::max(t.largest_message, m.bytes);
+        t.messages.push_back(m);
+      }
+    }
+    for (uint32_t i = 0; i < recvs.size(); i++) {
+      if (recv_msg[i] != kNone) continue;
+      const RecvEnd& r = recvs[i];
+      Message m;
+      m.src = r.src;
+      m.dst = r.rank;
+      m.comm = r.comm;
+      m.tag = r.tag;
+      m.bytes = r.bytes;
+      m.recv_op = r.op;
+      m.recv_done_op = r.done_op;
+      recv_msg[i] = static_cast<uint32_t>(t.messages.size());
+      t.messages.push_back(m);
+      t.unmatched_recvs++;
+    }
+    for (auto& l : t.links) {
+      if (l.kind == Link::PostSend || l.kind == Link::DoneSend) l.id = send_msg[l.id];
+      else if (l.kind == Link::PostRecv || l.kind == Link::DoneRecv) l.id = recv_msg[l.id];
+    }
+    for (const auto& c : t.collectives)
+      if (c.members.size() != t.comms[c.comm].members.size()) t.incomplete_collectives++;
+  }
+};
+
+}  // namespace
+
+Trace build_trace(const JobLog& job) {
+  Trace t;
+  t.world_size = job.world_size();
+  t.ranks.resize(static_cast<size_t>(t.world_size));
+  for (int r = 0; r < t.world_size; r++) t.ranks[r].rank = r;
+  Builder b(t);
+  for (const auto& log : job.ranks())
+    if (log->rank() >= 0 && log->rank() < t.world_size) b.read_rank(*log);
+  b.match();
+  t.site_keys.resize(t.ranks.size());
+  for (const auto& log : job.ranks()) {
+    if (log->rank() < 0 || log->rank() >= t.world_size) continue;
+    for (const auto& [id, site] : log->callsites()) {
+      if (site.frames.empty()) continue;
+      SiteKey key;
+      key.offset = site.frames[0];
+      for (const auto& m : log->modules())
+        if (site.frames[0] > m.start && site.frames[0] <= m.end) {
+          key.module = m.path;
+          key.offset = site.frames[0] - m.base;
+        }
+      t.site_keys[log->rank()][id] = key;
+    }
+  }
+  t.problems = job.problems();
+  return t;
+}
+
+}  // namespace mpiadvise

@@ -1,0 +1,114 @@
+// A job's logs as the analysis needs them: per rank the list of MPI operations, every message matched
+// send to receive by MPI's rules, every collective matched across its communicator.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "log_reader.hpp"
+
+namespace mpiadvise {
+
+enum class OpKind : uint8_t {
+  Send,          // blocking standard, buffered or ready send
+  SyncSend,      // MPI_Ssend: completes only once the receive is posted
+  Recv,          // blocking receive (Recv, Mrecv)
+  SendRecv,      // Sendrecv(_replace): a send and a receive, both blocking
+  PostSend,      // Isend family, or Start of a persistent send: completed by a later completion op
+  PostRecv,      // Irecv, Imrecv, or Start of a persistent receive
+  Completion,    // Wait/Test family (successful part)
+  Probe,         // blocking probe: waits for a message to arrive
+  Collective,    // blocking collective
+  PostCollective,// non-blocking collective
+  Polling,       // a run of unsuccessful tests or probes: the rank polled for its measured time
+  Other,         // everything else: not modelled, replayed with its measured duration
+};
+
+inline constexpr uint32_t kNone = UINT32_MAX;
+
+// A call site as the same on every rank: module and offset of the return address (load addresses differ
+// between processes).
+struct SiteKey {
+  std::string module;
+  uint64_t offset = 0;
+  bool operator<(const SiteKey& o) const { return std::tie(module, offset) < std::tie(o.module, o.offset); }
+  bool operator==(const SiteKey& o) const { return module == o.module && offset == o.offset; }
+};
+
+// How an op takes part in messages and collectives.
+struct Link {
+  enum Kind : uint8_t {
+    PostSend,   // posts the send side of a message (blocking sends post and complete it)
+    PostRecv,   // posts the receive side
+    DoneSend,   // completes the send side
+    DoneRecv,   // completes the receive side
+    PostColl,   // enters a collective (blocking ones also complete it)
+    DoneColl,   // completes a non-blocking collective
+  } kind;
+  uint32_t id;  // message or collective instance
+};
+
+struct Op {
+  uint64_t t_enter = 0, t_exit = 0;  // measured, ns on rank 0's clock
+  uint32_t call = 0;                 // mpa_call_id
+  uint32_t callsite = 0;
+  OpKind kind = OpKind::Other;
+  uint32_t first_link = 0, n_links = 0;  // range in Trace::links
+};
+
+struct Message {
+  int src = -1, dst = -1;             // world ranks
+  uint32_t comm = 0;                  // index into Trace::comms
+  int32_t tag = 0;
+  uint64_t bytes = 0;                 // as sent
+  bool synchronous = false;           // Ssend / Issend: waits for the receive whatever its size
+  uint32_t send_op = kNone, recv_op = kNone;            // the ops that posted each side
+  uint32_t send_done_op = kNone, recv_done_op = kNone;  // the ops that completed each side
+  bool matched() const { return send_op != kNone && recv_op != kNone; }
+};
+
+struct CollectiveInstance {
+  uint32_t call = 0;
+  uint32_t comm = 0;
+  int root = -1;                      // world rank, or -1
+  uint64_t bytes = 0;                 // largest per-rank send bytes
+  std::vector<std::pair<int, uint32_t>> members;  // (rank, op)
+};
+
+struct TraceComm {
+  uint64_t gid = 0;
+  std::vector<int32_t> members;       // world ranks
+};
+
+struct RankTrace {
+  int rank = 0;
+  std::string hostname;
+  std::vector<Op> ops;
+};
+
+struct Trace {
+  int world_size = 0;
+  std::vector<RankTrace> ranks;       // by world rank (empty ops where a log is missing)
+  std::vector<Message> messages;
+  std::vector<CollectiveInstance> collectives;
+  std::vector<TraceComm> comms;
+  std::vector<Link> links;
+  std::vector<std::map<uint32_t, SiteKey>> site_keys;  // per rank: callsite id -> key
+  // what could not be matched, and why
+  uint64_t unmatched_sends = 0, unmatched_recvs = 0, incomplete_collectives = 0;
+  uint64_t largest_message = 0;
+  std::vector<ReadProblem> problems;
+  const Op& op(int rank, uint32_t i) const { return ranks[rank].ops[i]; }
+  const Link* links_of(const Op& op) const { return links.data() + op.first_link; }
+};
+
+// Reads every rank and matches. Streams the logs once.
+Trace build_trace(const JobLog& job);
+
+OpKind op_kind(int call, uint32_t count);
+bool is_collective_call(int call);
+
+}  // namespace mpiadvise

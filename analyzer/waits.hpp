@@ -1,0 +1,44 @@
+// Wait states measured from the recorded timestamps (clock offsets applied by the reader): late
+// senders, late receivers split by cause, and waiting at collectives. Each wait is charged to the call
+// site that waited and to the call site that made it wait.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "trace.hpp"
+
+namespace mpiadvise {
+
+enum class WaitCause : uint8_t {
+  LateSender,          // a receive (or its wait) idles until the data is sent
+  LateReceiverRendezvous,  // a send above S idles until the receive is posted
+  LateReceiverSynchronous, // a synchronous-mode send (Ssend) idles until the receive is posted
+  LateReceiverOther,   // a send at or below S that still waited for its receiver
+  Collective,          // from a rank's arrival to the last arrival
+};
+const char* wait_cause_name(WaitCause c);
+
+struct SiteWaits {
+  int rank = 0;
+  uint32_t callsite = 0;
+  uint32_t call = 0;
+  std::map<WaitCause, double> waited_ns;  // time this site spent waiting, by cause
+  std::map<WaitCause, double> caused_ns;  // time this site made others wait
+  std::map<WaitCause, uint64_t> count;    // waits at this site
+  std::vector<uint64_t> message_bytes;    // sizes of the messages it waited on (for histograms)
+};
+
+struct WaitStates {
+  std::vector<std::map<WaitCause, double>> rank_ns;   // per rank, by cause
+  std::map<std::pair<int, uint32_t>, SiteWaits> sites;
+  double total(WaitCause c) const;
+  double send_wait_ns(int rank) const;  // late-receiver waits of the rank's sends
+  double recv_wait_ns(int rank) const;  // late-sender waits of its receives
+};
+
+// eager_limit: the S that separates rendezvous sends from the rest.
+WaitStates measure_waits(const Trace& trace, uint64_t eager_limit);
+
+}  // namespace mpiadvise

@@ -1,0 +1,301 @@
+// mpiadvise replay DIR and mpiadvise whatif DIR: the LogGPS replay of a traced run, as measured and
+// with parameters changed or the program transformed.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "format_units.hpp"
+#include "log_reader.hpp"
+#include "replay.hpp"
+#include "run_facts.hpp"
+#include "symbolizer.hpp"
+#include "waits.hpp"
+
+namespace mpiadvise::cli {
+namespace {
+
+struct ReplayCommand {
+  std::string dir, params, mode = "sim", model = "loggps";
+  bool json = false;
+  std::vector<std::string> sets;
+  std::string sweep;
+  double compute_factor = 1.0;
+  std::vector<std::string> split, nonblocking;
+};
+
+// Everything a replay of one job needs, loaded once.
+struct Loaded {
+  std::unique_ptr<JobLog> job;
+  Trace trace;
+  RunFacts facts;
+  ChosenParams chosen;
+  WaitStates measured;
+  std::vector<std::unique_ptr<Symbolizer>> symbols;  // per rank
+  std::string where(int rank, uint32_t callsite) const {
+    const RankLog* log = job->rank(rank);
+    if (!log || static_cast<size_t>(rank) >= symbols.size() || !symbols[rank]) return "?";
+    auto it = log->callsites().find(callsite);
+    if (it == log->callsites().end() || it->second.frames.empty()) return "?";
+    return symbols[rank]->locate_return_address(it->second.frames[0]).text();
+  }
+};
+
+Loaded load(const ReplayCommand& c) {
+  Loaded l;
+  l.job = std::make_unique<JobLog>(c.dir);
+  l.trace = build_trace(*l.job);
+  l.facts = run_facts(*l.job);
+  l.chosen = choose_params(l.facts, c.params, default_params_dir());
+  l.measured = measure_waits(l.trace, l.chosen.params.S);
+  l.symbols.resize(static_cast<size_t>(l.trace.world_size));
+  for (const auto& r : l.job->ranks())
+    if (r->rank() >= 0 && r->rank() < l.trace.world_size) l.symbols[r->rank()] = std::make_unique<Symbolizer>(r->modules());
+  return l;
+}
+
+double parse_size(const std::string& what, const std::string& v) {
+  static const std::regex re(R"(\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)(i?[bB])?\s*)");
+  std::smatch m;
+  if (v == "inf" || v == "infinity") return 1.9e19;
+  if (!std::regex_match(v, m, re)) throw CLI::ValidationError(what, v + " is not a number");
+  double x = std::stod(m[1]);
+  char unit = m[2].str().empty() ? 0 : static_cast<char>(std::tolower(m[2].str()[0]));
+  if (unit == 'k') x *= 1024;
+  if (unit == 'm') x *= 1024 * 1024;
+  if (unit == 'g') x *= 1024.0 * 1024 * 1024;
+  return x;
+}
+
+// file:line (or a suffix of the file) -> the call sites of every rank there; "all" -> every site
+std::set<SiteKey> sites_at(const Loaded& l, const std::vector<std::string>& specs, bool* everywhere) {
+  std::set<SiteKey> keys;
+  for (const auto& spec : specs) {
+    if (spec == "all") {
+      *everywhere = true;
+      continue;
+    }
+    auto colon = spec.rfind(':');
+    if (colon == std::string::npos) throw CLI::ValidationError("site", spec + " is not FILE:LINE or all");
+    std::string file = spec.substr(0, colon);
+    int line = 0;
+    try {
+      line = std::stoi(spec.substr(colon + 1));
+    } catch (...) {
+      throw CLI::ValidationError("site", spec + ": " + spec.substr(colon + 1) + " is not a line number");
+    }
+    size_t found = 0;
+    for (const auto& log : l.job->ranks()) {
+      int r = log->rank();
+      for (const auto& [id, site] : log->callsites()) {
+        if (site.frames.empty()) continue;
+        auto loc = l.symbols[r]->locate_return_address(site.frames[0]);
+        bool file_ok = loc.file == file || (loc.file.size() > file.size() &&
+                                            loc.file.compare(loc.file.size() - file.size(), file.size(), file) == 0 &&
+                                            loc.file[loc.file.size() - file.size() - 1] == '/');
+        if (file_ok && loc.line == line) {
+          auto k = l.trace.site_keys[r].find(id);
+          if (k != l.trace.site_keys[r].end()) keys.insert(k->second), found++;
+        }
+      }
+    }
+    if (!found) throw CLI::ValidationError("site", spec + ": no MPI call site of the log is at that line");
+  }
+  return keys;
+}
+
+nlohmann::json breakdown_json(const Breakdown& b) {
+  return {{"computation_ns", b.computation}, {"send_overhead_ns", b.send_overhead},
+          {"recv_overhead_ns", b.recv_overhead}, {"send_wait_ns", b.send_wait}, {"recv_wait_ns", b.recv_wait},
+          {"synchronisation_ns", b.synchronisation}, {"collectives_ns", b.collectives}, {"other_ns", b.other}};
+}
+
+nlohmann::json params_json(const LogGPSParams& p) {
+  auto bytes = [](uint64_t v) { return v == LogGPSParams::kInfinite ? nlohmann::json("inf") : nlohmann::json(v); };
+  return {{"name", p.name}, {"L_ns", p.L}, {"o_ns", p.o}, {"Oss_ns_per_byte", p.Oss}, {"Ors_ns_per_byte", p.Ors},
+          {"Osl_ns_per_byte", p.Osl}, {"Orl_ns_per_byte", p.Orl}, {"Gs_ns_per_byte", p.Gs},
+          {"Gl_ns_per_byte", p.Gl}, {"s_bytes", bytes(p.s)}, {"S_bytes", bytes(p.S)}};
+}
+
+nlohmann::json result_json(const Loaded& l, const ReplayResult& r) {
+  nlohmann::json j;
+  j["schema"] = "mpiadvise-replay/1";
+  j["mode"] = r.mode == ReplayMode::Paper ? "paper" : "sim";
+  j["model"] = r.model == ModelKind::LogGP ? "loggp" : "loggps";
+  j["params"] = params_json(r.params);
+  j["params_chosen"] = l.chosen.why;
+  j["measured_ns"] = r.measured_ns;
+  j["predicted_ns"] = r.predicted_ns;
+  j["error"] = r.error();
+  j["rendezvous_messages"] = r.rendezvous_messages;
+  j["rendezvous_bytes"] = r.rendezvous_bytes;
+  j["split_messages"] = r.split_messages;
+  j["unmatched"] = {{"sends", l.trace.unmatched_sends},
+                    {"receives", l.trace.unmatched_recvs},
+                    {"collectives", l.trace.incomplete_collectives},
+                    {"ops_replayed_as_measured", r.unresolved_ops}};
+  auto& ranks = j["ranks"] = nlohmann::json::array();
+  for (const auto& rr : r.ranks) {
+    nlohmann::json x = breakdown_json(rr.predicted);
+    x["rank"] = rr.rank;
+    x["measured_ns"] = rr.measured_ns;
+    x["predicted_ns"] = rr.predicted_ns;
+    x["measured_send_wait_ns"] = l.measured.send_wait_ns(rr.rank);
+    x["measured_recv_wait_ns"] = l.measured.recv_wait_ns(rr.rank);
+    ranks.push_back(x);
+  }
+  auto& sites = j["sites"] = nlohmann::json::array();
+  for (const auto& s : r.sites) {
+    nlohmann::json x = breakdown_json(s.predicted);
+    x["rank"] = s.rank;
+    x["callsite"] = s.callsite;
+    x["call"] = call_name(static_cast<int>(s.call));
+    x["where"] = l.where(s.rank, s.callsite);
+    x["calls"] = s.calls;
+    double measured_send = 0, measured_recv = 0;
+    auto it = l.measured.sites.find({s.rank, s.callsite});
+    if (it != l.measured.sites.end())
+      for (const auto& [cause, ns] : it->second.waited_ns)
+        (cause == WaitCause::LateSender ? measured_recv : cause == WaitCause::Collective ? measured_recv : measured_send) +=
+            cause == WaitCause::Collective ? 0 : ns;
+    x["measured_send_wait_ns"] = measured_send;
+    x["measured_recv_wait_ns"] = measured_recv;
+    sites.push_back(x);
+  }
+  return j;
+}
+
+void print_text(const Loaded& l, const ReplayResult& r, const std::string& title) {
+  fmt::print("{}\n", title);
+  fmt::print("  parameters  {}\n", l.chosen.why);
+  fmt::print("  model       {} {} (L {} ns, o' {} ns, s {}, S {})\n", r.model == ModelKind::LogGP ? "LogGP" : "LogGPS",
+             r.mode == ReplayMode::Paper ? "paper mode (recorded call times)" : "simulation", r.params.L, r.params.o,
+             r.params.s == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(r.params.s),
+             r.params.S == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(r.params.S));
+  fmt::print("  run time    measured {}  predicted {}  ({:+.1f}%)\n", duration_text(static_cast<uint64_t>(r.measured_ns)),
+             duration_text(static_cast<uint64_t>(r.predicted_ns)), 100 * r.error());
+  fmt::print("  rendezvous  {} messages, {}\n", r.rendezvous_messages, bytes_text(r.rendezvous_bytes));
+  if (l.trace.unmatched_sends || l.trace.unmatched_recvs || l.trace.incomplete_collectives)
+    fmt::print("  unmatched   {} sends, {} receives, {} collectives (missing ranks or cut-off logs)\n",
+               l.trace.unmatched_sends, l.trace.unmatched_recvs, l.trace.incomplete_collectives);
+  fmt::print("\n  {:>4} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n", "rank", "measured", "predicted",
+             "compute", "overhead", "send-wait", "recv-wait", "sync", "collective");
+  for (const auto& rr : r.ranks) {
+    const auto& b = rr.predicted;
+    fmt::print("  {:>4} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n", rr.rank,
+               duration_text(static_cast<uint64_t>(rr.measured_ns)), duration_text(static_cast<uint64_t>(rr.predicted_ns)),
+               duration_text(static_cast<uint64_t>(b.computation)),
+               duration_text(static_cast<uint64_t>(b.send_overhead + b.recv_overhead)),
+               duration_text(static_cast<uint64_t>(b.send_wait)), duration_text(static_cast<uint64_t>(b.recv_wait)),
+               duration_text(static_cast<uint64_t>(b.synchronisation)),
+               duration_text(static_cast<uint64_t>(b.collectives)));
+  }
+}
+
+ReplayOptions options_for(const ReplayCommand& c, const Loaded& l) {
+  ReplayOptions o;
+  o.params = l.chosen.params;
+  o.mode = c.mode == "paper" ? ReplayMode::Paper : ReplayMode::Simulate;
+  o.model = c.model == "loggp" ? ModelKind::LogGP : ModelKind::LogGPS;
+  o.compute_factor = c.compute_factor;
+  for (const auto& kv : c.sets) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) throw CLI::ValidationError("--set", kv + " is not KEY=VALUE");
+    std::string key = kv.substr(0, eq);
+    o.params.set(key, parse_size("--set " + key, kv.substr(eq + 1)), "--set");
+  }
+  o.params.validate("--set");
+  o.split_sites = sites_at(l, c.split, &o.split_everywhere);
+  bool ignored = false;
+  o.nonblocking_sites = sites_at(l, c.nonblocking, &ignored);
+  if ((!o.split_sites.empty() || o.split_everywhere || !o.nonblocking_sites.empty()) && o.mode == ReplayMode::Paper)
+    throw CLI::ValidationError("--mode", "program transformations need the simulation (--mode sim)");
+  return o;
+}
+
+int run_replay(const ReplayCommand& c, bool whatif) {
+  Loaded l = load(c);
+  for (const auto& p : l.trace.problems) std::fprintf(stderr, "mpiadvise: %s\n", p.text().c_str());
+  ReplayOptions base = options_for(c, l);
+  if (!whatif || c.sweep.empty()) {
+    ReplayResult r = replay(l.trace, base);
+    if (c.json) std::cout << result_json(l, r).dump(2) << '\n';
+    else print_text(l, r, whatif ? fmt::format("mpiadvise whatif {}", c.dir) : fmt::format("mpiadvise replay {}", c.dir));
+    return kOk;
+  }
+  // --sweep S=FROM..TO: powers of two, the log loaded once
+  static const std::regex re(R"(([A-Za-z]+)=([^.]+)\.\.(.+))");
+  std::smatch m;
+  if (!std::regex_match(c.sweep, m, re)) throw CLI::ValidationError("--sweep", c.sweep + " is not KEY=FROM..TO");
+  std::string key = m[1];
+  double from = parse_size("--sweep", m[2]), to = parse_size("--sweep", m[3]);
+  if (from <= 0 || to < from) throw CLI::ValidationError("--sweep", c.sweep + ": FROM must be positive and at most TO");
+  if (to / from > 1e12) throw CLI::ValidationError("--sweep", c.sweep + ": too wide a range");
+  nlohmann::json all = nlohmann::json::array();
+  std::vector<std::pair<double, ReplayResult>> results;
+  for (double v = from; v <= to * 1.0000001; v *= 2) {
+    ReplayOptions o = base;
+    o.params.set(key, std::floor(v), "--sweep");
+    if (key == "S" && o.params.s > o.params.S) o.params.s = o.params.S;
+    o.params.validate("--sweep");
+    results.emplace_back(v, replay(l.trace, o));
+  }
+  if (c.json) {
+    for (const auto& [v, r] : results) {
+      auto j = result_json(l, r);
+      j["sweep"] = {{"key", key}, {"value", v}};
+      all.push_back(j);
+    }
+    std::cout << all.dump(2) << '\n';
+  } else {
+    fmt::print("mpiadvise whatif {} --sweep {}\n  parameters  {}\n  measured    {}\n\n", c.dir, c.sweep, l.chosen.why,
+               duration_text(static_cast<uint64_t>(l.trace.ranks.empty() ? 0 : results.front().second.measured_ns)));
+    fmt::print("  {:>12} {:>12} {:>12} {:>12} {:>12}\n", key, "predicted", "send-wait", "recv-wait", "rendezvous");
+    for (const auto& [v, r] : results) {
+      double sw = 0, rw = 0;
+      for (const auto& rr : r.ranks) sw += rr.predicted.send_wait, rw += rr.predicted.recv_wait;
+      fmt::print("  {:>12} {:>12} {:>12} {:>12} {:>12}\n", static_cast<uint64_t>(v),
+                 duration_text(static_cast<uint64_t>(r.predicted_ns)), duration_text(static_cast<uint64_t>(sw)),
+                 duration_text(static_cast<uint64_t>(rw)), r.rendezvous_messages);
+    }
+  }
+  return kOk;
+}
+
+void common_options(CLI::App* sub, ReplayCommand& c) {
+  sub->add_option("dir", c.dir, "Job directory of rank-NNNNN.mpa logs")->required();
+  sub->add_option("--params", c.params, "Parameter set: a NAME in share/params or a FILE (default: chosen for the log)");
+  sub->add_option("--mode", c.mode, "sim (default): simulate call times too; paper: Table 4 over the recorded call times")
+      ->check(CLI::IsMember({"sim", "paper"}));
+  sub->add_option("--model", c.model, "loggps (default) or loggp: the paper's LogGP baseline (S infinite, constant overheads)")
+      ->check(CLI::IsMember({"loggps", "loggp"}));
+  sub->add_flag("--json", c.json, "Print a JSON object (schema mpiadvise-replay/1)");
+}
+
+}  // namespace
+
+std::function<int()> add_replay(CLI::App& app) {
+  auto c = std::make_shared<ReplayCommand>();
+  auto* sub = app.add_subcommand("replay", "Replay a traced run under LogGPS: predicted time and where it goes");
+  common_options(sub, *c);
+  return [c] { return run_replay(*c, false); };
+}
+
+std::function<int()> add_whatif(CLI::App& app) {
+  auto c = std::make_shared<ReplayCommand>();
+  auto* sub = app.add_subcommand("whatif", "Replay with parameters changed or the program transformed");
+  common_options(sub, *c);
+  sub->add_option("--set", c->sets, "KEY=VALUE: change a parameter (L, o, Oss, Ors, Osl, Orl, Gs, Gl, s, S); sizes take K, M, G");
+  sub->add_option("--sweep", c->sweep, "KEY=FROM..TO: replay for each power of two from FROM to TO, e.g. S=4K..1M");
+  sub->add_option("--compute-factor", c->compute_factor, "Multiply computation times by this (0.5: twice as fast)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--split", c->split, "FILE:LINE or all: send messages above S from there as chunks of at most S");
+  sub->add_option("--nonblocking", c->nonblocking, "FILE:LINE: make the blocking send there an Isend completed at the next MPI call");
+  return [c] { return run_replay(*c, true); };
+}
+
+}  // namespace mpiadvise::cli

@@ -1,0 +1,143 @@
+// The LogGPS model against the paper's own numbers (Ino, Fujimoto, Hagihara 2001; ../shared/docs/loggps.md)
+// and parameter files.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "loggps.hpp"
+#include "support.hpp"
+
+using namespace mpiadvise;
+using Catch::Detail::Approx;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path params_dir() { return fs::path(MPA_SOURCE_DIR) / "share" / "params"; }
+
+// Parameters where every term differs, so that each equation's terms can be told apart by hand.
+LogGPSParams fig2_params() {
+  LogGPSParams p;
+  p.o = 100;
+  p.L = 10;
+  p.Oss = 1;
+  p.Ors = 2;
+  p.Gs = 4;
+  p.Osl = 8;
+  p.Orl = 16;
+  p.Gl = 32;
+  p.s = 2;  // Fig. 2: s = 2, S = 4
+  p.S = 4;
+  return p;
+}
+
+fs::path write_params(const std::string& body) {
+  fs::path f = mpa_test::fresh_dir("params") / "p.toml";
+  std::ofstream(f) << body;
+  return f;
+}
+
+const char* kComplete = R"([loggps]
+L_ns = 850
+o_ns = 6730
+Oss_ns_per_byte = 5.02
+Ors_ns_per_byte = 4.72
+Osl_ns_per_byte = 4.80
+Orl_ns_per_byte = 3.86
+Gs_ns_per_byte = 15.17
+Gl_ns_per_byte = 0.04
+s_bytes = 8191
+S_bytes = 16383
+)";
+
+}  // namespace
+
+TEST_CASE("Fig. 2: a 2-byte message is Short (1), a 4-byte one Eager (2), a 5-byte one Rendezvous (3)", "[loggps]") {
+  LogGPS m(fig2_params());
+  // (1) k <= s: T1 + T2 + T3 = (100 + 2*1) + (2*4 + 10) + (100 + 2*2)
+  CHECK(m.communication(2, 0, 0) == Approx(102 + 18 + 104));
+  // (2) s < k <= S: T1 + T2' + T3 = (100 + 4*1) + (2*4 + 2*32 + 10) + (100 + 4*2)
+  CHECK(m.communication(4, 0, 0) == Approx(104 + 82 + 108));
+  // (3) k > S, receiver on time: T4 + T5 + T1' + T2' + T3'
+  //     = (max(100 + 10, 0) + 100) + (100 + 10 + 100) + (100 + 5*8) + (2*4 + 3*32 + 10) + (100 + 5*16)
+  CHECK(m.communication(5, 0, 0) == Approx(210 + 210 + 140 + 114 + 180));
+  // a receiver 1000 ns late: the send-wait enters through T4 = max(o' + L, tr - ts) + o'
+  CHECK(m.communication(5, 0, 1000) == Approx(1100 + 210 + 140 + 114 + 180));
+  CHECK(m.communication(4, 0, 1000) == Approx(104 + 82 + 108));  // eager: the receiver's delay costs nothing
+}
+
+TEST_CASE("Table 4: routine times of MPI_Send, Isend, Recv, Irecv and Wait", "[loggps]") {
+  LogGPS m(fig2_params());
+  CHECK(m.send(4, 0, 1000) == Approx(104));                  // (4) k <= S: T1 only
+  CHECK(m.send(5, 0, 1000) == Approx(1100 + 210 + 140));     // (5) T4 + T5 + T1'
+  CHECK(m.isend() == Approx(100));                           // (6)
+  CHECK(m.recv(2, 0, 50) == Approx((102 + 18 - 50) + 104));  // (7) max(T1 + T2 - (tr - ts), 0) + T3
+  CHECK(m.recv(2, 0, 500) == Approx(104));                   // (7) the data was already there
+  CHECK(m.recv(4, 0, 0) == Approx(104 + 82 + 108));          // (8)
+  // (9) receiver 500 ns early: max(o' + L - (tr - ts), 0) + o' + T5 + T1' + T2' + T3'
+  CHECK(m.recv(5, 500, 0) == Approx((110 + 500) + 100 + 210 + 140 + 114 + 180));
+  CHECK(m.irecv() == Approx(100));                           // (10)
+  // (11) with the erratum: max(Tblk - (tw - ti), o')
+  CHECK(m.wait(500, 300) == Approx(200));
+  CHECK(m.wait(500, 450) == Approx(100));
+}
+
+TEST_CASE("Myrinet: a message of length S takes 298 us, and 1438 of them 0.43 s", "[loggps][paper]") {
+  LogGPSParams p = load_params(params_dir() / "myrinet-mpich-score.toml");
+  LogGPS m(p);
+  double one = m.communication(p.S, 0, 0);  // (2): T1 + T2' + T3
+  CHECK(one / 1e3 == Approx(298.5).margin(0.05));
+  CHECK(1438 * one / 1e9 == Approx(0.43).margin(0.005));
+}
+
+TEST_CASE("Table 5's three platforms load with their published values", "[loggps][paper]") {
+  auto myr = load_params(params_dir() / "myrinet-mpich-score.toml");
+  CHECK(myr.L == 850);
+  CHECK(myr.o == 6730);
+  CHECK(myr.Gs == Approx(15.17));
+  CHECK(myr.s == 8191);
+  CHECK(myr.S == 16383);
+  auto fe = load_params(params_dir() / "fast-ethernet-mpich-score.toml");
+  CHECK(fe.L == 24580);
+  CHECK(fe.Gl == Approx(65.09));
+  CHECK(fe.s == 1023);
+  auto cj = load_params(params_dir() / "cenju4-mpich.toml");
+  CHECK(cj.Orl + cj.Gl == Approx(0.28));  // the paper gives only the sum
+  CHECK(cj.s == 1028);
+  CHECK(cj.S == 1028);
+  auto tcp = load_params(params_dir() / "openmpi-tcp-loopback.toml");
+  CHECK(tcp.library == "Open MPI");
+  CHECK(tcp.transport == "tcp");
+}
+
+TEST_CASE("receive contention divides the bandwidth of the largest per-byte term by the senders", "[loggps]") {
+  LogGPS m(fig2_params());  // of (Oss, Ors, Gs) = (1, 2, 4), Gs holds the bandwidth
+  CHECK(m.T2(2, 2) == Approx(2 * 8 + 10));
+  CHECK(m.T1(2, 2) == Approx(m.T1(2, 1)));
+  CHECK(m.T3(2, 2) == Approx(m.T3(2, 1)));
+  LogGPSParams p = fig2_params();
+  p.Ors = 9;  // now the receive overhead is the bottleneck
+  LogGPS n(p);
+  CHECK(n.T3(2, 3) == Approx(100 + 2 * 27));
+  CHECK(n.T2(2, 3) == Approx(n.T2(2, 1)));
+}
+
+TEST_CASE("bad parameter files and values are refused with the file, the key and the reason", "[loggps][errors]") {
+  CHECK_NOTHROW(load_params(write_params(kComplete)));
+  std::string unknown = std::string(kComplete) + "Q_ns = 3\n";
+  CHECK_THROWS_WITH(load_params(write_params(unknown)), Catch::Contains("Q_ns: unknown key") && Catch::Contains("p.toml"));
+  std::string negative = kComplete;
+  negative.replace(negative.find("L_ns = 850"), 10, "L_ns = -850");
+  CHECK_THROWS_WITH(load_params(write_params(negative)), Catch::Contains("L_ns") && Catch::Contains("negative"));
+  std::string inverted = kComplete;
+  inverted.replace(inverted.find("s_bytes = 8191"), 14, "s_bytes = 99999");
+  CHECK_THROWS_WITH(load_params(write_params(inverted)), Catch::Contains("s = 99999 is larger than S = 16383"));
+  std::string missing = kComplete;
+  missing.erase(missing.find("Gl_ns_per_byte"), std::string("Gl_ns_per_byte = 0.04\n").size());
+  CHECK_THROWS_WITH(load_params(write_params(missing)), Catch::Contains("Gl_ns_per_byte is missing"));
+  CHECK_THROWS_WITH(load_params(write_params("[loggps\nL_ns = 1")), Catch::Contains("p.toml:"));
+  LogGPSParams p = load_params(write_params(kComplete));
+  CHECK_THROWS_WITH(p.set("X", 1, "--set"), Catch::Contains("unknown parameter 'X'"));
+  CHECK_THROWS_WITH(p.set("L", -1, "--set"), Catch::Contains("L = -1 must be a non-negative number"));
+  CHECK_THROWS_WITH(find_params("no-such-set", params_dir()), Catch::Contains("myrinet-mpich-score"));
+}
