@@ -9,10 +9,18 @@ records:
   bytes=(count, type)      bytes sent: count x PMPI_Type_size(type)
   bytes2=(count, type)     bytes received (posted)
   peer2, tag2              the receive half of Sendrecv
-  bytes_v / bytes2_v=(counts, type)   per-peer counts summed over the communicator
+  bytes_v / bytes2_v=(counts, type)   per-peer counts summed over the communicator (over the remote
+                           group of an intercommunicator)
   bytes_w=(counts, types)  per-peer counts and types (Alltoallw), summed
-  root_only                'bytes' or 'bytes2': the vector is significant only at the root
+  bytes_local_v=(counts, type)  per-member counts summed over the local group (Reduce_scatter: the
+                           counts say what each member of this group gets, even on an intercommunicator)
+  bytes_blocks=(count, type)    count for every member of the local group (Reduce_scatter_block)
+  bytes2_own=(counts, type)     the calling rank's entry of per-member counts (Reduce_scatter)
+  root_only                'bytes' or 'bytes2': that side is significant only at the root (elsewhere
+                           its count and type may be anything, its counts array NULL)
   inplace                  the send buffer parameter: MPI_IN_PLACE means no separate send bytes
+  inplace_recv             the receive buffer parameter: MPI_IN_PLACE (Scatter at the root) means no
+                           separate receive bytes
   req_out, msg_out         request / message handle created by the call
   req_in, msg_in           request / message handle consumed by the call
   reqs_in=(n, array)       requests waited on, tested or started
@@ -137,19 +145,20 @@ COLLECTIVES = [
     ("Gather", "const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, "
      "int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm",
      dict(peer="root", bytes=("sendcount", "sendtype"), bytes2=("recvcount", "recvtype"),
-          inplace="sendbuf")),
+          root_only="bytes2", inplace="sendbuf")),
     ("Gatherv", "const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, "
      "const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm",
      dict(peer="root", bytes=("sendcount", "sendtype"), bytes2_v=("recvcounts", "recvtype"),
           root_only="bytes2", inplace="sendbuf")),
     ("Scatter", "const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, "
      "int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm",
-     dict(peer="root", bytes=("sendcount", "sendtype"), bytes2=("recvcount", "recvtype"))),
+     dict(peer="root", bytes=("sendcount", "sendtype"), bytes2=("recvcount", "recvtype"),
+          root_only="bytes", inplace_recv="recvbuf")),
     ("Scatterv", "const void *sendbuf, const int sendcounts[], const int displs[], "
      "MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, "
      "MPI_Comm comm",
      dict(peer="root", bytes_v=("sendcounts", "sendtype"), bytes2=("recvcount", "recvtype"),
-          root_only="bytes")),
+          root_only="bytes", inplace_recv="recvbuf")),
     ("Allgather", "const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, "
      "int recvcount, MPI_Datatype recvtype, MPI_Comm comm",
      dict(bytes=("sendcount", "sendtype"), bytes2=("recvcount", "recvtype"), inplace="sendbuf")),
@@ -169,10 +178,11 @@ COLLECTIVES = [
      dict(bytes_w=("sendcounts", "sendtypes"), bytes2_w=("recvcounts", "recvtypes"), inplace="sendbuf")),
     ("Reduce_scatter", "const void *sendbuf, void *recvbuf, const int recvcounts[], "
      "MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
-     dict(bytes_v=("recvcounts", "datatype"), inplace="sendbuf")),
+     dict(bytes_local_v=("recvcounts", "datatype"), bytes2_own=("recvcounts", "datatype"),
+          inplace="sendbuf")),
     ("Reduce_scatter_block", "const void *sendbuf, void *recvbuf, int recvcount, "
      "MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
-     dict(bytes2=("recvcount", "datatype"), inplace="sendbuf")),
+     dict(bytes_blocks=("recvcount", "datatype"), bytes2=("recvcount", "datatype"), inplace="sendbuf")),
     ("Scan", "const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, "
      "MPI_Comm comm", dict(bytes=("count", "datatype"), inplace="sendbuf")),
     ("Exscan", "const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, "
@@ -188,8 +198,11 @@ CALLS += [
     comm("Comm_dup", "MPI_Comm comm, MPI_Comm *newcomm", comm="comm", newcomm="newcomm"),
     comm("Comm_dup_with_info", "MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm", comm="comm",
          newcomm="newcomm"),
+    # Defined when the call returns, not when the request completes: MPI sets the handle at once (Open
+    # MPI, MPICH) and its groups can be read; a definition made at first use instead would be missing on
+    # ranks that never use it, and their later communicators with these members would get other gids.
     comm("Comm_idup", "MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request", comm="comm",
-         req_out="request"),
+         newcomm="newcomm", req_out="request"),
     comm("Comm_split", "MPI_Comm comm, int color, int key, MPI_Comm *newcomm", comm="comm",
          newcomm="newcomm"),
     comm("Comm_split_type", "MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm",

@@ -39,6 +39,9 @@ static int *world_ranks(MPI_Group group, int n)
   for (int i = 0; i < n; i++) local[i] = i;
   if (PMPI_Group_translate_ranks(group, n, local, g_world_group, world) != MPI_SUCCESS)
     for (int i = 0; i < n; i++) world[i] = MPA_RANK_UNDEF;
+  /* a process outside MPI_COMM_WORLD (spawned, connected): MPI's own MPI_UNDEFINED is not the log's */
+  for (int i = 0; i < n; i++)
+    if (world[i] == MPI_UNDEFINED) world[i] = MPA_RANK_UNDEF;
   free(local);
   return world;
 }
@@ -188,14 +191,24 @@ uint32_t mpa_comm_id(MPI_Comm c)
   return id;
 }
 
+/* A creating call always returns a communicator that did not exist before. A live entry with its handle
+ * names one whose free we did not see (freed while tracing was paused, or by MPI_Comm_disconnect): MPI
+ * gave the handle back, and the entry, its members and the threads' cached ids are stale. */
 void mpa_newcomm(mpa_event *ev, MPI_Comm newcomm, MPI_Comm parent, uint32_t call)
 {
   if (newcomm == MPI_COMM_NULL) return;
   uint32_t parent_id = mpa_comm_id(parent);
+  uintptr_t h = handle_bits(newcomm);
+  int stale = 0;
   pthread_mutex_lock(&g_mu);
-  uint32_t id = lookup_locked(handle_bits(newcomm));
-  if (!id) id = register_comm(newcomm, 0, parent_id, call);
+  for (size_t i = 0; i < g_n; i++)
+    if (g_comms[i].live && g_comms[i].handle == h && g_comms[i].id > 2) {
+      g_comms[i].live = 0;
+      stale = 1;
+    }
+  uint32_t id = register_comm(newcomm, 0, parent_id, call);
   pthread_mutex_unlock(&g_mu);
+  if (stale) atomic_fetch_add_explicit(&g_generation, 1, memory_order_release);
   if (id) {
     ev->mask |= MPA_F_NEWCOMM;
     ev->newcomm = id;
@@ -223,6 +236,20 @@ int mpa_comm_peers(MPI_Comm c)
   if (inter) PMPI_Comm_remote_size(c, &n);
   else PMPI_Comm_size(c, &n);
   return n;
+}
+
+int mpa_comm_local_size(MPI_Comm c)
+{
+  int n = 0;
+  PMPI_Comm_size(c, &n); /* the local group of an intercommunicator */
+  return n;
+}
+
+uint64_t mpa_own_bytes(const int *counts, MPI_Datatype type, MPI_Comm c)
+{
+  int me = -1;
+  if (!counts || PMPI_Comm_rank(c, &me) != MPI_SUCCESS || me < 0) return 0;
+  return mpa_type_bytes(counts[me], type);
 }
 
 int mpa_is_root(MPI_Comm c, int root)

@@ -56,25 +56,35 @@ def record_code(call, params):
         o(f"  ev.mask |= MPA_F_TAG2; ev.tag2 = mpa_tag_code({r['tag2']});")
 
     root_only = r.get("root_only")
-    inplace = r.get("inplace")
     root_cond = f"mpa_is_root({comm_expr}, {r.get('peer')})" if root_only else None
 
-    def bytes_stmt(field, mask, key_plain, key_v, key_w, guard_inplace):
-        stmt = None
-        if key_plain in r:
-            c, t = r[key_plain]
-            stmt = f"ev.{field} = mpa_type_bytes({c}, {t});"
-        elif key_v in r:
-            c, t = r[key_v]
-            stmt = f"ev.{field} = mpa_sum_bytes_v({c}, {t}, mpa_comm_peers({comm_expr}));"
-        elif key_w in r:
-            c, t = r[key_w]
-            stmt = f"ev.{field} = mpa_sum_bytes_w({c}, {t}, mpa_comm_peers({comm_expr}), mpa_fortran);"
-        if stmt is None:
+    # How each form of a byte role counts, by the suffix after "bytes" / "bytes2".
+    def amount(form, counts, types):
+        if form == "":
+            return f"mpa_type_bytes({counts}, {types})"
+        if form == "_v":
+            return f"mpa_sum_bytes_v({counts}, {types}, mpa_comm_peers({comm_expr}))"
+        if form == "_w":
+            return f"mpa_sum_bytes_w({counts}, {types}, mpa_comm_peers({comm_expr}), mpa_fortran)"
+        if form == "_local_v":
+            return f"mpa_sum_bytes_v({counts}, {types}, mpa_comm_local_size({comm_expr}))"
+        if form == "_blocks":
+            return f"mpa_type_bytes({counts}, {types}) * (uint64_t)mpa_comm_local_size({comm_expr})"
+        if form == "_own":
+            return f"mpa_own_bytes({counts}, {types}, {comm_expr})"
+        raise SystemExit(f"gen_wrappers: unknown byte role form {form!r} in {call.name}")
+
+    def bytes_stmt(field, mask, inplace):
+        forms = [k[len(field):] for k in r if k.startswith(field) and k[len(field):] in
+                 ("", "_v", "_w", "_local_v", "_blocks", "_own")]
+        if not forms:
             return
-        stmt = f"{{ ev.mask |= {mask}; {stmt} }}"
+        if len(forms) > 1:
+            raise SystemExit(f"gen_wrappers: {call.name} has more than one role for {field}")
+        counts, types = r[field + forms[0]]
+        stmt = f"{{ ev.mask |= {mask}; ev.{field} = {amount(forms[0], counts, types)}; }}"
         conds = []
-        if guard_inplace and inplace:
+        if inplace:
             conds.append(f"!mpa_in_place({inplace}, mpa_fortran)")
         if root_only == field:
             conds.append(root_cond)
@@ -82,8 +92,8 @@ def record_code(call, params):
             stmt = f"if ({' && '.join(conds)}) {stmt}"
         o("  " + stmt)
 
-    bytes_stmt("bytes", "MPA_F_BYTES", "bytes", "bytes_v", "bytes_w", True)
-    bytes_stmt("bytes2", "MPA_F_BYTES2", "bytes2", "bytes2_v", "bytes2_w", False)
+    bytes_stmt("bytes", "MPA_F_BYTES", r.get("inplace"))
+    bytes_stmt("bytes2", "MPA_F_BYTES2", r.get("inplace_recv"))
 
     if "newcomm" in r:
         o(f"  if (rc == MPI_SUCCESS) mpa_newcomm(&ev, *{r['newcomm']}, {comm_expr}, {call_id(call.name)});")

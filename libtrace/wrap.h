@@ -103,6 +103,8 @@ int mpa_in_place(const void *buf, int fortran);
 /* Communicators: ids and definitions (comm.c). */
 uint32_t mpa_comm_id(MPI_Comm comm);
 int mpa_comm_peers(MPI_Comm comm); /* size, or remote size of an intercommunicator */
+int mpa_comm_local_size(MPI_Comm comm); /* size, or local size of an intercommunicator */
+uint64_t mpa_own_bytes(const int *counts, MPI_Datatype type, MPI_Comm comm); /* counts[my rank] bytes */
 int mpa_is_root(MPI_Comm comm, int root);
 void mpa_newcomm(mpa_event *ev, MPI_Comm newcomm, MPI_Comm parent, uint32_t call);
 void mpa_comm_freed(uint32_t id);

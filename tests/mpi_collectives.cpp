@@ -1,0 +1,499 @@
+// Collectives and communicator calls through the C bindings: each appears in the log with the arguments
+// the program passed, and each communicator it made is defined with its members as world ranks
+// (tests/programs/coll_all.c knows them all).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "support.hpp"
+
+using namespace mpa_test;
+using mpiadvise::kAnySource;
+using mpiadvise::kProcNull;
+using mpiadvise::kRoot;
+
+namespace {
+
+constexpr int kRanks = 4;
+constexpr uint32_t kWorld = 1;
+using Bytes = std::optional<uint64_t>;  // nullopt: the field must be absent
+using Members = std::vector<int32_t>;
+
+const JobResult& coll_run() {
+  static JobResult r = [] {
+    JobSpec s;
+    s.np = kRanks;
+    s.program = "coll_all";
+    s.timeout_s = 60;
+    return run_job(s);
+  }();
+  return r;
+}
+
+// The traced job's logs, read once.
+struct Logs {
+  std::unique_ptr<mpiadvise::JobLog> job;
+  std::vector<Ev> events[kRanks];
+  const std::map<uint32_t, mpiadvise::Communicator>& comms(int rank) const { return job->rank(rank)->comms(); }
+};
+
+const Logs& logs() {
+  static Logs l = [] {
+    Logs l;
+    const auto& r = coll_run();
+    l.job = std::make_unique<mpiadvise::JobLog>(r.dir);
+    for (int rank = 0; rank < kRanks; rank++) l.events[rank] = events_of(r.dir, rank);
+    return l;
+  }();
+  return l;
+}
+
+std::vector<Ev> on_comm(const std::vector<Ev>& evs, const std::string& call, uint32_t comm) {
+  std::vector<Ev> out;
+  for (const auto& e : evs)
+    if (e.call == call && e.e.has(MPA_F_COMM) && e.e.comm == comm) out.push_back(e);
+  return out;
+}
+
+const Ev* with_tag(const std::vector<Ev>& evs, const std::string& call, int tag) {
+  for (const auto& e : evs)
+    if (e.call == call && e.e.has(MPA_F_TAG) && e.e.tag == tag) return &e;
+  return nullptr;
+}
+
+// The n-th event of a call (0 first), or null.
+const Ev* nth(const std::vector<Ev>& evs, const std::string& call, size_t n) {
+  for (const auto& e : evs)
+    if (e.call == call && n-- == 0) return &e;
+  return nullptr;
+}
+
+// MPI_Reduce_scatter_block -> MPI_Ireduce_scatter_block
+std::string immediate(const std::string& blocking) {
+  std::string rest = blocking.substr(4);
+  for (auto& c : rest) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return "MPI_I" + rest;
+}
+
+void check_bytes(const mpiadvise::Event& e, uint32_t field, uint64_t value, Bytes expected) {
+  CHECK(e.has(field) == expected.has_value());
+  if (expected && e.has(field)) CHECK(value == *expected);
+}
+
+// What the log must say about one collective on MPI_COMM_WORLD, on world rank r.
+struct CollectiveSpec {
+  std::string call;
+  size_t occurrence;  // among the call's events on MPI_COMM_WORLD
+  int root;           // world rank; -1: the call has no root
+  Bytes (*bytes)(int r);
+  Bytes (*bytes2)(int r);
+};
+
+Bytes none(int) { return std::nullopt; }
+
+// tests/programs/coll_all.c, collectives(): the blocking and the I- forms take the same arguments.
+const std::vector<CollectiveSpec>& world_collectives() {
+  static const std::vector<CollectiveSpec> specs = {
+      {"MPI_Barrier", 0, -1, none, none},
+      {"MPI_Bcast", 0, 2, [](int) -> Bytes { return 20; }, none},
+      {"MPI_Reduce", 0, 1, [](int) -> Bytes { return 24; }, none},
+      {"MPI_Reduce", 1, 3, [](int r) -> Bytes { return r == 3 ? Bytes{} : 24; }, none},  // in place at root 3
+      {"MPI_Allreduce", 0, -1, [](int) -> Bytes { return 32; }, none},
+      {"MPI_Allreduce", 1, -1, none, none},  // in place everywhere
+      {"MPI_Gather", 0, 0, [](int) -> Bytes { return 8; }, [](int r) -> Bytes { return r == 0 ? 8 : Bytes{}; }},
+      {"MPI_Gatherv", 0, 3, [](int r) -> Bytes { return 4 * (r + 1); },
+       [](int r) -> Bytes { return r == 3 ? 40 : Bytes{}; }},
+      {"MPI_Scatter", 0, 1, [](int r) -> Bytes { return r == 1 ? 6 : Bytes{}; }, [](int) -> Bytes { return 6; }},
+      {"MPI_Scatterv", 0, 0, [](int r) -> Bytes { return r == 0 ? 40 : Bytes{}; },
+       [](int r) -> Bytes { return 4 * (4 - r); }},
+      {"MPI_Allgather", 0, -1, [](int) -> Bytes { return 4; }, [](int) -> Bytes { return 4; }},
+      {"MPI_Allgatherv", 0, -1, [](int r) -> Bytes { return 4 * (r + 1); }, [](int) -> Bytes { return 40; }},
+      {"MPI_Alltoall", 0, -1, [](int) -> Bytes { return 8; }, [](int) -> Bytes { return 8; }},
+      {"MPI_Alltoallv", 0, -1, [](int) -> Bytes { return 40; }, [](int r) -> Bytes { return 16 * (r + 1); }},
+      {"MPI_Alltoallw", 0, -1, [](int) -> Bytes { return 4 + 8 + 4 + 8; },
+       [](int r) -> Bytes { return r % 2 ? 4 * 8 : 4 * 4; }},
+      {"MPI_Reduce_scatter", 0, -1, [](int) -> Bytes { return 40; }, [](int r) -> Bytes { return 4 * (r + 1); }},
+      {"MPI_Reduce_scatter_block", 0, -1, [](int) -> Bytes { return 4 * 2 * 4; }, [](int) -> Bytes { return 8; }},
+      {"MPI_Scan", 0, -1, [](int) -> Bytes { return 8; }, none},
+      {"MPI_Exscan", 0, -1, [](int) -> Bytes { return 8; }, none},
+  };
+  return specs;
+}
+
+// Calls that make communicators, as tests/programs/coll_all.c makes them.
+const std::vector<std::string> kCreatingCalls = {
+    "MPI_Comm_dup",        "MPI_Comm_dup_with_info", "MPI_Comm_idup",         "MPI_Comm_split",
+    "MPI_Comm_split_type", "MPI_Comm_create",        "MPI_Comm_create_group", "MPI_Intercomm_create",
+    "MPI_Intercomm_merge", "MPI_Cart_create",        "MPI_Cart_sub",          "MPI_Graph_create",
+    "MPI_Dist_graph_create", "MPI_Dist_graph_create_adjacent"};
+
+std::vector<Ev> creating_events(const std::vector<Ev>& evs) {
+  std::vector<Ev> out;
+  for (const auto& e : evs)
+    if (std::find(kCreatingCalls.begin(), kCreatingCalls.end(), e.call) != kCreatingCalls.end()) out.push_back(e);
+  return out;
+}
+
+// The id of the communicator the n-th call of this name made on this rank.
+uint32_t made_by(int rank, const std::string& call, size_t n = 0) {
+  const Ev* e = nth(logs().events[rank], call, n);
+  REQUIRE(e);
+  REQUIRE(e->e.has(MPA_F_NEWCOMM));
+  return e->e.newcomm;
+}
+
+}  // namespace
+
+TEST_CASE("a traced job gives the results and exit status of the untraced one", "[coll]") {
+  const auto& traced = coll_run();
+  JobSpec s;
+  s.np = kRanks;
+  s.program = "coll_all";
+  s.traced = false;
+  s.timeout_s = 60;
+  auto plain = run_job(s);
+  INFO(traced.err);
+  REQUIRE(plain.status == 0);
+  CHECK(traced.status == plain.status);
+  CHECK(traced.out == plain.out);
+  CHECK(traced.out.find("coll_all: ok") != std::string::npos);
+  CHECK(traced.err.find("mpiadvise") == std::string::npos);  // no warnings on a clean run
+}
+
+TEST_CASE("every rank's log is complete and every communicator an event names is defined", "[coll]") {
+  REQUIRE(coll_run().status == 0);
+  const auto& l = logs();
+  REQUIRE(l.job->ranks().size() == kRanks);
+  CHECK(l.job->problems().empty());
+  for (int rank = 0; rank < kRanks; rank++) {
+    INFO("rank " << rank);
+    CHECK(l.job->rank(rank)->complete());
+    for (const auto& e : l.events[rank]) {
+      INFO(e.call);
+      if (e.e.has(MPA_F_COMM)) CHECK(l.comms(rank).count(e.e.comm) == 1);
+      if (e.e.has(MPA_F_NEWCOMM)) CHECK(l.comms(rank).count(e.e.newcomm) == 1);
+    }
+  }
+}
+
+TEST_CASE("every collective and its I- form appear on every rank with communicator, world root and bytes",
+          "[coll]") {
+  REQUIRE(coll_run().status == 0);
+  for (int rank = 0; rank < kRanks; rank++) {
+    const auto& evs = logs().events[rank];
+    for (const auto& spec : world_collectives()) {
+      for (const auto& call : {spec.call, immediate(spec.call)}) {
+        INFO("rank " << rank << " " << call << " #" << spec.occurrence);
+        auto on_world = on_comm(evs, call, kWorld);
+        REQUIRE(on_world.size() > spec.occurrence);
+        const auto& e = on_world[spec.occurrence].e;
+        if (spec.root >= 0) {
+          REQUIRE(e.has(MPA_F_PEER));
+          CHECK(e.peer == spec.root);
+          CHECK(e.peer_local == spec.root);  // ranks of MPI_COMM_WORLD are world ranks
+        } else {
+          CHECK_FALSE(e.has(MPA_F_PEER));
+        }
+        check_bytes(e, MPA_F_BYTES, e.bytes, spec.bytes(rank));
+        check_bytes(e, MPA_F_BYTES2, e.bytes2, spec.bytes2(rank));
+        CHECK(e.has(MPA_F_REQS) == (call != spec.call));
+      }
+    }
+  }
+}
+
+TEST_CASE("each collective on MPI_COMM_WORLD is logged once per call the program made", "[coll]") {
+  REQUIRE(coll_run().status == 0);
+  // MPI_Reduce: root 1, root 3 in place, and the final report; the I- forms: one each in the suite, and
+  // Ibarrier, Ibcast and Iallreduce once more in the batch completed by Waitall
+  const std::map<std::string, size_t> more = {
+      {"MPI_Reduce", 3}, {"MPI_Allreduce", 2}, {"MPI_Ireduce", 2}, {"MPI_Iallreduce", 3},
+      {"MPI_Ibarrier", 2}, {"MPI_Ibcast", 2}};
+  for (int rank = 0; rank < kRanks; rank++) {
+    for (const auto& spec : world_collectives()) {
+      for (const auto& call : {spec.call, immediate(spec.call)}) {
+        INFO("rank " << rank << " " << call);
+        auto it = more.find(call);
+        CHECK(on_comm(logs().events[rank], call, kWorld).size() == (it == more.end() ? 1 : it->second));
+      }
+    }
+  }
+}
+
+TEST_CASE("the request of each I- form is completed by the Wait or Waitall that names it", "[coll]") {
+  REQUIRE(coll_run().status == 0);
+  for (int rank = 0; rank < kRanks; rank++) {
+    const auto& evs = logs().events[rank];
+    std::set<uint64_t> ids;
+    size_t immediates = 0;
+    for (size_t i = 0; i < evs.size(); i++) {
+      const auto& e = evs[i];
+      bool is_immediate = e.call == "MPI_Comm_idup";
+      for (const auto& spec : world_collectives()) is_immediate |= e.call == immediate(spec.call);
+      if (!is_immediate) continue;
+      immediates++;
+      INFO("rank " << rank << " " << e.call << " event " << i);
+      REQUIRE(e.e.requests.size() == 1);
+      uint64_t id = e.e.requests[0];
+      CHECK(id != 0);
+      CHECK(ids.insert(id).second);  // a new identity for each request
+      const Ev* completion = nullptr;
+      for (size_t j = i + 1; j < evs.size() && !completion; j++)
+        if ((evs[j].call == "MPI_Wait" || evs[j].call == "MPI_Waitall") &&
+            std::count(evs[j].e.requests.begin(), evs[j].e.requests.end(), id))
+          completion = &evs[j];
+      CHECK(completion);
+    }
+    CHECK(immediates == world_collectives().size() + 3 + 1);  // each spec once, the batch, Comm_idup
+
+    // the batch: three requests in flight, one Waitall
+    const Ev* ibarrier = nth(evs, "MPI_Ibarrier", 1);
+    const Ev* ibcast = nth(evs, "MPI_Ibcast", 1);
+    const Ev* iallreduce = nth(evs, "MPI_Iallreduce", 2);
+    REQUIRE(ibarrier);
+    REQUIRE(ibcast);
+    REQUIRE(iallreduce);
+    CHECK(ibcast->e.peer == 0);
+    CHECK(ibcast->e.bytes == 8);
+    CHECK_FALSE(iallreduce->e.has(MPA_F_BYTES));  // in place
+    auto waitalls = calls_named(evs, "MPI_Waitall");
+    bool found = false;
+    for (const auto& w : waitalls)
+      found |= w.e.requests == std::vector<uint64_t>{ibarrier->e.requests.at(0), ibcast->e.requests.at(0),
+                                                     iallreduce->e.requests.at(0)};
+    CHECK(found);
+  }
+}
+
+TEST_CASE("a root given as a rank of a split communicator is logged as a world rank", "[coll]") {
+  REQUIRE(coll_run().status == 0);
+  for (int rank = 0; rank < kRanks; rank++) {
+    INFO("rank " << rank);
+    uint32_t half = made_by(rank, "MPI_Comm_split");
+    auto bcast = on_comm(logs().events[rank], "MPI_Bcast", half);
+    auto reduce = on_comm(logs().events[rank], "MPI_Reduce", half);
+    REQUIRE(bcast.size() == 1);
+    REQUIRE(reduce.size() == 1);
+    // half is world {1, 0} or {3, 2}: local 1 is world 0 or 2, local 0 is world 1 or 3
+    CHECK(bcast[0].e.peer_local == 1);
+    CHECK(bcast[0].e.peer == (rank < 2 ? 0 : 2));
+    CHECK(bcast[0].e.bytes == 12);
+    CHECK(reduce[0].e.peer_local == 0);
+    CHECK(reduce[0].e.peer == (rank < 2 ? 1 : 3));
+    CHECK(reduce[0].e.bytes == 8);
+  }
+}
+
+TEST_CASE("each new communicator is defined with its members as world ranks, its creating call and parent",
+          "[coll]") {
+  REQUIRE(coll_run().status == 0);
+  const Members all{0, 1, 2, 3};
+  for (int rank = 0; rank < kRanks; rank++) {
+    const auto& comms = logs().comms(rank);
+    auto created = [&](const std::string& call, size_t n = 0) -> const mpiadvise::Communicator& {
+      const Ev* e = nth(logs().events[rank], call, n);
+      REQUIRE(e);
+      REQUIRE(e->e.has(MPA_F_NEWCOMM));
+      const auto& c = comms.at(e->e.newcomm);
+      CHECK(c.id == e->e.newcomm);
+      CHECK(c.created_by == call);
+      CHECK(c.parent == e->e.comm);
+      return c;
+    };
+    INFO("rank " << rank);
+    for (const char* call : {"MPI_Comm_dup", "MPI_Comm_dup_with_info", "MPI_Comm_idup", "MPI_Comm_split_type",
+                             "MPI_Graph_create", "MPI_Dist_graph_create", "MPI_Dist_graph_create_adjacent"}) {
+      INFO(call);
+      const auto& c = created(call);
+      CHECK(c.members == all);
+      CHECK_FALSE(c.inter);
+      CHECK(c.parent == kWorld);
+    }
+    CHECK(created("MPI_Comm_split").members == (rank < 2 ? Members{1, 0} : Members{3, 2}));  // key -rank
+    CHECK(created("MPI_Comm_split", 1).members == (rank % 2 ? Members{1, 3} : Members{0, 2}));
+    CHECK(created("MPI_Comm_dup", 1).members == all);
+
+    const Ev* create = nth(logs().events[rank], "MPI_Comm_create", 0);
+    REQUIRE(create);
+    if (rank % 2) CHECK(created("MPI_Comm_create").members == Members{3, 1});  // the group's order
+    else CHECK_FALSE(create->e.has(MPA_F_NEWCOMM));                            // MPI_COMM_NULL
+    if (rank != 1) CHECK(created("MPI_Comm_create_group").members == Members{0, 2, 3});
+    else CHECK(calls_named(logs().events[rank], "MPI_Comm_create_group").empty());  // not a member: no call
+
+    const auto& inter = created("MPI_Intercomm_create");
+    CHECK(inter.inter);
+    CHECK(inter.parent == made_by(rank, "MPI_Comm_split"));
+    CHECK(inter.members == (rank < 2 ? Members{1, 0} : Members{3, 2}));
+    CHECK(inter.remote == (rank < 2 ? Members{3, 2} : Members{1, 0}));
+    const auto& merged = created("MPI_Intercomm_merge");
+    CHECK_FALSE(merged.inter);
+    CHECK(merged.parent == inter.id);
+    CHECK(merged.members == Members{1, 0, 3, 2});  // the low group first
+
+    const auto& cart = created("MPI_Cart_create");
+    Members sorted = cart.members;
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(sorted == all);
+    const auto& row = created("MPI_Cart_sub");
+    CHECK(row.parent == cart.id);
+    REQUIRE(row.members.size() == 2);
+    CHECK(std::count(row.members.begin(), row.members.end(), rank) == 1);
+  }
+  // the library's reordering is the same on every rank
+  for (int rank = 1; rank < kRanks; rank++)
+    CHECK(logs().comms(rank).at(made_by(rank, "MPI_Cart_create")).members ==
+          logs().comms(0).at(made_by(0, "MPI_Cart_create")).members);
+}
+
+TEST_CASE("a communicator has the same gid on every member rank, and no other communicator has it", "[coll]") {
+  REQUIRE(coll_run().status == 0);
+  // A communicator is known independently of its gid by the call that made it, which of that call's
+  // communicators it is on its rank, and its members (a split makes several).
+  using Key = std::tuple<std::string, size_t, Members>;
+  std::map<Key, std::set<uint64_t>> gids;
+  std::map<Key, std::set<int>> ranks_of;
+  for (int rank = 0; rank < kRanks; rank++) {
+    std::map<std::string, size_t> seen;
+    for (const auto& e : creating_events(logs().events[rank])) {
+      size_t n = seen[e.call]++;
+      if (!e.e.has(MPA_F_NEWCOMM)) continue;
+      const auto& c = logs().comms(rank).at(e.e.newcomm);
+      Members everyone = c.members;
+      everyone.insert(everyone.end(), c.remote.begin(), c.remote.end());
+      std::sort(everyone.begin(), everyone.end());
+      Key key{e.call, n, everyone};
+      gids[key].insert(c.gid);
+      ranks_of[key].insert(rank);
+    }
+    const auto& world = logs().comms(rank).at(kWorld);
+    gids[{"MPI_Init", 0, world.members}].insert(world.gid);
+    ranks_of[{"MPI_Init", 0, world.members}].insert(rank);
+    const auto& self = logs().comms(rank).at(2);
+    CHECK(self.members == Members{rank});
+    gids[{"MPI_Init", 1, self.members}].insert(self.gid);
+    ranks_of[{"MPI_Init", 1, self.members}].insert(rank);
+  }
+  // world, 4 selves, 11 made on every rank, 2 halves, Comm_create, Comm_create_group, 2 rows, 2 parities
+  CHECK(gids.size() == 1 + 4 + 11 + 2 + 1 + 1 + 2 + 2);
+  std::map<uint64_t, Key> owner;
+  for (const auto& [key, set] : gids) {
+    const auto& [call, n, members] = key;
+    INFO(call << " #" << n << " with " << members.size() << " members, first " << members.at(0));
+    CHECK(set.size() == 1);  // one gid on every rank that has it
+    CHECK(ranks_of[key] == std::set<int>(members.begin(), members.end()));  // defined on each member
+    for (uint64_t gid : set) CHECK(owner.emplace(gid, key).second);  // no other communicator has it
+  }
+}
+
+TEST_CASE("the newcomm of a creating event is the id that later events on the communicator use", "[coll]") {
+  REQUIRE(coll_run().status == 0);
+  for (int rank = 0; rank < kRanks; rank++) {
+    const auto& evs = logs().events[rank];
+    uint32_t parity = made_by(rank, "MPI_Comm_split", 1);  // freed while tracing was paused
+    std::set<uint32_t> made;
+    for (const auto& e : creating_events(evs)) {
+      if (!e.e.has(MPA_F_NEWCOMM)) continue;
+      INFO("rank " << rank << " " << e.call << " newcomm " << e.e.newcomm);
+      CHECK(made.insert(e.e.newcomm).second);  // ids are not reused
+      CHECK(e.e.newcomm > 2);
+      if (e.e.newcomm == parity) continue;
+      CHECK(on_comm(evs, "MPI_Barrier", e.e.newcomm).size() == 1);
+      auto frees = on_comm(evs, "MPI_Comm_free", e.e.newcomm);
+      REQUIRE(frees.size() == 1);
+      CHECK(frees[0].e.t_enter_ns > e.e.t_exit_ns);
+    }
+    CHECK(made.size() == (rank == 3 ? 16u : 15u));  // Comm_create gives ranks 0 and 2 MPI_COMM_NULL, and
+                                                     // rank 1 is not in Comm_create_group's group
+  }
+}
+
+TEST_CASE("a peer on an intercommunicator is a world rank found through the remote group", "[coll]") {
+  REQUIRE(coll_run().status == 0);
+  const auto& l = logs();
+  // world 0 (local 1 of {1, 0}) sends to remote rank 0: world 3
+  const Ev* send = with_tag(l.events[0], "MPI_Send", 60);
+  REQUIRE(send);
+  CHECK(send->e.comm == made_by(0, "MPI_Intercomm_create"));
+  CHECK(send->e.peer_local == 0);
+  CHECK(send->e.peer == 3);
+  CHECK(send->e.bytes == 16);
+  // world 3 receives from remote rank 1: world 0
+  const Ev* recv = with_tag(l.events[3], "MPI_Recv", 60);
+  REQUIRE(recv);
+  CHECK(recv->e.peer_local == 1);
+  CHECK(recv->e.peer == 0);
+  REQUIRE(recv->e.statuses.size() == 1);
+  CHECK(recv->e.statuses[0].source == 0);
+  // world 2 sends to remote rank 0 (world 1), which received from any source; the status names world 2
+  const Ev* isend = with_tag(l.events[2], "MPI_Isend", 61);
+  REQUIRE(isend);
+  CHECK(isend->e.peer == 1);
+  const Ev* irecv = with_tag(l.events[1], "MPI_Irecv", 61);
+  REQUIRE(irecv);
+  CHECK(irecv->e.peer == kAnySource);
+  const Ev* waitall = nullptr;
+  for (const auto& w : l.events[1])
+    if (w.call == "MPI_Waitall" && w.e.requests == irecv->e.requests) waitall = &w;
+  REQUIRE(waitall);
+  REQUIRE(waitall->e.statuses.size() == 1);
+  CHECK(waitall->e.statuses[0].source == 2);
+  // a broadcast from world 1: MPI_ROOT there, MPI_PROC_NULL beside it, remote rank 0 (world 1) opposite
+  for (int rank = 0; rank < kRanks; rank++) {
+    INFO("rank " << rank);
+    auto bcast = on_comm(l.events[rank], "MPI_Bcast", made_by(rank, "MPI_Intercomm_create"));
+    REQUIRE(bcast.size() == 1);
+    if (rank == 1) CHECK(bcast[0].e.peer == kRoot);
+    else if (rank == 0) CHECK(bcast[0].e.peer == kProcNull);
+    else {
+      CHECK(bcast[0].e.peer_local == 0);
+      CHECK(bcast[0].e.peer == 1);
+    }
+  }
+}
+
+TEST_CASE("a peer on a cartesian communicator made with reorder is a world rank", "[coll]") {
+  REQUIRE(coll_run().status == 0);
+  // Each rank sent to its Cart_shift neighbour with tag 100 + the neighbour's world rank, found by the
+  // program through the communicator's group, and received with tag 100 + its own world rank.
+  std::map<int, int> sender_to;  // world rank -> who sent to it
+  std::vector<Ev> sendrecv(kRanks);
+  for (int rank = 0; rank < kRanks; rank++) {
+    auto on_cart = on_comm(logs().events[rank], "MPI_Sendrecv", made_by(rank, "MPI_Cart_create"));
+    REQUIRE(on_cart.size() == 1);
+    sendrecv[rank] = on_cart[0];
+    sender_to[on_cart[0].e.tag - 100] = rank;
+  }
+  for (int rank = 0; rank < kRanks; rank++) {
+    INFO("rank " << rank);
+    const auto& e = sendrecv[rank].e;
+    CHECK(e.peer == e.tag - 100);
+    CHECK(e.tag2 == 100 + rank);
+    REQUIRE(sender_to.count(rank));
+    CHECK(e.peer2 == sender_to[rank]);
+    REQUIRE(e.statuses.size() == 1);
+    CHECK(e.statuses[0].source == sender_to[rank]);
+  }
+}
+
+TEST_CASE("a communicator freed while tracing is paused does not lend its id to the next one", "[coll]") {
+  REQUIRE(coll_run().status == 0);
+  for (int rank = 0; rank < kRanks; rank++) {
+    INFO("rank " << rank);
+    uint32_t parity = made_by(rank, "MPI_Comm_split", 1);
+    uint32_t after_pause = made_by(rank, "MPI_Comm_dup", 1);
+    CHECK(after_pause != parity);
+    CHECK(logs().comms(rank).at(after_pause).members == Members{0, 1, 2, 3});
+    const Ev* e = with_tag(logs().events[rank], "MPI_Sendrecv", 70);
+    REQUIRE(e);
+    CHECK(e->e.comm == after_pause);
+    CHECK(e->e.peer == (rank ^ 1));
+    REQUIRE(e->e.statuses.size() == 1);
+    CHECK(e->e.statuses[0].source == (rank ^ 1));
+  }
+}
