@@ -261,6 +261,13 @@ void RankLog::fit_clock() {
   }
 }
 
+// A problem found while decoding events is found again on every pass over them: say it once.
+void RankLog::add_problem(ReadProblem p) const {
+  for (const auto& q : problems_)
+    if (q.offset == p.offset && q.message == p.message) return;
+  problems_.push_back(std::move(p));
+}
+
 uint64_t RankLog::to_ns(uint64_t tick) const {
   double local = static_cast<double>(base_ns_) + (static_cast<double>(tick) - static_cast<double>(base_tick_)) * slope_;
   double offset = static_cast<double>(offset_init_ns_);
@@ -307,6 +314,7 @@ struct Request {
   uint64_t id = 0;
   uint32_t comm = 0;
   bool persistent = false;
+  bool p2p = true;  // a collective's or Comm_idup's request has a status with no source
 };
 
 // Live requests by handle. A handle is reused once its request is gone, and with several threads the
@@ -356,7 +364,6 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
     if (chunks_[i].type == MPA_CHUNK_EVENTS) streams[chunks_[i].thread].chunks.push_back(i);
 
   const std::string name = path_.string();
-  std::vector<ReadProblem>& problems = problems_;
   std::set<uint64_t> reported_chunks;
 
   // Positions the stream on its next event (loading chunks as needed); peeks its enter tick.
@@ -386,11 +393,10 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
         s.prev_exit = s.cur.varint();
         s.prev_handle = 0;
       } catch (const LogError& e) {
-        if (reported_chunks.insert(c.offset).second) problems.push_back({name, c.offset, e.detail, true});
+        if (reported_chunks.insert(c.offset).second) add_problem({name, c.offset, e.detail, true});
         s.cur = Cursor{nullptr, nullptr};
       } catch (const std::out_of_range& e) {
-        if (reported_chunks.insert(c.offset).second)
-          problems.push_back({name, c.offset, std::string("corrupt: ") + e.what(), true});
+        if (reported_chunks.insert(c.offset).second) add_problem({name, c.offset, std::string("corrupt: ") + e.what(), true});
         s.cur = Cursor{nullptr, nullptr};
       }
     }
@@ -480,8 +486,8 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
       // find the chunk offset for the message
       const ChunkRef& ch = chunks_[s.chunks[s.next_chunk - 1]];
       if (reported_chunks.insert(ch.offset).second)
-        problems.push_back({name, ch.offset,
-                            fmt::format("corrupt: event at byte {} of the chunk: {}", start - s.data.data(), e.what()), true});
+        add_problem({name, ch.offset, fmt::format("corrupt: event at byte {} of the chunk: {}", start - s.data.data(), e.what()),
+                     true});
       c.p = c.end;
       return false;
     }
@@ -509,7 +515,10 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
               messages.erase(ev.handles[0], m);
             }
           }
-          requests.add(ev.handles.back(), th, Request{id, comm, role == ReqRole::CreatePersistent});
+          bool p2p = ev.call == MPA_CALL_Isend || ev.call == MPA_CALL_Issend || ev.call == MPA_CALL_Ibsend ||
+                     ev.call == MPA_CALL_Irsend || ev.call == MPA_CALL_Irecv || ev.call == MPA_CALL_Imrecv ||
+                     role == ReqRole::CreatePersistent;
+          requests.add(ev.handles.back(), th, Request{id, comm, role == ReqRole::CreatePersistent, p2p});
           ev.requests.back() = id;
         }
         break;
@@ -551,7 +560,8 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
             st.source = st.source < 0 ? st.source : kUndefinedRank;
             continue;
           }
-          st.source = world(r->comm, st.source);
+          if (r->p2p) st.source = world(r->comm, st.source);
+          else st.source = kUndefinedRank, st.tag = 0, st.bytes = 0;
           if (!r->persistent) {
             requests.erase(ev.handles[st.index], r);
             found[st.index] = nullptr;

@@ -133,6 +133,7 @@ class RankLog {
   void index_chunks();
   void read_defs(const std::vector<uint8_t>& data, const ChunkRef& c);
   void fit_clock();
+  void add_problem(ReadProblem p) const;
 
   std::filesystem::path path_;
   nlohmann::json header_, trailer_;

@@ -127,6 +127,32 @@ void print_summary(const JobSummary& s) {
   }
 }
 
+nlohmann::json summary_json(const JobSummary& s) {
+  nlohmann::json j;
+  j["summary"] = s.dir;
+  j["world_size"] = s.world_size;
+  j["mpi_library"] = s.mpi_library;
+  j["thread_level"] = s.thread_level;
+  j["eager_cvars"] = s.eager_cvars;
+  j["events"] = s.events;
+  j["calls"] = s.calls_total;
+  j["span_ns"] = s.last_ns - s.first_ns;
+  j["log_bytes"] = s.log_bytes;
+  auto& ranks = j["ranks"] = nlohmann::json::array();
+  for (const auto& r : s.ranks)
+    ranks.push_back({{"rank", r.rank}, {"hostname", r.hostname}, {"complete", r.complete}, {"events", r.events},
+                     {"file_bytes", r.file_bytes}});
+  auto& calls = j["per_call"] = nlohmann::json::object();
+  for (const auto& [name, t] : s.calls)
+    calls[name] = {{"calls", t.calls}, {"events", t.events}, {"bytes", t.bytes}, {"recv_bytes", t.bytes2},
+                   {"time_ns", t.time_ns}};
+  auto& sites = j["callsites"] = nlohmann::json::array();
+  for (const auto& c : s.callsites)
+    sites.push_back({{"rank", c.rank}, {"callsite", c.id}, {"call", c.call}, {"calls", c.calls}, {"time_ns", c.time_ns},
+                     {"where", c.where.text()}});
+  return j;
+}
+
 int run_dump(const DumpOptions& o) {
   JobLog job(o.dir);
   if (o.rank && !job.rank(*o.rank))
@@ -151,6 +177,8 @@ int run_dump(const DumpOptions& o) {
     if (o.format == "text") {
       if (!o.summary_only) fmt::print("\n");
       print_summary(summary);
+    } else if (o.summary_only) {
+      std::cout << summary_json(summary).dump() << '\n';  // one more line of JSON: the summary
     }
   }
   for (const auto& p : job.problems()) {

@@ -59,7 +59,7 @@ Loaded load(const ReplayCommand& c) {
 }
 
 double parse_size(const std::string& what, const std::string& v) {
-  static const std::regex re(R"(\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)(i?[bB])?\s*)");
+  static const std::regex re(R"(\s*(-?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)(i?[bB])?\s*)");
   std::smatch m;
   if (v == "inf" || v == "infinity") return 1.9e19;
   if (!std::regex_match(v, m, re)) throw CLI::ValidationError(what, v + " is not a number");

@@ -112,11 +112,14 @@ std::string find_library(const std::string& given) {
   throw std::runtime_error("cannot find libmpiadvise.so next to the mpiadvise command; give it with --lib");
 }
 
-// The program the job runs: the first argument after the launcher that is an executable file.
+// The program the job runs: the first argument after the launcher (and after wrappers such as env or
+// timeout) that is an executable file.
 std::string program_of(const std::vector<std::string>& command, Launcher kind) {
+  static const std::regex launcher(R"((mpirun|mpiexec|orterun|oshrun|srun|aprun|jsrun|prun|env|timeout|time|nice|numactl|taskset)(\..*)?)");
   size_t from = kind == Launcher::Other ? 0 : 1;
   for (size_t i = from; i < command.size(); i++) {
     if (command[i].empty() || command[i][0] == '-') continue;
+    if (std::regex_match(fs::path(command[i]).filename().string(), launcher)) continue;
     std::string p = search_path(command[i]);
     if (!p.empty() && access(p.c_str(), X_OK) == 0 && fs::is_regular_file(p)) return fs::path(p).filename().string();
   }
@@ -144,7 +147,7 @@ void check_number(const std::string& name, const std::string& value, long lo, lo
 int run_job(RunOptions o) {
   if (!o.stack_depth.empty()) check_number("--stack-depth", o.stack_depth, 0, 32);
   if (!o.zstd_level.empty()) check_number("--zstd-level", o.zstd_level, 1, 19);
-  if (!o.buffer.empty() && !std::regex_match(o.buffer, std::regex(R"(\d+([kKmMgG](i?B)?)?)")))
+  if (!o.buffer.empty() && !std::regex_match(o.buffer, std::regex(R"(\d+([kKmMgG](iB|B)?|B)?)")))
     throw CLI::ValidationError("--buffer", o.buffer + " is not a size such as 4M");
   std::string lib = find_library(o.lib);
   if (access(lib.c_str(), R_OK) != 0) throw std::runtime_error(lib + ": cannot read the tracing library");
@@ -152,6 +155,7 @@ int run_job(RunOptions o) {
   std::string launcher = search_path(o.command[0]);
   if (launcher.empty()) throw std::runtime_error(o.command[0] + ": command not found");
   Launcher kind = launcher_kind(launcher);
+  if (const char* exported = std::getenv("MPIADVISE_DIR"); o.dir.empty() && exported && *exported) o.dir = exported;
   if (o.dir.empty()) o.dir = default_dir(program_of(o.command, kind));
   o.dir = fs::absolute(o.dir).string();
 

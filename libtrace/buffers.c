@@ -58,6 +58,7 @@ static mpa_bytes g_out;
 static char g_error[512];
 static struct mpa_writer_stats g_stats;
 static uint64_t g_ticks_per_half_second = 500000000ull;
+static uint64_t g_last_steal_ns; /* CLOCK_MONOTONIC of the writer's last look for stale chunks */
 
 /* signal-time flushing: a static compression context and output, allocated up front */
 static ZSTD_CCtx *g_sig_cctx;
@@ -185,9 +186,17 @@ static void *writer_main(void *arg)
       }
       timed_out = pthread_cond_timedwait(&g_cv_work, &g_mu, &until) == ETIMEDOUT;
     }
-    if (timed_out && !g_queue_head) {
+    /* every half second, whatever else is queued: a quiet thread's chunk must not wait for a lull in
+     * a busy one's traffic */
+    uint64_t now_ns = mpa_monotonic_ns();
+    if (now_ns - g_last_steal_ns >= 500000000ull) {
+      g_last_steal_ns = now_ns;
       pthread_mutex_unlock(&g_mu);
       steal_stale_chunks();
+      continue;
+    }
+    if (timed_out && !g_queue_head) {
+      pthread_mutex_unlock(&g_mu);
       continue;
     }
     mpa_chunk *list = g_queue_head;
@@ -367,7 +376,7 @@ static void encode(mpa_thread *ts, const mpa_event *ev, uint32_t callsite, uint3
   if (mask & MPA_F_VALUE) p = mpa_put_varint(p, mpa_zigzag(ev->value));
   ts->chunk->len += (size_t)(p - start);
   ts->prev_exit = ev->t_exit;
-  __atomic_fetch_add(&g_stats.events, count ? count : 1, __ATOMIC_RELAXED);
+  ts->events += count ? count : 1; /* summed over threads at finalize: no shared cache line per call */
 }
 
 /* A pending run of unsuccessful tests becomes one event: first enter, last exit, count, time inside. */
@@ -569,7 +578,9 @@ void mpa_writer_stats(struct mpa_writer_stats *s)
 {
   pthread_mutex_lock(&g_emit_mu);
   *s = g_stats;
-  s->events = __atomic_load_n(&g_stats.events, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&g_threads_mu);
+  for (mpa_thread *ts = g_threads; ts; ts = ts->next_thread) s->events += ts->events;
+  pthread_mutex_unlock(&g_threads_mu);
   pthread_mutex_unlock(&g_emit_mu);
 }
 

@@ -194,9 +194,9 @@ uint32_t mpa_comm_id(MPI_Comm c)
 /* A creating call always returns a communicator that did not exist before. A live entry with its handle
  * names one whose free we did not see (freed while tracing was paused, or by MPI_Comm_disconnect): MPI
  * gave the handle back, and the entry, its members and the threads' cached ids are stale. */
-void mpa_newcomm(mpa_event *ev, MPI_Comm newcomm, MPI_Comm parent, uint32_t call)
+uint32_t mpa_comm_created(MPI_Comm newcomm, MPI_Comm parent, uint32_t call)
 {
-  if (newcomm == MPI_COMM_NULL) return;
+  if (newcomm == MPI_COMM_NULL) return 0;
   uint32_t parent_id = mpa_comm_id(parent);
   uintptr_t h = handle_bits(newcomm);
   int stale = 0;
@@ -209,6 +209,12 @@ void mpa_newcomm(mpa_event *ev, MPI_Comm newcomm, MPI_Comm parent, uint32_t call
   uint32_t id = register_comm(newcomm, 0, parent_id, call);
   pthread_mutex_unlock(&g_mu);
   if (stale) atomic_fetch_add_explicit(&g_generation, 1, memory_order_release);
+  return id;
+}
+
+void mpa_newcomm(mpa_event *ev, MPI_Comm newcomm, MPI_Comm parent, uint32_t call)
+{
+  uint32_t id = mpa_comm_created(newcomm, parent, call);
   if (id) {
     ev->mask |= MPA_F_NEWCOMM;
     ev->newcomm = id;

@@ -21,6 +21,7 @@
 mpa_settings mpa_cfg;
 volatile int mpa_active;
 int mpa_rank = -1, mpa_size = 0;
+int mpa_comms_tracked;
 
 static int g_started, g_finished, g_paused, g_enabled;
 static int g_joined; /* takes part in the tracer's collectives at init and finalize */
@@ -59,6 +60,7 @@ static void setting_warning(const char *fmt, ...)
 static int parse_size(const char *s, size_t *out)
 {
   char *end;
+  if (*s < '0' || *s > '9') return -1; /* no sign, no blanks */
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
   if (end == s || errno) return -1;
@@ -66,9 +68,9 @@ static int parse_size(const char *s, size_t *out)
   if (*end == 'k' || *end == 'K') mult = 1024ull, end++;
   else if (*end == 'm' || *end == 'M') mult = 1024ull * 1024, end++;
   else if (*end == 'g' || *end == 'G') mult = 1024ull * 1024 * 1024, end++;
-  if (*end == 'i' || *end == 'B') end++;
-  if (*end == 'B') end++;
-  if (*end) return -1;
+  if (mult > 1 && end[0] == 'i' && end[1] == 'B') end += 2;
+  else if (end[0] == 'B') end++;
+  if (*end || v > SIZE_MAX / mult) return -1;
   *out = (size_t)(v * mult);
   return 0;
 }
@@ -247,11 +249,8 @@ static struct sigaction g_old_actions[NSIG];
 
 static void on_fatal_signal(int sig, siginfo_t *info, void *ctx)
 {
-  static atomic_int flushed;
-  if (!atomic_exchange(&flushed, 1)) {
-    mpa_active = 0;
-    mpa_flush_from_signal();
-  }
+  /* write what is held; tracing goes on, for a program whose own handler lets it continue */
+  mpa_flush_from_signal();
   struct sigaction *old = &g_old_actions[sig];
   if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
     old->sa_sigaction(sig, info, ctx);
@@ -369,6 +368,7 @@ static void start(uint32_t call, uint64_t t0, void *ra)
     return;
   }
   mpa_comm_init();
+  mpa_comms_tracked = 1;
   mpa_modules_record();
   install_signal_handlers();
   atexit(at_exit);
@@ -390,6 +390,7 @@ static void finish(void *ra)
   }
   int writing = g_started && !g_finished;
   g_finished = 1;
+  mpa_comms_tracked = 0;
   update_active();
 
   const char *method;

@@ -42,7 +42,7 @@ typedef struct mpa_chunk_header {
 } mpa_chunk_header;
 
 /* EVENTS payload := varint base_tick, Event*
- * Event := u8 call, varint mask, varint gap, varint duration, varint callsite, fields in bit order
+ * Event := u8 call, varint mask, zigzag gap, varint duration, varint callsite, fields in bit order
  *   gap      = enter tick - previous event's exit tick (base_tick for the first event of a chunk)
  *   duration = exit tick - enter tick
  * Ranks (peer, status source) are relative to the event's communicator; the reader translates them to

@@ -178,6 +178,25 @@ def flag_alias(call, params):
     return "flag" if "flag" in names else None
 
 
+def untraced_c(call, args):
+    """The call when it is not traced; communicator calls still keep the table of communicators."""
+    r = call.roles
+    if "newcomm" not in r and "freecomm" not in r:
+        return [f"  if (!ts) return PMPI_{call.name}({args});"]
+    L = ["  if (!ts) {"]
+    if "freecomm" in r:
+        L.append(f"    uint32_t mpa_freed = mpa_comms_tracked ? mpa_comm_id(*{r['freecomm']}) : 0;")
+    L.append(f"    int rc = PMPI_{call.name}({args});")
+    if "newcomm" in r:
+        L.append(f"    if (rc == MPI_SUCCESS && mpa_comms_tracked) "
+                 f"mpa_comm_created(*{r['newcomm']}, {r['comm']}, {call_id(call.name)});")
+    if "freecomm" in r:
+        L.append("    if (rc == MPI_SUCCESS && mpa_freed) mpa_comm_freed(mpa_freed);")
+    L.append("    return rc;")
+    L.append("  }")
+    return L
+
+
 def c_wrapper(call):
     params = parse(call.params)
     args = ", ".join(p.name for p in params)
@@ -187,7 +206,7 @@ def c_wrapper(call):
     L.append(f"int MPI_{call.name}({proto})")
     L.append("{")
     L.append("  mpa_thread *ts = mpa_begin();")
-    L.append(f"  if (!ts) return PMPI_{call.name}({args});")
+    L += untraced_c(call, args)
     L.append("  const int mpa_fortran = 0; (void)mpa_fortran;")
     L.append(f"  int *mpa_flag_param = {flag if flag else 'NULL'}; (void)mpa_flag_param;")
     L.append("  int mpa_fold_me = 0; (void)mpa_fold_me;")

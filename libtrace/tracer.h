@@ -78,6 +78,7 @@ struct mpa_thread {
   mpa_chunk *chunk;         /* being filled, or NULL */
   uint64_t prev_exit;       /* delta base for the next event */
   uint64_t prev_handle;     /* delta base for request handles */
+  uint64_t events;          /* MPI calls encoded by this thread */
   struct mpa_fold_run fold; /* pending run of unsuccessful tests */
   /* call-site cache: return address -> id, direct-mapped */
   uintptr_t cs_addr[256];

@@ -107,6 +107,10 @@ int mpa_comm_local_size(MPI_Comm comm); /* size, or local size of an intercommun
 uint64_t mpa_own_bytes(const int *counts, MPI_Datatype type, MPI_Comm comm); /* counts[my rank] bytes */
 int mpa_is_root(MPI_Comm comm, int root);
 void mpa_newcomm(mpa_event *ev, MPI_Comm newcomm, MPI_Comm parent, uint32_t call);
+/* Communicators made or freed while tracing is paused (MPI_Pcontrol(0)) are still defined and retired,
+ * so that the ids and global ids of later ones stay right on every rank. */
+extern int mpa_comms_tracked;
+uint32_t mpa_comm_created(MPI_Comm newcomm, MPI_Comm parent, uint32_t call);
 void mpa_comm_freed(uint32_t id);
 
 /* Handles: requests and messages are logged as the bits of the library's handle; the reader turns

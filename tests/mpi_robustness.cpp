@@ -211,3 +211,32 @@ TEST_CASE("MPI_Abort leaves every rank's log readable and the job's exit status 
   CHECK(count_calls(evs, "MPI_Abort") == 1);
   CHECK(job.rank(0));  // the rank that mpirun terminated wrote its log too
 }
+
+TEST_CASE("a quiet thread's calls are written within a second even while another thread calls MPI", "[harm][crash]") {
+  JobSpec s;
+  s.program = "crash";
+  s.args = {"quiet"};
+  auto traced = run_job(s);
+  mpiadvise::JobLog job(traced.dir);
+  REQUIRE(job.rank(1));
+  auto evs = events_of(traced.dir, 1);
+  int waits = 0, init = 0;
+  for (const auto& e : evs) {
+    waits += e.call == "MPI_Wait";
+    init += e.call == "MPI_Init_thread";
+  }
+  CHECK(init == 1);
+  CHECK(waits == 5);  // made 2.5 s before the kill by the thread that then went quiet
+}
+
+TEST_CASE("a signal the program's own handler survives does not stop tracing", "[harm]") {
+  JobSpec s;
+  s.program = "crash";
+  s.args = {"survive"};
+  auto traced = run_job(s);
+  auto plain = untraced(s);
+  CHECK(traced.status == 0);
+  CHECK(traced.out == plain.out);
+  CHECK(traced.out.find("survived SIGINT: 1") != std::string::npos);
+  CHECK(count_calls(events_of(traced.dir, 1), "MPI_Barrier") == 3);
+}

@@ -151,3 +151,22 @@ TEST_CASE("PAPI events that cannot be counted give one warning and a log without
     CHECK(counted);
   }
 }
+
+TEST_CASE("communicators made while tracing is paused are still known when it resumes", "[facts]") {
+  JobSpec s;
+  s.np = 4;
+  s.program = "paused_comm";
+  auto r = run_job(s);
+  REQUIRE(r.status == 0);
+  mpiadvise::JobLog job(r.dir);
+  auto send0 = calls_named(events_of(r.dir, 0), "MPI_Send");
+  auto send1 = calls_named(events_of(r.dir, 1), "MPI_Send");
+  REQUIRE(send0.size() == 1);
+  REQUIRE(send1.size() == 1);
+  CHECK(send0[0].e.peer == 2);
+  CHECK(send1[0].e.peer == 3);
+  auto recv2 = calls_named(events_of(r.dir, 2), "MPI_Recv");
+  REQUIRE(recv2.size() == 1);
+  CHECK(job.rank(0)->comms().at(send0[0].e.comm).gid == job.rank(2)->comms().at(recv2[0].e.comm).gid);
+  CHECK(job.rank(0)->comms().at(send0[0].e.comm).created_by == "MPI_Comm_split");
+}

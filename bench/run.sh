@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# make bench: tracer overhead and log size, measured side by side in one run. Measures and prints; asserts
+# nothing.
+#
+#   (a) one rank sending to itself and (b) two ranks exchanging, each a loop of MPI_Irecv / MPI_Isend /
+#       MPI_Waitall with 8-byte messages (bench/p2p_loop.c), run REPS times interleaved as
+#       untraced, traced (default settings), traced with MPIADVISE_STACK_DEPTH=4, untraced, ...
+#       The program times its own loop after a warm-up, so start-up is not in the figures.
+#   (c) a 1-D halo exchange on 4 ranks (oversubscribed on small machines) for log bytes and memory.
+#
+# Environment: BUILD (default build), MPICC (mpicc), MPIRUN (mpirun), PYTHON (python3),
+#   BENCH_REPS (5), BENCH_ITERS (loop iterations per run; 3 calls each; default 200000),
+#   BENCH_HALO_ITERS (20000; 6 calls each), BENCH_KEEP=1 keeps the logs in $BUILD/bench/runs.
+set -eu
+cd "$(dirname "$0")/.."
+
+BUILD="${BUILD:-build}"
+MPICC="${MPICC:-mpicc}"
+MPIRUN="${MPIRUN:-mpirun}"
+PYTHON="${PYTHON:-python3}"
+REPS="${BENCH_REPS:-5}"
+ITERS="${BENCH_ITERS:-200000}"
+WARMUP=$((ITERS / 10))
+HALO_ITERS="${BENCH_HALO_ITERS:-20000}"
+HALO_CELLS=2000
+
+case "$BUILD" in /*) build_abs="$BUILD" ;; *) build_abs="$PWD/$BUILD" ;; esac
+lib="$build_abs/lib/libmpiadvise.so"
+if [ ! -f "$lib" ]; then
+  echo "bench: $lib is missing; build first (make BUILD=$BUILD)" >&2
+  exit 1
+fi
+
+# ---- the bench programs ------------------------------------------------------------------------------
+bin="$build_abs/bench"
+mkdir -p "$bin"
+for p in p2p_loop halo; do
+  if [ ! -x "$bin/$p" ] || [ "bench/$p.c" -nt "$bin/$p" ] || [ bench/bench_common.h -nt "$bin/$p" ]; then
+    "$MPICC" -O2 -g -Wall -Wextra -o "$bin/$p" "bench/$p.c"
+  fi
+done
+if [ ! -x "$bin/clock_cost" ] || [ bench/clock_cost.c -nt "$bin/clock_cost" ] ||
+  [ bench/bench_common.h -nt "$bin/clock_cost" ]; then
+  "${CC:-cc}" -O2 -g -Wall -Wextra -o "$bin/clock_cost" bench/clock_cost.c
+fi
+
+# ---- a clean environment: untraced means no preload at all; traced means the defaults ------------------
+unset LD_PRELOAD MPIADVISE MPIADVISE_DIR MPIADVISE_STACK_DEPTH MPIADVISE_BUFFER MPIADVISE_PAPI \
+  MPIADVISE_ZSTD_LEVEL
+if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+
+runs="$bin/runs"
+rm -rf "$runs"
+mkdir -p "$runs"
+results="$runs/results.txt"
+: >"$results"
+
+# run_one NAME REP MODE NP PROGRAM ARGS...   MODE: untraced | traced | depth4
+run_one() {
+  local name=$1 rep=$2 mode=$3 np=$4
+  shift 4
+  local dir="$runs/$name-$mode-$rep" env=()
+  case "$mode" in
+    untraced) ;;
+    traced) env=(-x "LD_PRELOAD=$lib" -x "MPIADVISE_DIR=$dir") ;;
+    depth4) env=(-x "LD_PRELOAD=$lib" -x "MPIADVISE_DIR=$dir" -x MPIADVISE_STACK_DEPTH=4) ;;
+  esac
+  local out
+  if ! out=$(timeout 120 "$MPIRUN" --oversubscribe -np "$np" ${env[@]+"${env[@]}"} "$@" 2>"$runs/stderr")
+  then
+    echo "bench: this run failed: $MPIRUN -np $np ${env[*]:-} $*" >&2
+    cat "$runs/stderr" >&2
+    exit 1
+  fi
+  [ "$mode" = untraced ] && dir=-
+  printf '%s\n' "$out" | grep '^BENCH ' |
+    sed "s|^BENCH |RUN name=$name rep=$rep mode=$mode np=$np dir=$dir |" >>"$results"
+}
+
+cpus=$(nproc 2>/dev/null || echo "?")
+halo_reps=$(( REPS < 3 ? REPS : 3 ))
+echo "mpiadvise bench: BUILD=$BUILD, $("$MPIRUN" --version 2>/dev/null | head -1), $cpus CPUs," \
+  "load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?') before the runs"
+echo "  (a), (b): $REPS x (untraced, traced, traced with MPIADVISE_STACK_DEPTH=4)," \
+  "$((3 * ITERS)) timed calls per rank per run; (c): $halo_reps x the same, $((6 * HALO_ITERS)) calls per rank"
+"$bin/clock_cost" >>"$results"
+
+start=$(date +%s)
+for rep in $(seq 1 "$REPS"); do
+  for mode in untraced traced depth4; do
+    run_one self "$rep" "$mode" 1 "$bin/p2p_loop" self "$ITERS" "$WARMUP"
+  done
+  for mode in untraced traced depth4; do
+    run_one pair "$rep" "$mode" 2 "$bin/p2p_loop" pair "$ITERS" "$WARMUP"
+  done
+done
+for rep in $(seq 1 "$halo_reps"); do
+  for mode in untraced traced depth4; do
+    run_one halo "$rep" "$mode" 4 "$bin/halo" "$HALO_ITERS" "$HALO_CELLS"
+  done
+done
+
+"$PYTHON" bench/report.py "$results" "$cpus"
+echo "($(($(date +%s) - start)) s of runs; load average" \
+  "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?') after)"
+if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "logs and raw results kept in $runs"; else rm -rf "$runs"; fi

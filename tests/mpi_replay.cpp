@@ -1,0 +1,207 @@
+// The LogGPS replay against real runs under Open MPI's TCP transport, where the protocol switch is
+// textbook (../shared/docs/platform-notes.md): blocking 64 KiB sends meet receivers made late by 20 ms of
+// computation, so each send waits for its receiver (rendezvous) until S is raised above the size.
+#include <catch2/catch.hpp>
+
+#include <regex>
+
+#include "replay.hpp"
+#include "run_facts.hpp"
+#include "support.hpp"
+#include "waits.hpp"
+
+using namespace mpa_test;
+using namespace mpiadvise;
+
+namespace {
+
+JobResult pingpong(const std::string& eager_limit) {
+  JobSpec s;
+  s.program = (build_dir() / "examples" / "pingpong_late").string();
+  s.args = {"65536", "20", "10"};
+  s.mpirun_options = {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp", "--mca", "btl_tcp_eager_limit", eager_limit};
+  return run_job(s);
+}
+
+struct Analysed {
+  std::unique_ptr<JobLog> job;
+  Trace trace;
+  ChosenParams chosen;
+  WaitStates waits;
+};
+
+Analysed analyse(const fs::path& dir) {
+  Analysed a;
+  a.job = std::make_unique<JobLog>(dir);
+  a.trace = build_trace(*a.job);
+  a.chosen = choose_params(run_facts(*a.job), "", fs::path(MPA_SOURCE_DIR) / "share" / "params");
+  a.waits = measure_waits(a.trace, a.chosen.params.S);
+  return a;
+}
+
+// rank 0's MPI_Send of 64 KiB: the call site the program's author would name
+uint32_t send_site(const Analysed& a) {
+  for (const auto& op : a.trace.ranks[0].ops)
+    if (op.call == MPA_CALL_Send) return op.callsite;
+  FAIL("no MPI_Send on rank 0");
+  return 0;
+}
+
+double predicted_send_wait(const ReplayResult& r, int rank, uint32_t site) {
+  for (const auto& s : r.sites)
+    if (s.rank == rank && s.callsite == site) return s.predicted.send_wait;
+  return 0;
+}
+
+double measured_send_wait(const Analysed& a, int rank, uint32_t site) {
+  auto it = a.waits.sites.find({rank, site});
+  if (it == a.waits.sites.end()) return 0;
+  double t = 0;
+  for (const auto& [cause, ns] : it->second.waited_ns)
+    if (cause != WaitCause::LateSender && cause != WaitCause::Collective) t += ns;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("every message of a run is matched, and the late receivers' waits are rendezvous", "[replay]") {
+  auto run = pingpong("65536");
+  REQUIRE(run.status == 0);
+  auto a = analyse(run.dir);
+  CHECK(a.trace.unmatched_sends == 0);
+  CHECK(a.trace.unmatched_recvs == 0);
+  CHECK(a.trace.messages.size() == 20);
+  CHECK(a.trace.collectives.size() == 1);  // the final barrier
+  CHECK(a.chosen.params.S == 65536 - 48);  // from the log's btl_tcp_eager_limit
+  uint32_t site = send_site(a);
+  const auto& w = a.waits.sites.at({0, site});
+  CHECK(w.count.at(WaitCause::LateReceiverRendezvous) == 10);
+  CHECK(w.waited_ns.at(WaitCause::LateReceiverRendezvous) > 10 * 15e6);  // about 20 ms each
+  // the wait is charged to the receive that came late, too
+  uint32_t recv_site = 0;
+  for (const auto& op : a.trace.ranks[1].ops)
+    if (op.call == MPA_CALL_Recv) recv_site = op.callsite;
+  CHECK(a.waits.sites.at({1, recv_site}).caused_ns.at(WaitCause::LateReceiverRendezvous) ==
+        Catch::Detail::Approx(w.waited_ns.at(WaitCause::LateReceiverRendezvous)));
+}
+
+TEST_CASE("the simulated run time and the send-wait at the late receivers' call site agree with the measured ones within 10%",
+          "[replay][accuracy]") {
+  auto run = pingpong("65536");
+  REQUIRE(run.status == 0);
+  auto a = analyse(run.dir);
+  ReplayOptions o;
+  o.params = a.chosen.params;
+  auto r = replay(a.trace, o);
+  INFO("measured " << r.measured_ns << " ns, predicted " << r.predicted_ns << " ns");
+  CHECK(std::abs(r.error()) < 0.10);
+  uint32_t site = send_site(a);
+  double predicted = predicted_send_wait(r, 0, site), measured = measured_send_wait(a, 0, site);
+  INFO("send-wait measured " << measured << " ns, predicted " << predicted << " ns");
+  CHECK(measured > 10 * 15e6);
+  CHECK(std::abs(predicted - measured) / measured < 0.10);
+  // the paper's mode, over the recorded call times, sees the same wait
+  o.mode = ReplayMode::Paper;
+  auto paper = replay(a.trace, o);
+  CHECK(std::abs(predicted_send_wait(paper, 0, site) - measured) / measured < 0.10);
+  // and LogGP, without S, cannot see it at all: the paper's point
+  o.mode = ReplayMode::Simulate;
+  o.model = ModelKind::LogGP;
+  CHECK(predicted_send_wait(replay(a.trace, o), 0, site) == 0);
+}
+
+TEST_CASE("with S raised above the message size the replay predicts the wait gone, and a run confirms it within 15%",
+          "[replay][accuracy]") {
+  auto before = pingpong("65536");
+  REQUIRE(before.status == 0);
+  auto a = analyse(before.dir);
+  uint32_t site = send_site(a);
+  ReplayOptions o;
+  o.params = a.chosen.params;
+  o.params.set("S", 131072, "test");
+  auto whatif = replay(a.trace, o);
+  double measured_before = measured_send_wait(a, 0, site);
+  CHECK(predicted_send_wait(whatif, 0, site) < 0.01 * measured_before);
+  CHECK(whatif.rendezvous_messages == 0);
+
+  auto after = pingpong("131072");
+  REQUIRE(after.status == 0);
+  auto b = analyse(after.dir);
+  double measured_after = measured_send_wait(b, 0, send_site(b));
+  INFO("send-wait before " << measured_before << " ns, after raising S " << measured_after << " ns");
+  CHECK(measured_after < 0.15 * measured_before);
+  // the run time of the new run, against what the what-if predicted for it
+  ReplayOptions same;
+  same.params = b.chosen.params;
+  auto rerun = replay(b.trace, same);
+  INFO("what-if predicted " << whatif.predicted_ns << " ns, new run measured " << rerun.measured_ns << " ns");
+  CHECK(std::abs(whatif.predicted_ns - rerun.measured_ns) / rerun.measured_ns < 0.15);
+}
+
+TEST_CASE("a log with a rank missing still replays, and its unmatched traffic is counted", "[replay]") {
+  auto run = pingpong("65536");
+  REQUIRE(run.status == 0);
+  fs::path half = fresh_dir("halfjob");
+  fs::copy_file(run.dir / "rank-00000.mpa", half / "rank-00000.mpa");
+  auto a = analyse(half);
+  CHECK(a.trace.unmatched_sends == 10);
+  CHECK(a.trace.unmatched_recvs == 10);
+  CHECK(a.trace.incomplete_collectives == 1);
+  ReplayOptions o;
+  o.params = a.chosen.params;
+  auto r = replay(a.trace, o);
+  CHECK(r.predicted_ns > 0);
+  CHECK(r.unresolved_ops > 0);
+}
+
+TEST_CASE("mpiadvise replay and whatif print JSON with the documented fields, and refuse bad values", "[replay][cli]") {
+  auto run = pingpong("65536");
+  REQUIRE(run.status == 0);
+  std::string cmd = (build_dir() / "bin" / "mpiadvise").string();
+  auto r = run_command(cmd + " replay --json " + run.dir.string());
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["schema"] == "mpiadvise-replay/1");
+  CHECK(j["measured_ns"].get<double>() > 0);
+  CHECK(j["predicted_ns"].get<double>() > 0);
+  REQUIRE(j["ranks"].size() == 2);
+  CHECK(j["ranks"][0]["send_wait_ns"].get<double>() > 1e8);
+  CHECK(j["ranks"][1].contains("recv_wait_ns"));
+  bool named = false;
+  for (const auto& s : j["sites"])
+    named |= s["call"] == "MPI_Send" && s["where"].get<std::string>().find("pingpong_late.c:40") != std::string::npos;
+  CHECK(named);
+
+  auto w = run_command(cmd + " whatif --json --set S=128K " + run.dir.string());
+  REQUIRE(w.status == 0);
+  auto wj = nlohmann::json::parse(w.out);
+  CHECK(wj["params"]["S_bytes"] == 131072);
+  CHECK(wj["ranks"][0]["send_wait_ns"].get<double>() < 1e6);
+
+  auto sweep = run_command(cmd + " whatif --json --sweep S=16K..256K " + run.dir.string());
+  REQUIRE(sweep.status == 0);
+  auto sj = nlohmann::json::parse(sweep.out);
+  REQUIRE(sj.size() == 5);  // 16K, 32K, 64K, 128K, 256K
+  CHECK(sj[0]["rendezvous_messages"] == 10);
+  CHECK(sj[4]["rendezvous_messages"] == 0);
+
+  auto split = run_command(cmd + " whatif --json --split examples/pingpong_late.c:40 " + run.dir.string());
+  REQUIRE(split.status == 0);
+  auto spj = nlohmann::json::parse(split.out);
+  CHECK(spj["split_messages"] == 10);
+  CHECK(spj["ranks"][0]["send_wait_ns"].get<double>() < 1e6);
+
+  struct Bad {
+    std::string args, says;
+  };
+  for (const auto& bad : {Bad{"--set Q=1", "unknown parameter 'Q'"}, Bad{"--set L=-5", "must be a non-negative number"},
+                          Bad{"--set s=1M", "s = 1048576 is larger than S"}, Bad{"--sweep S=8K", "is not KEY=FROM..TO"},
+                          Bad{"--split nowhere.c:1", "no MPI call site of the log is at that line"},
+                          Bad{"--params nosuch", "no parameter set of that name"}}) {
+    auto e = run_command(cmd + " whatif " + bad.args + " " + run.dir.string());
+    INFO(bad.args << " -> " << e.err);
+    CHECK(e.status == 2);
+    CHECK(e.err.find(bad.says) != std::string::npos);
+    CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
+  }
+}
