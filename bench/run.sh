@@ -7,6 +7,7 @@
 #       untraced, traced (default settings), traced with MPIADVISE_STACK_DEPTH=4, untraced, ...
 #       The program times its own loop after a warm-up, so start-up is not in the figures.
 #   (c) a 1-D halo exchange on 4 ranks (oversubscribed on small machines) for log bytes and memory.
+#   (d) replay throughput of the analyzer on a synthetic trace of 64 ranks x 1 M events (bench/replay_bench.cpp).
 #
 # Environment: BUILD (default build), MPICC (mpicc), MPIRUN (mpirun), PYTHON (python3),
 #   BENCH_REPS (5), BENCH_ITERS (loop iterations per run; 3 calls each; default 200000),
@@ -104,3 +105,12 @@ done
 echo "($(($(date +%s) - start)) s of runs; load average" \
   "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?') after)"
 if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "logs and raw results kept in $runs"; else rm -rf "$runs"; fi
+
+# ---- (d) the analyzer: replay throughput on a synthetic trace (BENCH_REPLAY_RANKS x BENCH_REPLAY_EVENTS) ----
+if [ ! -x "$bin/replay_bench" ] || [ bench/replay_bench.cpp -nt "$bin/replay_bench" ] ||
+  [ "$build_abs/lib/libmpiadvise-analyzer.a" -nt "$bin/replay_bench" ]; then
+  "${CXX:-g++}" -std=c++20 -O2 -Ianalyzer -Ilibtrace -I"$build_abs/gen" -o "$bin/replay_bench" bench/replay_bench.cpp \
+    "$build_abs/lib/libmpiadvise-analyzer.a" -lzstd -lfmt -ldw -lelf -ltomlplusplus
+fi
+echo
+MPIADVISE_PARAMS_DIR="$PWD/share/params" "$bin/replay_bench" "${BENCH_REPLAY_RANKS:-64}" "${BENCH_REPLAY_EVENTS:-1000000}"
