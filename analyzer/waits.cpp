@@ -38,6 +38,22 @@ double WaitStates::recv_wait_ns(int rank) const {
   return it == rank_ns[rank].end() ? 0 : it->second;
 }
 
+double WaitStates::site_send_wait_ns(int rank, uint32_t callsite) const {
+  auto it = sites.find({rank, callsite});
+  if (it == sites.end()) return 0;
+  double t = 0;
+  for (const auto& [cause, ns] : it->second.waited_ns)
+    if (cause != WaitCause::LateSender && cause != WaitCause::Collective) t += ns;
+  return t;
+}
+
+double WaitStates::site_recv_wait_ns(int rank, uint32_t callsite) const {
+  auto it = sites.find({rank, callsite});
+  if (it == sites.end()) return 0;
+  auto c = it->second.waited_ns.find(WaitCause::LateSender);
+  return c == it->second.waited_ns.end() ? 0 : c->second;
+}
+
 WaitStates measure_waits(const Trace& t, uint64_t eager_limit) {
   WaitStates w;
   w.rank_ns.resize(t.ranks.size());

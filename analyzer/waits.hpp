@@ -36,6 +36,8 @@ struct WaitStates {
   double total(WaitCause c) const;
   double send_wait_ns(int rank) const;  // late-receiver waits of the rank's sends
   double recv_wait_ns(int rank) const;  // late-sender waits of its receives
+  double site_send_wait_ns(int rank, uint32_t callsite) const;
+  double site_recv_wait_ns(int rank, uint32_t callsite) const;
 };
 
 // eager_limit: the S that separates rendezvous sends from the rest.

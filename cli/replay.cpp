@@ -156,14 +156,8 @@ nlohmann::json result_json(const Loaded& l, const ReplayResult& r) {
     x["call"] = call_name(static_cast<int>(s.call));
     x["where"] = l.where(s.rank, s.callsite);
     x["calls"] = s.calls;
-    double measured_send = 0, measured_recv = 0;
-    auto it = l.measured.sites.find({s.rank, s.callsite});
-    if (it != l.measured.sites.end())
-      for (const auto& [cause, ns] : it->second.waited_ns)
-        (cause == WaitCause::LateSender ? measured_recv : cause == WaitCause::Collective ? measured_recv : measured_send) +=
-            cause == WaitCause::Collective ? 0 : ns;
-    x["measured_send_wait_ns"] = measured_send;
-    x["measured_recv_wait_ns"] = measured_recv;
+    x["measured_send_wait_ns"] = l.measured.site_send_wait_ns(s.rank, s.callsite);
+    x["measured_recv_wait_ns"] = l.measured.site_recv_wait_ns(s.rank, s.callsite);
     sites.push_back(x);
   }
   return j;

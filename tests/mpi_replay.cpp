@@ -53,14 +53,7 @@ double predicted_send_wait(const ReplayResult& r, int rank, uint32_t site) {
   return 0;
 }
 
-double measured_send_wait(const Analysed& a, int rank, uint32_t site) {
-  auto it = a.waits.sites.find({rank, site});
-  if (it == a.waits.sites.end()) return 0;
-  double t = 0;
-  for (const auto& [cause, ns] : it->second.waited_ns)
-    if (cause != WaitCause::LateSender && cause != WaitCause::Collective) t += ns;
-  return t;
-}
+double measured_send_wait(const Analysed& a, int rank, uint32_t site) { return a.waits.site_send_wait_ns(rank, site); }
 
 }  // namespace
 
