@@ -238,7 +238,7 @@ std::function<int()> add_run(CLI::App& app) {
   sub->add_option("--stack-depth", o->stack_depth, "Frames per call site, through libunwind (default 1: the return address)");
   sub->add_option("--buffer", o->buffer, "Event buffer memory per rank, e.g. 4M (default 4M)");
   sub->add_option("--papi", o->papi, "PAPI events to count over each computation interval, comma-separated");
-  sub->add_option("--zstd-level", o->zstd_level, "zstd compression level of the logs, 1 to 19 (default 3)");
+  sub->add_option("--zstd-level", o->zstd_level, "zstd compression level of the logs, 1 to 19 (default 1)");
   sub->add_option("--lib", o->lib, "The tracing library (default: ../lib/libmpiadvise.so beside mpiadvise)");
   sub->add_option("command", o->command, "The launcher and its arguments, after --")->required();
   return [o] { return run_job(*o); };
