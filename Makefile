@@ -58,7 +58,7 @@ $(TRACE_LIB): $(TRACE_OBJ)
 # ---- analyzer: the offline library -----------------------------------------------------------------------
 $(BUILD)/obj/analyzer/%.o: analyzer/%.cpp $(wildcard analyzer/*.hpp) libtrace/format.h $(BUILD)/gen/call_ids.h
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN_CXX) $(CXX_INC) -c $< -o $@
+	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN_CXX) $(CXX_INC) -DMPIADVISE_PREFIX='"$(PREFIX)"' -c $< -o $@
 
 $(ANALYZER_LIB): $(ANALYZER_OBJ)
 	@mkdir -p $(dir $@)
@@ -92,12 +92,13 @@ bench: all
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-	  $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/mpiadvise
+	  $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/mpiadvise/params
 	install -m 755 $(TRACE_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	install -m 644 share/params/*.toml $(DESTDIR)$(PREFIX)/share/mpiadvise/params/
 
 clean:
 	rm -rf $(BUILD)

@@ -116,7 +116,11 @@ fs::path default_params_dir() {
       if (fs::is_directory(up / "share" / "mpiadvise" / "params")) return up / "share" / "mpiadvise" / "params";
     }
   }
+#ifdef MPIADVISE_PREFIX
+  return fs::path(MPIADVISE_PREFIX) / "share" / "mpiadvise" / "params";
+#else
   return "/usr/local/share/mpiadvise/params";
+#endif
 }
 
 std::vector<fs::path> list_params(const fs::path& dir) {

@@ -112,7 +112,11 @@ class Simulation {
     }
     double measured_end = 0;
     for (size_t r = 0; r < ranks_.size(); r++) {
-      const RankState& s = ranks_[r];
+      RankState& s = ranks_[r];
+      if (s.deferred_send_done != kUnknown && s.deferred_send_done > s.now) {  // completed by MPI_Finalize
+        s.b.send_wait += s.deferred_send_done - s.now;
+        s.now = s.deferred_send_done;
+      }
       RankReplay rr;
       rr.rank = static_cast<int>(r);
       rr.predicted_ns = s.now;
@@ -287,13 +291,17 @@ class Simulation {
     size_t P = c.members.size();
     double last = *std::max_element(arrive.begin(), arrive.end());
     auto msg = [&](uint64_t k) { return model_.communication(k, 0, 0, 1); };
+    uint32_t base_call = c.call >= MPA_CALL_Ibarrier ? c.call - (MPA_CALL_Ibarrier - MPA_CALL_Barrier) : c.call;
+    // the tracer logs a vector collective's bytes summed over the peers: each round moves a share
+    bool vector = base_call == MPA_CALL_Gatherv || base_call == MPA_CALL_Scatterv || base_call == MPA_CALL_Allgatherv ||
+                  base_call == MPA_CALL_Alltoallv || base_call == MPA_CALL_Alltoallw;
+    const uint64_t k = vector && P > 0 ? c.bytes / P : c.bytes;
     std::vector<double> done(P, last);
     int rounds = ceil_log2(P);
     int root_pos = 0;
     for (size_t i = 0; i < P; i++)
       if (c.members[i].first == c.root) root_pos = static_cast<int>(i);
-    uint32_t call = c.call >= MPA_CALL_Ibarrier ? c.call - (MPA_CALL_Ibarrier - MPA_CALL_Barrier) : c.call;
-    switch (call) {
+    switch (base_call) {
       case MPA_CALL_Barrier:
         for (auto& d : done) d = last + rounds * msg(0);
         break;
@@ -304,7 +312,7 @@ class Simulation {
         for (size_t i = 0; i < P; i++) {
           size_t rel = (i + P - root_pos) % P;
           int depth = rel ? ceil_log2(rel + 1) : 0;
-          done[i] = std::max(arrive[i] + p_.o, root_at + depth * msg(c.bytes));
+          done[i] = std::max(arrive[i] + p_.o, root_at + depth * msg(k));
         }
         break;
       }
@@ -312,28 +320,28 @@ class Simulation {
       case MPA_CALL_Gather:
       case MPA_CALL_Gatherv:
         for (size_t i = 0; i < P; i++)
-          done[i] = static_cast<int>(i) == root_pos ? last + rounds * msg(c.bytes) : arrive[i] + model_.T1(c.bytes);
+          done[i] = static_cast<int>(i) == root_pos ? last + rounds * msg(k) : arrive[i] + model_.T1(k);
         break;
       case MPA_CALL_Allreduce: {
-        double t = c.bytes < 10000 || P < 2 ? rounds * msg(c.bytes) : 2.0 * (P - 1) * msg(c.bytes / P);
+        double t = k < 10000 || P < 2 ? rounds * msg(k) : 2.0 * (P - 1) * msg(k / P);
         for (auto& d : done) d = last + t;
         break;
       }
       case MPA_CALL_Reduce_scatter:
       case MPA_CALL_Reduce_scatter_block:
-        for (auto& d : done) d = last + 2 * rounds * msg(c.bytes);
+        for (auto& d : done) d = last + 2 * rounds * msg(k);
         break;
       case MPA_CALL_Scan:
       case MPA_CALL_Exscan: {
         double prev = 0;
         for (size_t i = 0; i < P; i++) {
-          done[i] = std::max(arrive[i], prev) + msg(c.bytes);
+          done[i] = std::max(arrive[i], prev) + msg(k);
           prev = done[i];
         }
         break;
       }
       default:  // Allgather(v), Alltoall(v,w)
-        for (auto& d : done) d = last + (P - 1) * msg(c.bytes);
+        for (auto& d : done) d = last + (P - 1) * msg(k);
     }
     coll_done_[c_id] = done;
     for (int r : waiting_coll_[c_id]) ready_.push_back(r);
@@ -423,7 +431,7 @@ class Simulation {
           s.posted = true;
         }
         nonblocking_now = (op.kind == OpKind::Send || op.kind == OpKind::SyncSend) &&
-                          at(o_.nonblocking_sites, r, op.callsite);
+                          (o_.nonblocking_everywhere || at(o_.nonblocking_sites, r, op.callsite));
         end = s.now + (op.kind == OpKind::Completion ? p_.o : 0);
         if (op.kind == OpKind::Completion) parts.recv_overhead += p_.o;
         for (uint32_t k = 0; k < op.n_links && end != kUnknown; k++) {
@@ -613,7 +621,9 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
           modelled = true;
         } else if (l.kind == Link::DoneRecv && (op.kind == OpKind::Recv || op.kind == OpKind::SendRecv)) {
           routine = std::max(routine, model.recv(m.bytes, ts, tr));
-          b.recv_wait += std::max(0.0, ts + model.T1(m.bytes) + model.transfer(m.bytes) - tr);
+          b.recv_wait += model.eager(m.bytes) && !m.synchronous
+                             ? std::max(0.0, ts + model.T1(m.bytes) + model.transfer(m.bytes) - tr)  // (7), (8)
+                             : std::max(0.0, p.o + p.L - (tr - ts));                                // (9)
           modelled = true;
         } else if (l.kind == Link::DoneSend || l.kind == Link::DoneRecv) {  // (11)
           double ti = l.kind == Link::DoneSend ? ts : tr;

@@ -25,6 +25,7 @@ struct ReplayOptions {
   std::set<SiteKey> split_sites;        // messages above S sent as chunks of at most S
   std::set<SiteKey> nonblocking_sites;  // a blocking send made an Isend completed at the next MPI call
   bool split_everywhere = false;
+  bool nonblocking_everywhere = false;
 };
 
 // Time split by cause, ns. The parts add up to the total.
@@ -46,7 +47,7 @@ struct RankReplay {
 struct SiteReplay {
   int rank = 0;
   uint32_t callsite = 0;
-  uint32_t call = 0;  // the most frequent call there
+  uint32_t call = 0;  // the MPI call made there (the first seen)
   uint64_t calls = 0;
   Breakdown predicted;  // of the MPI calls made there (computation is zero)
 };

@@ -93,6 +93,9 @@ ChosenParams choose_params(const RunFacts& facts, const std::string& requested, 
       c.params = *best;
       c.why = fmt::format("{}: the set for {} over {}", c.params.name, facts.library, facts.transport);
     } else {
+      if (!std::filesystem::exists(dir / "openmpi-tcp-loopback.toml"))
+        throw ParamError(fmt::format("no LogGPS parameter sets in {} (set MPIADVISE_PARAMS_DIR, or give --params FILE)",
+                                     dir.string()));
       c.params = find_params("openmpi-tcp-loopback", dir);
       c.why = fmt::format("{}: no set for {} over {} in {}; the closest is the one measured on TCP", c.params.name,
                           facts.library.empty() ? "this library" : facts.library,

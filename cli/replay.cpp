@@ -72,7 +72,8 @@ double parse_size(const std::string& what, const std::string& v) {
 }
 
 // file:line (or a suffix of the file) -> the call sites of every rank there; "all" -> every site
-std::set<SiteKey> sites_at(const Loaded& l, const std::vector<std::string>& specs, bool* everywhere) {
+std::set<SiteKey> sites_at(const Loaded& l, const std::vector<std::string>& specs, bool* everywhere,
+                           const std::string& option) {
   std::set<SiteKey> keys;
   for (const auto& spec : specs) {
     if (spec == "all") {
@@ -80,17 +81,18 @@ std::set<SiteKey> sites_at(const Loaded& l, const std::vector<std::string>& spec
       continue;
     }
     auto colon = spec.rfind(':');
-    if (colon == std::string::npos) throw CLI::ValidationError("site", spec + " is not FILE:LINE or all");
+    if (colon == std::string::npos) throw CLI::ValidationError(option, spec + " is not FILE:LINE or all");
     std::string file = spec.substr(0, colon);
     int line = 0;
     try {
       line = std::stoi(spec.substr(colon + 1));
     } catch (...) {
-      throw CLI::ValidationError("site", spec + ": " + spec.substr(colon + 1) + " is not a line number");
+      throw CLI::ValidationError(option, spec + ": " + spec.substr(colon + 1) + " is not a line number");
     }
     size_t found = 0;
     for (const auto& log : l.job->ranks()) {
       int r = log->rank();
+      if (r < 0 || r >= l.trace.world_size || !l.symbols[r]) continue;
       for (const auto& [id, site] : log->callsites()) {
         if (site.frames.empty()) continue;
         auto loc = l.symbols[r]->locate_return_address(site.frames[0]);
@@ -103,7 +105,7 @@ std::set<SiteKey> sites_at(const Loaded& l, const std::vector<std::string>& spec
         }
       }
     }
-    if (!found) throw CLI::ValidationError("site", spec + ": no MPI call site of the log is at that line");
+    if (!found) throw CLI::ValidationError(option, spec + ": no MPI call site of the log is at that line");
   }
   return keys;
 }
@@ -196,30 +198,38 @@ ReplayOptions options_for(const ReplayCommand& c, const Loaded& l) {
   o.mode = c.mode == "paper" ? ReplayMode::Paper : ReplayMode::Simulate;
   o.model = c.model == "loggp" ? ModelKind::LogGP : ModelKind::LogGPS;
   o.compute_factor = c.compute_factor;
+  bool s_given = false, S_given = false;
   for (const auto& kv : c.sets) {
     auto eq = kv.find('=');
     if (eq == std::string::npos) throw CLI::ValidationError("--set", kv + " is not KEY=VALUE");
     std::string key = kv.substr(0, eq);
     o.params.set(key, parse_size("--set " + key, kv.substr(eq + 1)), "--set");
+    s_given |= key == "s";
+    S_given |= key == "S";
   }
+  if (S_given && !s_given && o.params.s > o.params.S) o.params.s = o.params.S;  // a packet is at most S
   o.params.validate("--set");
-  o.split_sites = sites_at(l, c.split, &o.split_everywhere);
-  bool ignored = false;
-  o.nonblocking_sites = sites_at(l, c.nonblocking, &ignored);
-  if ((!o.split_sites.empty() || o.split_everywhere || !o.nonblocking_sites.empty()) && o.mode == ReplayMode::Paper)
+  o.split_sites = sites_at(l, c.split, &o.split_everywhere, "--split");
+  o.nonblocking_sites = sites_at(l, c.nonblocking, &o.nonblocking_everywhere, "--nonblocking");
+  if ((!o.split_sites.empty() || o.split_everywhere || !o.nonblocking_sites.empty() || o.nonblocking_everywhere) &&
+      o.mode == ReplayMode::Paper)
     throw CLI::ValidationError("--mode", "program transformations need the simulation (--mode sim)");
   return o;
 }
 
 int run_replay(const ReplayCommand& c, bool whatif) {
   Loaded l = load(c);
-  for (const auto& p : l.trace.problems) std::fprintf(stderr, "mpiadvise: %s\n", p.text().c_str());
+  int status = kOk;
+  for (const auto& p : l.trace.problems) {
+    std::fprintf(stderr, "mpiadvise: %s\n", p.text().c_str());
+    if (p.corrupt) status = kProblems;
+  }
   ReplayOptions base = options_for(c, l);
   if (!whatif || c.sweep.empty()) {
     ReplayResult r = replay(l.trace, base);
     if (c.json) std::cout << result_json(l, r).dump(2) << '\n';
     else print_text(l, r, whatif ? fmt::format("mpiadvise whatif {}", c.dir) : fmt::format("mpiadvise replay {}", c.dir));
-    return kOk;
+    return status;
   }
   // --sweep S=FROM..TO: powers of two, the log loaded once
   static const std::regex re(R"(([A-Za-z]+)=([^.]+)\.\.(.+))");
@@ -257,7 +267,7 @@ int run_replay(const ReplayCommand& c, bool whatif) {
                  duration_text(static_cast<uint64_t>(rw)), r.rendezvous_messages);
     }
   }
-  return kOk;
+  return status;
 }
 
 void common_options(CLI::App* sub, ReplayCommand& c) {
@@ -286,7 +296,14 @@ std::function<int()> add_whatif(CLI::App& app) {
   sub->add_option("--set", c->sets, "KEY=VALUE: change a parameter (L, o, Oss, Ors, Osl, Orl, Gs, Gl, s, S); sizes take K, M, G");
   sub->add_option("--sweep", c->sweep, "KEY=FROM..TO: replay for each power of two from FROM to TO, e.g. S=4K..1M");
   sub->add_option("--compute-factor", c->compute_factor, "Multiply computation times by this (0.5: twice as fast)")
-      ->check(CLI::PositiveNumber);
+      ->check([](const std::string& v) {
+        try {
+          double f = std::stod(v);
+          return f > 0 && f < 1e6 ? std::string() : v + " is not a factor above 0";
+        } catch (...) {
+          return v + " is not a number";
+        }
+      });
   sub->add_option("--split", c->split, "FILE:LINE or all: send messages above S from there as chunks of at most S");
   sub->add_option("--nonblocking", c->nonblocking, "FILE:LINE: make the blocking send there an Isend completed at the next MPI call");
   return [c] { return run_replay(*c, true); };
