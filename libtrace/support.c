@@ -29,32 +29,43 @@ uint64_t mpa_sum_bytes_w(const int *counts, const void *types, int n, int fortra
   return total;
 }
 
-static void *fortran_sentinel(const char *name)
+/* The address of a Fortran sentinel: a common block of Open MPI's Fortran bindings, one copy per
+ * process once the dynamic linker has bound every reference to the first definition. Looked up once,
+ * whether or not it exists: a library without it must not cost a dlsym on every call. */
+static const char not_looked_up;
+static const void *fortran_sentinel(const char *name, const void **cache)
 {
-  return dlsym(RTLD_DEFAULT, name);
+  if (*cache == &not_looked_up) *cache = dlsym(RTLD_DEFAULT, name);
+  return *cache;
 }
 
 int mpa_in_place(const void *buf, int fortran)
 {
   if (buf == MPI_IN_PLACE) return 1;
   if (!fortran) return 0;
-  static void *in_place;
-  if (!in_place) in_place = fortran_sentinel("mpi_fortran_in_place_");
-  return in_place && buf == in_place;
+  static const void *in_place = &not_looked_up;
+  const void *sentinel = fortran_sentinel("mpi_fortran_in_place_", &in_place);
+  return sentinel && buf == sentinel;
 }
 
+/* A status the wrappers must not convert: PMPI_Status_f2c of MPI_STATUS_IGNORE fails with
+ * MPI_ERR_IN_STATUS, which aborts the job under the default error handler. MPI_F_STATUS_IGNORE is the
+ * C name MPI-3 gives the Fortran sentinel, whatever the MPI library calls its common block; Open MPI's
+ * own name is kept as a second check. */
 int mpa_fortran_status_ignored(const MPI_Fint *status)
 {
-  static void *ignore;
-  if (!ignore) ignore = fortran_sentinel("mpi_fortran_status_ignore_");
-  return status == NULL || (ignore && (const void *)status == ignore);
+  static const void *ignore = &not_looked_up;
+  if (status == NULL || status == MPI_F_STATUS_IGNORE) return 1;
+  const void *sentinel = fortran_sentinel("mpi_fortran_status_ignore_", &ignore);
+  return sentinel && (const void *)status == sentinel;
 }
 
 int mpa_fortran_statuses_ignored(const MPI_Fint *statuses)
 {
-  static void *ignore;
-  if (!ignore) ignore = fortran_sentinel("mpi_fortran_statuses_ignore_");
-  return statuses == NULL || (ignore && (const void *)statuses == ignore);
+  static const void *ignore = &not_looked_up;
+  if (statuses == NULL || statuses == MPI_F_STATUSES_IGNORE) return 1;
+  const void *sentinel = fortran_sentinel("mpi_fortran_statuses_ignore_", &ignore);
+  return sentinel && (const void *)statuses == sentinel;
 }
 
 /* The MPI library's Fortran entry for one of our Fortran wrappers: the profiling name of the same
