@@ -352,6 +352,7 @@ struct ThreadStream {
   std::vector<uint8_t> data;
   Cursor cur{nullptr, nullptr};
   uint64_t prev_exit = 0, prev_handle = 0;
+  uint64_t recent_handles[16] = {};  // see MPA_F_REQS in format.h
   uint64_t next_enter_tick = 0;  // of the event under the cursor
   bool has_event = false;
 };
@@ -392,6 +393,7 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
         s.cur = Cursor{s.data.data(), s.data.data() + s.data.size()};
         s.prev_exit = s.cur.varint();
         s.prev_handle = 0;
+        std::fill(std::begin(s.recent_handles), std::end(s.recent_handles), 0);
       } catch (const LogError& e) {
         if (reported_chunks.insert(c.offset).second) add_problem({name, c.offset, e.detail, true});
         s.cur = Cursor{nullptr, nullptr};
@@ -453,8 +455,15 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
         uint64_t n = c.varint();
         if (n > static_cast<uint64_t>(c.end - c.p)) throw std::out_of_range("request count past the chunk");
         for (uint64_t i = 0; i < n; i++) {
-          s.prev_handle += static_cast<uint64_t>(c.zigzag());
-          ev.handles.push_back(s.prev_handle);
+          uint64_t code = c.varint();
+          if (code & 1) {
+            ev.handles.push_back(s.recent_handles[(code >> 1) & 15]);
+          } else {
+            uint64_t z = code >> 1;
+            s.prev_handle += static_cast<uint64_t>(static_cast<int64_t>(z >> 1) ^ -static_cast<int64_t>(z & 1));
+            s.recent_handles[mpa_handle_slot(s.prev_handle)] = s.prev_handle;
+            ev.handles.push_back(s.prev_handle);
+          }
         }
       }
       if (ev.mask & MPA_F_STATUS) {

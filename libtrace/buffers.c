@@ -321,6 +321,7 @@ static uint8_t *room(mpa_thread *ts, size_t need, uint64_t t_enter, int may_wait
     c->len = (size_t)(p - c->data);
     ts->prev_exit = t_enter;
     ts->prev_handle = 0;
+    memset(ts->recent_handles, 0, sizeof ts->recent_handles);
   }
   return c->data + c->len;
 }
@@ -329,8 +330,14 @@ static uint8_t *put_handles(mpa_thread *ts, uint8_t *p, const uint64_t *h, uint3
 {
   p = mpa_put_varint(p, n);
   for (uint32_t i = 0; i < n; i++) {
-    p = mpa_put_varint(p, mpa_zigzag((int64_t)(h[i] - ts->prev_handle)));
+    unsigned slot = mpa_handle_slot(h[i]);
+    if (ts->recent_handles[slot] == h[i]) {
+      *p++ = (uint8_t)(slot << 1 | 1);
+      continue;
+    }
+    p = mpa_put_varint(p, mpa_zigzag((int64_t)(h[i] - ts->prev_handle)) << 1);
     ts->prev_handle = h[i];
+    ts->recent_handles[slot] = h[i];
   }
   return p;
 }

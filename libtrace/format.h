@@ -55,7 +55,7 @@ enum mpa_field {
   MPA_F_PEER2 = 1u << 4,    /* second peer: source of Sendrecv */
   MPA_F_TAG2 = 1u << 5,     /* second tag: receive tag of Sendrecv */
   MPA_F_BYTES2 = 1u << 6,   /* bytes received (posted receive size) */
-  MPA_F_REQS = 1u << 7,     /* varint n, n x zigzag(handle - previous handle in this chunk) */
+  MPA_F_REQS = 1u << 7,     /* varint n, n x handle code (below) */
   MPA_F_STATUS = 1u << 8,   /* varint n, n x (varint index, zigzag source, zigzag tag, varint bytes) */
   MPA_F_COUNT = 1u << 9,    /* varint: calls folded into this event (a run of unsuccessful tests) */
   MPA_F_NEWCOMM = 1u << 10, /* varint: communicator id created by this call */
@@ -63,6 +63,17 @@ enum mpa_field {
   MPA_F_INCALL = 1u << 12,  /* varint: ticks spent inside the folded calls (with COUNT) */
   MPA_F_VALUE = 1u << 13,   /* zigzag: call-specific value (Pcontrol level, thread level, error code) */
 };
+
+/* A request or message handle is coded against a per-chunk table of the 16 handles seen last, one slot
+ * per handle, slot = mpa_handle_slot(handle):
+ *   varint (slot << 1 | 1)                   the handle in that slot
+ *   varint (zigzag(handle - previous) << 1)  any other handle; it then takes its slot
+ * "previous" is the last handle coded in the chunk (0 at its start); every slot starts at 0. MPI
+ * libraries reuse request objects, so loops code most handles in one byte. */
+static inline unsigned mpa_handle_slot(uint64_t h)
+{
+  return (unsigned)((h >> 4) ^ (h >> 9) ^ (h >> 17)) & 15u;
+}
 
 /* Special ranks as recorded (MPI's own constants differ between libraries). */
 enum mpa_special_rank {

@@ -158,9 +158,13 @@ static void fill(mpa_status *out, int index, const MPI_Status *st)
   out->index = index;
   out->source = mpa_rank_code(st->MPI_SOURCE);
   out->tag = mpa_tag_code(st->MPI_TAG);
+#ifdef OPEN_MPI
+  out->bytes = (uint64_t)st->_ucount; /* what PMPI_Get_count(MPI_BYTE) returns, without the call */
+#else
   int count = 0;
   if (PMPI_Get_count(st, MPI_BYTE, &count) != MPI_SUCCESS || count == MPI_UNDEFINED || count < 0) count = 0;
   out->bytes = (uint64_t)count;
+#endif
 }
 
 void mpa_status1(mpa_event *ev, mpa_thread *ts, int index, const MPI_Status *st)

@@ -18,6 +18,7 @@ typedef struct mpa_status mpa_status;
 #define MPA_TOOL_VERSION "0.1.0"
 #define MPA_CHUNK_BYTES (64u * 1024u) /* raw bytes of events per chunk */
 #define MPA_MAX_PAPI 8
+#define MPA_HANDLE_CACHE 16 /* see MPA_F_REQS in format.h */
 
 /* ---- settings (environment, read once at MPI_Init) ---------------------------------------------- */
 typedef struct mpa_settings {
@@ -78,6 +79,7 @@ struct mpa_thread {
   mpa_chunk *chunk;         /* being filled, or NULL */
   uint64_t prev_exit;       /* delta base for the next event */
   uint64_t prev_handle;     /* delta base for request handles */
+  uint64_t recent_handles[MPA_HANDLE_CACHE]; /* per chunk: a handle seen again costs one byte */
   uint64_t events;          /* MPI calls encoded by this thread */
   struct mpa_fold_run fold; /* pending run of unsuccessful tests */
   /* call-site cache: return address -> id, direct-mapped */
