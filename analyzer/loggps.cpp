@@ -181,6 +181,10 @@ double LogGPS::send(uint64_t k, double ts, double tr, int senders) const {
   return T4(tr - ts) + T5() + T1p(k, senders);          // (5)
 }
 
+double LogGPS::synchronous_send(uint64_t k, double ts, double tr, int senders) const {
+  return T4(tr - ts) + T5() + T1p(k, senders);
+}
+
 double LogGPS::recv(uint64_t k, double ts, double tr, int senders) const {
   double late = tr - ts;
   if (single_packet(k)) return std::max(T1(k, senders) + T2(k, senders) - late, 0.0) + T3(k, senders);   // (7)

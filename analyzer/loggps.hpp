@@ -69,6 +69,8 @@ class LogGPS {
   double communication(uint64_t k, double ts, double tr, int senders = 1) const;
   // Table 4: time spent in each routine.
   double send(uint64_t k, double ts, double tr, int senders = 1) const;   // (4), (5)
+  // MPI_Ssend: the rendezvous handshake whatever the size, (5) with T1' (mpiadvise's extension)
+  double synchronous_send(uint64_t k, double ts, double tr, int senders = 1) const;
   double isend() const { return p_.o; }                                   // (6)
   double recv(uint64_t k, double ts, double tr, int senders = 1) const;   // (7), (8), (9)
   double irecv() const { return p_.o; }                                   // (10)

@@ -615,7 +615,7 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
         double ts = post_time(m.src, m.send_op), tr = post_time(m.dst, m.recv_op);
         double tw = static_cast<double>(op.t_enter);
         if (l.kind == Link::DoneSend && (op.kind == OpKind::Send || op.kind == OpKind::SyncSend || op.kind == OpKind::SendRecv)) {
-          double d = m.synchronous ? model.T4(tr - ts) + model.T5() + model.T1p(m.bytes) : model.send(m.bytes, ts, tr);
+          double d = m.synchronous ? model.synchronous_send(m.bytes, ts, tr) : model.send(m.bytes, ts, tr);
           routine = std::max(routine, d);
           if (m.synchronous || !model.eager(m.bytes)) b.send_wait += std::max(0.0, tr - ts - p.o - p.L);
           modelled = true;
@@ -627,7 +627,7 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
           modelled = true;
         } else if (l.kind == Link::DoneSend || l.kind == Link::DoneRecv) {  // (11)
           double ti = l.kind == Link::DoneSend ? ts : tr;
-          double blocking = l.kind == Link::DoneSend ? (m.synchronous ? model.T4(tr - ts) + model.T5() + model.T1p(m.bytes)
+          double blocking = l.kind == Link::DoneSend ? (m.synchronous ? model.synchronous_send(m.bytes, ts, tr)
                                                                        : model.send(m.bytes, ts, tr))
                                                      : model.recv(m.bytes, ts, tr);
           double d = model.wait(blocking, tw - ti);
