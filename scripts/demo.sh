@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make demo: install what is missing, build, trace an example MPI program on 2 ranks, print the summary.
+# make demo: install what is missing, build, trace an example MPI program on 2 ranks, print its summary,
+# its LogGPS replay and a sweep of the eager limit S.
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
@@ -14,3 +15,9 @@ echo "== mpiadvise run -- mpirun -np 2 --mca pml ob1 --mca btl self,tcp build/ex
 echo
 echo "== mpiadvise dump --summary $dir"
 ./build/bin/mpiadvise dump --summary "$dir"
+echo
+echo "== mpiadvise replay $dir        (LogGPS: where the time goes, measured and predicted)"
+./build/bin/mpiadvise replay "$dir"
+echo
+echo "== mpiadvise whatif $dir --sweep S=16K..256K        (what raising the eager limit S would do)"
+./build/bin/mpiadvise whatif "$dir" --sweep S=16K..256K
