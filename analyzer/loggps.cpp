@@ -196,4 +196,12 @@ double LogGPS::wait(double t_blocking, double tw_minus_ti) const {
   return std::max(t_blocking - tw_minus_ti, p_.o);  // (11), erratum applied
 }
 
+double LogGPS::round_trip(uint64_t k, double w) const {
+  if (single_packet(k)) return std::max(T1(k) + 2 * T2(k) + T3(k) - w, 0.0) + w + T1(k) + T3(k);    // (12)
+  if (eager(k)) return std::max(T1(k) + 2 * T2p(k) + T3(k) - w, 0.0) + w + T1(k) + T3(k);         // (13)
+  double t4 = T4(0);  // the REQ of each direction meets a receiver already waiting
+  return std::max(T2p(k) + T3p(k) + p_.o + p_.L - w, 0.0) + w + 2 * T1p(k) + T2p(k) + T3p(k) + 2 * t4 + 2 * T5() -
+         (p_.o + p_.L);                                                                                 // (14)
+}
+
 }  // namespace mpiadvise

@@ -77,6 +77,9 @@ class LogGPS {
   // (11), with the erratum: the work done by tw is tw - ti. t_blocking: time of the blocking
   // counterpart had it been called at ti.
   double wait(double t_blocking, double tw_minus_ti) const;
+  // Table 6, equations (12)-(14): round trip of a k-byte message with blocking calls when one side
+  // computes w ns before receiving (the calibration benchmark's measurement).
+  double round_trip(uint64_t k, double w) const;
 
  private:
   // the per-byte costs (overhead_send, gap, overhead_recv) with the largest scaled by the senders
