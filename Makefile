@@ -29,13 +29,14 @@ ANALYZER_OBJ := $(patsubst analyzer/%.cpp,$(BUILD)/obj/analyzer/%.o,$(ANALYZER_S
 ANALYZER_LIB := $(BUILD)/lib/libmpiadvise-analyzer.a
 
 CLI_SRC := $(wildcard cli/*.cpp)
+CALIBRATE_BENCH := $(BUILD)/bin/mpiadvise-calibrate-bench
 CLI_OBJ := $(patsubst cli/%.cpp,$(BUILD)/obj/cli/%.o,$(CLI_SRC))
 CLI_BIN := $(BUILD)/bin/mpiadvise
 
 CXX_INC  := -Ianalyzer -Ilibtrace -I$(BUILD)/gen
 CXX_LIBS := -lzstd -lfmt -ldw -lelf -ltomlplusplus
 
-all: $(TRACE_LIB) $(CLI_BIN) examples
+all: $(TRACE_LIB) $(CLI_BIN) $(CALIBRATE_BENCH) examples
 
 # ---- libtrace: the LD_PRELOAD library ------------------------------------------------------------------
 $(BUILD)/gen/wrappers.c $(BUILD)/gen/call_ids.h: libtrace/calls.py libtrace/gen_wrappers.py
@@ -73,6 +74,10 @@ $(CLI_BIN): $(CLI_OBJ) $(ANALYZER_LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $(CLI_OBJ) $(ANALYZER_LIB) $(CXX_LIBS)
 
+$(CALIBRATE_BENCH): cli/calibrate_bench.c
+	@mkdir -p $(dir $@)
+	$(MPICC) -O2 -g $(WARN_C) -o $@ $<
+
 # ---- examples ----------------------------------------------------------------------------------------------
 EXAMPLES := $(BUILD)/examples/pingpong_late
 examples: $(EXAMPLES)
@@ -94,7 +99,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/mpiadvise/params
 	install -m 755 $(TRACE_LIB) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(CLI_BIN) $(CALIBRATE_BENCH) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/

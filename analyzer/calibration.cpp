@@ -1,5 +1,6 @@
 #include "calibration.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -7,6 +8,13 @@
 namespace mpiadvise {
 
 LogGPSParams solve_calibration(const CalibrationSides& in) {
+  std::vector<std::string> clamped;
+  LogGPSParams p = solve_calibration(in, clamped);
+  if (!clamped.empty()) throw ParamError("calibration: " + clamped.front() + " is negative");
+  return p;
+}
+
+LogGPSParams solve_calibration(const CalibrationSides& in, std::vector<std::string>& clamped) {
   LogGPSParams p;
   p.s = in.s;
   p.S = in.S;
@@ -26,6 +34,13 @@ LogGPSParams solve_calibration(const CalibrationSides& in) {
     p.Gl = osl_orl_gl - p.Osl;                         // Orl + Gl, put in Gl
     p.Orl = 0;
   }
+  const std::pair<const char*, double*> values[] = {{"L", &p.L},     {"o", &p.o},     {"Oss", &p.Oss}, {"Ors", &p.Ors},
+                                                    {"Osl", &p.Osl}, {"Orl", &p.Orl}, {"Gs", &p.Gs},   {"Gl", &p.Gl}};
+  for (const auto& [name, v] : values)
+    if (*v < 0) {
+      clamped.push_back(fmt::format("{} = {}", name, *v));
+      *v = 0;
+    }
   p.validate("calibration");
   return p;
 }
@@ -91,6 +106,54 @@ CalibrationSides fit_sides(const std::vector<RoundTrip>& samples, uint64_t s, ui
     need(w0_eager, "between s and S with w = 0");
     c.slope_w0_eager = w0_eager.slope;
   }
+  return c;
+}
+
+Calibration calibrate(const std::vector<RoundTrip>& samples, double W) {
+  std::vector<RoundTrip> slow, fast;  // w = W, w = 0
+  for (const auto& r : samples) (r.w > 0 ? slow : fast).push_back(r);
+  auto by_k = [](const RoundTrip& a, const RoundTrip& b) { return a.k < b.k; };
+  std::sort(slow.begin(), slow.end(), by_k);
+  std::sort(fast.begin(), fast.end(), by_k);
+  if (slow.size() < 4 || fast.size() < 4) throw ParamError("calibration: fewer than four sizes measured");
+  Calibration c;
+  // S: sends at or below it return at once while the receiver computes for W
+  size_t last_eager = 0;
+  bool any_eager = false;
+  for (size_t i = 0; i < slow.size() && slow[i].send_ns < W / 2; i++) last_eager = i, any_eager = true;
+  if (!any_eager) throw ParamError("calibration: even the smallest send waited for its receiver");
+  c.S = slow[last_eager].k;
+  c.S_next = last_eager + 1 < slow.size() ? slow[last_eager + 1].k : 0;
+  // s: the split of the w = 0 curve below S that most reduces the residuals of two lines against one
+  std::vector<std::pair<double, double>> xy;
+  for (const auto& r : fast)
+    if (r.k <= c.S) xy.emplace_back(static_cast<double>(r.k), r.rtt_ns);
+  auto sse = [](const std::vector<std::pair<double, double>>& pts, size_t from, size_t to) {
+    std::vector<std::pair<double, double>> part(pts.begin() + from, pts.begin() + to);
+    Line l = least_squares(part);
+    double e = 0;
+    for (const auto& [x, y] : part) e += (y - l.intercept - l.slope * x) * (y - l.intercept - l.slope * x);
+    return e;
+  };
+  c.s = c.S;
+  if (xy.size() >= 6) {
+    double one = sse(xy, 0, xy.size()), best = one;
+    size_t best_split = xy.size();
+    for (size_t j = 3; j + 3 <= xy.size(); j++) {
+      double two = sse(xy, 0, j) + sse(xy, j, xy.size());
+      if (two < best) best = two, best_split = j;
+    }
+    if (best_split < xy.size() && best < 0.25 * one) c.s = static_cast<uint64_t>(xy[best_split - 1].first);
+  }
+  CalibrationSides sides = fit_sides(samples, c.s, c.S, W);
+  c.params = solve_calibration(sides, c.clamped);
+  LogGPS m(c.params);
+  double sum = 0;
+  for (const auto& r : samples) {
+    double e = (m.round_trip(r.k, r.w) - r.rtt_ns) / r.rtt_ns;
+    sum += e * e;
+  }
+  c.residual_rms = std::sqrt(sum / static_cast<double>(samples.size()));
   return c;
 }
 

@@ -29,6 +29,9 @@ struct CalibrationSides {
 // as their sum, and the sum is put in Gl (as the paper's Cenju-4 row gives only Orl + Gl). Throws
 // ParamError when the sides give a negative parameter (the curves do not follow the model).
 LogGPSParams solve_calibration(const CalibrationSides& sides);
+// The same, but a parameter the sides make negative is set to 0 and named in clamped (real curves,
+// such as loopback TCP's, follow the model only roughly).
+LogGPSParams solve_calibration(const CalibrationSides& sides, std::vector<std::string>& clamped);
 
 // One measurement of the benchmark.
 struct RoundTrip {
@@ -43,5 +46,19 @@ struct RoundTrip {
 // premise: W exceeds the round trip's communication below S (T1 + 2T2' + T3 at k = S), so that the
 // w = W curve there is W plus the overheads alone.
 CalibrationSides fit_sides(const std::vector<RoundTrip>& samples, uint64_t s, uint64_t S, double W);
+
+// What a calibration run found.
+struct Calibration {
+  LogGPSParams params;
+  uint64_t s = 0;                 // largest message sent as one packet (a breakpoint of the w = 0 curve)
+  uint64_t S = 0;                 // effective S: the largest size whose send returned without its receiver
+  uint64_t S_next = 0;            // the next size of the sweep, whose send waited (0: none waited)
+  double residual_rms = 0;        // relative RMS of the model's round trips against the measured ones
+  std::vector<std::string> clamped;
+};
+
+// From the benchmark's samples: S from the send times with w = W (a send that waits takes about W),
+// s by the change point of the w = 0 curve below S (two lines against one, by residuals), then the fit.
+Calibration calibrate(const std::vector<RoundTrip>& samples, double W);
 
 }  // namespace mpiadvise
