@@ -73,7 +73,9 @@ std::string params_toml(const Calibration& c, const nlohmann::json& facts, doubl
   std::string lib = facts.value("mpi_library", "");
   std::string library = lib.find("Open MPI") != std::string::npos ? "Open MPI" : lib.find("MPICH") != std::string::npos ? "MPICH" : lib.substr(0, lib.find(','));
   std::ostringstream o;
-  o << "# LogGPS parameters calibrated by mpiadvise calibrate on " << date << " on host " << facts.value("hostname", "")
+  std::string hosts;
+  for (const auto& h : facts.value("hosts", nlohmann::json::array())) hosts += (hosts.empty() ? "" : " and ") + h.get<std::string>();
+  o << "# LogGPS parameters calibrated by mpiadvise calibrate on " << date << " between ranks 0 and 1 on " << hosts
     << "\n# " << lib << "\n";
   o << fmt::format("# round trips with w = 0 and w = {:.0f} ns; effective S between {} and {} bytes; residual RMS {:.1f}%\n", W,
                    c.S, c.S_next ? std::to_string(c.S_next) : std::string("(no larger size waited)"), 100 * c.residual_rms);
@@ -165,7 +167,8 @@ int run_calibrate(const CalibrateOptions& o) {
     if (!v.is_number()) continue;
     uint64_t limit = v.get<uint64_t>();
     bool agrees = limit >= c.S && (c.S_next == 0 || limit < c.S_next + 64);
-    fmt::print("  MPI_T {} = {}{}\n", k, limit, agrees ? "  (agrees with the effective S)" : "");
+    fmt::print("  MPI_T {} = {}{}\n", k, limit,
+               agrees ? "  (agrees with the effective S)" : "  (differs from the effective S: another transport, or not the limit in force)");
   }
   for (const auto& cl : c.clamped) fmt::print("  note: the fit gave {}: set to 0\n", cl);
   fmt::print("  written to {}\n", o.output);

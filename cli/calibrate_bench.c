@@ -97,14 +97,18 @@ int main(int argc, char **argv)
   for (int i = 0; i < nsizes; i++) max_k = atol(argv[3 + i]) > max_k ? atol(argv[3 + i]) : max_k;
   char *buf = calloc((size_t)max_k + 1, 1);
   double *rtt = malloc(sizeof(double) * (size_t)reps), *snd = malloc(sizeof(double) * (size_t)reps);
+  char host[256] = "", peer_host[256] = "";
+  gethostname(host, sizeof host - 1);
+  if (rank == 1) MPI_Send(host, sizeof host, MPI_CHAR, 0, 2, MPI_COMM_WORLD);
   if (rank == 0) {
-    char host[256] = "", lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int len;
-    gethostname(host, sizeof host - 1);
+    MPI_Recv(peer_host, sizeof peer_host, MPI_CHAR, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Get_library_version(lib, &len);
     for (char *p = lib; *p; p++)
       if (*p == '"' || *p == '\\' || *p == '\n') *p = ' ';
-    printf("{\"facts\":true,\"hostname\":\"%s\",\"mpi_library\":\"%s\",\"ranks\":%d,", host, lib, size);
+    printf("{\"facts\":true,\"hostname\":\"%s\",\"hosts\":[\"%s\",\"%s\"],\"mpi_library\":\"%s\",\"ranks\":%d,", host,
+           host, peer_host, lib, size);
     print_cvars();
     printf("}\n");
     fflush(stdout);
