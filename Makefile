@@ -79,11 +79,11 @@ $(CALIBRATE_BENCH): cli/calibrate_bench.c
 	$(MPICC) -O2 -g $(WARN_C) -o $@ $<
 
 # ---- examples ----------------------------------------------------------------------------------------------
-EXAMPLES := $(BUILD)/examples/pingpong_late
+EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 examples: $(EXAMPLES)
 $(BUILD)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
-	$(MPICC) -O2 -g -o $@ $<
+	$(MPICC) -O2 -g -o $@ $< -lm
 
 # ---- tests -------------------------------------------------------------------------------------------------
 include tests/tests.mk
