@@ -142,7 +142,9 @@ TEST_CASE("each Fortran call is logged once, at its call site in the Fortran sou
   log->for_each_event([&](const mpiadvise::Event& e) {
     const auto& frames = log->callsites().at(e.callsite).frames;
     auto where = frames.empty() ? mpiadvise::SourceLocation{} : sym.locate_return_address(frames[0]);
-    if (!ends_with(where.file, program + ".f90") || where.line <= 0)
+    // f_mpif and f_usempi make their calls in the body they both include
+    bool in_source = ends_with(where.file, program + ".f90") || ends_with(where.file, "fortran_calls.inc");
+    if (!in_source || where.line <= 0)
       outside.insert(std::string(e.call_name) + " at " + where.text());
   });
   CHECK(outside == std::set<std::string>{});

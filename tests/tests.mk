@@ -20,7 +20,7 @@ $(TEST_DIR)/programs/%: tests/programs/%.c
 	@mkdir -p $(dir $@)
 	$(MPICC) -O1 -g -o $@ $< -lpthread
 
-$(TEST_DIR)/programs/%: tests/programs/%.f90
+$(TEST_DIR)/programs/%: tests/programs/%.f90 $(wildcard tests/programs/*.inc)
 	@mkdir -p $(dir $@)
 	mpif90 -O1 -g -o $@ $< -J $(TEST_DIR)/programs
 
