@@ -107,6 +107,8 @@ RankLog::RankLog(const fs::path& file) : path_(file) {
     header_ = nlohmann::json::parse(json.begin(), json.end());
     rank_ = header_.at("rank").get<int>();
     size_ = header_.at("size").get<int>();
+    if (size_ < 1 || size_ > (1 << 24)) throw std::out_of_range(fmt::format("world size {} is not possible", size_));
+    if (rank_ < 0 || rank_ >= size_) throw std::out_of_range(fmt::format("rank {} is not in a world of {}", rank_, size_));
     for (const auto& n : header_.at("calls")) call_names_.push_back(n.get<std::string>());
   } catch (const std::exception& e) {
     throw LogError(file.string(), sizeof h, std::string("header is not valid: ") + e.what());
@@ -118,12 +120,16 @@ RankLog::RankLog(const fs::path& file) : path_(file) {
     call_map_.push_back(id);
   }
   index_chunks();
-  fit_clock();
+  try {
+    fit_clock();
+  } catch (const nlohmann::json::exception& e) {
+    throw LogError(file.string(), sizeof(mpa_file_header), std::string("clock facts in the header or trailer are not valid: ") + e.what());
+  }
 }
 
 void RankLog::index_chunks() {
   const std::string name = path_.string();
-  uint64_t off = sizeof(mpa_file_header) + header_.dump().size();  // recomputed below from the file
+  uint64_t off = 0;
   {
     auto head = read_file_bytes(path_, 0, sizeof(mpa_file_header));
     mpa_file_header h;
@@ -179,6 +185,15 @@ void RankLog::index_chunks() {
 
 std::vector<uint8_t> RankLog::payload(const ChunkRef& c) const {
   auto stored = read_file_bytes(path_, c.offset + sizeof(mpa_chunk_header), c.stored_bytes);
+  // the frame records its decompressed size: a chunk header that disagrees is corrupt, and no
+  // allocation is made from an unchecked header field
+  unsigned long long frame_bytes = ZSTD_getFrameContentSize(stored.data(), stored.size());
+  if (frame_bytes == ZSTD_CONTENTSIZE_ERROR || frame_bytes == ZSTD_CONTENTSIZE_UNKNOWN || frame_bytes != c.raw_bytes)
+    throw LogError(path_.string(), c.offset,
+                   fmt::format("corrupt: the chunk header says {} bytes, its zstd frame {}", c.raw_bytes,
+                               frame_bytes == ZSTD_CONTENTSIZE_ERROR ? std::string("is not a frame")
+                               : frame_bytes == ZSTD_CONTENTSIZE_UNKNOWN ? std::string("does not say")
+                                                                         : std::to_string(frame_bytes)));
   std::vector<uint8_t> raw(c.raw_bytes);
   size_t n = ZSTD_decompress(raw.data(), raw.size(), stored.data(), stored.size());
   if (ZSTD_isError(n))
@@ -630,6 +645,17 @@ JobLog::JobLog(const fs::path& dir) : dir_(dir) {
   }
   if (ranks_.empty()) throw LogError(dir.string(), std::nullopt, own_problems_.empty() ? "no readable logs" : own_problems_[0].text());
   std::sort(ranks_.begin(), ranks_.end(), [](const auto& a, const auto& b) { return a->rank() < b->rank(); });
+  for (size_t i = 1; i < ranks_.size();) {  // two files claiming one rank: keep the first, say so
+    if (ranks_[i]->rank() == ranks_[i - 1]->rank()) {
+      own_problems_.push_back({ranks_[i]->path().string(), std::nullopt,
+                               fmt::format("claims rank {}, as {} does; not read", ranks_[i]->rank(),
+                                           ranks_[i - 1]->path().string()),
+                               true});
+      ranks_.erase(ranks_.begin() + static_cast<long>(i));
+    } else {
+      i++;
+    }
+  }
   for (const auto& r : ranks_) world_size_ = std::max(world_size_, r->size());
   std::set<int> present;
   for (const auto& r : ranks_) present.insert(r->rank());

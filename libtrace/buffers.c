@@ -250,8 +250,8 @@ static mpa_chunk *chunk_get(size_t need, int may_wait)
   mpa_chunk *c = NULL;
   pthread_mutex_lock(&g_mu);
   if (need <= MPA_CHUNK_BYTES) {
-    while (!g_pool && g_chunks_allocated >= g_chunks_budget && g_queue_head && may_wait &&
-           g_writer_running) {
+    while (!g_pool && g_chunks_allocated >= g_chunks_budget && (g_queue_head || atomic_load(&g_writer_busy)) &&
+           may_wait && g_writer_running) {
       g_stats.stalls++;
       pthread_cond_wait(&g_cv_space, &g_mu);
     }
@@ -477,14 +477,37 @@ mpa_thread *mpa_thread_attach(void)
   return ts;
 }
 
-/* Seal every thread's chunk (the writer calls this every half second with stale_only). */
-static void seal_threads(int stale_only, int blocking)
+/* A lock taken within about 50 ms, or not at all: at exit, a thread interrupted inside the tracer (by
+ * a signal whose handler called exit()) holds its lock for ever. */
+static int ts_lock_briefly(mpa_thread *ts)
 {
+  for (int i = 0; i < 50; i++) {
+    if (ts_trylock(ts)) return 1;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  return 0;
+}
+
+enum seal_how { SEAL_STALE_TRY, SEAL_ALL_WAIT, SEAL_ALL_BRIEFLY };
+
+/* Seal every thread's chunk (the writer calls this every half second with stale chunks only). */
+static void seal_threads(enum seal_how how)
+{
+  int stale_only = how == SEAL_STALE_TRY;
   uint64_t now = mpa_now();
-  pthread_mutex_lock(&g_threads_mu);
+  if (how == SEAL_ALL_BRIEFLY) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 100000000L;
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    if (pthread_mutex_timedlock(&g_threads_mu, &until) != 0) return;
+  } else {
+    pthread_mutex_lock(&g_threads_mu);
+  }
   for (mpa_thread *ts = g_threads; ts; ts = ts->next_thread) {
-    if (blocking) ts_lock(ts);
-    else if (!ts_trylock(ts)) continue;
+    if (how == SEAL_ALL_WAIT) ts_lock(ts);
+    else if (how == SEAL_ALL_BRIEFLY ? !ts_lock_briefly(ts) : !ts_trylock(ts)) continue;
     int stale = ts->chunk && now - ts->chunk->first_tick > g_ticks_per_half_second;
     int fold_stale = ts->fold.n && now - ts->fold.first_enter > g_ticks_per_half_second;
     if (!stale_only || stale || fold_stale) {
@@ -499,7 +522,7 @@ static void seal_threads(int stale_only, int blocking)
   pthread_mutex_unlock(&g_threads_mu);
 }
 
-static void steal_stale_chunks(void) { seal_threads(1, 0); }
+static void steal_stale_chunks(void) { seal_threads(SEAL_STALE_TRY); }
 
 /* ---- life cycle ------------------------------------------------------------------------------------ */
 int mpa_writer_start(int fd)
@@ -549,10 +572,24 @@ static void wait_writer_idle(int wait_ms)
   }
 }
 
+void mpa_flush_at_exit(void)
+{
+  if (!g_writer_running) return;
+  seal_threads(SEAL_ALL_BRIEFLY);
+  if (pthread_mutex_trylock(&g_mu) == 0) {
+    pthread_cond_signal(&g_cv_work);
+    pthread_mutex_unlock(&g_mu);
+  }
+  for (int i = 0; i < 2000 && (g_queue_head || atomic_load(&g_writer_busy)); i++) { /* unlocked peek: exit path */
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+}
+
 void mpa_flush_all(int wait_ms)
 {
   if (!g_writer_running) return;
-  seal_threads(0, 1);
+  seal_threads(SEAL_ALL_WAIT);
   pthread_mutex_lock(&g_mu);
   pthread_cond_signal(&g_cv_work);
   pthread_mutex_unlock(&g_mu);
@@ -562,7 +599,7 @@ void mpa_flush_all(int wait_ms)
 void mpa_writer_stop(void)
 {
   if (!g_writer_running) return;
-  seal_threads(0, 1);
+  seal_threads(SEAL_ALL_WAIT);
   pthread_mutex_lock(&g_mu);
   g_stop = 1;
   pthread_cond_signal(&g_cv_work);
@@ -604,8 +641,11 @@ void mpa_flush_from_signal(void)
     while (g_queue_head) {
       mpa_chunk *c = g_queue_head;
       g_queue_head = c->next;
-      if (c->len <= MPA_CHUNK_BYTES)
+      if (c->len <= MPA_CHUNK_BYTES) {
         emit_chunk(g_sig_cctx, g_sig_out, g_sig_out_cap, c->type, c->thread, c->data, c->len);
+        c->next = g_pool; /* back to the pool (an outsized one is not freed here: free() is not safe) */
+        g_pool = c;
+      }
     }
     g_queue_tail = NULL;
     pthread_mutex_unlock(&g_mu);
@@ -613,10 +653,15 @@ void mpa_flush_from_signal(void)
   for (mpa_thread *ts = g_threads; ts; ts = ts->next_thread) {
     if (!ts_trylock(ts)) continue;
     mpa_chunk *c = ts->chunk;
-    if (c && c->len && c->len <= MPA_CHUNK_BYTES)
+    if (c && c->len && c->len <= MPA_CHUNK_BYTES) {
       emit_chunk(g_sig_cctx, g_sig_out, g_sig_out_cap, c->type, c->thread, c->data, c->len);
-    if (c) c->len = 0;
-    ts->chunk = NULL; /* keep the chunk out of any later write: it is already in the file */
+      ts->chunk = NULL; /* it is in the file: the next event starts a new chunk */
+      if (pthread_mutex_trylock(&g_mu) == 0) {
+        c->next = g_pool;
+        g_pool = c;
+        pthread_mutex_unlock(&g_mu);
+      }
+    }
     ts_unlock(ts);
   }
   for (int i = 0; i < 200 && atomic_load(&g_writer_busy); i++) {

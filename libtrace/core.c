@@ -252,6 +252,13 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *ctx)
   /* write what is held; tracing goes on, for a program whose own handler lets it continue */
   mpa_flush_from_signal();
   struct sigaction *old = &g_old_actions[sig];
+  /* a one-shot handler of the application's goes away after this signal, as it would have */
+  if (old->sa_flags & SA_RESETHAND) {
+    struct sigaction dfl = *old;
+    dfl.sa_handler = SIG_DFL;
+    dfl.sa_flags &= ~(SA_SIGINFO | SA_RESETHAND);
+    sigaction(sig, &dfl, NULL);
+  }
   if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
     old->sa_sigaction(sig, info, ctx);
     return;
@@ -274,10 +281,10 @@ static void install_signal_handlers(void)
     if (sigaction(sig, NULL, &old) != 0) continue;
     if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) continue; /* the job ignores it */
     g_old_actions[sig] = old;
-    memset(&sa, 0, sizeof sa);
+    /* the application's flags and mask stay as they were (SA_RESTART or not, SA_NODEFER, ...) */
+    sa = old;
     sa.sa_sigaction = on_fatal_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = (old.sa_flags | SA_SIGINFO) & ~SA_RESETHAND;
     sigaction(sig, &sa, NULL);
   }
 }
@@ -287,7 +294,7 @@ static void at_exit(void)
   /* exit() without MPI_Finalize: write what we hold; the log has no trailer */
   if (g_started && !g_finished) {
     mpa_active = 0;
-    mpa_flush_all(2000);
+    mpa_flush_at_exit(); /* exit() may come from a signal handler: no lock is waited on for long */
   }
 }
 

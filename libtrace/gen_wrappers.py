@@ -338,6 +338,27 @@ def fortran_outputs(call, params):
     return out
 
 
+def untraced_fortran(call, fargs):
+    """As untraced_c: communicator calls keep the table of communicators while tracing is paused."""
+    r = call.roles
+    call_real = f"real({', '.join(fargs)});"
+    if "newcomm" not in r and "freecomm" not in r:
+        return [f"  if (!ts) {{ {call_real} return; }}"]
+    L = ["  if (!ts) {"]
+    if "freecomm" in r:
+        L.append(f"    uint32_t mpa_freed = mpa_comms_tracked ? mpa_comm_id(PMPI_Comm_f2c(*{r['freecomm']}_f)) : 0;")
+    L.append(f"    {call_real}")
+    L.append("    int rc = ierr ? (int)*ierr : MPI_SUCCESS;")
+    if "newcomm" in r:
+        L.append(f"    if (rc == MPI_SUCCESS && mpa_comms_tracked) mpa_comm_created(PMPI_Comm_f2c(*{r['newcomm']}_f), "
+                 f"PMPI_Comm_f2c(*{r['comm']}_f), {call_id(call.name)});")
+    if "freecomm" in r:
+        L.append("    if (rc == MPI_SUCCESS && mpa_freed) mpa_comm_freed(mpa_freed);")
+    L.append("    return;")
+    L.append("  }")
+    return L
+
+
 def fortran_body(call):
     params = parse(call.params)
     fparams = [fortran_param(p) for p in params] + ["MPI_Fint *ierr"]
@@ -349,7 +370,7 @@ def fortran_body(call):
     L.append(f"static void mpa_f_{call.name}(mpa_fn_{call.name} real, void *ra, {', '.join(fparams)})")
     L.append("{")
     L.append("  mpa_thread *ts = mpa_begin();")
-    L.append(f"  if (!ts) {{ real({', '.join(fargs)}); return; }}")
+    L += untraced_fortran(call, fargs)
     L.append("  const int mpa_fortran = 1; (void)mpa_fortran;")
     L.append("  int mpa_fold_me = 0; (void)mpa_fold_me;")
     L += fortran_inputs(call, params)

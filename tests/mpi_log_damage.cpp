@@ -200,3 +200,39 @@ TEST_CASE("a job directory with a rank missing is read, and the missing rank is 
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].text().find("1 of 2 ranks have no readable log (rank 1)") != std::string::npos);
 }
+
+TEST_CASE("header fields that would make the reader allocate or misplace a rank are refused", "[damage]") {
+  auto data = bytes_of(real_log() / "rank-00000.mpa");
+  auto chunks = chunk_offsets(data);
+  // a chunk header claiming 4 GiB of payload: corrupt, and nothing that size is allocated
+  auto huge = data;
+  uint32_t lie = 0xFFFFFFFFu;
+  std::memcpy(huge.data() + chunks[1] + offsetof(mpa_chunk_header, raw_bytes), &lie, sizeof lie);
+  fs::path f = write_copy(huge, huge.size(), "hugechunk");
+  mpiadvise::RankLog log(f);
+  count_events(log);
+  bool said = false;
+  for (const auto& p : log.problems()) said |= p.corrupt && p.offset == chunks[1] && p.message.find("its zstd frame") != std::string::npos;
+  CHECK(said);
+  // a header whose rank is outside its world
+  mpa_file_header h;
+  std::memcpy(&h, data.data(), sizeof h);
+  std::string json(data.begin() + sizeof h, data.begin() + sizeof h + h.json_bytes);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string j = json;
+    j.replace(j.find(from), from.size(), to);
+    std::vector<uint8_t> out(data.begin(), data.begin() + sizeof h);
+    mpa_file_header nh = h;
+    nh.json_bytes = static_cast<uint32_t>(j.size());
+    std::memcpy(out.data(), &nh, sizeof nh);
+    out.insert(out.end(), j.begin(), j.end());
+    out.insert(out.end(), data.begin() + sizeof h + h.json_bytes, data.end());
+    return out;
+  };
+  auto bad_rank = with("\"rank\":0", "\"rank\":5");
+  CHECK_THROWS_WITH(mpiadvise::RankLog(write_copy(bad_rank, bad_rank.size(), "badrank")),
+                    Catch::Contains("rank 5 is not in a world of 2"));
+  auto bad_clock = with("\"source\":\"", "\"source\":5,\"was\":\"");
+  CHECK_THROWS_WITH(mpiadvise::RankLog(write_copy(bad_clock, bad_clock.size(), "badclock")),
+                    Catch::Contains("clock facts") && Catch::Contains("rank-00000.mpa"));
+}
