@@ -12,14 +12,15 @@ typedef struct comm_entry {
   uintptr_t handle;
   uint32_t id, parent, call;
   uint64_t gid;
-  int live, inter;
+  int inter;
   int size, remote_size;
   int *members, *remote; /* world ranks */
 } comm_entry;
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static comm_entry *g_comms;
-static size_t g_n, g_cap;
+static size_t g_n, g_cap;          /* live communicators only: a freed one leaves the table */
+static uint32_t g_last_id = 2;      /* ids are never reused within a log: 1, 2 are WORLD and SELF */
 static atomic_uint g_generation = 1;
 static MPI_Group g_world_group = MPI_GROUP_NULL;
 typedef struct { uint64_t hash; uint32_t count; } seen_members;
@@ -121,10 +122,9 @@ static uint32_t register_comm(MPI_Comm c, uint32_t id, uint32_t parent, uint32_t
   comm_entry e;
   memset(&e, 0, sizeof e);
   e.handle = handle_bits(c);
-  e.id = id ? id : (uint32_t)g_n + 1;
+  e.id = id ? id : ++g_last_id;
   e.parent = parent;
   e.call = call;
-  e.live = 1;
   PMPI_Comm_test_inter(c, &e.inter);
   MPI_Group g;
   PMPI_Comm_group(c, &g);
@@ -148,6 +148,14 @@ static uint32_t register_comm(MPI_Comm c, uint32_t id, uint32_t parent, uint32_t
   return e.id;
 }
 
+/* The log keeps the definition; the table forgets the communicator (g_mu held). */
+static void retire_locked(size_t i)
+{
+  free(g_comms[i].members);
+  free(g_comms[i].remote);
+  g_comms[i] = g_comms[--g_n];
+}
+
 void mpa_comm_init(void)
 {
   PMPI_Comm_group(MPI_COMM_WORLD, &g_world_group);
@@ -160,7 +168,7 @@ void mpa_comm_init(void)
 static uint32_t lookup_locked(uintptr_t h)
 {
   for (size_t i = g_n; i-- > 0;)
-    if (g_comms[i].live && g_comms[i].handle == h) return g_comms[i].id;
+    if (g_comms[i].handle == h) return g_comms[i].id;
   return 0;
 }
 
@@ -201,10 +209,12 @@ uint32_t mpa_comm_created(MPI_Comm newcomm, MPI_Comm parent, uint32_t call)
   uintptr_t h = handle_bits(newcomm);
   int stale = 0;
   pthread_mutex_lock(&g_mu);
-  for (size_t i = 0; i < g_n; i++)
-    if (g_comms[i].live && g_comms[i].handle == h && g_comms[i].id > 2) {
-      g_comms[i].live = 0;
+  for (size_t i = 0; i < g_n;)
+    if (g_comms[i].handle == h && g_comms[i].id > 2) {
+      retire_locked(i);
       stale = 1;
+    } else {
+      i++;
     }
   uint32_t id = register_comm(newcomm, 0, parent_id, call);
   pthread_mutex_unlock(&g_mu);
@@ -226,7 +236,10 @@ void mpa_comm_freed(uint32_t id)
   if (id <= 2) return;
   pthread_mutex_lock(&g_mu);
   for (size_t i = 0; i < g_n; i++)
-    if (g_comms[i].id == id) g_comms[i].live = 0;
+    if (g_comms[i].id == id) {
+      retire_locked(i);
+      break;
+    }
   pthread_mutex_unlock(&g_mu);
   atomic_fetch_add_explicit(&g_generation, 1, memory_order_release);
   uint8_t rec[8], *p = rec;
