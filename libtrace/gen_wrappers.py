@@ -314,12 +314,12 @@ def fortran_outputs(call, params):
             if b == "MPI_Status":
                 count = call.roles["reqs_in"][0]
                 if call.roles.get("completion") in ("waitsome", "testsome"):
-                    count = "(outcount_c > 0 ? outcount_c : 0)"
+                    count = "mpa_done"
                 out.append(f"  for (int i = 0; i < {count}; i++) "
                            f"PMPI_Status_f2c({n}_f + (size_t)i * MPA_F_STATUS_SIZE, &{n}[i]);")
             elif b == "int" and n == "array_of_indices":
-                out.append(f"  int *{n}_c = mpa_scratch_indices(ts, outcount_c > 0 ? outcount_c : 0);")
-                out.append(f"  for (int i = 0; i < outcount_c; i++) {n}_c[i] = {n}[i] - 1;")
+                out.append(f"  int *{n}_c = mpa_scratch_indices(ts, mpa_done);")
+                out.append(f"  for (int i = 0; i < mpa_done; i++) {n}_c[i] = {n}[i] - 1;")
                 out.append(f"  {n} = {n}_c;")
             continue
         if b == "MPI_Request *":
@@ -333,6 +333,8 @@ def fortran_outputs(call, params):
                 out.append(f"  {n}_c = (*{n}_f == MPI_UNDEFINED) ? MPI_UNDEFINED : (int)*{n}_f - 1;")
             else:
                 out.append(f"  {n}_c = (int)*{n}_f;")
+                if n == "outcount":  # trusted only from a call that succeeded, and never past incount
+                    out.append(f"  int mpa_done = rc == MPI_SUCCESS && {n}_c > 0 && {n}_c <= incount ? {n}_c : 0;")
         elif b == "MPI_Status *":
             out.append(f"  PMPI_Status_f2c({n}_f, {n});")
     return out
