@@ -1,0 +1,64 @@
+// Toward the report (issue 4): hot spots and the eager-limit advice on a real run under TCP.
+#include <catch2/catch.hpp>
+
+#include "advice.hpp"
+#include "support.hpp"
+#include "symbolizer.hpp"
+
+using namespace mpa_test;
+using namespace mpiadvise;
+
+TEST_CASE("the late receivers' send is the top hot spot, and raising btl_tcp_eager_limit is advised with its setting",
+          "[advice]") {
+  JobSpec s;
+  s.program = (build_dir() / "examples" / "pingpong_late").string();
+  s.args = {"65536", "20", "10"};
+  s.mpirun_options = {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp"};
+  auto run = run_job(s);
+  REQUIRE(run.status == 0);
+  JobLog job(run.dir);
+  Trace trace = build_trace(job);
+  RunFacts facts = run_facts(job);
+  ChosenParams chosen = choose_params(facts, "", fs::path(MPA_SOURCE_DIR) / "share" / "params");
+  WaitStates waits = measure_waits(trace, chosen.params.S);
+
+  auto spots = hot_spots(trace, waits, 5);
+  REQUIRE(!spots.empty());
+  const HotSpot& top = spots[0];
+  CHECK(top.rank == 0);
+  CHECK(top.call == MPA_CALL_Send);
+  CHECK(top.cause == WaitCause::LateReceiverRendezvous);
+  CHECK(top.count == 10);
+  CHECK(top.peers == std::vector<int>{1});
+  CHECK(top.size_log2 == std::map<int, uint64_t>{{16, 10}});  // ten 64 KiB messages
+  Symbolizer sym(job.rank(0)->modules());
+  auto where = sym.locate_return_address(job.rank(0)->callsites().at(top.callsite).frames[0]);
+  CHECK(where.text().find("pingpong_late.c:40") != std::string::npos);  // the MPI_Send the author would name
+
+  ReplayOptions base;
+  base.params = chosen.params;
+  auto advice = advise_eager_limit(trace, facts, base);
+  REQUIRE(advice);
+  CHECK(advice->setting == "btl_tcp_eager_limit");
+  CHECK(advice->value == 131072);  // the smallest power of two above 65536 bytes and the headers
+  CHECK(advice->mca == "--mca btl_tcp_eager_limit 131072");
+  CHECK(advice->env == "OMPI_MCA_btl_tcp_eager_limit=131072");
+  CHECK(advice->send_wait_after_ns < 0.01 * advice->send_wait_before_ns);
+  CHECK(advice->senders_per_rank == 1);
+  CHECK(advice->memory_per_rank_bytes == 131072);
+}
+
+TEST_CASE("no eager-limit advice where no send waits for its receiver", "[advice]") {
+  JobSpec s;
+  s.program = (build_dir() / "examples" / "pingpong_late").string();
+  s.args = {"4000", "5", "5"};  // well below S
+  s.mpirun_options = {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp"};
+  auto run = run_job(s);
+  REQUIRE(run.status == 0);
+  JobLog job(run.dir);
+  Trace trace = build_trace(job);
+  RunFacts facts = run_facts(job);
+  ReplayOptions base;
+  base.params = choose_params(facts, "", fs::path(MPA_SOURCE_DIR) / "share" / "params").params;
+  CHECK_FALSE(advise_eager_limit(trace, facts, base).has_value());
+}
