@@ -81,7 +81,7 @@ $(CALIBRATE_BENCH): cli/calibrate_bench.c
 # ---- examples ----------------------------------------------------------------------------------------------
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 examples: $(EXAMPLES)
-$(BUILD)/examples/%: examples/%.c
+$(BUILD)/examples/%: examples/%.c examples/compute.h
 	@mkdir -p $(dir $@)
 	$(MPICC) -O2 -g -o $@ $< -lm
 

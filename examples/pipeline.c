@@ -6,18 +6,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static void stage(double ms)
-{
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  volatile double x = 0;
-  do {
-    for (int i = 0; i < 1000; i++) x += i * 1e-9;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6 < ms);
-}
+#include "compute.h"
 
 int main(int argc, char **argv)
 {
@@ -32,7 +21,7 @@ int main(int argc, char **argv)
   double t0 = MPI_Wtime();
   for (int i = 0; i < items; i++) {
     if (rank > 0) MPI_Recv(item, (int)bytes, MPI_BYTE, rank - 1, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    stage(ms * (1 + 0.5 * rank)); /* later stages are slower: their receives come late */
+    compute_ms(ms * (1 + 0.5 * rank)); /* later stages are slower: their receives come late */
     item[i % bytes] = (char)(item[i % bytes] + rank + 1);
     if (rank < size - 1) MPI_Send(item, (int)bytes, MPI_BYTE, rank + 1, i, MPI_COMM_WORLD);
   }

@@ -162,7 +162,7 @@ TEST_CASE("mpiadvise replay and whatif print JSON with the documented fields, an
   CHECK(j["ranks"][1].contains("recv_wait_ns"));
   bool named = false;
   for (const auto& s : j["sites"])
-    named |= s["call"] == "MPI_Send" && s["where"].get<std::string>().find("pingpong_late.c:40") != std::string::npos;
+    named |= s["call"] == "MPI_Send" && s["where"].get<std::string>().find("pingpong_late.c:29") != std::string::npos;
   CHECK(named);
 
   auto w = run_command(cmd + " whatif --json --set S=128K " + run.dir.string());
@@ -178,7 +178,7 @@ TEST_CASE("mpiadvise replay and whatif print JSON with the documented fields, an
   CHECK(sj[0]["rendezvous_messages"] == 10);
   CHECK(sj[4]["rendezvous_messages"] == 0);
 
-  auto split = run_command(cmd + " whatif --json --split examples/pingpong_late.c:40 " + run.dir.string());
+  auto split = run_command(cmd + " whatif --json --split examples/pingpong_late.c:29 " + run.dir.string());
   REQUIRE(split.status == 0);
   auto spj = nlohmann::json::parse(split.out);
   CHECK(spj["split_messages"] == 10);
