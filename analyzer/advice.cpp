@@ -8,33 +8,59 @@
 
 namespace mpiadvise {
 
-std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size_t top) {
-  std::vector<HotSpot> out;
-  for (const auto& [key, s] : waits.sites) {
-    HotSpot h;
-    h.rank = s.rank;
-    h.callsite = s.callsite;
-    h.call = s.call;
-    double most = -1;
-    for (const auto& [cause, ns] : s.waited_ns) {
-      h.waited_ns += ns;
-      if (ns > most) most = ns, h.cause = cause;
-    }
-    for (const auto& [cause, n] : s.count) h.count += n;
-    if (h.waited_ns <= 0) continue;
-    for (uint64_t b : s.message_bytes) h.size_log2[b ? static_cast<int>(std::floor(std::log2(static_cast<double>(b)))) : -1]++;
-    out.push_back(std::move(h));
+namespace {
+
+// The key of a rank's call site; a site the trace has no key for is keyed by rank and id alone.
+SiteKey key_of(const Trace& t, int rank, uint32_t callsite) {
+  if (static_cast<size_t>(rank) < t.site_keys.size()) {
+    auto it = t.site_keys[rank].find(callsite);
+    if (it != t.site_keys[rank].end()) return it->second;
   }
-  // peers: the other end of every message this site waited on (the site completes it)
+  return SiteKey{"rank " + std::to_string(rank) + " site", callsite};
+}
+
+}  // namespace
+
+std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size_t top) {
+  std::map<SiteKey, HotSpot> by_key;
+  std::map<SiteKey, double> best_rank_ns;
+  for (const auto& [rc, s] : waits.sites) {
+    SiteKey key = key_of(trace, s.rank, s.callsite);
+    HotSpot& h = by_key[key];
+    h.key = key;
+    double waited = 0;
+    for (const auto& [cause, ns] : s.waited_ns) waited += ns, h.waited_by_cause[cause] += ns;
+    for (const auto& [cause, ns] : s.caused_ns) h.caused_ns += ns;
+    for (const auto& [cause, n] : s.count) h.count += n;
+    if (h.members.empty() || waited > best_rank_ns[key]) {
+      best_rank_ns[key] = waited;
+      h.rank = s.rank, h.callsite = s.callsite, h.call = s.call;
+    }
+    h.members.emplace_back(s.rank, s.callsite);
+    if (waited > 0) h.ranks.push_back(s.rank);
+    h.waited_ns += waited;
+    for (uint64_t b : s.message_bytes) h.size_log2[b ? static_cast<int>(std::floor(std::log2(static_cast<double>(b)))) : -1]++;
+  }
+  // peers: the other end of every message completed at the site
   std::map<std::pair<int, uint32_t>, std::set<int>> peers;
   for (const auto& m : trace.messages) {
     if (!m.matched()) continue;
     if (m.send_done_op != kNone) peers[{m.src, trace.op(m.src, m.send_done_op).callsite}].insert(m.dst);
     if (m.recv_done_op != kNone) peers[{m.dst, trace.op(m.dst, m.recv_done_op).callsite}].insert(m.src);
   }
-  for (auto& h : out) {
-    auto it = peers.find({h.rank, h.callsite});
-    if (it != peers.end()) h.peers.assign(it->second.begin(), it->second.end());
+  std::vector<HotSpot> out;
+  for (auto& [key, h] : by_key) {
+    if (h.waited_ns <= 0) continue;
+    double most = -1;
+    for (const auto& [cause, ns] : h.waited_by_cause)
+      if (ns > most) most = ns, h.cause = cause;
+    std::set<int> all;
+    for (const auto& member : h.members) {
+      auto it = peers.find(member);
+      if (it != peers.end()) all.insert(it->second.begin(), it->second.end());
+    }
+    h.peers.assign(all.begin(), all.end());
+    out.push_back(std::move(h));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.waited_ns > b.waited_ns; });
   if (out.size() > top) out.resize(top);
@@ -58,46 +84,206 @@ uint64_t header_bytes(const RunFacts& f) {
 
 std::optional<RaiseEagerLimit> advise_eager_limit(const Trace& trace, const RunFacts& facts, const ReplayOptions& base) {
   ReplayResult baseline = replay(trace, base);
-  double before = send_wait(baseline);
-  if (baseline.rendezvous_messages == 0 || before <= 0) return std::nullopt;
-  uint64_t header = header_bytes(facts);
-  uint64_t need = trace.largest_message + header;
-  RaiseEagerLimit best;
-  bool found = false;
-  for (uint64_t limit = 1024; limit <= std::max<uint64_t>(need, 1024) * 2 && !found; limit *= 2) {
+  if (baseline.rendezvous_messages == 0) return std::nullopt;
+  const double before = send_wait(baseline);
+  const uint64_t header = header_bytes(facts);
+  const uint64_t need = trace.largest_message + header;
+  // the sweep: each power of two above the limit in force, up to the first that makes every message eager
+  std::vector<std::pair<uint64_t, ReplayResult>> sweep;
+  for (uint64_t limit = 1024; limit <= LogGPSParams::kInfinite / 4; limit *= 2) {
     uint64_t S = limit > header ? limit - header : 0;
     if (S <= base.params.S) continue;
     ReplayOptions o = base;
     o.params.S = S;
     o.params.s = std::min(o.params.s, S);
-    ReplayResult r = replay(trace, o);
-    double after = send_wait(r);
-    if (after <= 0.1 * before) {
-      found = true;
-      best.value = limit;
-      best.S = S;
-      best.baseline_ns = baseline.predicted_ns;
-      best.predicted_ns = r.predicted_ns;
-      best.send_wait_before_ns = before;
-      best.send_wait_after_ns = after;
-    }
+    sweep.emplace_back(limit, replay(trace, o));
+    if (limit >= need) break;
   }
-  if (!found) return std::nullopt;
+  double best_ns = baseline.predicted_ns;
+  for (const auto& [limit, r] : sweep) best_ns = std::min(best_ns, r.predicted_ns);
+  const double gain = baseline.predicted_ns - best_ns;
+  if (gain <= 0) return std::nullopt;
+  // the smallest limit that gives 90% of the best gain (and then also removes most of the send-wait)
+  RaiseEagerLimit best;
+  for (const auto& [limit, r] : sweep) {
+    if (baseline.predicted_ns - r.predicted_ns < 0.9 * gain) continue;
+    best.value = limit;
+    best.S = limit > header ? limit - header : 0;
+    best.baseline_ns = baseline.predicted_ns;
+    best.predicted_ns = r.predicted_ns;
+    best.send_wait_before_ns = before;
+    best.send_wait_after_ns = send_wait(r);
+    break;
+  }
   best.setting = facts.eager_setting.empty() ? "the eager limit of the MPI library" : facts.eager_setting;
   if (facts.library == "Open MPI" && facts.eager_setting.rfind("btl_", 0) == 0) {
     best.mca = fmt::format("--mca {} {}", facts.eager_setting, best.value);
     best.env = fmt::format("OMPI_MCA_{}={}", facts.eager_setting, best.value);
   } else if (facts.eager_setting == "UCX_RNDV_THRESH") {
     best.env = fmt::format("UCX_RNDV_THRESH={}", best.value);
+  } else if (facts.eager_setting.rfind("MPIR_CVAR_", 0) == 0) {
+    best.env = fmt::format("{}={}", facts.eager_setting, best.value);
   }
   // eager messages that arrive before their receive are buffered at the receiver: up to the limit for
   // each rank that sends to it messages the new limit makes eager
   std::map<int, std::set<int>> senders;
+  std::set<std::pair<int, uint32_t>> sites;
   for (const auto& m : trace.messages)
-    if (m.matched() && m.bytes > base.params.S && m.bytes <= best.S) senders[m.dst].insert(m.src);
+    if (m.matched() && !m.synchronous && m.bytes > base.params.S && m.bytes <= best.S) {
+      senders[m.dst].insert(m.src);
+      sites.insert({m.src, trace.op(m.src, m.send_op).callsite});
+      best.messages_made_eager++;
+    }
+  best.send_sites.assign(sites.begin(), sites.end());
   for (const auto& [dst, srcs] : senders) best.senders_per_rank = std::max(best.senders_per_rank, static_cast<int>(srcs.size()));
   best.memory_per_rank_bytes = static_cast<uint64_t>(best.senders_per_rank) * best.value;
   return best;
+}
+
+const char* advice_kind_name(AdviceKind k) {
+  switch (k) {
+    case AdviceKind::RaiseEagerLimit: return "raise_eager_limit";
+    case AdviceKind::SplitMessages: return "split_messages";
+    case AdviceKind::PrepostReceives: return "prepost_receives";
+    case AdviceKind::NonblockingSend: return "nonblocking_send";
+  }
+  return "?";
+}
+
+namespace {
+
+Breakdown sum_ranks(const ReplayResult& r) {
+  Breakdown b;
+  for (const auto& rank : r.ranks) b += rank.predicted;
+  return b;
+}
+
+bool blocking_send(uint32_t call) {
+  return call == MPA_CALL_Send || call == MPA_CALL_Ssend || call == MPA_CALL_Bsend || call == MPA_CALL_Rsend;
+}
+bool blocking_recv(uint32_t call) { return call == MPA_CALL_Recv || call == MPA_CALL_Mrecv; }
+
+struct SiteFacts {
+  std::vector<std::pair<int, uint32_t>> members;
+  uint32_t call = 0;
+  double weight = 0;            // waited there plus made others wait
+  uint64_t messages = 0, messages_above_S = 0, extra_chunks = 0, largest = 0;
+};
+
+}  // namespace
+
+std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const WaitStates& waits,
+                           const ReplayOptions& base, const ReplayResult& baseline, size_t max_sites) {
+  std::vector<Advice> out;
+  const double error = std::fabs(baseline.error());
+  const double threshold = std::max(error, 0.01);
+  const Breakdown before = sum_ranks(baseline);
+  auto keep = [&](Advice a, const ReplayResult& r) {
+    a.baseline_ns = baseline.predicted_ns;
+    a.predicted_ns = r.predicted_ns;
+    a.model_error = error;
+    a.before = before;
+    a.after = sum_ranks(r);
+    if (a.saving() > threshold) out.push_back(std::move(a));
+  };
+
+  if (auto e = advise_eager_limit(trace, facts, base)) {
+    ReplayOptions o = base;
+    o.params.S = e->S;
+    o.params.s = std::min(o.params.s, e->S);
+    Advice a;
+    a.kind = AdviceKind::RaiseEagerLimit;
+    a.messages = e->messages_made_eager;
+    a.members = e->send_sites;
+    a.eager = e;
+    keep(std::move(a), replay(trace, o));
+  }
+
+  // the sites: every (rank, callsite) of blocking sends and receives, by key
+  std::map<SiteKey, SiteFacts> sites;
+  for (size_t r = 0; r < trace.ranks.size(); r++) {
+    std::set<uint32_t> seen;
+    for (const auto& op : trace.ranks[r].ops) {
+      if (!blocking_send(op.call) && !blocking_recv(op.call)) continue;
+      if (!seen.insert(op.callsite).second) continue;
+      SiteFacts& f = sites[key_of(trace, static_cast<int>(r), op.callsite)];
+      f.members.emplace_back(static_cast<int>(r), op.callsite);
+      f.call = op.call;
+    }
+  }
+  for (const auto& [rc, w] : waits.sites) {
+    auto it = sites.find(key_of(trace, w.rank, w.callsite));
+    if (it == sites.end()) continue;
+    for (const auto& [cause, ns] : w.waited_ns) it->second.weight += ns;
+    for (const auto& [cause, ns] : w.caused_ns) it->second.weight += ns;
+  }
+  const uint64_t S = base.params.S;
+  for (const auto& m : trace.messages) {
+    if (!m.matched()) continue;
+    const Op& send = trace.op(m.src, m.send_op);
+    if (blocking_send(send.call)) {
+      auto it = sites.find(key_of(trace, m.src, send.callsite));
+      if (it != sites.end()) {
+        SiteFacts& f = it->second;
+        f.messages++;
+        f.largest = std::max(f.largest, m.bytes);
+        if (!m.synchronous && S > 0 && S != LogGPSParams::kInfinite && m.bytes > S)
+          f.messages_above_S++, f.extra_chunks += (m.bytes + S - 1) / S - 1;
+      }
+    }
+    const Op& recv = trace.op(m.dst, m.recv_op);
+    if (blocking_recv(recv.call)) {
+      auto it = sites.find(key_of(trace, m.dst, recv.callsite));
+      if (it != sites.end()) it->second.messages++, it->second.largest = std::max(it->second.largest, m.bytes);
+    }
+  }
+  // the candidates of each kind: the sites that weigh most, at most max_sites of them
+  std::vector<std::pair<SiteKey, const SiteFacts*>> ranked;
+  for (const auto& [key, f] : sites) ranked.emplace_back(key, &f);
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.second->weight > b.second->weight; });
+  size_t splits = 0, preposts = 0, nonblocking = 0;
+  for (const auto& [key, f] : ranked) {
+    auto advice_at = [&](AdviceKind kind) {
+      Advice a;
+      a.kind = kind;
+      a.site = key;
+      a.members = f->members;
+      a.call = f->call;
+      a.messages = f->messages;
+      return a;
+    };
+    if (blocking_send(f->call) && f->messages_above_S > 0 && splits < max_sites) {
+      splits++;
+      ReplayOptions o = base;
+      o.split_sites = {key};
+      ReplayResult r = replay(trace, o);
+      Advice a = advice_at(AdviceKind::SplitMessages);
+      a.chunk_bytes = S;
+      a.extra_messages = f->extra_chunks;
+      a.messages = f->messages_above_S;
+      Breakdown after = sum_ranks(r);
+      a.extra_overhead_ns = (after.send_overhead + after.recv_overhead) - (before.send_overhead + before.recv_overhead);
+      keep(std::move(a), r);
+    }
+    if (f->weight <= 0) continue;
+    if (blocking_recv(f->call) && preposts < max_sites) {
+      preposts++;
+      ReplayOptions o = base;
+      o.prepost_sites = {key};
+      Advice a = advice_at(AdviceKind::PrepostReceives);
+      a.buffer_bytes = f->largest;
+      keep(std::move(a), replay(trace, o));
+    }
+    if (blocking_send(f->call) && nonblocking < max_sites) {
+      nonblocking++;
+      ReplayOptions o = base;
+      o.nonblocking_sites = {key};
+      keep(advice_at(AdviceKind::NonblockingSend), replay(trace, o));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Advice& a, const Advice& b) { return a.predicted_ns < b.predicted_ns; });
+  return out;
 }
 
 }  // namespace mpiadvise

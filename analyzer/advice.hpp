@@ -1,5 +1,5 @@
-// Toward `mpiadvise report` (issue 4): hot spots from the measured wait states, and the eager-limit
-// advice from a what-if sweep (never a back-of-envelope guess). The report command is not built yet.
+// What `mpiadvise report` finds and advises: hot spots from the measured wait states, and advice whose
+// every figure comes from a what-if replay of the trace (never a back-of-envelope guess).
 #pragma once
 
 #include <cstdint>
@@ -14,15 +14,21 @@
 
 namespace mpiadvise {
 
+// A call site (the same module and offset on every rank that has it) ranked by the time lost there.
 struct HotSpot {
-  int rank = 0;
+  SiteKey key;
+  int rank = 0;             // the rank that lost most there, and its id for the site
   uint32_t callsite = 0;
+  std::vector<int> ranks;   // every rank that waited there
+  std::vector<std::pair<int, uint32_t>> members;  // (rank, callsite id) of each
   uint32_t call = 0;
   WaitCause cause = WaitCause::LateSender;  // the cause of most of its waiting
+  std::map<WaitCause, double> waited_by_cause;
   double waited_ns = 0;                     // all causes
-  uint64_t count = 0;
-  std::vector<int> peers;                   // ranks of the messages it waited on
-  std::map<int, uint64_t> size_log2;        // message sizes: floor(log2(bytes)) -> count
+  double caused_ns = 0;                     // what the site made other ranks wait
+  uint64_t count = 0;                       // waits
+  std::vector<int> peers;                   // ranks at the other end of the messages completed there
+  std::map<int, uint64_t> size_log2;        // message sizes: floor(log2(bytes)) -> count (-1: 0 bytes)
 };
 
 // Call sites ranked by time lost waiting, at most top of them.
@@ -39,8 +45,38 @@ struct RaiseEagerLimit {
   double send_wait_before_ns = 0, send_wait_after_ns = 0;
   uint64_t memory_per_rank_bytes = 0;  // eager buffering: the limit for each rank that sends to one
   int senders_per_rank = 0;
+  uint64_t messages_made_eager = 0;
+  std::vector<std::pair<int, uint32_t>> send_sites;  // (rank, callsite) of the sends it makes eager
 };
 
 std::optional<RaiseEagerLimit> advise_eager_limit(const Trace& trace, const RunFacts& facts, const ReplayOptions& base);
+
+enum class AdviceKind { RaiseEagerLimit, SplitMessages, PrepostReceives, NonblockingSend };
+const char* advice_kind_name(AdviceKind k);  // "raise_eager_limit", ...
+
+struct Advice {
+  AdviceKind kind = AdviceKind::RaiseEagerLimit;
+  SiteKey site;                                   // where to change the program (not for the eager limit)
+  std::vector<std::pair<int, uint32_t>> members;  // (rank, callsite id) at that site
+  uint32_t call = 0;
+  double baseline_ns = 0, predicted_ns = 0;       // the measured run replayed, and with the change
+  double model_error = 0;                         // |predicted - measured| / measured of the run as it was
+  Breakdown before, after;                        // summed over ranks
+  std::optional<RaiseEagerLimit> eager;           // RaiseEagerLimit
+  uint64_t extra_messages = 0;                    // SplitMessages: chunks beyond one per message
+  double extra_overhead_ns = 0;                   // their added send and receive overhead, all ranks
+  uint64_t chunk_bytes = 0;
+  uint64_t messages = 0;                          // messages (or receives) the change touches
+  uint64_t buffer_bytes = 0;                      // PrepostReceives: the second buffer, per rank
+  double saving_ns() const { return baseline_ns - predicted_ns; }
+  double saving() const { return baseline_ns > 0 ? saving_ns() / baseline_ns : 0; }
+};
+
+// Every change worth making, best (lowest predicted run time) first: each replayed on the trace, kept
+// only when its predicted saving exceeds the model's error on the measured run and 1% of the run.
+// Candidate sites: those of the hot spots (where ranks waited or made others wait) and every send site
+// above S.
+std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const WaitStates& waits,
+                           const ReplayOptions& base, const ReplayResult& baseline, size_t max_sites);
 
 }  // namespace mpiadvise

@@ -150,6 +150,8 @@ class Simulation {
     bool gap_done = false, posted = false, force = false;
     double op_start = 0;
     double deferred_send_done = kUnknown;  // a send made non-blocking: completed at the next MPI call
+    std::map<uint32_t, double> preposted;  // call site -> when its next receive is posted (made an Irecv)
+    bool preposted_now = false;
     Breakdown b;
   };
 
@@ -369,7 +371,7 @@ class Simulation {
     return pos < 0 ? kUnknown : coll_done_[c_id][pos];
   }
 
-  void post_links(int r, const Op& op) {
+  void post_links(int r, const Op& op, double when) {
     for (uint32_t k = 0; k < op.n_links; k++) {
       const Link& l = t_.links[op.first_link + k];
       if (l.id == kNone) continue;
@@ -384,11 +386,11 @@ class Simulation {
             rendezvous_bytes_ += m.bytes;
           }
         }
-        set_ts(l.id, ranks_[r].now);
+        set_ts(l.id, when);
       } else if (l.kind == Link::PostRecv) {
-        set_tr(l.id, ranks_[r].now);
+        set_tr(l.id, when);
       } else if (l.kind == Link::PostColl) {
-        arrive_collective(l.id, r, ranks_[r].now);
+        arrive_collective(l.id, r, when);
       }
     }
   }
@@ -427,13 +429,17 @@ class Simulation {
       case OpKind::SendRecv:
       case OpKind::Completion: {
         if (!s.posted) {
-          post_links(r, op);
+          // a receive made an Irecv: posted when the previous one at this site completed
+          auto pre = op.kind == OpKind::Recv ? s.preposted.find(op.callsite) : s.preposted.end();
+          s.preposted_now = pre != s.preposted.end() && pre->second < s.now;
+          post_links(r, op, s.preposted_now ? pre->second : s.now);
           s.posted = true;
         }
+        const bool as_wait = op.kind == OpKind::Completion || s.preposted_now;
         nonblocking_now = (op.kind == OpKind::Send || op.kind == OpKind::SyncSend) &&
                           (o_.nonblocking_everywhere || at(o_.nonblocking_sites, r, op.callsite));
-        end = s.now + (op.kind == OpKind::Completion ? p_.o : 0);
-        if (op.kind == OpKind::Completion) parts.recv_overhead += p_.o;
+        end = s.now + (as_wait ? p_.o : 0);
+        if (as_wait) parts.recv_overhead += p_.o;
         for (uint32_t k = 0; k < op.n_links && end != kUnknown; k++) {
           const Link& l = t_.links[op.first_link + k];
           if (l.id == kNone) continue;
@@ -469,7 +475,7 @@ class Simulation {
             end = kUnknown;
             break;
           }
-          if (op.kind == OpKind::Completion) {
+          if (as_wait) {
             // (11): the wait returns at max(ti + Tblk, tw + o'); what is beyond tw + o' is waiting
             double beyond = std::max(0.0, done - (s.now + p_.o));
             if (l.kind == Link::DoneSend) parts.send_wait += beyond;
@@ -480,7 +486,7 @@ class Simulation {
           }
           end = std::max(end, done);
         }
-        if (op.kind == OpKind::Completion && end != kUnknown) {
+        if (as_wait && end != kUnknown) {
           // the parts of a wait are its overhead and its waiting, which may overlap: keep the sum exact
           double sum = parts.total();
           double dur = end - s.now;
@@ -509,7 +515,7 @@ class Simulation {
       case OpKind::PostSend:
       case OpKind::PostRecv:
         if (!s.posted) {
-          post_links(r, op);
+          post_links(r, op, s.now);
           s.posted = true;
         }
         end = s.now + p_.o;  // (6), (10)
@@ -517,7 +523,7 @@ class Simulation {
         break;
       case OpKind::PostCollective:
         if (!s.posted) {
-          post_links(r, op);
+          post_links(r, op, s.now);
           s.posted = true;
         }
         end = s.now + p_.o;
@@ -525,7 +531,7 @@ class Simulation {
         break;
       case OpKind::Collective: {
         if (!s.posted) {
-          post_links(r, op);
+          post_links(r, op, s.now);
           s.posted = true;
         }
         uint32_t c = op.n_links ? t_.links[op.first_link].id : kNone;
@@ -551,12 +557,18 @@ class Simulation {
       end = s.now + static_cast<double>(op.t_exit - op.t_enter);
       parts.other += end - s.now;
     }
+    if (op.kind == OpKind::Recv && (o_.prepost_everywhere || at(o_.prepost_sites, r, op.callsite))) {
+      // the Irecv of the next receive at this site, right after this one completes
+      end += p_.o;
+      parts.recv_overhead += p_.o;
+      s.preposted[op.callsite] = end;
+    }
     s.b += parts;
     SiteReplay& sr = site(r, op, true);
     sr.predicted += parts;
     s.now = std::max(end, s.now);
     s.i++;
-    s.gap_done = s.posted = s.force = false;
+    s.gap_done = s.posted = s.force = s.preposted_now = false;
     return true;
   }
 

@@ -24,8 +24,12 @@ struct ReplayOptions {
   // program transformations (simulation mode), by call site
   std::set<SiteKey> split_sites;        // messages above S sent as chunks of at most S
   std::set<SiteKey> nonblocking_sites;  // a blocking send made an Isend completed at the next MPI call
+  // a blocking receive made an Irecv into a second buffer, posted as soon as the previous receive at
+  // the same call site completed (the first one stays where it is), and waited for where it was
+  std::set<SiteKey> prepost_sites;
   bool split_everywhere = false;
   bool nonblocking_everywhere = false;
+  bool prepost_everywhere = false;
 };
 
 // Time split by cause, ns. The parts add up to the total.

@@ -69,6 +69,23 @@ RunFacts run_facts(const JobLog& job) {
     } else if (f.transport == "ucx") {
       f.eager_setting = "UCX_RNDV_THRESH";
     }
+  } else if (f.library == "MPICH") {
+    // MPICH's eager limit is a control variable of its device: ch3's CH3_EAGER_MAX_MSG_SIZE, ch4 OFI's
+    // CH4_OFI_EAGER_MAX_MSG_SIZE; the tracer logged whichever the library has (set as MPIR_CVAR_<name>)
+    f.transport = "unknown";
+    const nlohmann::json cvars = h.value("cvars", nlohmann::json::object());  // items() of a temporary dangles
+    for (const auto& [name, value] : cvars.items()) {
+      std::string bare = name.rfind("MPIR_CVAR_", 0) == 0 ? name.substr(10) : name;
+      if (bare.find("EAGER_MAX_MSG_SIZE") == std::string::npos) continue;
+      f.eager_setting = "MPIR_CVAR_" + bare;
+      f.configured_S = cvar(h, name);
+      if (f.configured_S) {
+        f.effective_S = f.configured_S;
+        f.effective_S_note = f.eager_setting + " as configured";
+      }
+      f.transport = bare.find("OFI") != std::string::npos ? "ofi" : bare.find("CH3") != std::string::npos ? "ch3" : "unknown";
+      break;
+    }
   } else {
     f.transport = "unknown";
   }

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   add(cli::add_replay(app));
   add(cli::add_whatif(app));
   add(cli::add_calibrate(app));
+  add(cli::add_report(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

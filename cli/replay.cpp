@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "format_units.hpp"
+#include "analysis.hpp"
 #include "log_reader.hpp"
 #include "replay.hpp"
 #include "run_facts.hpp"
@@ -25,38 +26,12 @@ struct ReplayCommand {
   std::vector<std::string> sets;
   std::string sweep;
   double compute_factor = 1.0;
-  std::vector<std::string> split, nonblocking;
+  std::vector<std::string> split, nonblocking, prepost;
 };
 
-// Everything a replay of one job needs, loaded once.
-struct Loaded {
-  std::unique_ptr<JobLog> job;
-  Trace trace;
-  RunFacts facts;
-  ChosenParams chosen;
-  WaitStates measured;
-  std::vector<std::unique_ptr<Symbolizer>> symbols;  // per rank
-  std::string where(int rank, uint32_t callsite) const {
-    const RankLog* log = job->rank(rank);
-    if (!log || static_cast<size_t>(rank) >= symbols.size() || !symbols[rank]) return "?";
-    auto it = log->callsites().find(callsite);
-    if (it == log->callsites().end() || it->second.frames.empty()) return "?";
-    return symbols[rank]->locate_return_address(it->second.frames[0]).text();
-  }
-};
+using Loaded = Analysis;
 
-Loaded load(const ReplayCommand& c) {
-  Loaded l;
-  l.job = std::make_unique<JobLog>(c.dir);
-  l.trace = build_trace(*l.job);
-  l.facts = run_facts(*l.job);
-  l.chosen = choose_params(l.facts, c.params, default_params_dir());
-  l.measured = measure_waits(l.trace, l.chosen.params.S);
-  l.symbols.resize(static_cast<size_t>(l.trace.world_size));
-  for (const auto& r : l.job->ranks())
-    if (r->rank() >= 0 && r->rank() < l.trace.world_size) l.symbols[r->rank()] = std::make_unique<Symbolizer>(r->modules());
-  return l;
-}
+Loaded load(const ReplayCommand& c) { return analyse(c.dir, c.params); }
 
 double parse_size(const std::string& what, const std::string& v) {
   static const std::regex re(R"(\s*(-?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)(i?[bB])?\s*)");
@@ -82,30 +57,15 @@ std::set<SiteKey> sites_at(const Loaded& l, const std::vector<std::string>& spec
     }
     auto colon = spec.rfind(':');
     if (colon == std::string::npos) throw CLI::ValidationError(option, spec + " is not FILE:LINE or all");
-    std::string file = spec.substr(0, colon);
     int line = 0;
     try {
       line = std::stoi(spec.substr(colon + 1));
     } catch (...) {
       throw CLI::ValidationError(option, spec + ": " + spec.substr(colon + 1) + " is not a line number");
     }
-    size_t found = 0;
-    for (const auto& log : l.job->ranks()) {
-      int r = log->rank();
-      if (r < 0 || r >= l.trace.world_size || !l.symbols[r]) continue;
-      for (const auto& [id, site] : log->callsites()) {
-        if (site.frames.empty()) continue;
-        auto loc = l.symbols[r]->locate_return_address(site.frames[0]);
-        bool file_ok = loc.file == file || (loc.file.size() > file.size() &&
-                                            loc.file.compare(loc.file.size() - file.size(), file.size(), file) == 0 &&
-                                            loc.file[loc.file.size() - file.size() - 1] == '/');
-        if (file_ok && loc.line == line) {
-          auto k = l.trace.site_keys[r].find(id);
-          if (k != l.trace.site_keys[r].end()) keys.insert(k->second), found++;
-        }
-      }
-    }
-    if (!found) throw CLI::ValidationError(option, spec + ": no MPI call site of the log is at that line");
+    auto found = l.sites_at(spec.substr(0, colon), line);
+    if (found.empty()) throw CLI::ValidationError(option, spec + ": no MPI call site of the log is at that line");
+    keys.insert(found.begin(), found.end());
   }
   return keys;
 }
@@ -211,7 +171,9 @@ ReplayOptions options_for(const ReplayCommand& c, const Loaded& l) {
   o.params.validate("--set");
   o.split_sites = sites_at(l, c.split, &o.split_everywhere, "--split");
   o.nonblocking_sites = sites_at(l, c.nonblocking, &o.nonblocking_everywhere, "--nonblocking");
-  if ((!o.split_sites.empty() || o.split_everywhere || !o.nonblocking_sites.empty() || o.nonblocking_everywhere) &&
+  o.prepost_sites = sites_at(l, c.prepost, &o.prepost_everywhere, "--prepost");
+  if ((!o.split_sites.empty() || o.split_everywhere || !o.nonblocking_sites.empty() || o.nonblocking_everywhere ||
+       !o.prepost_sites.empty() || o.prepost_everywhere) &&
       o.mode == ReplayMode::Paper)
     throw CLI::ValidationError("--mode", "program transformations need the simulation (--mode sim)");
   return o;
@@ -305,7 +267,9 @@ std::function<int()> add_whatif(CLI::App& app) {
         }
       });
   sub->add_option("--split", c->split, "FILE:LINE or all: send messages above S from there as chunks of at most S");
-  sub->add_option("--nonblocking", c->nonblocking, "FILE:LINE: make the blocking send there an Isend completed at the next MPI call");
+  sub->add_option("--nonblocking", c->nonblocking, "FILE:LINE or all: make the blocking send there an Isend completed at the next MPI call");
+  sub->add_option("--prepost", c->prepost,
+                  "FILE:LINE or all: make the blocking receive there an Irecv posted as soon as the previous one there completed");
   return [c] { return run_replay(*c, true); };
 }
 

@@ -1,0 +1,38 @@
+// One traced job loaded for analysis: its logs, the matched trace, the facts of the run, the parameter
+// set chosen for it, the measured wait states and a symbolizer per rank. What replay, whatif and report
+// all start from.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "log_reader.hpp"
+#include "run_facts.hpp"
+#include "symbolizer.hpp"
+#include "trace.hpp"
+#include "waits.hpp"
+
+namespace mpiadvise {
+
+struct Analysis {
+  std::string dir;
+  std::unique_ptr<JobLog> job;
+  Trace trace;
+  RunFacts facts;
+  ChosenParams chosen;
+  WaitStates measured;
+  std::vector<std::unique_ptr<Symbolizer>> symbols;  // per rank
+
+  // Where a rank's call site is in the source (module+offset without debug information).
+  SourceLocation locate(int rank, uint32_t callsite) const;
+  std::string where(int rank, uint32_t callsite) const;  // its text, "?" when unknown
+  // The call sites of every rank at FILE:LINE (FILE may be a trailing part of the path).
+  std::set<SiteKey> sites_at(const std::string& file, int line) const;
+};
+
+// Throws LogError (bad logs) or ParamError (bad parameter set); params: a name, a file, or "" to choose.
+Analysis analyse(const std::string& dir, const std::string& params);
+
+}  // namespace mpiadvise

@@ -1,0 +1,333 @@
+#include "report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "advice.hpp"
+#include "replay.hpp"
+
+#ifndef MPIADVISE_VERSION
+#define MPIADVISE_VERSION "0.1.0"
+#endif
+
+namespace mpiadvise {
+
+namespace {
+
+using json = nlohmann::json;
+
+json location_json(const SourceLocation& loc) {
+  json j = {{"text", loc.module.empty() && loc.file.empty() ? std::string("?") : loc.text()}};
+  if (!loc.file.empty()) j["file"] = loc.file, j["line"] = loc.line;
+  if (!loc.function.empty()) j["function"] = loc.function;
+  if (!loc.module.empty()) j["module"] = loc.module, j["offset"] = loc.offset;
+  return j;
+}
+
+json bytes_json(uint64_t v) { return v == LogGPSParams::kInfinite ? json("inf") : json(v); }
+
+json breakdown_json(const Breakdown& b) {
+  return {{"computation_ns", b.computation},
+          {"overhead_ns", b.send_overhead + b.recv_overhead},
+          {"send_wait_ns", b.send_wait},
+          {"recv_wait_ns", b.recv_wait},
+          {"synchronisation_ns", b.synchronisation},
+          {"collectives_ns", b.collectives},
+          {"other_ns", b.other}};
+}
+
+const char* call_name_of(uint32_t call) { return call_name(static_cast<int>(call)); }
+
+// The measured side of a rank: its window (MPI_Init's exit to MPI_Finalize's entry) split into
+// computation, waiting by cause, collectives and the rest of the time inside MPI.
+json measured_rank(const Analysis& a, int r) {
+  const auto& ops = a.trace.ranks[r].ops;
+  json j = {{"total_ns", 0.0}, {"computation_ns", 0.0}, {"mpi_ns", 0.0}};
+  if (ops.empty()) return j;
+  size_t first = 0, end = ops.size();
+  if (ops.front().call == MPA_CALL_Init || ops.front().call == MPA_CALL_Init_thread) first = 1;
+  if (end > first && ops[end - 1].call == MPA_CALL_Finalize) end--;
+  if (end <= first) return j;
+  double start = first ? static_cast<double>(ops[0].t_exit) : static_cast<double>(ops[0].t_enter);
+  double stop = end < ops.size() ? static_cast<double>(ops[end].t_enter) : static_cast<double>(ops.back().t_exit);
+  double mpi = 0, coll = 0;
+  for (size_t i = first; i < end; i++) {
+    double d = static_cast<double>(ops[i].t_exit - ops[i].t_enter);
+    mpi += d;
+    if (ops[i].kind == OpKind::Collective) coll += d;
+  }
+  double sw = a.measured.send_wait_ns(r), rw = a.measured.recv_wait_ns(r);
+  j["total_ns"] = stop - start;
+  j["computation_ns"] = std::max(0.0, stop - start - mpi);
+  j["mpi_ns"] = mpi;
+  j["send_wait_ns"] = sw;
+  j["recv_wait_ns"] = rw;
+  j["collectives_ns"] = coll;
+  j["other_mpi_ns"] = std::max(0.0, mpi - sw - rw - coll);
+  return j;
+}
+
+std::string advice_title(const Advice& a, const std::string& where) {
+  switch (a.kind) {
+    case AdviceKind::RaiseEagerLimit:
+      return fmt::format("raise the eager limit: {} {}", a.eager->setting, a.eager->value);
+    case AdviceKind::SplitMessages:
+      return fmt::format("split the messages sent at {} into chunks of at most {} bytes", where, a.chunk_bytes);
+    case AdviceKind::PrepostReceives:
+      return fmt::format("post the receive at {} earlier: MPI_Irecv into a second buffer as soon as the previous one completed",
+                         where);
+    case AdviceKind::NonblockingSend:
+      return fmt::format("make the send at {} non-blocking (MPI_Isend, completed at the next MPI call)", where);
+  }
+  return "?";
+}
+
+}  // namespace
+
+nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
+  const Trace& t = a.trace;
+  json j;
+  j["schema"] = kReportSchema;
+  j["generator"] = std::string("mpiadvise ") + MPIADVISE_VERSION;
+  j["dir"] = a.dir;
+
+  ReplayOptions base;
+  base.params = a.chosen.params;
+  ReplayResult baseline = replay(t, base);
+
+  // ---- summary
+  json s;
+  s["ranks"] = t.world_size;
+  s["ranks_logged"] = a.job->ranks().size();
+  s["hosts"] = a.facts.hosts;
+  s["library"] = a.facts.library;
+  s["library_version"] = a.facts.library_version;
+  s["transport"] = a.facts.transport;
+  s["eager_setting"] = a.facts.eager_setting;
+  s["configured_S"] = a.facts.configured_S ? json(*a.facts.configured_S) : json(nullptr);
+  s["effective_S"] = a.facts.effective_S ? json(*a.facts.effective_S) : json(nullptr);
+  s["effective_S_note"] = a.facts.effective_S_note;
+  double traced = 0, mpi = 0, span = 0;
+  json ranks = json::array();
+  for (const auto& rr : baseline.ranks) {
+    json m = measured_rank(a, rr.rank);
+    traced += m["total_ns"].get<double>();
+    mpi += m["mpi_ns"].get<double>();
+    span = std::max(span, rr.measured_ns);
+    json p = breakdown_json(rr.predicted);
+    p["total_ns"] = rr.predicted_ns;
+    ranks.push_back({{"rank", rr.rank},
+                     {"measured", m},
+                     {"predicted", p},
+                     {"error", rr.measured_ns > 0 ? (rr.predicted_ns - rr.measured_ns) / rr.measured_ns : 0.0}});
+  }
+  s["traced_ns"] = baseline.measured_ns;
+  s["rank_time_ns"] = traced;
+  s["mpi_ns"] = mpi;
+  s["mpi_share"] = traced > 0 ? mpi / traced : 0.0;
+  uint64_t matched = 0;
+  for (const auto& m : t.messages) matched += m.matched();
+  s["messages"] = matched;
+  s["collectives"] = t.collectives.size();
+  s["unmatched_sends"] = t.unmatched_sends;
+  s["unmatched_recvs"] = t.unmatched_recvs;
+  s["incomplete_collectives"] = t.incomplete_collectives;
+  j["summary"] = s;
+
+  // ---- the model on the measured run
+  const LogGPSParams& p = a.chosen.params;
+  j["params"] = {{"name", p.name}, {"why", a.chosen.why}, {"description", p.description},
+                 {"L_ns", p.L}, {"o_ns", p.o}, {"Oss_ns_per_byte", p.Oss}, {"Ors_ns_per_byte", p.Ors},
+                 {"Osl_ns_per_byte", p.Osl}, {"Orl_ns_per_byte", p.Orl}, {"Gs_ns_per_byte", p.Gs},
+                 {"Gl_ns_per_byte", p.Gl}, {"s_bytes", bytes_json(p.s)}, {"S_bytes", bytes_json(p.S)}};
+  Breakdown total;
+  for (const auto& rr : baseline.ranks) total += rr.predicted;
+  double measured_sw = 0, measured_rw = 0;
+  for (int r = 0; r < t.world_size; r++) measured_sw += a.measured.send_wait_ns(r), measured_rw += a.measured.recv_wait_ns(r);
+  j["model"] = {{"measured_ns", baseline.measured_ns},
+                {"predicted_ns", baseline.predicted_ns},
+                {"error", baseline.error()},
+                {"predicted_send_wait_ns", total.send_wait},
+                {"predicted_recv_wait_ns", total.recv_wait},
+                {"measured_send_wait_ns", measured_sw},
+                {"measured_recv_wait_ns", measured_rw},
+                {"rendezvous_messages", baseline.rendezvous_messages},
+                {"rendezvous_bytes", baseline.rendezvous_bytes},
+                {"unresolved_ops", baseline.unresolved_ops}};
+  j["ranks"] = ranks;
+
+  // ---- hot spots, by time lost (measured)
+  double waited_all = 0;
+  for (const auto& [key, w] : a.measured.sites)
+    for (const auto& [c, ns] : w.waited_ns) waited_all += ns;
+  json hot = json::array();
+  for (const auto& h : hot_spots(t, a.measured, options.top)) {
+    json sizes = json::array();
+    for (const auto& [lg, n] : h.size_log2)
+      sizes.push_back({{"min_bytes", lg < 0 ? 0 : uint64_t{1} << lg},
+                       {"max_bytes", lg < 0 ? 0 : (uint64_t{1} << (lg + 1)) - 1},
+                       {"count", n}});
+    json causes = json::object();
+    for (const auto& [c, ns] : h.waited_by_cause) causes[wait_cause_name(c)] = ns;
+    hot.push_back({{"where", location_json(a.locate(h.rank, h.callsite))},
+                   {"call", call_name_of(h.call)},
+                   {"ranks", h.ranks},
+                   {"peers", h.peers},
+                   {"count", h.count},
+                   {"waited_ns", h.waited_ns},
+                   {"share_of_waiting", waited_all > 0 ? h.waited_ns / waited_all : 0.0},
+                   {"caused_ns", h.caused_ns},
+                   {"cause", wait_cause_name(h.cause)},
+                   {"by_cause", causes},
+                   {"sizes", sizes}});
+  }
+  j["hot_spots"] = hot;
+
+  // ---- every call site's modelled figures (what the gate compares: the same for the same log)
+  struct SiteSum {
+    int rank = -1;
+    uint32_t callsite = 0, call = 0;
+    std::set<int> ranks;
+    uint64_t calls = 0, rendezvous_messages = 0, rendezvous_bytes = 0, messages = 0, bytes = 0;
+    double send_wait = 0, recv_wait = 0, measured_wait = 0;
+  };
+  std::map<SiteKey, SiteSum> sites;
+  auto key_of = [&](int rank, uint32_t callsite) {
+    auto it = t.site_keys[rank].find(callsite);
+    return it != t.site_keys[rank].end() ? it->second : SiteKey{"rank " + std::to_string(rank) + " site", callsite};
+  };
+  for (const auto& sr : baseline.sites) {
+    SiteSum& x = sites[key_of(sr.rank, sr.callsite)];
+    if (x.rank < 0) x.rank = sr.rank, x.callsite = sr.callsite, x.call = sr.call;
+    x.ranks.insert(sr.rank);
+    x.calls += sr.calls;
+    x.send_wait += sr.predicted.send_wait;
+    x.recv_wait += sr.predicted.recv_wait;
+    x.measured_wait += a.measured.site_send_wait_ns(sr.rank, sr.callsite) + a.measured.site_recv_wait_ns(sr.rank, sr.callsite);
+  }
+  for (const auto& m : t.messages) {
+    if (!m.matched()) continue;
+    auto it = sites.find(key_of(m.src, t.op(m.src, m.send_op).callsite));
+    if (it == sites.end()) continue;
+    it->second.messages++;
+    it->second.bytes += m.bytes;
+    if (m.synchronous || (p.S != LogGPSParams::kInfinite && m.bytes > p.S))
+      it->second.rendezvous_messages++, it->second.rendezvous_bytes += m.bytes;
+  }
+  std::vector<std::pair<SiteKey, SiteSum>> ordered(sites.begin(), sites.end());
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& x, const auto& y) {
+    return x.second.send_wait + x.second.recv_wait > y.second.send_wait + y.second.recv_wait;
+  });
+  json site_list = json::array();
+  for (const auto& [key, x] : ordered) {
+    if (x.messages == 0 && x.send_wait + x.recv_wait <= 0) continue;  // only where messages are sent or waited for
+    site_list.push_back({{"where", location_json(a.locate(x.rank, x.callsite))},
+                         {"call", call_name_of(x.call)},
+                         {"ranks", std::vector<int>(x.ranks.begin(), x.ranks.end())},
+                         {"calls", x.calls},
+                         {"messages_sent", x.messages},
+                         {"bytes_sent", x.bytes},
+                         {"rendezvous_messages", x.rendezvous_messages},
+                         {"rendezvous_bytes", x.rendezvous_bytes},
+                         {"predicted_send_wait_ns", x.send_wait},
+                         {"predicted_recv_wait_ns", x.recv_wait},
+                         {"predicted_wait_ns", x.send_wait + x.recv_wait},
+                         {"measured_wait_ns", x.measured_wait}});
+  }
+  j["sites"] = site_list;
+
+  // ---- advice, each from a what-if replay
+  json advice = json::array();
+  for (const auto& ad : advise(t, a.facts, a.measured, base, baseline, options.top)) {
+    std::string where = ad.members.empty() ? std::string() : a.where(ad.members.front().first, ad.members.front().second);
+    json x = {{"kind", advice_kind_name(ad.kind)},
+              {"title", advice_title(ad, where)},
+              {"baseline_ns", ad.baseline_ns},
+              {"predicted_ns", ad.predicted_ns},
+              {"saving_ns", ad.saving_ns()},
+              {"saving", ad.saving()},
+              {"model_error", ad.model_error},
+              {"send_wait_before_ns", ad.before.send_wait},
+              {"send_wait_after_ns", ad.after.send_wait},
+              {"recv_wait_before_ns", ad.before.recv_wait},
+              {"recv_wait_after_ns", ad.after.recv_wait},
+              {"messages", ad.messages}};
+    if (ad.kind == AdviceKind::RaiseEagerLimit) {
+      const RaiseEagerLimit& e = *ad.eager;
+      x["setting"] = e.setting;
+      x["value"] = e.value;
+      x["S"] = e.S;
+      x["mca"] = e.mca;
+      x["env"] = e.env;
+      x["memory_per_rank_bytes"] = e.memory_per_rank_bytes;
+      x["senders_per_rank"] = e.senders_per_rank;
+      json at = json::array();
+      std::set<std::string> seen;
+      for (const auto& [r, cs] : e.send_sites) {
+        SourceLocation loc = a.locate(r, cs);
+        if (seen.insert(loc.text()).second) at.push_back(location_json(loc));
+      }
+      x["sites"] = at;
+    } else {
+      x["where"] = location_json(a.locate(ad.members.front().first, ad.members.front().second));
+      x["call"] = call_name_of(ad.call);
+      std::set<int> rs;
+      for (const auto& [r, cs] : ad.members) rs.insert(r);
+      x["ranks"] = std::vector<int>(rs.begin(), rs.end());
+    }
+    if (ad.kind == AdviceKind::SplitMessages) {
+      x["chunk_bytes"] = ad.chunk_bytes;
+      x["extra_messages"] = ad.extra_messages;
+      x["extra_overhead_ns"] = ad.extra_overhead_ns;
+    }
+    if (ad.kind == AdviceKind::PrepostReceives) x["buffer_bytes"] = ad.buffer_bytes;
+    advice.push_back(x);
+  }
+  j["advice"] = advice;
+
+  // ---- what a reader should know about this job
+  json notes = json::array();
+  if (t.world_size == 1) notes.push_back("one rank: no messages between ranks, nothing waits for another rank");
+  else if (matched == 0) notes.push_back("no point-to-point messages: the eager limit and the send and receive advice do not apply");
+  if (matched > 0 && baseline.rendezvous_messages == 0)
+    notes.push_back(fmt::format("every message is at most S = {} bytes: no send waits for its receiver by protocol", p.S));
+  if (waited_all <= 0 && t.world_size > 1) notes.push_back("no rank waited for another: no hot spots");
+  if (advice.empty())
+    notes.push_back(fmt::format("no change predicted to save more than the model's error on this run ({:.1f}%) and 1%",
+                                100 * std::fabs(baseline.error())));
+  bool symbols = false;
+  for (const auto& h : hot)
+    if (h["where"].contains("file")) symbols = true;
+  for (const auto& x : site_list)
+    if (x["where"].contains("file")) symbols = true;
+  if (!symbols && (!hot.empty() || !site_list.empty()))
+    notes.push_back("no line information for the call sites (build with -g): they are named by module and offset");
+  if (baseline.unresolved_ops)
+    notes.push_back(fmt::format("{} operations have a partner missing from the logs: replayed with their measured time",
+                                baseline.unresolved_ops));
+  j["notes"] = notes;
+  json problems = json::array();
+  for (const auto& pr : t.problems) problems.push_back(pr.text());
+  j["problems"] = problems;
+  return j;
+}
+
+void check_report(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
+    throw std::runtime_error(where + ": not an mpiadvise report (no \"schema\")");
+  std::string schema = j["schema"].get<std::string>();
+  if (schema != kReportSchema)
+    throw std::runtime_error(where + ": schema " + schema + ", this mpiadvise reads " + kReportSchema);
+  for (const char* key : {"summary", "model", "ranks", "hot_spots", "sites", "advice"})
+    if (!j.contains(key)) throw std::runtime_error(where + ": the report has no \"" + key + "\"");
+  for (const char* key : {"predicted_ns", "measured_ns", "predicted_send_wait_ns", "predicted_recv_wait_ns",
+                          "rendezvous_messages", "rendezvous_bytes"})
+    if (!j["model"].contains(key) || !j["model"][key].is_number())
+      throw std::runtime_error(where + ": model." + key + " is missing or not a number");
+}
+
+}  // namespace mpiadvise

@@ -1,0 +1,26 @@
+// `mpiadvise report`: the analysis of one traced job as a JSON document (schema mpiadvise-report/1, see
+// mpiadvise-report(1)): summary, per-rank measured and predicted times, hot spots, per-site modelled
+// figures, and advice each with its predicted saving. The text and Markdown forms are rendered from it,
+// and `mpiadvise gate` compares two of them.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis.hpp"
+
+namespace mpiadvise {
+
+inline constexpr const char* kReportSchema = "mpiadvise-report/1";
+
+struct ReportOptions {
+  size_t top = 10;        // hot spots listed, and candidate sites replayed per kind of advice
+};
+
+nlohmann::json build_report(const Analysis& a, const ReportOptions& options);
+
+// Checks that j is a report this version reads; throws std::runtime_error naming what is wrong.
+void check_report(const nlohmann::json& j, const std::string& where);
+
+}  // namespace mpiadvise

@@ -1,0 +1,243 @@
+// mpiadvise report DIR: findings and advice, each with its predicted saving; as text, Markdown or JSON
+// (schema mpiadvise-report/1), all rendered from the one JSON document analyzer/report.cpp builds.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "analysis.hpp"
+#include "commands.hpp"
+#include "format_units.hpp"
+#include "report.hpp"
+
+namespace mpiadvise::cli {
+namespace {
+
+using json = nlohmann::json;
+
+struct ReportCommand {
+  std::string dir, params, format = "text", output;
+  size_t top = 10;
+};
+
+std::string dur(const json& v) { return duration_text(static_cast<uint64_t>(std::max(0.0, v.get<double>()))); }
+std::string pct(double f) { return fmt::format("{:.1f}%", 100 * f); }
+std::string signed_pct(double f) { return fmt::format("{:+.1f}%", 100 * f); }
+
+std::string ranks_text(const json& v) {
+  std::string s;
+  for (const auto& r : v) s += (s.empty() ? "" : ",") + std::to_string(r.get<int>());
+  return s.empty() ? "-" : s;
+}
+
+std::string sizes_text(const json& sizes) {
+  std::string s;
+  for (const auto& b : sizes) {
+    uint64_t lo = b["min_bytes"].get<uint64_t>(), hi = b["max_bytes"].get<uint64_t>();
+    s += (s.empty() ? "" : ", ") + (hi == 0 ? std::string("0 B") : bytes_text(lo) + ".." + bytes_text(hi + 1)) +
+         fmt::format(" x{}", b["count"].get<uint64_t>());
+  }
+  return s.empty() ? "-" : s;
+}
+
+std::string job_line(const json& s) {
+  std::string hosts;
+  for (const auto& h : s["hosts"]) hosts += (hosts.empty() ? "" : ", ") + h.get<std::string>();
+  size_t nhosts = s["hosts"].size();
+  std::string lib = s["library"].get<std::string>();
+  if (!s["library_version"].get<std::string>().empty()) lib += " " + s["library_version"].get<std::string>();
+  return fmt::format("{} ranks on {} host{} ({}); {} over {}", s["ranks"].get<int>(), nhosts, nhosts == 1 ? "" : "s",
+                     hosts, lib.empty() ? "an unknown MPI library" : lib, s["transport"].get<std::string>());
+}
+
+std::string eager_line(const json& s) {
+  if (s["effective_S"].is_null()) return "not in the log (the model's S is the parameter set's)";
+  return fmt::format("{} = {}: S = {} bytes ({})", s["eager_setting"].get<std::string>(),
+                     s["configured_S"].is_null() ? std::string("?") : std::to_string(s["configured_S"].get<uint64_t>()),
+                     s["effective_S"].get<uint64_t>(), s["effective_S_note"].get<std::string>());
+}
+
+// What a piece of advice gives and costs, in one or two lines.
+std::vector<std::string> advice_details(const json& a) {
+  std::vector<std::string> out;
+  out.push_back(fmt::format("predicted run time {} instead of {}: saves {} ({}); the model's error on this run is {}",
+                            dur(a["predicted_ns"]), dur(a["baseline_ns"]), dur(a["saving_ns"]),
+                            pct(a["saving"].get<double>()), pct(a["model_error"].get<double>())));
+  std::string kind = a["kind"];
+  if (kind == "raise_eager_limit") {
+    std::string how = a["mca"].get<std::string>();
+    if (!a["env"].get<std::string>().empty()) how += (how.empty() ? "" : " or ") + std::string("export ") + a["env"].get<std::string>();
+    if (!how.empty()) out.push_back("set it: " + how);
+    std::string at;
+    for (const auto& w : a["sites"]) at += (at.empty() ? "" : ", ") + w["text"].get<std::string>();
+    out.push_back(fmt::format("makes {} messages eager (sent at {}); send-wait {} -> {}", a["messages"].get<uint64_t>(),
+                              at.empty() ? "?" : at, dur(a["send_wait_before_ns"]), dur(a["send_wait_after_ns"])));
+    out.push_back(fmt::format("memory: up to {} of eager buffering per receiving rank ({} sender{} x {})",
+                              bytes_text(a["memory_per_rank_bytes"].get<uint64_t>()), a["senders_per_rank"].get<int>(),
+                              a["senders_per_rank"].get<int>() == 1 ? "" : "s", bytes_text(a["value"].get<uint64_t>())));
+  } else if (kind == "split_messages") {
+    out.push_back(fmt::format("{} messages become {} more; their extra overhead: {} over all ranks",
+                              a["messages"].get<uint64_t>(), a["extra_messages"].get<uint64_t>(), dur(a["extra_overhead_ns"])));
+  } else if (kind == "prepost_receives") {
+    out.push_back(fmt::format("a second receive buffer of {} per rank; send-wait {} -> {}, receive-wait {} -> {}",
+                              bytes_text(a["buffer_bytes"].get<uint64_t>()), dur(a["send_wait_before_ns"]),
+                              dur(a["send_wait_after_ns"]), dur(a["recv_wait_before_ns"]), dur(a["recv_wait_after_ns"])));
+  } else if (kind == "nonblocking_send") {
+    out.push_back(fmt::format("the send buffer must not be touched until the MPI_Wait; send-wait {} -> {}",
+                              dur(a["send_wait_before_ns"]), dur(a["send_wait_after_ns"])));
+  }
+  return out;
+}
+
+std::string render_text(const json& j, size_t top) {
+  std::ostringstream o;
+  const json& s = j["summary"];
+  const json& m = j["model"];
+  o << fmt::format("mpiadvise report {}\n", j["dir"].get<std::string>());
+  o << fmt::format("  job          {}\n", job_line(s));
+  o << fmt::format("  eager limit  {}\n", eager_line(s));
+  o << fmt::format("  traced       {}, {} of the ranks' time inside MPI; {} messages, {} collectives\n", dur(s["traced_ns"]),
+                   pct(s["mpi_share"].get<double>()), s["messages"].get<uint64_t>(), s["collectives"].get<uint64_t>());
+  o << fmt::format("  model        {}\n", j["params"]["why"].get<std::string>());
+  o << fmt::format("  predicted    {} ({} against the measured {}); {} rendezvous messages, {}\n", dur(m["predicted_ns"]),
+                   signed_pct(m["error"].get<double>()), dur(m["measured_ns"]), m["rendezvous_messages"].get<uint64_t>(),
+                   bytes_text(m["rendezvous_bytes"].get<uint64_t>()));
+  o << "\nPer rank, measured / predicted\n";
+  o << fmt::format("  {:>4}  {:>21}  {:>21}  {:>21}  {:>21}  {:>21}  {:>7}\n", "rank", "total", "computation", "send-wait",
+                   "recv-wait", "collectives", "error");
+  for (const auto& r : j["ranks"]) {
+    const json &me = r["measured"], &pr = r["predicted"];
+    auto pair = [&](const char* mk, const char* pk) {
+      return fmt::format("{:>10} / {:<10}", me.contains(mk) ? dur(me[mk]) : std::string("-"), dur(pr[pk]));
+    };
+    o << fmt::format("  {:>4}  {}  {}  {}  {}  {}  {:>7}\n", r["rank"].get<int>(), pair("total_ns", "total_ns"),
+                     pair("computation_ns", "computation_ns"), pair("send_wait_ns", "send_wait_ns"),
+                     pair("recv_wait_ns", "recv_wait_ns"), pair("collectives_ns", "collectives_ns"),
+                     signed_pct(r["error"].get<double>()));
+  }
+  o << "\nHot spots, by time lost waiting (measured)\n";
+  if (j["hot_spots"].empty()) o << "  none\n";
+  size_t i = 0;
+  for (const auto& h : j["hot_spots"]) {
+    if (i++ >= top) break;
+    o << fmt::format("  {}. {}  {}  ranks {} <-> {}\n", i, h["where"]["text"].get<std::string>(), h["call"].get<std::string>(),
+                     ranks_text(h["ranks"]), ranks_text(h["peers"]));
+    o << fmt::format("     {} lost in {} waits ({} of all waiting): {}\n", dur(h["waited_ns"]), h["count"].get<uint64_t>(),
+                     pct(h["share_of_waiting"].get<double>()), h["cause"].get<std::string>());
+    o << fmt::format("     sizes: {}\n", sizes_text(h["sizes"]));
+  }
+  o << "\nAdvice, by predicted run time (each from a what-if replay)\n";
+  if (j["advice"].empty()) o << "  none\n";
+  i = 0;
+  for (const auto& a : j["advice"]) {
+    o << fmt::format("  {}. {}\n", ++i, a["title"].get<std::string>());
+    for (const auto& line : advice_details(a)) o << "     " << line << "\n";
+  }
+  if (!j["notes"].empty()) {
+    o << "\nNotes\n";
+    for (const auto& n : j["notes"]) o << "  - " << n.get<std::string>() << "\n";
+  }
+  for (const auto& p : j["problems"]) o << "  problem: " << p.get<std::string>() << "\n";
+  return o.str();
+}
+
+std::string md_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|' || c == '*' || c == '_' || c == '`') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string render_markdown(const json& j, size_t top) {
+  std::ostringstream o;
+  const json& s = j["summary"];
+  const json& m = j["model"];
+  o << fmt::format("## mpiadvise report: `{}`\n\n", j["dir"].get<std::string>());
+  o << fmt::format("- **Job**: {}\n", md_escape(job_line(s)));
+  o << fmt::format("- **Eager limit**: {}\n", md_escape(eager_line(s)));
+  o << fmt::format("- **Traced**: {}, {} of the ranks' time inside MPI\n", dur(s["traced_ns"]), pct(s["mpi_share"].get<double>()));
+  o << fmt::format("- **Model**: {}; predicted {} ({} against the measured {})\n\n", md_escape(j["params"]["why"].get<std::string>()),
+                   dur(m["predicted_ns"]), signed_pct(m["error"].get<double>()), dur(m["measured_ns"]));
+  o << "### Per rank (measured / predicted)\n\n| rank | total | computation | send-wait | recv-wait | collectives | error |\n"
+       "|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& r : j["ranks"]) {
+    const json &me = r["measured"], &pr = r["predicted"];
+    auto pair = [&](const char* mk, const char* pk) {
+      return fmt::format("{} / {}", me.contains(mk) ? dur(me[mk]) : std::string("-"), dur(pr[pk]));
+    };
+    o << fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", r["rank"].get<int>(), pair("total_ns", "total_ns"),
+                     pair("computation_ns", "computation_ns"), pair("send_wait_ns", "send_wait_ns"),
+                     pair("recv_wait_ns", "recv_wait_ns"), pair("collectives_ns", "collectives_ns"),
+                     signed_pct(r["error"].get<double>()));
+  }
+  o << "\n### Hot spots\n\n";
+  if (j["hot_spots"].empty()) o << "None.\n";
+  else o << "| # | where | call | ranks | peers | lost | waits | cause | sizes |\n|---:|---|---|---|---|---:|---:|---|---|\n";
+  size_t i = 0;
+  for (const auto& h : j["hot_spots"]) {
+    if (i++ >= top) break;
+    o << fmt::format("| {} | `{}` | {} | {} | {} | {} | {} | {} | {} |\n", i, h["where"]["text"].get<std::string>(),
+                     md_escape(h["call"].get<std::string>()), ranks_text(h["ranks"]), ranks_text(h["peers"]),
+                     dur(h["waited_ns"]), h["count"].get<uint64_t>(), h["cause"].get<std::string>(), sizes_text(h["sizes"]));
+  }
+  o << "\n### Advice\n\n";
+  if (j["advice"].empty()) o << "None.\n";
+  i = 0;
+  for (const auto& a : j["advice"]) {
+    o << fmt::format("{}. **{}**\n", ++i, md_escape(a["title"].get<std::string>()));
+    for (const auto& line : advice_details(a)) o << "   - " << md_escape(line) << "\n";
+  }
+  if (!j["notes"].empty()) {
+    o << "\n### Notes\n\n";
+    for (const auto& n : j["notes"]) o << "- " << md_escape(n.get<std::string>()) << "\n";
+  }
+  return o.str();
+}
+
+int run_report(const ReportCommand& c) {
+  Analysis a = analyse(c.dir, c.params);
+  int status = kOk;
+  for (const auto& p : a.trace.problems) {
+    std::fprintf(stderr, "mpiadvise: %s\n", p.text().c_str());
+    if (p.corrupt) status = kProblems;
+  }
+  ReportOptions options;
+  options.top = c.top;
+  json j = build_report(a, options);
+  std::string text = c.format == "json" ? j.dump(2) + "\n" : c.format == "md" ? render_markdown(j, c.top) : render_text(j, c.top);
+  if (c.output.empty() || c.output == "-") {
+    std::cout << text;
+  } else {
+    std::ofstream out(c.output);
+    out << text;
+    out.close();
+    if (!out) throw std::runtime_error(c.output + ": cannot write the report");
+  }
+  return status;
+}
+
+}  // namespace
+
+std::string render_report(const nlohmann::json& j, const std::string& format, size_t top) {
+  return format == "md" ? render_markdown(j, top) : format == "json" ? j.dump(2) + "\n" : render_text(j, top);
+}
+
+std::function<int()> add_report(CLI::App& app) {
+  auto c = std::make_shared<ReportCommand>();
+  auto* sub = app.add_subcommand("report", "Findings and advice for a traced run, each with its predicted saving");
+  sub->add_option("dir", c->dir, "Job directory of rank-NNNNN.mpa logs")->required();
+  sub->add_option("--params", c->params, "Parameter set: a NAME in share/params or a FILE (default: chosen for the log)");
+  sub->add_option("--format", c->format, "text (default), json (schema mpiadvise-report/1) or md (Markdown)")
+      ->check(CLI::IsMember({"text", "json", "md"}));
+  sub->add_option("-o,--output", c->output, "Write the report to FILE instead of standard output");
+  sub->add_option("--top", c->top, "Hot spots listed, and candidate sites replayed for each kind of advice (default 10)")
+      ->check(CLI::Range(1, 1000));
+  return [c] { return run_report(*c); };
+}
+
+}  // namespace mpiadvise::cli
