@@ -24,6 +24,12 @@ $(TEST_DIR)/programs/%: tests/programs/%.f90 $(wildcard tests/programs/*.inc)
 	@mkdir -p $(dir $@)
 	mpif90 -O1 -g -o $@ $< -J $(TEST_DIR)/programs
 
+# an example built without debug information and stripped: the report falls back to module+offset
+$(TEST_DIR)/programs/pipeline_nosym: examples/pipeline.c examples/compute.h
+	@mkdir -p $(dir $@)
+	$(MPICC) -O1 -s -o $@ $<
+TEST_PROGRAMS += $(TEST_DIR)/programs/pipeline_nosym
+
 tests: all $(TEST_BINS) $(TEST_PROGRAMS)
 
 check: tests
