@@ -1,7 +1,7 @@
 # mpiadvise: top-level build.
 #   make            build/lib/libmpiadvise.so, build/bin/mpiadvise
 #   make check      every test; ends with "tests: N passed, M failed"
-#   make demo       install what is missing, build, trace an example, print its summary
+#   make demo       install what is missing, build, trace an example, print its report
 #   make bench      tracer overhead and log size, measured side by side (asserts nothing)
 #   make install PREFIX=/usr/local
 

@@ -106,7 +106,7 @@ std::string render_text(const json& j, size_t top) {
                    signed_pct(m["error"].get<double>()), dur(m["measured_ns"]), m["rendezvous_messages"].get<uint64_t>(),
                    bytes_text(m["rendezvous_bytes"].get<uint64_t>()));
   o << "\nPer rank, measured / predicted\n";
-  o << fmt::format("  {:>4}  {:>21}  {:>21}  {:>21}  {:>21}  {:>21}  {:>7}\n", "rank", "total", "computation", "send-wait",
+  o << fmt::format("  {:>4}  {:^23}  {:^23}  {:^23}  {:^23}  {:^23}  {:>7}\n", "rank", "total", "computation", "send-wait",
                    "recv-wait", "collectives", "error");
   for (const auto& r : j["ranks"]) {
     const json &me = r["measured"], &pr = r["predicted"];
