@@ -104,6 +104,9 @@ install: all
 	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 	install -m 644 share/params/*.toml $(DESTDIR)$(PREFIX)/share/mpiadvise/params/
+	install -d $(DESTDIR)$(PREFIX)/share/mpiadvise/ci
+	install -m 755 docs/ci/mpi-gate.sh $(DESTDIR)$(PREFIX)/share/mpiadvise/ci/
+	install -m 644 docs/ci/gitlab-ci.yml docs/ci/github-actions.yml $(DESTDIR)$(PREFIX)/share/mpiadvise/ci/
 
 clean:
 	rm -rf $(BUILD)

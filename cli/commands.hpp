@@ -17,5 +17,6 @@ std::function<int()> add_replay(CLI::App& app);
 std::function<int()> add_whatif(CLI::App& app);
 std::function<int()> add_calibrate(CLI::App& app);
 std::function<int()> add_report(CLI::App& app);
+std::function<int()> add_gate(CLI::App& app);
 
 }  // namespace mpiadvise::cli

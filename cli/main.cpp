@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   add(cli::add_whatif(app));
   add(cli::add_calibrate(app));
   add(cli::add_report(app));
+  add(cli::add_gate(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
