@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -37,7 +38,7 @@ std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size
       h.rank = s.rank, h.callsite = s.callsite, h.call = s.call;
     }
     h.members.emplace_back(s.rank, s.callsite);
-    if (waited > 0) h.ranks.push_back(s.rank);
+    if (waited > 0 && std::find(h.ranks.begin(), h.ranks.end(), s.rank) == h.ranks.end()) h.ranks.push_back(s.rank);
     h.waited_ns += waited;
     for (uint64_t b : s.message_bytes) h.size_log2[b ? static_cast<int>(std::floor(std::log2(static_cast<double>(b)))) : -1]++;
   }
@@ -51,6 +52,7 @@ std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size
   std::vector<HotSpot> out;
   for (auto& [key, h] : by_key) {
     if (h.waited_ns <= 0) continue;
+    std::sort(h.ranks.begin(), h.ranks.end());
     double most = -1;
     for (const auto& [cause, ns] : h.waited_by_cause)
       if (ns > most) most = ns, h.cause = cause;
@@ -146,6 +148,7 @@ const char* advice_kind_name(AdviceKind k) {
     case AdviceKind::SplitMessages: return "split_messages";
     case AdviceKind::PrepostReceives: return "prepost_receives";
     case AdviceKind::NonblockingSend: return "nonblocking_send";
+    case AdviceKind::PersistentRequests: return "persistent_requests";
   }
   return "?";
 }
@@ -162,6 +165,40 @@ bool blocking_send(uint32_t call) {
   return call == MPA_CALL_Send || call == MPA_CALL_Ssend || call == MPA_CALL_Bsend || call == MPA_CALL_Rsend;
 }
 bool blocking_recv(uint32_t call) { return call == MPA_CALL_Recv || call == MPA_CALL_Mrecv; }
+
+// The message an op posts the receive of, or kNone.
+uint32_t received_message(const Trace& t, const Op& op) {
+  for (uint32_t k = 0; k < op.n_links; k++) {
+    const Link& l = t.links[op.first_link + k];
+    if (l.kind == Link::PostRecv && l.id != kNone) return l.id;
+  }
+  return kNone;
+}
+
+// Can the receives at a site be posted as soon as the previous one there completed without changing
+// which message each receives? Not where a receive posted in between (at another site) took a message
+// from the same source with the same tag on the same communicator: the early receive would take it.
+bool prepost_keeps_matching(const Trace& t, const SiteKey& site) {
+  for (size_t r = 0; r < t.ranks.size(); r++) {
+    const auto& ops = t.ranks[r].ops;
+    size_t previous = SIZE_MAX;
+    for (size_t i = 0; i < ops.size(); i++) {
+      if (ops[i].call != MPA_CALL_Recv || !(key_of(t, static_cast<int>(r), ops[i].callsite) == site)) continue;
+      uint32_t mine = received_message(t, ops[i]);
+      if (previous != SIZE_MAX && mine != kNone) {
+        const Message& m = t.messages[mine];
+        for (size_t j = previous + 1; j < i; j++) {
+          uint32_t other = received_message(t, ops[j]);
+          if (other == kNone) continue;
+          const Message& o = t.messages[other];
+          if (o.src == m.src && o.tag == m.tag && o.comm == m.comm) return false;
+        }
+      }
+      previous = i;
+    }
+  }
+  return true;
+}
 
 struct SiteFacts {
   std::vector<std::pair<int, uint32_t>> members;
@@ -184,7 +221,8 @@ std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const Wait
     a.model_error = error;
     a.before = before;
     a.after = sum_ranks(r);
-    if (a.saving() > threshold) out.push_back(std::move(a));
+    a.worthwhile = a.saving() > threshold;
+    out.push_back(std::move(a));
   };
 
   if (auto e = advise_eager_limit(trace, facts, base)) {
@@ -267,7 +305,7 @@ std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const Wait
       keep(std::move(a), r);
     }
     if (f->weight <= 0) continue;
-    if (blocking_recv(f->call) && preposts < max_sites) {
+    if (f->call == MPA_CALL_Recv && preposts < max_sites && prepost_keeps_matching(trace, key)) {
       preposts++;
       ReplayOptions o = base;
       o.prepost_sites = {key};
@@ -282,7 +320,68 @@ std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const Wait
       keep(advice_at(AdviceKind::NonblockingSend), replay(trace, o));
     }
   }
+  if (base.params.persistent_saving) {
+    size_t n = 0;
+    for (const auto& rc : repeated_calls(trace)) {
+      if (n++ >= max_sites) break;
+      ReplayOptions o = base;
+      o.persistent_sites = {rc.site};
+      Advice a;
+      a.kind = AdviceKind::PersistentRequests;
+      a.site = rc.site;
+      a.members = rc.members;
+      a.call = rc.call;
+      a.messages = rc.calls;
+      a.identical_calls = rc.identical;
+      keep(std::move(a), replay(trace, o));
+    }
+  }
   std::stable_sort(out.begin(), out.end(), [](const Advice& a, const Advice& b) { return a.predicted_ns < b.predicted_ns; });
+  return out;
+}
+
+std::vector<RepeatedCalls> repeated_calls(const Trace& trace) {
+  using Signature = std::tuple<int, int32_t, uint64_t, uint32_t>;  // peer, tag, bytes, communicator
+  struct Site {
+    uint32_t call = 0;
+    uint64_t calls = 0;
+    std::map<Signature, uint64_t> signatures;
+  };
+  std::map<std::pair<int, uint32_t>, Site> sites;
+  auto persistent_able = [](const Op& op) {
+    return (op.kind == OpKind::Send || op.kind == OpKind::SyncSend || op.kind == OpKind::Recv ||
+            op.kind == OpKind::PostSend || op.kind == OpKind::PostRecv) &&
+           op.call != MPA_CALL_Start && op.call != MPA_CALL_Startall && op.call != MPA_CALL_Mrecv &&
+           op.call != MPA_CALL_Imrecv;
+  };
+  for (const auto& m : trace.messages) {
+    if (!m.matched()) continue;
+    const Op& send = trace.op(m.src, m.send_op);
+    if (persistent_able(send)) {
+      Site& s = sites[{m.src, send.callsite}];
+      s.call = send.call, s.calls++, s.signatures[{m.dst, m.tag, m.bytes, m.comm}]++;
+    }
+    const Op& recv = trace.op(m.dst, m.recv_op);
+    if (persistent_able(recv)) {
+      Site& s = sites[{m.dst, recv.callsite}];
+      s.call = recv.call, s.calls++, s.signatures[{m.src, m.tag, m.bytes, m.comm}]++;
+    }
+  }
+  std::map<SiteKey, RepeatedCalls> by_key;
+  for (const auto& [rc, s] : sites) {
+    uint64_t most = 0;
+    for (const auto& [sig, n] : s.signatures) most = std::max(most, n);
+    if (most < 10 || most < 0.9 * static_cast<double>(s.calls)) continue;
+    RepeatedCalls& r = by_key[key_of(trace, rc.first, rc.second)];
+    r.site = key_of(trace, rc.first, rc.second);
+    r.members.push_back(rc);
+    r.call = s.call;
+    r.calls += s.calls;
+    r.identical += most;
+  }
+  std::vector<RepeatedCalls> out;
+  for (auto& [k, r] : by_key) out.push_back(std::move(r));
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.identical > b.identical; });
   return out;
 }
 

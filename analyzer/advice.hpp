@@ -51,7 +51,7 @@ struct RaiseEagerLimit {
 
 std::optional<RaiseEagerLimit> advise_eager_limit(const Trace& trace, const RunFacts& facts, const ReplayOptions& base);
 
-enum class AdviceKind { RaiseEagerLimit, SplitMessages, PrepostReceives, NonblockingSend };
+enum class AdviceKind { RaiseEagerLimit, SplitMessages, PrepostReceives, NonblockingSend, PersistentRequests };
 const char* advice_kind_name(AdviceKind k);  // "raise_eager_limit", ...
 
 struct Advice {
@@ -68,14 +68,27 @@ struct Advice {
   uint64_t chunk_bytes = 0;
   uint64_t messages = 0;                          // messages (or receives) the change touches
   uint64_t buffer_bytes = 0;                      // PrepostReceives: the second buffer, per rank
+  uint64_t identical_calls = 0;                   // PersistentRequests: calls with the same arguments
+  bool worthwhile = false;                        // saving above the model's error and 1% of the run
   double saving_ns() const { return baseline_ns - predicted_ns; }
   double saving() const { return baseline_ns > 0 ? saving_ns() / baseline_ns : 0; }
 };
 
-// Every change worth making, best (lowest predicted run time) first: each replayed on the trace, kept
+// Every change tried, best (lowest predicted run time) first: each replayed on the trace, worthwhile
 // only when its predicted saving exceeds the model's error on the measured run and 1% of the run.
-// Candidate sites: those of the hot spots (where ranks waited or made others wait) and every send site
-// above S.
+// Candidate sites: those of the hot spots (where ranks waited or made others wait), every send site
+// above S, and the sites that repeat one point-to-point call with the same arguments (persistent
+// requests, when the parameter set says what they save).
+// Call sites that repeat one point-to-point call with the same peer, tag, size and communicator: at
+// least 10 times and 90% of the site's calls (candidates for persistent requests).
+struct RepeatedCalls {
+  SiteKey site;
+  std::vector<std::pair<int, uint32_t>> members;
+  uint32_t call = 0;
+  uint64_t calls = 0, identical = 0;
+};
+std::vector<RepeatedCalls> repeated_calls(const Trace& trace);
+
 std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const WaitStates& waits,
                            const ReplayOptions& base, const ReplayResult& baseline, size_t max_sites);
 

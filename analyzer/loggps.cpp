@@ -102,6 +102,16 @@ LogGPSParams load_params(const fs::path& file) {
   }
   for (const auto& kk : kKeys)
     if (!model->contains(kk.file_key)) throw ParamError(fmt::format("{}: [loggps] {} is missing", where, kk.file_key));
+  if (const toml::table* mpi = doc["mpi"].as_table()) {
+    for (const auto& [k, v] : *mpi) {
+      std::string key(k.str());
+      if (key != "persistent_saving_ns")
+        throw ParamError(fmt::format("{}: [mpi] {}: unknown key (the key is persistent_saving_ns)", where, key));
+      std::optional<double> value = v.value<double>();
+      if (!value || !std::isfinite(*value)) throw ParamError(fmt::format("{}: [mpi] {}: not a number", where, key));
+      p.persistent_saving = *value;
+    }
+  }
   p.validate(where);
   return p;
 }

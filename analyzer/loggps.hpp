@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct LogGPSParams {
   double Gs = 0, Gl = 0;    // per-byte gap for the first s bytes / for the bytes after s
   uint64_t s = 0;  // largest message sent as one packet
   uint64_t S = 0;  // largest message sent without synchronisation (eager limit)
+  // Beyond the model ([mpi] in the files): what a persistent request (MPI_Send_init/MPI_Recv_init and
+  // MPI_Start) saves per call against the same MPI_Isend/MPI_Irecv; negative where it costs more.
+  // Unknown (not measured) when empty.
+  std::optional<double> persistent_saving;
   static constexpr uint64_t kInfinite = std::numeric_limits<uint64_t>::max();
 
   // Throws ParamError naming what is wrong (negative values, s > S, ...).

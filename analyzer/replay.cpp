@@ -150,7 +150,7 @@ class Simulation {
     bool gap_done = false, posted = false, force = false;
     double op_start = 0;
     double deferred_send_done = kUnknown;  // a send made non-blocking: completed at the next MPI call
-    std::map<uint32_t, double> preposted;  // call site -> when its next receive is posted (made an Irecv)
+    std::map<SiteKey, double> preposted;   // call site -> when its next receive is posted (made an Irecv)
     bool preposted_now = false;
     Breakdown b;
   };
@@ -186,6 +186,11 @@ class Simulation {
     if (static_cast<size_t>(rank) >= t_.site_keys.size()) return nullptr;
     auto it = t_.site_keys[rank].find(callsite);
     return it == t_.site_keys[rank].end() ? nullptr : &it->second;
+  }
+  // The site of a call site id: the same for every call stack through one source line.
+  SiteKey site_key(int rank, uint32_t callsite) const {
+    const SiteKey* k = key_of(rank, callsite);
+    return k ? *k : SiteKey{std::string(), callsite};
   }
   bool at(const std::set<SiteKey>& sites, int rank, uint32_t callsite) const {
     if (sites.empty()) return false;
@@ -430,7 +435,7 @@ class Simulation {
       case OpKind::Completion: {
         if (!s.posted) {
           // a receive made an Irecv: posted when the previous one at this site completed
-          auto pre = op.kind == OpKind::Recv ? s.preposted.find(op.callsite) : s.preposted.end();
+          auto pre = op.call == MPA_CALL_Recv ? s.preposted.find(site_key(r, op.callsite)) : s.preposted.end();
           s.preposted_now = pre != s.preposted.end() && pre->second < s.now;
           post_links(r, op, s.preposted_now ? pre->second : s.now);
           s.posted = true;
@@ -557,11 +562,24 @@ class Simulation {
       end = s.now + static_cast<double>(op.t_exit - op.t_enter);
       parts.other += end - s.now;
     }
-    if (op.kind == OpKind::Recv && (o_.prepost_everywhere || at(o_.prepost_sites, r, op.callsite))) {
-      // the Irecv of the next receive at this site, right after this one completes
+    if (p_.persistent_saving && (op.kind == OpKind::Send || op.kind == OpKind::SyncSend || op.kind == OpKind::Recv ||
+                                 op.kind == OpKind::PostSend || op.kind == OpKind::PostRecv) &&
+        at(o_.persistent_sites, r, op.callsite)) {
+      // the request set up once instead of at every call: its overhead less the saving (or more, where
+      // the library's persistent path is the slower one)
+      double& overhead = op.kind == OpKind::Send || op.kind == OpKind::SyncSend || op.kind == OpKind::PostSend
+                             ? parts.send_overhead
+                             : parts.recv_overhead;
+      double change = std::min(*p_.persistent_saving, overhead);
+      overhead -= change;
+      end -= change;
+    }
+    if (op.call == MPA_CALL_Recv && (o_.prepost_everywhere || at(o_.prepost_sites, r, op.callsite))) {
+      // the Irecv of the next receive at this site, right after this one completes (an MPI_Mrecv is
+      // not: its message comes from the MPI_Mprobe before it)
       end += p_.o;
       parts.recv_overhead += p_.o;
-      s.preposted[op.callsite] = end;
+      s.preposted[site_key(r, op.callsite)] = end;
     }
     s.b += parts;
     SiteReplay& sr = site(r, op, true);

@@ -27,6 +27,8 @@ struct ReplayOptions {
   // a blocking receive made an Irecv into a second buffer, posted as soon as the previous receive at
   // the same call site completed (the first one stays where it is), and waited for where it was
   std::set<SiteKey> prepost_sites;
+  // point-to-point calls made on persistent requests: each costs params.persistent_saving less
+  std::set<SiteKey> persistent_sites;
   bool split_everywhere = false;
   bool nonblocking_everywhere = false;
   bool prepost_everywhere = false;

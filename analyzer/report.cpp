@@ -46,7 +46,8 @@ const char* call_name_of(uint32_t call) { return call_name(static_cast<int>(call
 // computation, waiting by cause, collectives and the rest of the time inside MPI.
 json measured_rank(const Analysis& a, int r) {
   const auto& ops = a.trace.ranks[r].ops;
-  json j = {{"total_ns", 0.0}, {"computation_ns", 0.0}, {"mpi_ns", 0.0}};
+  json j = {{"total_ns", 0.0},     {"computation_ns", 0.0}, {"mpi_ns", 0.0},      {"send_wait_ns", 0.0},
+            {"recv_wait_ns", 0.0}, {"collectives_ns", 0.0}, {"other_mpi_ns", 0.0}};
   if (ops.empty()) return j;
   size_t first = 0, end = ops.size();
   if (ops.front().call == MPA_CALL_Init || ops.front().call == MPA_CALL_Init_thread) first = 1;
@@ -71,6 +72,21 @@ json measured_rank(const Analysis& a, int r) {
   return j;
 }
 
+// The call that makes a persistent request for what call does.
+const char* persistent_init(uint32_t call) {
+  switch (call) {
+    case MPA_CALL_Ssend:
+    case MPA_CALL_Issend: return "MPI_Ssend_init";
+    case MPA_CALL_Bsend:
+    case MPA_CALL_Ibsend: return "MPI_Bsend_init";
+    case MPA_CALL_Rsend:
+    case MPA_CALL_Irsend: return "MPI_Rsend_init";
+    case MPA_CALL_Recv:
+    case MPA_CALL_Irecv: return "MPI_Recv_init";
+    default: return "MPI_Send_init";
+  }
+}
+
 std::string advice_title(const Advice& a, const std::string& where) {
   switch (a.kind) {
     case AdviceKind::RaiseEagerLimit:
@@ -82,6 +98,9 @@ std::string advice_title(const Advice& a, const std::string& where) {
                          where);
     case AdviceKind::NonblockingSend:
       return fmt::format("make the send at {} non-blocking (MPI_Isend, completed at the next MPI call)", where);
+    case AdviceKind::PersistentRequests:
+      return fmt::format("make the repeated {} at {} persistent ({} once, MPI_Start in the loop)", call_name_of(a.call), where,
+                         persistent_init(a.call));
   }
   return "?";
 }
@@ -116,6 +135,7 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
   for (const auto& rr : baseline.ranks) {
     json m = measured_rank(a, rr.rank);
     traced += m["total_ns"].get<double>();
+    m["total_ns"] = rr.measured_ns;  // from the job's start, as the predicted total is
     mpi += m["mpi_ns"].get<double>();
     span = std::max(span, rr.measured_ns);
     json p = breakdown_json(rr.predicted);
@@ -241,7 +261,7 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
   j["sites"] = site_list;
 
   // ---- advice, each from a what-if replay
-  json advice = json::array();
+  json advice = json::array(), considered = json::array();
   for (const auto& ad : advise(t, a.facts, a.measured, base, baseline, options.top)) {
     std::string where = ad.members.empty() ? std::string() : a.where(ad.members.front().first, ad.members.front().second);
     json x = {{"kind", advice_kind_name(ad.kind)},
@@ -285,17 +305,37 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
       x["extra_overhead_ns"] = ad.extra_overhead_ns;
     }
     if (ad.kind == AdviceKind::PrepostReceives) x["buffer_bytes"] = ad.buffer_bytes;
-    advice.push_back(x);
+    if (ad.kind == AdviceKind::PersistentRequests) {
+      x["identical_calls"] = ad.identical_calls;
+      x["saving_per_call_ns"] = *p.persistent_saving;
+    }
+    (ad.worthwhile ? advice : considered).push_back(x);
   }
   j["advice"] = advice;
+  j["considered"] = considered;
 
   // ---- what a reader should know about this job
   json notes = json::array();
   if (t.world_size == 1) notes.push_back("one rank: no messages between ranks, nothing waits for another rank");
   else if (matched == 0) notes.push_back("no point-to-point messages: the eager limit and the send and receive advice do not apply");
   if (matched > 0 && baseline.rendezvous_messages == 0)
-    notes.push_back(fmt::format("every message is at most S = {} bytes: no send waits for its receiver by protocol", p.S));
+    notes.push_back(fmt::format("every message is at most S = {} bytes: no send waits for its receiver by protocol",
+                                p.S == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(p.S)));
   if (waited_all <= 0 && t.world_size > 1) notes.push_back("no rank waited for another: no hot spots");
+  const auto repeated = repeated_calls(t);
+  if (!repeated.empty()) {
+    const auto& top = repeated.front();
+    std::string first = fmt::format("{} at {} ({} of {} calls alike)", call_name_of(top.call),
+                                    a.where(top.members.front().first, top.members.front().second), top.identical, top.calls);
+    if (!p.persistent_saving)
+      notes.push_back(fmt::format("{} call site{} repeat one call with the same arguments, e.g. {}: persistent requests "
+                                  "are not assessed, the parameter set does not say what they save here (mpiadvise "
+                                  "calibrate measures it)", repeated.size(), repeated.size() == 1 ? "" : "s", first));
+    else if (std::none_of(advice.begin(), advice.end(), [](const json& x) { return x["kind"] == "persistent_requests"; }))
+      notes.push_back(fmt::format("{} call site{} repeat one call with the same arguments, e.g. {}; a persistent request "
+                                  "saves {:.0f} ns per call with this library: too little to advise (see considered)",
+                                  repeated.size(), repeated.size() == 1 ? "" : "s", first, *p.persistent_saving));
+  }
   if (advice.empty())
     notes.push_back(fmt::format("no change predicted to save more than the model's error on this run ({:.1f}%) and 1%",
                                 100 * std::fabs(baseline.error())));
@@ -322,12 +362,29 @@ void check_report(const nlohmann::json& j, const std::string& where) {
   std::string schema = j["schema"].get<std::string>();
   if (schema != kReportSchema)
     throw std::runtime_error(where + ": schema " + schema + ", this mpiadvise reads " + kReportSchema);
-  for (const char* key : {"summary", "model", "ranks", "hot_spots", "sites", "advice"})
-    if (!j.contains(key)) throw std::runtime_error(where + ": the report has no \"" + key + "\"");
+  for (const char* key : {"summary", "model", "params"})
+    if (!j.contains(key) || !j[key].is_object())
+      throw std::runtime_error(where + ": the report has no \"" + key + "\" object");
+  for (const char* key : {"ranks", "hot_spots", "sites", "advice"})
+    if (!j.contains(key) || !j[key].is_array()) throw std::runtime_error(where + ": the report has no \"" + key + "\" array");
+  auto number = [&](const nlohmann::json& o, const char* key, const std::string& path) {
+    if (!o.contains(key) || !o[key].is_number())
+      throw std::runtime_error(where + ": " + path + key + " is missing or not a number");
+  };
   for (const char* key : {"predicted_ns", "measured_ns", "predicted_send_wait_ns", "predicted_recv_wait_ns",
-                          "rendezvous_messages", "rendezvous_bytes"})
-    if (!j["model"].contains(key) || !j["model"][key].is_number())
-      throw std::runtime_error(where + ": model." + key + " is missing or not a number");
+                          "measured_send_wait_ns", "measured_recv_wait_ns", "rendezvous_messages", "rendezvous_bytes"})
+    number(j["model"], key, "model.");
+  number(j["summary"], "ranks", "summary.");
+  if (!j["params"].contains("name") || !j["params"]["name"].is_string())
+    throw std::runtime_error(where + ": params.name is missing or not a string");
+  size_t i = 0;
+  for (const auto& s : j["sites"]) {
+    const std::string at = "sites[" + std::to_string(i++) + "].";
+    if (!s.is_object() || !s.contains("where") || !s["where"].is_object() || !s["where"].contains("text") ||
+        !s["where"]["text"].is_string() || !s.contains("call") || !s["call"].is_string())
+      throw std::runtime_error(where + ": " + at + "where.text or " + at + "call is missing or not a string");
+    for (const char* key : {"predicted_wait_ns", "measured_wait_ns", "rendezvous_messages"}) number(s, key, at);
+  }
 }
 
 }  // namespace mpiadvise

@@ -126,12 +126,13 @@ Budget parse_budget(const std::string& v) {
   } else if (unit == "ns" || unit == "us" || unit == "ms" || unit == "s") {
     if (!d->time) throw CLI::ValidationError("--budget", v + ": " + b.metric + " is not a time");
     x *= unit == "ns" ? 1 : unit == "us" ? 1e3 : unit == "ms" ? 1e6 : 1e9;
-  } else if (!unit.empty() && unit != "b" && unit != "B") {
-    if (d->time) throw CLI::ValidationError("--budget", v + ": " + b.metric + " takes a duration or a percentage");
+  } else if (d->time) {
+    throw CLI::ValidationError("--budget", v + ": give " + b.metric + " a unit (ns, us, ms, s) or a percentage");
+  } else if (!unit.empty()) {
+    if (b.metric != "rendezvous_bytes")
+      throw CLI::ValidationError("--budget", v + ": " + b.metric + " is a count, without a unit");
     char u = static_cast<char>(std::tolower(unit[0]));
-    x *= u == 'k' ? 1024.0 : u == 'm' ? 1024.0 * 1024 : 1024.0 * 1024 * 1024;
-  } else if (d->time && unit.empty()) {
-    throw CLI::ValidationError("--budget", v + ": give a unit (ns, us, ms, s) or a percentage");
+    x *= u == 'b' ? 1.0 : u == 'k' ? 1024.0 : u == 'm' ? 1024.0 * 1024 : 1024.0 * 1024 * 1024;
   }
   b.limit = x;
   return b;
@@ -173,6 +174,29 @@ void compare(Check& c, double allowed, double floor_ns) {
 
 std::string site_name(const json& s) {
   return fmt::format("{} {}", s["where"]["text"].get<std::string>(), s["call"].get<std::string>());
+}
+
+// A report's figures of one call site; entries with the same name (the same line reached through
+// different call stacks, or sites without symbols) are summed.
+struct SiteFigures {
+  double wait = 0, rendezvous = 0, measured = 0;
+  std::string moved_key;  // file, function and call: to pair a site whose line moved
+  int line = 0;
+};
+
+std::map<std::string, SiteFigures> site_figures(const json& sites) {
+  std::map<std::string, SiteFigures> out;
+  for (const auto& s : sites) {
+    SiteFigures& f = out[site_name(s)];
+    f.wait += s["predicted_wait_ns"].get<double>();
+    f.rendezvous += s["rendezvous_messages"].get<double>();
+    f.measured += s["measured_wait_ns"].get<double>();
+    const json& w = s["where"];
+    if (w.contains("line") && w["line"].is_number_integer()) f.line = w["line"].get<int>();
+    if (w.contains("file") && w["file"].is_string())
+      f.moved_key = w["file"].get<std::string>() + "\n" + w.value("function", std::string()) + "\n" + s["call"].get<std::string>();
+  }
+  return out;
 }
 
 std::string xml_escape(const std::string& s) {
@@ -271,7 +295,7 @@ int run_gate(const GateCommand& c) {
   const json& cm = cand["model"];
   auto measured_of = [](const json& model, const std::string& metric) {
     for (const auto& pair : kMeasured)
-      if (metric == pair[0] && model.contains(pair[1])) return model[pair[1]].get<double>();
+      if (metric == pair[0] && model.contains(pair[1]) && model[pair[1]].is_number()) return model[pair[1]].get<double>();
     return static_cast<double>(NAN);
   };
   std::string info = fmt::format("candidate {} (parameters {})", c.candidate, cand["params"].value("name", "?"));
@@ -300,13 +324,40 @@ int run_gate(const GateCommand& c) {
       checks.push_back(k);
     }
     if (wanted("sites")) {
-      // the hot call sites: those of either report that wait (predicted) or send by rendezvous
-      std::map<std::string, std::pair<const json*, const json*>> sites;
-      for (const auto& s : base["sites"]) sites[site_name(s)].first = &s;
-      for (const auto& s : cand["sites"]) sites[site_name(s)].second = &s;
+      // the hot call sites: those of either report that wait (predicted) or send by rendezvous. A site
+      // is matched by file, function and call, in the order of their lines when both sides have as
+      // many such sites (so a site whose line moved, code added above it, is still itself), else by
+      // its name (source line and call, or module and offset without debug information)
+      const std::map<std::string, SiteFigures> base_sites = site_figures(base["sites"]), cand_sites = site_figures(cand["sites"]);
+      std::map<std::string, std::vector<std::pair<int, std::string>>> base_groups, cand_groups;
+      for (const auto& [name, f] : base_sites)
+        if (!f.moved_key.empty()) base_groups[f.moved_key].emplace_back(f.line, name);
+      for (const auto& [name, f] : cand_sites)
+        if (!f.moved_key.empty()) cand_groups[f.moved_key].emplace_back(f.line, name);
+      std::map<std::string, std::pair<const SiteFigures*, const SiteFigures*>> sites;  // by the candidate's name
+      std::set<std::string> paired_base, paired_cand;
+      for (auto& [key, cands] : cand_groups) {
+        auto b = base_groups.find(key);
+        if (b == base_groups.end() || b->second.size() != cands.size()) continue;
+        std::sort(cands.begin(), cands.end());
+        std::sort(b->second.begin(), b->second.end());
+        for (size_t i = 0; i < cands.size(); i++) {
+          sites[cands[i].second] = {&base_sites.at(b->second[i].second), &cand_sites.at(cands[i].second)};
+          paired_base.insert(b->second[i].second);
+          paired_cand.insert(cands[i].second);
+        }
+      }
+      for (const auto& [name, f] : cand_sites)
+        if (!paired_cand.count(name)) sites[name].second = &f;
+      for (const auto& [name, f] : base_sites)
+        if (!paired_base.count(name)) {
+          auto& slot = sites[name];
+          if (slot.first) continue;  // (a candidate site of this name was paired by order: keep that pair)
+          slot.first = &f;
+        }
       for (const auto& [name, pair] : sites) {
-        auto wait = [](const json* s) { return s ? (*s)["predicted_wait_ns"].get<double>() : 0.0; };
-        auto rndv = [](const json* s) { return s ? (*s)["rendezvous_messages"].get<double>() : 0.0; };
+        auto wait = [](const SiteFigures* f) { return f ? f->wait : 0.0; };
+        auto rndv = [](const SiteFigures* f) { return f ? f->rendezvous : 0.0; };
         bool hot = std::max(wait(pair.first), wait(pair.second)) > floor_ns ||
                    std::max(rndv(pair.first), rndv(pair.second)) > 0;
         if (!hot) continue;
@@ -316,8 +367,8 @@ int run_gate(const GateCommand& c) {
         k.time = true;
         k.baseline = wait(pair.first);
         k.candidate = wait(pair.second);
-        k.measured_baseline = pair.first ? (*pair.first)["measured_wait_ns"].get<double>() : 0.0;
-        k.measured_candidate = pair.second ? (*pair.second)["measured_wait_ns"].get<double>() : 0.0;
+        k.measured_baseline = pair.first ? pair.first->measured : 0.0;
+        k.measured_candidate = pair.second ? pair.second->measured : 0.0;
         compare(k, allowed, floor_ns);
         Check r;
         r.baseline = rndv(pair.first);
@@ -348,8 +399,8 @@ int run_gate(const GateCommand& c) {
     k.limit = b.share ? b.limit * rank_time : b.limit;
     k.failed = k.candidate > k.limit;
     if (k.failed)
-      k.message = b.share ? fmt::format("{}: {} is {:.1f}% of the ranks' predicted time", b.text,
-                                        value_text(k.candidate, k.time), 100 * k.candidate / rank_time)
+      k.message = b.share && rank_time > 0 ? fmt::format("{}: {} is {:.1f}% of the ranks' predicted time", b.text,
+                                                         value_text(k.candidate, k.time), 100 * k.candidate / rank_time)
                           : fmt::format("{}: {}", b.text, value_text(k.candidate, k.time));
     checks.push_back(k);
   }

@@ -26,7 +26,7 @@ struct ReplayCommand {
   std::vector<std::string> sets;
   std::string sweep;
   double compute_factor = 1.0;
-  std::vector<std::string> split, nonblocking, prepost;
+  std::vector<std::string> split, nonblocking, prepost, persistent;
 };
 
 using Loaded = Analysis;
@@ -172,8 +172,17 @@ ReplayOptions options_for(const ReplayCommand& c, const Loaded& l) {
   o.split_sites = sites_at(l, c.split, &o.split_everywhere, "--split");
   o.nonblocking_sites = sites_at(l, c.nonblocking, &o.nonblocking_everywhere, "--nonblocking");
   o.prepost_sites = sites_at(l, c.prepost, &o.prepost_everywhere, "--prepost");
+  bool persistent_everywhere = false;
+  o.persistent_sites = sites_at(l, c.persistent, &persistent_everywhere, "--persistent");
+  if (persistent_everywhere)
+    for (const auto& keys : l.trace.site_keys)
+      for (const auto& [id, key] : keys) o.persistent_sites.insert(key);
+  if (!o.persistent_sites.empty() && !o.params.persistent_saving)
+    throw CLI::ValidationError("--persistent", "the parameter set " + o.params.name +
+                                                   " does not say what a persistent request saves ([mpi] "
+                                                   "persistent_saving_ns; mpiadvise calibrate measures it)");
   if ((!o.split_sites.empty() || o.split_everywhere || !o.nonblocking_sites.empty() || o.nonblocking_everywhere ||
-       !o.prepost_sites.empty() || o.prepost_everywhere) &&
+       !o.prepost_sites.empty() || o.prepost_everywhere || !o.persistent_sites.empty()) &&
       o.mode == ReplayMode::Paper)
     throw CLI::ValidationError("--mode", "program transformations need the simulation (--mode sim)");
   return o;
@@ -270,6 +279,8 @@ std::function<int()> add_whatif(CLI::App& app) {
   sub->add_option("--nonblocking", c->nonblocking, "FILE:LINE or all: make the blocking send there an Isend completed at the next MPI call");
   sub->add_option("--prepost", c->prepost,
                   "FILE:LINE or all: make the blocking receive there an Irecv posted as soon as the previous one there completed");
+  sub->add_option("--persistent", c->persistent,
+                  "FILE:LINE or all: make the point-to-point calls there persistent requests (MPI_Send_init/MPI_Start)");
   return [c] { return run_replay(*c, true); };
 }
 

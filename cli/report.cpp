@@ -136,6 +136,19 @@ std::string render_text(const json& j, size_t top) {
     o << fmt::format("  {}. {}\n", ++i, a["title"].get<std::string>());
     for (const auto& line : advice_details(a)) o << "     " << line << "\n";
   }
+  if (j.contains("considered") && !j["considered"].empty()) {
+    o << fmt::format("\nConsidered, not advised: a predicted saving below the model's error ({}) or 1%\n",
+                     pct(std::fabs(j["model"]["error"].get<double>())));
+    i = 0;
+    for (const auto& a : j["considered"]) {
+      if (i++ >= 3) {
+        o << fmt::format("  ... and {} more (--format json lists them)\n", j["considered"].size() - 3);
+        break;
+      }
+      o << fmt::format("  - {}: {} ({})\n", a["title"].get<std::string>(), dur(a["predicted_ns"]),
+                       signed_pct(-a["saving"].get<double>()));
+    }
+  }
   if (!j["notes"].empty()) {
     o << "\nNotes\n";
     for (const auto& n : j["notes"]) o << "  - " << n.get<std::string>() << "\n";
@@ -191,6 +204,16 @@ std::string render_markdown(const json& j, size_t top) {
   for (const auto& a : j["advice"]) {
     o << fmt::format("{}. **{}**\n", ++i, md_escape(a["title"].get<std::string>()));
     for (const auto& line : advice_details(a)) o << "   - " << md_escape(line) << "\n";
+  }
+  if (j.contains("considered") && !j["considered"].empty()) {
+    o << fmt::format("\n### Considered, not advised\n\nA predicted saving below the model's error ({}) or 1%:\n\n",
+                     pct(std::fabs(j["model"]["error"].get<double>())));
+    i = 0;
+    for (const auto& a : j["considered"]) {
+      if (i++ >= 3) break;
+      o << fmt::format("- {}: {} ({})\n", md_escape(a["title"].get<std::string>()), dur(a["predicted_ns"]),
+                       signed_pct(-a["saving"].get<double>()));
+    }
   }
   if (!j["notes"].empty()) {
     o << "\n### Notes\n\n";

@@ -143,7 +143,20 @@ TEST_CASE("malformed gate input exits 2 with a one-line message naming it", "[ga
     std::ofstream(dir / "other.json") << R"({"schema": "something-else/3"})";
     std::ofstream(dir / "partial.json") << R"({"schema": "mpiadvise-report/1", "summary": {}})";
   }
-  const fs::path logs = traced("4096", "4096");
+  const fs::path logs = traced("4096", "131072");
+  {
+    // a real report with one site's location removed, and one with a count made a string
+    auto r = run_command(mpiadvise_cmd() + " report --format json " + logs.string());
+    REQUIRE(r.status == 0);
+    json j = json::parse(r.out);
+    REQUIRE(!j["sites"].empty());
+    json no_where = j;
+    no_where["sites"][0].erase("where");
+    std::ofstream(dir / "no-where.json") << no_where.dump();
+    json bad_count = j;
+    bad_count["model"]["rendezvous_messages"] = "ten";
+    std::ofstream(dir / "bad-count.json") << bad_count.dump();
+  }
   struct Case {
     std::string args, expect;
   };
@@ -155,6 +168,10 @@ TEST_CASE("malformed gate input exits 2 with a one-line message naming it", "[ga
       {"--baseline " + logs.string() + " --candidate " + logs.string() + " --max-regression lots", "lots"},
       {"--candidate " + logs.string() + " --budget 'bogus<=3%'", "bogus"},
       {"--candidate " + logs.string() + " --budget 'send_wait<=3'", "unit"},
+      {"--candidate " + logs.string() + " --budget 'send_wait<=5B'", "unit"},
+      {"--candidate " + logs.string() + " --budget 'rendezvous_messages<=1K'", "count"},
+      {"--baseline " + (dir / "no-where.json").string() + " --candidate " + logs.string(), "sites[0].where"},
+      {"--baseline " + (dir / "bad-count.json").string() + " --candidate " + logs.string(), "model.rendezvous_messages"},
       {"--candidate " + logs.string(), "--baseline"},
       {"--baseline " + logs.string() + " --candidate " + logs.string() + " --metric speed", "speed"},
       {"--baseline " + logs.string(), "candidate"},
@@ -185,4 +202,31 @@ TEST_CASE("the CI examples' script traces both builds and gates them", "[gate][c
   CHECK(read_text(out / "gate.md").find(site_line("site B")) != std::string::npos);
   auto usage = run_command(env + script + " only-one");
   CHECK(usage.status == 2);
+}
+
+TEST_CASE("a hot site whose line moved (code added above it) is still compared with itself", "[gate]") {
+  const fs::path logs = traced("4096", "131072");
+  auto r = run_command(mpiadvise_cmd() + " report --format json " + logs.string());
+  REQUIRE(r.status == 0);
+  json base = json::parse(r.out), moved = base;
+  size_t changed = 0;
+  for (auto& site : moved["sites"]) {
+    if (!site["where"].contains("line")) continue;
+    const int line = site["where"]["line"].get<int>();
+    const std::string file = site["where"]["file"].get<std::string>();
+    site["where"]["line"] = line + 2;
+    std::string text = site["where"]["text"].get<std::string>();
+    text.replace(text.find(":" + std::to_string(line)), std::to_string(line).size() + 1, ":" + std::to_string(line + 2));
+    site["where"]["text"] = text;
+    changed++;
+  }
+  REQUIRE(changed > 0);
+  const fs::path dir = fresh_dir("gate-moved");
+  std::ofstream(dir / "base.json") << base.dump();
+  std::ofstream(dir / "moved.json") << moved.dump();
+  auto g = run_command(mpiadvise_cmd() + " gate --baseline " + (dir / "base.json").string() + " --candidate " +
+                       (dir / "moved.json").string() + " --max-regression 0%");
+  INFO(g.out << g.err);
+  CHECK(g.status == 0);
+  CHECK(g.out.find(" new ") == std::string::npos);
 }
