@@ -79,8 +79,9 @@ std::vector<std::string> advice_details(const json& a) {
                               bytes_text(a["memory_per_rank_bytes"].get<uint64_t>()), a["senders_per_rank"].get<int>(),
                               a["senders_per_rank"].get<int>() == 1 ? "" : "s", bytes_text(a["value"].get<uint64_t>())));
   } else if (kind == "split_messages") {
-    out.push_back(fmt::format("{} messages become {} more; their extra overhead: {} over all ranks",
-                              a["messages"].get<uint64_t>(), a["extra_messages"].get<uint64_t>(), dur(a["extra_overhead_ns"])));
+    const uint64_t n = a["messages"].get<uint64_t>(), extra = a["extra_messages"].get<uint64_t>();
+    out.push_back(fmt::format("the {} messages go as {} chunks ({} more); the extra overhead: {} over all ranks", n,
+                              n + extra, extra, dur(a["extra_overhead_ns"])));
   } else if (kind == "prepost_receives") {
     out.push_back(fmt::format("a second receive buffer of {} per rank; send-wait {} -> {}, receive-wait {} -> {}",
                               bytes_text(a["buffer_bytes"].get<uint64_t>()), dur(a["send_wait_before_ns"]),
