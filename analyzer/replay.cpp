@@ -151,6 +151,7 @@ class Simulation {
     double op_start = 0;
     double deferred_send_done = kUnknown;  // a send made non-blocking: completed at the next MPI call
     std::map<SiteKey, double> preposted;   // call site -> when its next receive is posted (made an Irecv)
+    std::set<SiteKey> preposting;          // posted, but matched only at the rank's next MPI call
     bool preposted_now = false;
     Breakdown b;
   };
@@ -423,6 +424,10 @@ class Simulation {
         s.deferred_send_done = kUnknown;
       }
       s.op_start = s.now;
+      // Open MPI (ob1 over TCP or shared memory) has no asynchronous progress: a receive posted early
+      // takes part in the handshake of a rendezvous only once the rank calls MPI again
+      for (const auto& key : s.preposting) s.preposted[key] = s.now;
+      s.preposting.clear();
     }
     Breakdown parts;
     double end = kUnknown;
@@ -579,7 +584,7 @@ class Simulation {
       // not: its message comes from the MPI_Mprobe before it)
       end += p_.o;
       parts.recv_overhead += p_.o;
-      s.preposted[site_key(r, op.callsite)] = end;
+      s.preposting.insert(site_key(r, op.callsite));
     }
     s.b += parts;
     SiteReplay& sr = site(r, op, true);

@@ -59,12 +59,15 @@ RunFacts run_facts(const JobLog& job) {
                                          kOb1TcpHeaderBytes);
       }
     } else if (f.transport == "vader") {
+      // Shared memory is not textbook (docs: platform notes): a blocking send above
+      // btl_vader_max_inline_send that does not fit the per-peer fast box completes only when the
+      // receiver enters MPI, whatever btl_vader_eager_limit says; calibrate measured S = 256 here.
       f.eager_setting = "btl_vader_eager_limit";
       f.configured_S = cvar(h, "btl_vader_eager_limit");
-      if (f.configured_S) {
-        f.effective_S = f.configured_S;
-        f.effective_S_note = "btl_vader_eager_limit as configured; shared memory is not textbook: a send above "
-                             "btl_vader_max_inline_send may still wait for its receiver (measure it)";
+      if (auto inline_send = cvar(h, "btl_vader_max_inline_send")) {
+        f.effective_S = inline_send;
+        f.effective_S_note = fmt::format("btl_vader_max_inline_send {}: on shared memory a larger send can wait for its "
+                                         "receiver whatever btl_vader_eager_limit says", *inline_send);
       }
     } else if (f.transport == "ucx") {
       f.eager_setting = "UCX_RNDV_THRESH";

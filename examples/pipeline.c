@@ -4,13 +4,16 @@
  * light one and sends. Below the eager limit S the send returns at once and rank r goes on; above S it
  * waits for rank r + 1 to post the receive, so every stage runs at the pace of the slower of itself and
  * its neighbour, item by item, instead of their averages.
- *   pipeline [bytes per item] [items] [stage ms]     (defaults 131072, 40, 2)
+ *   pipeline [bytes per item] [items] [stage ms] [isend]     (defaults 131072, 40, 2)
+ * With "isend" each send is an MPI_Isend from a second buffer, completed before the next one: the
+ * change mpiadvise report advises besides a larger S.
  * Every stage takes 0.5 times the stage time on even items and 1.5 times on odd ones: a rank that has
  * finished light item i finds its successor still on heavy item i - 1. Prints the time from the last
  * rank. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "compute.h"
 
 int main(int argc, char **argv)
@@ -22,16 +25,27 @@ int main(int argc, char **argv)
   long bytes = argc > 1 ? atol(argv[1]) : 131072;
   int items = argc > 2 ? atoi(argv[2]) : 40;
   double ms = argc > 3 ? atof(argv[3]) : 2;
-  char *item = calloc((size_t)bytes, 1);
+  int isend = argc > 4 && strcmp(argv[4], "isend") == 0;
+  char *item = calloc((size_t)bytes, 1), *spare = calloc((size_t)bytes, 1);
+  MPI_Request sent = MPI_REQUEST_NULL;
   double t0 = MPI_Wtime();
   for (int i = 0; i < items; i++) {
     if (rank > 0) MPI_Recv(item, (int)bytes, MPI_BYTE, rank - 1, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     compute_ms(ms * (i % 2 ? 1.5 : 0.5)); /* heavy odd items: the successor is busy when a light one is done */
     item[i % bytes] = (char)(item[i % bytes] + rank + 1);
-    if (rank < size - 1) MPI_Send(item, (int)bytes, MPI_BYTE, rank + 1, i, MPI_COMM_WORLD); /* waits above S */
+    if (rank < size - 1 && !isend) MPI_Send(item, (int)bytes, MPI_BYTE, rank + 1, i, MPI_COMM_WORLD); /* waits above S */
+    if (rank < size - 1 && isend) {
+      MPI_Wait(&sent, MPI_STATUS_IGNORE); /* the previous item is out: its buffer is free */
+      MPI_Isend(item, (int)bytes, MPI_BYTE, rank + 1, i, MPI_COMM_WORLD, &sent);
+      char *t = item;
+      item = spare;
+      spare = t;
+    }
   }
+  MPI_Wait(&sent, MPI_STATUS_IGNORE);
   if (rank == size - 1) printf("pipeline: %d stages, %d items of %ld bytes, %.3f s\n", size, items, bytes, MPI_Wtime() - t0);
   free(item);
+  free(spare);
   MPI_Finalize();
   return 0;
 }

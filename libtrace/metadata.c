@@ -57,7 +57,8 @@ void mpa_json_str(mpa_bytes *b, const char *s)
 
 static int mentions_protocol_limit(const char *name)
 {
-  return strcasestr(name, "eager") || strcasestr(name, "rndv") || strcasestr(name, "rendezvous");
+  return strcasestr(name, "eager") || strcasestr(name, "rndv") || strcasestr(name, "rendezvous") ||
+         strcasestr(name, "max_inline_send"); /* Open MPI vader: above it a send can wait for its receiver */
 }
 
 /* Every MPI_T control variable whose name mentions eager or rndv, with its value where it can be read
