@@ -253,3 +253,21 @@ TEST_CASE("the report as Markdown and to a file; bad input exits 2 with one line
   CHECK(params.status == 2);
   CHECK(params.err.find("no-such-set") != std::string::npos);
 }
+
+TEST_CASE("over shared memory (vader) no eager limit is advised, and the report says why", "[report][edge]") {
+  JobSpec s;
+  s.program = (build_dir() / "examples" / "pipeline").string();
+  s.args = {"131072", "20", "2"};
+  s.mpirun_options = {"--mca", "pml", "ob1", "--mca", "btl", "self,vader"};
+  auto run = run_job(s);
+  REQUIRE(run.status == 0);
+  json report = report_of(run.dir);
+  CHECK(report["summary"]["transport"] == "vader");
+  CHECK(report["summary"]["configured_S"] == 4096);  // btl_vader_eager_limit
+  CHECK(report["summary"]["effective_S"] == 256);    // btl_vader_max_inline_send, from the log
+  CHECK(advice_of(report, "raise_eager_limit") == nullptr);
+  bool noted = false;
+  for (const auto& n : report["notes"]) noted |= n.get<std::string>().find("btl_vader_max_inline_send") != std::string::npos;
+  CHECK(noted);
+  CHECK(advice_of(report, "nonblocking_send") != nullptr);  // the program change still helps
+}
