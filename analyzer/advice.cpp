@@ -9,24 +9,11 @@
 
 namespace mpiadvise {
 
-namespace {
-
-// The key of a rank's call site; a site the trace has no key for is keyed by rank and id alone.
-SiteKey key_of(const Trace& t, int rank, uint32_t callsite) {
-  if (static_cast<size_t>(rank) < t.site_keys.size()) {
-    auto it = t.site_keys[rank].find(callsite);
-    if (it != t.site_keys[rank].end()) return it->second;
-  }
-  return SiteKey{"rank " + std::to_string(rank) + " site", callsite};
-}
-
-}  // namespace
-
 std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size_t top) {
   std::map<SiteKey, HotSpot> by_key;
   std::map<SiteKey, double> best_rank_ns;
   for (const auto& [rc, s] : waits.sites) {
-    SiteKey key = key_of(trace, s.rank, s.callsite);
+    SiteKey key = trace.site(s.rank, s.callsite);
     HotSpot& h = by_key[key];
     h.key = key;
     double waited = 0;
@@ -186,7 +173,7 @@ bool prepost_keeps_matching(const Trace& t, const SiteKey& site) {
     const auto& ops = t.ranks[r].ops;
     size_t previous = SIZE_MAX;
     for (size_t i = 0; i < ops.size(); i++) {
-      if (ops[i].call != MPA_CALL_Recv || !(key_of(t, static_cast<int>(r), ops[i].callsite) == site)) continue;
+      if (ops[i].call != MPA_CALL_Recv || !(t.site(static_cast<int>(r), ops[i].callsite) == site)) continue;
       uint32_t mine = received_message(t, ops[i]);
       if (previous != SIZE_MAX && mine != kNone) {
         const Message& m = t.messages[mine];
@@ -247,13 +234,13 @@ std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const Wait
     for (const auto& op : trace.ranks[r].ops) {
       if (!blocking_send(op.call) && !blocking_recv(op.call)) continue;
       if (!seen.insert(op.callsite).second) continue;
-      SiteFacts& f = sites[key_of(trace, static_cast<int>(r), op.callsite)];
+      SiteFacts& f = sites[trace.site(static_cast<int>(r), op.callsite)];
       f.members.emplace_back(static_cast<int>(r), op.callsite);
       f.call = op.call;
     }
   }
   for (const auto& [rc, w] : waits.sites) {
-    auto it = sites.find(key_of(trace, w.rank, w.callsite));
+    auto it = sites.find(trace.site(w.rank, w.callsite));
     if (it == sites.end()) continue;
     for (const auto& [cause, ns] : w.waited_ns) it->second.weight += ns;
     for (const auto& [cause, ns] : w.caused_ns) it->second.weight += ns;
@@ -263,7 +250,7 @@ std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const Wait
     if (!m.matched()) continue;
     const Op& send = trace.op(m.src, m.send_op);
     if (blocking_send(send.call)) {
-      auto it = sites.find(key_of(trace, m.src, send.callsite));
+      auto it = sites.find(trace.site(m.src, send.callsite));
       if (it != sites.end()) {
         SiteFacts& f = it->second;
         f.messages++;
@@ -274,7 +261,7 @@ std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const Wait
     }
     const Op& recv = trace.op(m.dst, m.recv_op);
     if (blocking_recv(recv.call)) {
-      auto it = sites.find(key_of(trace, m.dst, recv.callsite));
+      auto it = sites.find(trace.site(m.dst, recv.callsite));
       if (it != sites.end()) it->second.messages++, it->second.largest = std::max(it->second.largest, m.bytes);
     }
   }
@@ -375,8 +362,8 @@ std::vector<RepeatedCalls> repeated_calls(const Trace& trace) {
     uint64_t most = 0;
     for (const auto& [sig, n] : s.signatures) most = std::max(most, n);
     if (most < 10 || most < 0.9 * static_cast<double>(s.calls)) continue;
-    RepeatedCalls& r = by_key[key_of(trace, rc.first, rc.second)];
-    r.site = key_of(trace, rc.first, rc.second);
+    RepeatedCalls& r = by_key[trace.site(rc.first, rc.second)];
+    r.site = trace.site(rc.first, rc.second);
     r.members.push_back(rc);
     r.call = s.call;
     r.calls += s.calls;

@@ -188,11 +188,6 @@ class Simulation {
     auto it = t_.site_keys[rank].find(callsite);
     return it == t_.site_keys[rank].end() ? nullptr : &it->second;
   }
-  // The site of a call site id: the same for every call stack through one source line.
-  SiteKey site_key(int rank, uint32_t callsite) const {
-    const SiteKey* k = key_of(rank, callsite);
-    return k ? *k : SiteKey{std::string(), callsite};
-  }
   bool at(const std::set<SiteKey>& sites, int rank, uint32_t callsite) const {
     if (sites.empty()) return false;
     const SiteKey* k = key_of(rank, callsite);
@@ -440,7 +435,7 @@ class Simulation {
       case OpKind::Completion: {
         if (!s.posted) {
           // a receive made an Irecv: posted when the previous one at this site completed
-          auto pre = op.call == MPA_CALL_Recv ? s.preposted.find(site_key(r, op.callsite)) : s.preposted.end();
+          auto pre = op.call == MPA_CALL_Recv ? s.preposted.find(t_.site(r, op.callsite)) : s.preposted.end();
           s.preposted_now = pre != s.preposted.end() && pre->second < s.now;
           post_links(r, op, s.preposted_now ? pre->second : s.now);
           s.posted = true;
@@ -584,7 +579,7 @@ class Simulation {
       // not: its message comes from the MPI_Mprobe before it)
       end += p_.o;
       parts.recv_overhead += p_.o;
-      s.preposting.insert(site_key(r, op.callsite));
+      s.preposting.insert(t_.site(r, op.callsite));
     }
     s.b += parts;
     SiteReplay& sr = site(r, op, true);

@@ -160,10 +160,9 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
 
   // ---- the model on the measured run
   const LogGPSParams& p = a.chosen.params;
-  j["params"] = {{"name", p.name}, {"why", a.chosen.why}, {"description", p.description},
-                 {"L_ns", p.L}, {"o_ns", p.o}, {"Oss_ns_per_byte", p.Oss}, {"Ors_ns_per_byte", p.Ors},
-                 {"Osl_ns_per_byte", p.Osl}, {"Orl_ns_per_byte", p.Orl}, {"Gs_ns_per_byte", p.Gs},
-                 {"Gl_ns_per_byte", p.Gl}, {"s_bytes", bytes_json(p.s)}, {"S_bytes", bytes_json(p.S)}};
+  j["params"] = params_json(p);
+  j["params"]["why"] = a.chosen.why;
+  j["params"]["description"] = p.description;
   Breakdown total;
   for (const auto& rr : baseline.ranks) total += rr.predicted;
   double measured_sw = 0, measured_rw = 0;
@@ -216,12 +215,8 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
     double send_wait = 0, recv_wait = 0, measured_wait = 0;
   };
   std::map<SiteKey, SiteSum> sites;
-  auto key_of = [&](int rank, uint32_t callsite) {
-    auto it = t.site_keys[rank].find(callsite);
-    return it != t.site_keys[rank].end() ? it->second : SiteKey{"rank " + std::to_string(rank) + " site", callsite};
-  };
   for (const auto& sr : baseline.sites) {
-    SiteSum& x = sites[key_of(sr.rank, sr.callsite)];
+    SiteSum& x = sites[t.site(sr.rank, sr.callsite)];
     if (x.rank < 0) x.rank = sr.rank, x.callsite = sr.callsite, x.call = sr.call;
     x.ranks.insert(sr.rank);
     x.calls += sr.calls;
@@ -231,7 +226,7 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
   }
   for (const auto& m : t.messages) {
     if (!m.matched()) continue;
-    auto it = sites.find(key_of(m.src, t.op(m.src, m.send_op).callsite));
+    auto it = sites.find(t.site(m.src, t.op(m.src, m.send_op).callsite));
     if (it == sites.end()) continue;
     it->second.messages++;
     it->second.bytes += m.bytes;
@@ -357,6 +352,17 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
   json problems = json::array();
   for (const auto& pr : t.problems) problems.push_back(pr.text());
   j["problems"] = problems;
+  return j;
+}
+
+nlohmann::json params_json(const LogGPSParams& p) {
+  nlohmann::json j = {{"name", p.name},          {"L_ns", p.L},
+                      {"o_ns", p.o},             {"Oss_ns_per_byte", p.Oss},
+                      {"Ors_ns_per_byte", p.Ors}, {"Osl_ns_per_byte", p.Osl},
+                      {"Orl_ns_per_byte", p.Orl}, {"Gs_ns_per_byte", p.Gs},
+                      {"Gl_ns_per_byte", p.Gl},  {"s_bytes", bytes_json(p.s)},
+                      {"S_bytes", bytes_json(p.S)}};
+  if (p.persistent_saving) j["persistent_saving_ns"] = *p.persistent_saving;
   return j;
 }
 

@@ -20,6 +20,9 @@ struct ReportOptions {
 
 nlohmann::json build_report(const Analysis& a, const ReportOptions& options);
 
+// A parameter set as the JSON of report and replay: name and values, "inf" for an infinite s or S.
+nlohmann::json params_json(const LogGPSParams& p);
+
 // Checks that j is a report this version reads; throws std::runtime_error naming what is wrong.
 void check_report(const nlohmann::json& j, const std::string& where);
 

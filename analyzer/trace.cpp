@@ -373,4 +373,12 @@ Trace build_trace(const JobLog& job) {
   return t;
 }
 
+SiteKey Trace::site(int rank, uint32_t callsite) const {
+  if (rank >= 0 && static_cast<size_t>(rank) < site_keys.size()) {
+    auto it = site_keys[rank].find(callsite);
+    if (it != site_keys[rank].end()) return it->second;
+  }
+  return SiteKey{"rank " + std::to_string(rank) + " site", callsite};
+}
+
 }  // namespace mpiadvise

@@ -102,6 +102,9 @@ struct Trace {
   uint64_t largest_message = 0;
   std::vector<ReadProblem> problems;
   const Op& op(int rank, uint32_t i) const { return ranks[rank].ops[i]; }
+  // The site of a rank's call site id (the same for every call stack through one return address); a
+  // site the logs have no definition for is keyed by rank and id.
+  SiteKey site(int rank, uint32_t callsite) const;
   const Link* links_of(const Op& op) const { return links.data() + op.first_link; }
 };
 

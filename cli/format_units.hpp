@@ -24,4 +24,16 @@ inline std::string bytes_text(uint64_t b) {
   return fmt::format("{:.2f} GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024));
 }
 
+// Markdown: a backslash before each of the characters given (for a table cell that holds code spans,
+// only "|"; in running text also the emphasis and code characters).
+inline std::string markdown_escape(const std::string& s, const char* specials = "|*_`") {
+  std::string out;
+  for (char c : s) {
+    for (const char* p = specials; *p; p++)
+      if (c == *p) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 }  // namespace mpiadvise::cli

@@ -242,26 +242,17 @@ std::string junit_xml(const std::vector<Check>& checks, const std::string& info)
   return o.str();
 }
 
-std::string md_cell(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    if (ch == '|') o += '\\';
-    o += ch;
-  }
-  return o;
-}
-
 std::string markdown(const std::vector<Check>& checks, bool failed, const std::string& info) {
   std::ostringstream o;
   size_t n = 0;
   for (const auto& c : checks) n += c.failed;
   o << (failed ? fmt::format("### mpiadvise gate: failed ({} of {} checks)\n\n", n, checks.size())
                : fmt::format("### mpiadvise gate: passed ({} checks)\n\n", checks.size()));
-  o << md_cell(info) << "\n\n";
+  o << markdown_escape(info, "|") << "\n\n";
   o << "| check | baseline | candidate | change | limit | measured (information) | result |\n"
        "|---|---:|---:|---:|---:|---|---|\n";
   for (const auto& c : checks)
-    o << fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", md_cell(c.group == "metrics" ? c.name : c.group + ": `" + c.name + "`"),
+    o << fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", markdown_escape(c.group == "metrics" ? c.name : c.group + ": `" + c.name + "`", "|"),
                      value_text(c.baseline, c.time), value_text(c.candidate, c.time), change_text(c),
                      value_text(c.limit, c.time),
                      std::isnan(c.measured_candidate) ? std::string("")

@@ -13,6 +13,7 @@
 #include "analysis.hpp"
 #include "log_reader.hpp"
 #include "replay.hpp"
+#include "report.hpp"
 #include "run_facts.hpp"
 #include "symbolizer.hpp"
 #include "waits.hpp"
@@ -74,13 +75,6 @@ nlohmann::json breakdown_json(const Breakdown& b) {
   return {{"computation_ns", b.computation}, {"send_overhead_ns", b.send_overhead},
           {"recv_overhead_ns", b.recv_overhead}, {"send_wait_ns", b.send_wait}, {"recv_wait_ns", b.recv_wait},
           {"synchronisation_ns", b.synchronisation}, {"collectives_ns", b.collectives}, {"other_ns", b.other}};
-}
-
-nlohmann::json params_json(const LogGPSParams& p) {
-  auto bytes = [](uint64_t v) { return v == LogGPSParams::kInfinite ? nlohmann::json("inf") : nlohmann::json(v); };
-  return {{"name", p.name}, {"L_ns", p.L}, {"o_ns", p.o}, {"Oss_ns_per_byte", p.Oss}, {"Ors_ns_per_byte", p.Ors},
-          {"Osl_ns_per_byte", p.Osl}, {"Orl_ns_per_byte", p.Orl}, {"Gs_ns_per_byte", p.Gs},
-          {"Gl_ns_per_byte", p.Gl}, {"s_bytes", bytes(p.s)}, {"S_bytes", bytes(p.S)}};
 }
 
 nlohmann::json result_json(const Loaded& l, const ReplayResult& r) {

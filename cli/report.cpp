@@ -158,24 +158,15 @@ std::string render_text(const json& j, size_t top) {
   return o.str();
 }
 
-std::string md_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|' || c == '*' || c == '_' || c == '`') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 std::string render_markdown(const json& j, size_t top) {
   std::ostringstream o;
   const json& s = j["summary"];
   const json& m = j["model"];
   o << fmt::format("## mpiadvise report: `{}`\n\n", j["dir"].get<std::string>());
-  o << fmt::format("- **Job**: {}\n", md_escape(job_line(s)));
-  o << fmt::format("- **Eager limit**: {}\n", md_escape(eager_line(s)));
+  o << fmt::format("- **Job**: {}\n", markdown_escape(job_line(s)));
+  o << fmt::format("- **Eager limit**: {}\n", markdown_escape(eager_line(s)));
   o << fmt::format("- **Traced**: {}, {} of the ranks' time inside MPI\n", dur(s["traced_ns"]), pct(s["mpi_share"].get<double>()));
-  o << fmt::format("- **Model**: {}; predicted {} ({} against the measured {})\n\n", md_escape(j["params"]["why"].get<std::string>()),
+  o << fmt::format("- **Model**: {}; predicted {} ({} against the measured {})\n\n", markdown_escape(j["params"]["why"].get<std::string>()),
                    dur(m["predicted_ns"]), signed_pct(m["error"].get<double>()), dur(m["measured_ns"]));
   o << "### Per rank (measured / predicted)\n\n| rank | total | computation | send-wait | recv-wait | collectives | error |\n"
        "|---:|---:|---:|---:|---:|---:|---:|\n";
@@ -196,15 +187,15 @@ std::string render_markdown(const json& j, size_t top) {
   for (const auto& h : j["hot_spots"]) {
     if (i++ >= top) break;
     o << fmt::format("| {} | `{}` | {} | {} | {} | {} | {} | {} | {} |\n", i, h["where"]["text"].get<std::string>(),
-                     md_escape(h["call"].get<std::string>()), ranks_text(h["ranks"]), ranks_text(h["peers"]),
+                     markdown_escape(h["call"].get<std::string>()), ranks_text(h["ranks"]), ranks_text(h["peers"]),
                      dur(h["waited_ns"]), h["count"].get<uint64_t>(), h["cause"].get<std::string>(), sizes_text(h["sizes"]));
   }
   o << "\n### Advice\n\n";
   if (j["advice"].empty()) o << "None.\n";
   i = 0;
   for (const auto& a : j["advice"]) {
-    o << fmt::format("{}. **{}**\n", ++i, md_escape(a["title"].get<std::string>()));
-    for (const auto& line : advice_details(a)) o << "   - " << md_escape(line) << "\n";
+    o << fmt::format("{}. **{}**\n", ++i, markdown_escape(a["title"].get<std::string>()));
+    for (const auto& line : advice_details(a)) o << "   - " << markdown_escape(line) << "\n";
   }
   if (j.contains("considered") && !j["considered"].empty()) {
     o << fmt::format("\n### Considered, not advised\n\nA predicted saving below the model's error ({}) or 1%:\n\n",
@@ -212,13 +203,13 @@ std::string render_markdown(const json& j, size_t top) {
     i = 0;
     for (const auto& a : j["considered"]) {
       if (i++ >= 3) break;
-      o << fmt::format("- {}: {} ({})\n", md_escape(a["title"].get<std::string>()), dur(a["predicted_ns"]),
+      o << fmt::format("- {}: {} ({})\n", markdown_escape(a["title"].get<std::string>()), dur(a["predicted_ns"]),
                        signed_pct(-a["saving"].get<double>()));
     }
   }
   if (!j["notes"].empty()) {
     o << "\n### Notes\n\n";
-    for (const auto& n : j["notes"]) o << "- " << md_escape(n.get<std::string>()) << "\n";
+    for (const auto& n : j["notes"]) o << "- " << markdown_escape(n.get<std::string>()) << "\n";
   }
   return o.str();
 }
@@ -246,10 +237,6 @@ int run_report(const ReportCommand& c) {
 }
 
 }  // namespace
-
-std::string render_report(const nlohmann::json& j, const std::string& format, size_t top) {
-  return format == "md" ? render_markdown(j, top) : format == "json" ? j.dump(2) + "\n" : render_text(j, top);
-}
 
 std::function<int()> add_report(CLI::App& app) {
   auto c = std::make_shared<ReportCommand>();
