@@ -16,9 +16,9 @@ $(TEST_DIR)/obj/%.o: tests/%.cpp tests/support.hpp $(wildcard analyzer/*.hpp) $(
 $(TEST_DIR)/%: $(TEST_DIR)/obj/%.o $(TEST_SUPPORT) $(ANALYZER_LIB)
 	$(CXX) -o $@ $< $(TEST_SUPPORT) $(ANALYZER_LIB) $(CXX_LIBS)
 
-$(TEST_DIR)/programs/%: tests/programs/%.c
+$(TEST_DIR)/programs/%: tests/programs/%.c examples/compute.h
 	@mkdir -p $(dir $@)
-	$(MPICC) -O1 -g -o $@ $< -lpthread
+	$(MPICC) -O1 -g -Iexamples -o $@ $< -lpthread
 
 $(TEST_DIR)/programs/%: tests/programs/%.f90 $(wildcard tests/programs/*.inc)
 	@mkdir -p $(dir $@)

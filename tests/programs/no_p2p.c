@@ -3,20 +3,9 @@
  *   no_p2p collectives   five rounds of (rank + 1) * 4 ms of computation and an MPI_Allreduce: the
  *                        faster ranks wait at the collective */
 #include <mpi.h>
+#include "compute.h" /* examples/compute.h */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-static void compute_ms(double ms)
-{
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  volatile double x = 0;
-  do {
-    for (int i = 0; i < 1000; i++) x += i * 1e-9;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6 < ms);
-}
 
 int main(int argc, char **argv)
 {

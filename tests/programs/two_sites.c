@@ -2,20 +2,9 @@
  * before each receive: the gate's test grows one site's message past the eager limit S.
  *   two_sites A_BYTES B_BYTES [iterations] [late_ms]      (defaults 4096 4096 10 2) */
 #include <mpi.h>
+#include "compute.h" /* examples/compute.h */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static void compute_ms(double ms)
-{
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  volatile double x = 0;
-  do {
-    for (int i = 0; i < 1000; i++) x += i * 1e-9;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6 < ms);
-}
 
 int main(int argc, char **argv)
 {
