@@ -140,6 +140,9 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
     span = std::max(span, rr.measured_ns);
     json p = breakdown_json(rr.predicted);
     p["total_ns"] = rr.predicted_ns;
+    // as measured: the time inside MPI that is neither waiting nor collectives
+    p["other_mpi_ns"] = rr.predicted.send_overhead + rr.predicted.recv_overhead + rr.predicted.synchronisation +
+                        rr.predicted.other;
     ranks.push_back({{"rank", rr.rank},
                      {"measured", m},
                      {"predicted", p},

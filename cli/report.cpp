@@ -107,15 +107,16 @@ std::string render_text(const json& j, size_t top) {
                    signed_pct(m["error"].get<double>()), dur(m["measured_ns"]), m["rendezvous_messages"].get<uint64_t>(),
                    bytes_text(m["rendezvous_bytes"].get<uint64_t>()));
   o << "\nPer rank, measured / predicted\n";
-  o << fmt::format("  {:>4}  {:^23}  {:^23}  {:^23}  {:^23}  {:^23}  {:>7}\n", "rank", "total", "computation", "send-wait",
-                   "recv-wait", "collectives", "error");
+  o << fmt::format("  {:>4}  {:^23}  {:^23}  {:^23}  {:^23}  {:^23}  {:^23}  {:>7}\n", "rank", "total", "computation",
+                   "overheads", "send-wait", "recv-wait", "collectives", "error");
   for (const auto& r : j["ranks"]) {
     const json &me = r["measured"], &pr = r["predicted"];
     auto pair = [&](const char* mk, const char* pk) {
       return fmt::format("{:>10} / {:<10}", me.contains(mk) ? dur(me[mk]) : std::string("-"), dur(pr[pk]));
     };
-    o << fmt::format("  {:>4}  {}  {}  {}  {}  {}  {:>7}\n", r["rank"].get<int>(), pair("total_ns", "total_ns"),
-                     pair("computation_ns", "computation_ns"), pair("send_wait_ns", "send_wait_ns"),
+    o << fmt::format("  {:>4}  {}  {}  {}  {}  {}  {}  {:>7}\n", r["rank"].get<int>(), pair("total_ns", "total_ns"),
+                     pair("computation_ns", "computation_ns"), pair("other_mpi_ns", "other_mpi_ns"),
+                     pair("send_wait_ns", "send_wait_ns"),
                      pair("recv_wait_ns", "recv_wait_ns"), pair("collectives_ns", "collectives_ns"),
                      signed_pct(r["error"].get<double>()));
   }
@@ -168,15 +169,16 @@ std::string render_markdown(const json& j, size_t top) {
   o << fmt::format("- **Traced**: {}, {} of the ranks' time inside MPI\n", dur(s["traced_ns"]), pct(s["mpi_share"].get<double>()));
   o << fmt::format("- **Model**: {}; predicted {} ({} against the measured {})\n\n", markdown_escape(j["params"]["why"].get<std::string>()),
                    dur(m["predicted_ns"]), signed_pct(m["error"].get<double>()), dur(m["measured_ns"]));
-  o << "### Per rank (measured / predicted)\n\n| rank | total | computation | send-wait | recv-wait | collectives | error |\n"
-       "|---:|---:|---:|---:|---:|---:|---:|\n";
+  o << "### Per rank (measured / predicted)\n\n| rank | total | computation | overheads | send-wait | recv-wait | collectives | "
+       "error |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& r : j["ranks"]) {
     const json &me = r["measured"], &pr = r["predicted"];
     auto pair = [&](const char* mk, const char* pk) {
       return fmt::format("{} / {}", me.contains(mk) ? dur(me[mk]) : std::string("-"), dur(pr[pk]));
     };
-    o << fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", r["rank"].get<int>(), pair("total_ns", "total_ns"),
-                     pair("computation_ns", "computation_ns"), pair("send_wait_ns", "send_wait_ns"),
+    o << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", r["rank"].get<int>(), pair("total_ns", "total_ns"),
+                     pair("computation_ns", "computation_ns"), pair("other_mpi_ns", "other_mpi_ns"),
+                     pair("send_wait_ns", "send_wait_ns"),
                      pair("recv_wait_ns", "recv_wait_ns"), pair("collectives_ns", "collectives_ns"),
                      signed_pct(r["error"].get<double>()));
   }
