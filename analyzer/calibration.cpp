@@ -157,4 +157,27 @@ Calibration calibrate(const std::vector<RoundTrip>& samples, double W) {
   return c;
 }
 
+EagerTerms fit_eager_terms(const std::vector<RoundTrip>& all_eager) {
+  std::vector<std::pair<double, double>> send, slow, fast;
+  EagerTerms e;
+  for (const auto& r : all_eager) {
+    const double k = static_cast<double>(r.k);
+    e.largest = std::max(e.largest, r.k);
+    (r.w > 0 ? slow : fast).emplace_back(k, r.rtt_ns);
+    if (r.w > 0 && r.send_ns > 0) send.emplace_back(k, r.send_ns);
+  }
+  if (send.size() < 2 || slow.size() < 2 || fast.size() < 2)
+    throw ParamError("calibration: fewer than two sizes in the sweep with the eager limit raised");
+  auto clamp = [&](double v, const char* name) {
+    if (v >= 0) return v;
+    e.clamped.push_back(fmt::format("{} = {}", name, v));
+    return 0.0;
+  };
+  const double oss = least_squares(send).slope, both = least_squares(slow).slope, all = least_squares(fast).slope / 2;
+  e.Oss = clamp(oss, "Oss");
+  e.Ors = clamp(both - e.Oss, "Ors");
+  e.Gs = clamp(all - e.Oss - e.Ors, "Gs");
+  return e;
+}
+
 }  // namespace mpiadvise

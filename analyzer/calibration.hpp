@@ -61,4 +61,17 @@ struct Calibration {
 // s by the change point of the w = 0 curve below S (two lines against one, by residuals), then the fit.
 Calibration calibrate(const std::vector<RoundTrip>& samples, double W);
 
+// The eager terms over the whole range of sizes, from a sweep run with the eager limit raised above the
+// largest size (every send eager): the slope of the send time is Oss, that of the w = W round trip
+// Oss + Ors, that of the w = 0 round trip 2(Oss + Ors + Gs). A what-if that raises S makes messages
+// eager that the sweep at the configured limit sent by rendezvous; these price them. The premise, as
+// for fit_sides: W exceeds the communication of the largest size. A term the slopes make negative is
+// set to 0 and named in clamped.
+struct EagerTerms {
+  double Oss = 0, Ors = 0, Gs = 0;
+  uint64_t largest = 0;  // the largest size of the sweep
+  std::vector<std::string> clamped;
+};
+EagerTerms fit_eager_terms(const std::vector<RoundTrip>& all_eager);
+
 }  // namespace mpiadvise

@@ -32,6 +32,7 @@ struct CalibrateOptions {
   int reps = 0;
   std::string max_size = "1M";
   std::string bench;
+  bool no_eager_sweep = false;
   std::vector<std::string> command;
 };
 
@@ -93,6 +94,54 @@ std::string params_toml(const Calibration& c, const nlohmann::json& facts, doubl
   return o.str();
 }
 
+// What one run of the benchmark printed.
+struct BenchOutput {
+  nlohmann::json facts, persistent;
+  std::vector<RoundTrip> samples;
+};
+
+// Runs the benchmark under the launcher (argv), with one more environment variable when env is
+// NAME=VALUE (Open MPI's mpirun passes OMPI_MCA_* on to the ranks), and reads what it printed.
+BenchOutput run_bench(const std::vector<std::string>& command, const std::string& env) {
+  std::vector<std::string> argv = command;
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("cannot start the benchmark: pipe failed");
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!env.empty()) putenv(const_cast<char*>(env.c_str()));
+    dup2(fds[1], 1);
+    close(fds[0]);
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(s.data());
+    a.push_back(nullptr);
+    execvp(a[0], a.data());
+    std::fprintf(stderr, "mpiadvise: cannot run %s: %s\n", a[0], std::strerror(errno));
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error(fmt::format("the benchmark failed (exit status {}): see its messages above",
+                                         WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
+  BenchOutput b;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;
+    if (j.value("facts", false)) b.facts = j;
+    else if (j.value("persistent", false)) b.persistent = j;
+    else b.samples.push_back(RoundTrip{j.value("k", uint64_t{0}), j.value("w", 0.0), j.value("rtt_ns", 0.0), j.value("send_ns", 0.0)});
+  }
+  return b;
+}
+
 int run_calibrate(const CalibrateOptions& o) {
   uint64_t max_size = parse_bytes("--max-size", o.max_size);
   if (max_size < 4096 || max_size > (1ull << 30))
@@ -115,53 +164,54 @@ int run_calibrate(const CalibrateOptions& o) {
   for (auto k : sizes) argv.push_back(std::to_string(k));
   std::fprintf(stderr, "mpiadvise calibrate: %zu sizes up to %s, w = 0 and w = %.0f us, %d repetitions\n", sizes.size(),
                bytes_text(max_size).c_str(), o.W_us, reps);
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("cannot start the benchmark: pipe failed");
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    std::vector<char*> a;
-    for (auto& s : argv) a.push_back(s.data());
-    a.push_back(nullptr);
-    execvp(a[0], a.data());
-    std::fprintf(stderr, "mpiadvise: cannot run %s: %s\n", a[0], std::strerror(errno));
-    _exit(127);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error(fmt::format("the benchmark failed (exit status {}): see its messages above",
-                                         WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
-  nlohmann::json facts, persistent;
-  std::vector<RoundTrip> samples;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] != '{') continue;
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded()) continue;
-    if (j.value("facts", false)) facts = j;
-    else if (j.value("persistent", false)) persistent = j;
-    else samples.push_back(RoundTrip{j.value("k", uint64_t{0}), j.value("w", 0.0), j.value("rtt_ns", 0.0), j.value("send_ns", 0.0)});
-  }
+  BenchOutput run1 = run_bench(argv, "");
+  nlohmann::json facts = run1.facts, persistent = run1.persistent;
+  std::vector<RoundTrip> samples = run1.samples;
   if (samples.size() < 8) throw std::runtime_error("the benchmark printed too few measurements");
   Calibration c = calibrate(samples, W);
   const auto cvars = facts.value("cvars", nlohmann::json::object());
   std::string transport;
   if (cvars.contains("btl_tcp_eager_limit") && !cvars.contains("btl_vader_eager_limit")) transport = "tcp";
   facts["transport"] = transport;
+  // The eager terms again, over every size, with the limit raised above the largest: what a what-if on
+  // S needs (a fit below the configured S alone can misprice larger eager messages several-fold).
+  // Only where raising the limit is known to make sends eager: Open MPI over TCP, MPICH's cvar.
+  std::string limit_env;
+  const uint64_t raised = uint64_t{1} << static_cast<int>(std::ceil(std::log2(static_cast<double>(max_size) * 2)));
+  if (transport == "tcp") limit_env = fmt::format("OMPI_MCA_btl_tcp_eager_limit={}", raised);
+  for (const auto& [name, v] : cvars.items())
+    if (name.find("EAGER_MAX_MSG_SIZE") != std::string::npos)
+      limit_env = fmt::format("{}{}={}", name.rfind("MPIR_CVAR_", 0) == 0 ? "" : "MPIR_CVAR_", name, raised);
+  std::optional<EagerTerms> eager;
+  if (!limit_env.empty() && !o.no_eager_sweep) {
+    std::fprintf(stderr, "mpiadvise calibrate: the eager terms over every size, with %s\n", limit_env.c_str());
+    BenchOutput run2 = run_bench(argv, limit_env);
+    eager = fit_eager_terms(run2.samples);
+    c.params.Oss = eager->Oss;
+    c.params.Ors = eager->Ors;
+    c.params.Gs = eager->Gs;
+    c.params.s = c.s = c.params.S;  // one eager segment: Gs up to S, Gl beyond
+    LogGPS m(c.params);
+    double sum = 0;
+    for (const auto& r : samples) {
+      double e = (m.round_trip(r.k, r.w) - r.rtt_ns) / r.rtt_ns;
+      sum += e * e;
+    }
+    c.residual_rms = std::sqrt(sum / static_cast<double>(samples.size()));
+  }
   // a 0-byte exchange is two calls (a send and a receive) on two requests
   std::optional<double> saving;
   if (persistent.contains("exchange_ns") && persistent.contains("persistent_exchange_ns"))
     saving = (persistent["exchange_ns"].get<double>() - persistent["persistent_exchange_ns"].get<double>()) / 2;
   std::ofstream file(o.output);
-  file << params_toml(c, facts, W);
+  std::string text = params_toml(c, facts, W);
+  if (eager) {
+    std::string note = fmt::format("# Oss, Ors and Gs from a second sweep with {} (every size eager, up to {} bytes)",
+                                   limit_env, eager->largest);
+    for (const auto& cl : eager->clamped) note += "\n# that sweep gave " + cl + ": set to 0";
+    text.insert(text.find("\ndescription = "), "\n" + note);
+  }
+  file << text;
   if (saving)
     file << fmt::format("\n# MPI_Isend + MPI_Irecv + MPI_Waitall of 0 bytes took {:.0f} ns, MPI_Startall + MPI_Waitall on\n"
                         "# persistent requests {:.0f} ns: per call, a persistent request saves\n[mpi]\npersistent_saving_ns = {:.1f}\n",
@@ -183,7 +233,11 @@ int run_calibrate(const CalibrateOptions& o) {
   if (saving)
     fmt::print("  a persistent request saves {:.0f} ns per call{}\n", *saving,
                *saving < 0 ? " (it costs more: the library's persistent path is the slower one)" : "");
+  if (eager)
+    fmt::print("  Oss, Ors, Gs from the sweep with {}: every size eager up to {} bytes\n", limit_env, eager->largest);
   for (const auto& cl : c.clamped) fmt::print("  note: the fit gave {}: set to 0\n", cl);
+  if (eager)
+    for (const auto& cl : eager->clamped) fmt::print("  note: the sweep with the limit raised gave {}: set to 0\n", cl);
   fmt::print("  written to {}\n", o.output);
   return kOk;
 }
@@ -199,6 +253,8 @@ std::function<int()> add_calibrate(CLI::App& app) {
   sub->add_option("--reps", o->reps, "Round trips per size and w; the median is kept (default 21, --quick 5)")
       ->check(CLI::Range(1, 10000));
   sub->add_option("--max-size", o->max_size, "Largest message of the sweep (default 1M; 4K to 1G)");
+  sub->add_flag("--no-eager-sweep", o->no_eager_sweep,
+                "Skip the second sweep with the eager limit raised (the eager terms then come from sizes up to S)");
   sub->add_option("--bench", o->bench, "The benchmark program (default: mpiadvise-calibrate-bench beside mpiadvise)");
   sub->add_option("command", o->command, "The launcher and its arguments, after --, for 2 ranks")->required();
   return [o] { return run_calibrate(*o); };

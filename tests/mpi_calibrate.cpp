@@ -60,6 +60,24 @@ TEST_CASE("calibrated parameters predict a traced run of the same machine within
   CHECK(std::abs(predicted - measured) / measured < 0.10);
 }
 
+TEST_CASE("over TCP the eager terms come from a second sweep with btl_tcp_eager_limit raised", "[calibrate]") {
+  fs::path params = fresh_dir("calibrated-eager") / "here.toml";
+  auto cal = run_command(mpiadvise_cmd() + " calibrate --quick --max-size 256K -o " + params.string() + " -- " + tcp("65536"));
+  INFO(cal.out << cal.err);
+  REQUIRE(cal.status == 0);
+  CHECK(cal.out.find("Oss, Ors, Gs from the sweep with OMPI_MCA_btl_tcp_eager_limit=524288") != std::string::npos);
+  const std::string text = read_text(params);
+  CHECK(text.find("# Oss, Ors and Gs from a second sweep with OMPI_MCA_btl_tcp_eager_limit=524288") != std::string::npos);
+  auto p = mpiadvise::load_params(params);
+  CHECK(p.s == p.S);  // one eager segment
+  // the effective S is still the configured limit's, not the raised one
+  CHECK(p.S < 65536);
+  auto skip = run_command(mpiadvise_cmd() + " calibrate --quick --no-eager-sweep --max-size 256K -o " + params.string() +
+                          " -- " + tcp("65536"));
+  REQUIRE(skip.status == 0);
+  CHECK(skip.out.find("from the sweep with") == std::string::npos);
+}
+
 TEST_CASE("calibrate refuses too few ranks, sizes out of range and an unwritable output", "[calibrate][errors]") {
   fs::path out = fresh_dir("calbad") / "p.toml";
   auto one = run_command(mpiadvise_cmd() + " calibrate --quick -o " + out.string() +

@@ -121,3 +121,21 @@ TEST_CASE("curves the model cannot explain, or too few sizes, are refused", "[ca
   std::vector<RoundTrip> few{{0, 0, 1000, 0}, {0, 5e5, 501000, 900}};
   CHECK_THROWS_WITH(fit_sides(few, 8191, 16383, 5e5), Catch::Contains("fewer than two sizes"));
 }
+
+TEST_CASE("a sweep with every size eager gives back the eager terms it came from", "[calibration]") {
+  // Table 5's Myrinet row with S made infinite: every size of the sweep eager, as with the limit raised
+  LogGPSParams p = table5_myrinet();
+  p.s = p.S = LogGPSParams::kInfinite;
+  LogGPS m(p);
+  std::vector<RoundTrip> sweep;
+  // W above the communication of the largest size (15.17 ns/B x 1 MiB is 16 ms), the method's premise
+  for (uint64_t k = 0; k <= 1 << 20; k += 1 << 16)
+    for (double w : {0.0, 1e8}) sweep.push_back({k, w, m.round_trip(k, w), w > 0 ? m.send(k, 0, 0) : 0.0});
+  EagerTerms e = fit_eager_terms(sweep);
+  CHECK(e.Oss == Approx(5.02));
+  CHECK(e.Ors == Approx(4.72));
+  CHECK(e.Gs == Approx(15.17));
+  CHECK(e.largest == 1u << 20);
+  CHECK(e.clamped.empty());
+  CHECK_THROWS_AS(fit_eager_terms({sweep[0], sweep[1]}), ParamError);
+}
