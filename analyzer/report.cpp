@@ -314,8 +314,17 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
 
   // ---- what a reader should know about this job
   json notes = json::array();
+  const size_t logged = a.job->ranks().size();
+  if (logged < static_cast<size_t>(t.world_size))
+    notes.push_back(fmt::format("{} of {} ranks have no readable log: their part of the run is missing from the analysis",
+                                static_cast<size_t>(t.world_size) - logged, t.world_size));
+  if (t.unmatched_sends || t.unmatched_recvs)
+    notes.push_back(fmt::format("{} sends and {} receives have no partner in the logs (a rank's log missing or cut "
+                                "off): they are replayed with their measured times",
+                                t.unmatched_sends, t.unmatched_recvs));
   if (t.world_size == 1) notes.push_back("one rank: no messages between ranks, nothing waits for another rank");
-  else if (matched == 0) notes.push_back("no point-to-point messages: the eager limit and the send and receive advice do not apply");
+  else if (matched == 0 && !t.unmatched_sends && !t.unmatched_recvs)
+    notes.push_back("no point-to-point messages: the eager limit and the send and receive advice do not apply");
   if (matched > 0 && baseline.rendezvous_messages == 0)
     notes.push_back(fmt::format("every message is at most S = {} bytes: no send waits for its receiver by protocol",
                                 p.S == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(p.S)));
@@ -348,7 +357,7 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
     if (x["where"].contains("file")) symbols = true;
   if (!symbols && (!hot.empty() || !site_list.empty()))
     notes.push_back("no line information for the call sites (build with -g): they are named by module and offset");
-  if (baseline.unresolved_ops)
+  if (baseline.unresolved_ops && !t.unmatched_sends && !t.unmatched_recvs)
     notes.push_back(fmt::format("{} operations have a partner missing from the logs: replayed with their measured time",
                                 baseline.unresolved_ops));
   j["notes"] = notes;

@@ -271,3 +271,22 @@ TEST_CASE("over shared memory (vader) no eager limit is advised, and the report 
   CHECK(noted);
   CHECK(advice_of(report, "nonblocking_send") != nullptr);  // the program change still helps
 }
+
+TEST_CASE("a job with a rank's log missing: a report of what is there, saying what is missing",
+          "[report][edge]") {
+  auto run = traced_run("pingpong_late", {"65536", "5", "4"}, 0);
+  // rank 1's log gone: rank 0's sends have no partner
+  fs::remove(run.dir / "rank-00001.mpa");
+  auto r = run_command(mpiadvise_cmd() + " report --format json " + run.dir.string());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = json::parse(r.out);
+  CHECK(j["summary"]["ranks_logged"] == 1);
+  bool missing = false, unmatched = false;
+  for (const auto& n : j["notes"]) {
+    missing |= n.get<std::string>().find("1 of 2 ranks have no readable log") != std::string::npos;
+    unmatched |= n.get<std::string>().find("have no partner in the logs") != std::string::npos;
+  }
+  CHECK(missing);
+  CHECK(unmatched);
+}
