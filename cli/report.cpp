@@ -127,8 +127,9 @@ std::string render_text(const json& j, size_t top) {
     if (i++ >= top) break;
     o << fmt::format("  {}. {}  {}  ranks {} <-> {}\n", i, h["where"]["text"].get<std::string>(), h["call"].get<std::string>(),
                      ranks_text(h["ranks"]), ranks_text(h["peers"]));
-    o << fmt::format("     {} lost in {} waits ({} of all waiting): {}\n", dur(h["waited_ns"]), h["count"].get<uint64_t>(),
-                     pct(h["share_of_waiting"].get<double>()), h["cause"].get<std::string>());
+    o << fmt::format("     {} lost in {} waits ({} of all waiting): {}{}\n", dur(h["waited_ns"]), h["count"].get<uint64_t>(),
+                     pct(h["share_of_waiting"].get<double>()), h["cause"].get<std::string>(),
+                     h["caused_ns"].get<double>() > 0 ? "; it made other ranks wait " + dur(h["caused_ns"]) : std::string());
     o << fmt::format("     sizes: {}\n", sizes_text(h["sizes"]));
   }
   o << "\nAdvice, by predicted run time (each from a what-if replay)\n";
