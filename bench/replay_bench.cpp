@@ -1,7 +1,8 @@
 // Replay throughput: a synthetic trace of RANKS ranks x EVENTS operations each, built in memory (a
 // ring exchange: Irecv from the left, Isend to the right, Waitall, computation; every fourth message
 // above S so that a quarter are rendezvous), replayed in the simulation and in the paper's mode.
-// Prints events per second and memory per million events. Asserts nothing.
+// Prints events per second, memory per million events, and what the report's advice costs in replays of
+// the trace. Asserts nothing.
 //   replay_bench [ranks] [events per rank]          (defaults 64 and 1000000)
 #include <sys/resource.h>
 
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include "advice.hpp"
 #include "replay.hpp"
 
 using namespace mpiadvise;
@@ -88,14 +90,32 @@ int main(int argc, char** argv) {
               P, rounds * 3, events);
   std::printf("  trace built in memory in %.1f s: %.1f MiB, %.1f MiB per million events\n", build_s, trace_kib / 1024.0,
               trace_kib / 1024.0 / (events / 1e6));
+  double simulate_s = 0;
   for (auto mode : {ReplayMode::Simulate, ReplayMode::Paper}) {
     o.mode = mode;
     auto t0 = std::chrono::steady_clock::now();
     auto r = replay(t, o);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (mode == ReplayMode::Simulate) simulate_s = s;
     std::printf("  %-10s %6.2f s   %6.2f M events/s   [target > 10 M events/s on one core; LogGOPSim claims ~1 M]"
                 "   predicted %.3f s\n",
                 mode == ReplayMode::Simulate ? "simulation" : "paper", s, events / s / 1e6, r.predicted_ns / 1e9);
+  }
+  // the report's advice: wait states, then every what-if it tries (the eager-limit sweep and the
+  // candidate sites), in units of one simulation of the trace as measured
+  {
+    o.mode = ReplayMode::Simulate;
+    RunFacts facts;
+    facts.library = "Open MPI";
+    facts.transport = "tcp";
+    facts.eager_setting = "btl_tcp_eager_limit";
+    auto t0 = std::chrono::steady_clock::now();
+    WaitStates waits = measure_waits(t, o.params.S);
+    ReplayResult baseline = replay(t, o);
+    auto advice = advise(t, facts, waits, o, baseline, 10);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("  report advice %6.2f s   = %.1f simulations (wait states, the S sweep and %zu what-ifs at call sites)\n", s,
+                s / simulate_s, advice.size());
   }
   std::printf("  peak memory %.1f MiB: %.1f MiB per million events (trace and replay state)\n", vm_hwm_kib() / 1024.0,
               vm_hwm_kib() / 1024.0 / (events / 1e6));

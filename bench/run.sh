@@ -7,7 +7,8 @@
 #       untraced, traced (default settings), traced with MPIADVISE_STACK_DEPTH=4, untraced, ...
 #       The program times its own loop after a warm-up, so start-up is not in the figures.
 #   (c) a 1-D halo exchange on 4 ranks (oversubscribed on small machines) for log bytes and memory.
-#   (d) replay throughput of the analyzer on a synthetic trace of 64 ranks x 1 M events (bench/replay_bench.cpp).
+#   (d) replay throughput of the analyzer on a synthetic trace of 64 ranks x 1 M events, and the cost of the
+#       report's advice in simulations of that trace (bench/replay_bench.cpp).
 #
 # Environment: BUILD (default build), MPICC (mpicc), MPIRUN (mpirun), PYTHON (python3),
 #   BENCH_REPS (5), BENCH_ITERS (loop iterations per run; 3 calls each; default 200000),
