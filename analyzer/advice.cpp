@@ -86,8 +86,7 @@ std::optional<RaiseEagerLimit> advise_eager_limit(const Trace& trace, const RunF
     uint64_t S = limit > header ? limit - header : 0;
     if (S <= base.params.S) continue;
     ReplayOptions o = base;
-    o.params.S = S;
-    o.params.s = std::min(o.params.s, S);
+    o.params.move_S(S);
     sweep.emplace_back(limit, replay(trace, o));
     if (limit >= need) break;
   }
@@ -167,7 +166,9 @@ uint32_t received_message(const Trace& t, const Op& op) {
 
 // Can the receives at a site be posted as soon as the previous one there completed without changing
 // which message each receives? Not where a receive posted in between (at another site) took a message
-// from the same source with the same tag on the same communicator: the early receive would take it.
+// from the same source with the same tag on the same communicator: the early receive would take it;
+// nor where the rank probes in between. (The trace keeps the envelope each message matched, not the
+// one each receive asked for: a wildcard receive at the site is judged by the messages it took.)
 bool prepost_keeps_matching(const Trace& t, const SiteKey& site) {
   for (size_t r = 0; r < t.ranks.size(); r++) {
     const auto& ops = t.ranks[r].ops;
@@ -178,6 +179,9 @@ bool prepost_keeps_matching(const Trace& t, const SiteKey& site) {
       if (previous != SIZE_MAX && mine != kNone) {
         const Message& m = t.messages[mine];
         for (size_t j = previous + 1; j < i; j++) {
+          // a probe in between looks for a message the early receive could take first
+          const uint32_t c = ops[j].call;
+          if (c == MPA_CALL_Probe || c == MPA_CALL_Iprobe || c == MPA_CALL_Mprobe || c == MPA_CALL_Improbe) return false;
           uint32_t other = received_message(t, ops[j]);
           if (other == kNone) continue;
           const Message& o = t.messages[other];
@@ -217,8 +221,7 @@ std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const Wait
 
   if (auto e = advise_eager_limit(trace, facts, base)) {
     ReplayOptions o = base;
-    o.params.S = e->S;
-    o.params.s = std::min(o.params.s, e->S);
+    o.params.move_S(e->S);
     Advice a;
     a.kind = AdviceKind::RaiseEagerLimit;
     a.messages = e->messages_made_eager;

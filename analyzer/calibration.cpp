@@ -1,5 +1,7 @@
 #include "calibration.hpp"
 
+#include <set>
+
 #include <algorithm>
 #include <cmath>
 
@@ -157,17 +159,22 @@ Calibration calibrate(const std::vector<RoundTrip>& samples, double W) {
   return c;
 }
 
-EagerTerms fit_eager_terms(const std::vector<RoundTrip>& all_eager) {
+EagerTerms fit_eager_terms(const std::vector<RoundTrip>& all_eager, double W) {
   std::vector<std::pair<double, double>> send, slow, fast;
   EagerTerms e;
+  std::set<uint64_t> waited;
+  for (const auto& r : all_eager)
+    if (r.w > 0 && r.send_ns >= W / 2) waited.insert(r.k);
+  e.left_out = waited.size();
   for (const auto& r : all_eager) {
+    if (waited.count(r.k)) continue;
     const double k = static_cast<double>(r.k);
     e.largest = std::max(e.largest, r.k);
     (r.w > 0 ? slow : fast).emplace_back(k, r.rtt_ns);
     if (r.w > 0 && r.send_ns > 0) send.emplace_back(k, r.send_ns);
   }
   if (send.size() < 2 || slow.size() < 2 || fast.size() < 2)
-    throw ParamError("calibration: fewer than two sizes in the sweep with the eager limit raised");
+    throw ParamError("calibration: fewer than two sizes were sent eagerly in the sweep with the eager limit raised");
   auto clamp = [&](double v, const char* name) {
     if (v >= 0) return v;
     e.clamped.push_back(fmt::format("{} = {}", name, v));

@@ -67,11 +67,14 @@ Calibration calibrate(const std::vector<RoundTrip>& samples, double W);
 // eager that the sweep at the configured limit sent by rendezvous; these price them. The premise, as
 // for fit_sides: W exceeds the communication of the largest size. A term the slopes make negative is
 // set to 0 and named in clamped.
+// Sizes whose send with w = W took W/2 or more waited for their receiver (not eager: the raised limit
+// did not reach them) and are left out; fewer than two eager sizes left is a ParamError.
 struct EagerTerms {
   double Oss = 0, Ors = 0, Gs = 0;
-  uint64_t largest = 0;  // the largest size of the sweep
+  uint64_t largest = 0;  // the largest eager size of the sweep
+  size_t left_out = 0;   // sizes left out because their send waited
   std::vector<std::string> clamped;
 };
-EagerTerms fit_eager_terms(const std::vector<RoundTrip>& all_eager);
+EagerTerms fit_eager_terms(const std::vector<RoundTrip>& all_eager, double W);
 
 }  // namespace mpiadvise

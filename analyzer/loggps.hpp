@@ -3,6 +3,7 @@
 // no formula of the model is written anywhere else. All times in ns, sizes in bytes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -33,6 +34,12 @@ struct LogGPSParams {
 
   // Throws ParamError naming what is wrong (negative values, s > S, ...).
   void validate(const std::string& where) const;
+  // A new eager limit, as a what-if or the log's effective S sets it: s follows S where it was S (the
+  // set has one eager segment, priced by Gs), and never exceeds it.
+  void move_S(uint64_t new_S) {
+    s = s == S ? new_S : std::min(s, new_S);
+    S = new_S;
+  }
   // Sets one parameter by its name (L, o, Oss, Ors, Osl, Orl, Gs, Gl, s, S); throws ParamError.
   void set(const std::string& key, double value, const std::string& where);
 };

@@ -183,15 +183,8 @@ class Simulation {
       }
   }
 
-  const SiteKey* key_of(int rank, uint32_t callsite) const {
-    if (static_cast<size_t>(rank) >= t_.site_keys.size()) return nullptr;
-    auto it = t_.site_keys[rank].find(callsite);
-    return it == t_.site_keys[rank].end() ? nullptr : &it->second;
-  }
   bool at(const std::set<SiteKey>& sites, int rank, uint32_t callsite) const {
-    if (sites.empty()) return false;
-    const SiteKey* k = key_of(rank, callsite);
-    return k && sites.count(*k);
+    return !sites.empty() && sites.count(t_.site(rank, callsite));
   }
 
   void wake_msg(uint32_t m) {
@@ -409,6 +402,10 @@ class Simulation {
       s.now += gap;
       s.b.computation += gap;
       s.gap_done = true;
+      // Open MPI (ob1 over TCP or shared memory) has no asynchronous progress: a receive posted early
+      // takes part in the handshake of a rendezvous only once the rank calls MPI again, here
+      for (const auto& key : s.preposting) s.preposted[key] = s.now;
+      s.preposting.clear();
       // a send made non-blocking completes here, at the next MPI call
       if (s.deferred_send_done != kUnknown) {
         if (s.deferred_send_done > s.now) {
@@ -419,10 +416,6 @@ class Simulation {
         s.deferred_send_done = kUnknown;
       }
       s.op_start = s.now;
-      // Open MPI (ob1 over TCP or shared memory) has no asynchronous progress: a receive posted early
-      // takes part in the handshake of a rendezvous only once the rank calls MPI again
-      for (const auto& key : s.preposting) s.preposted[key] = s.now;
-      s.preposting.clear();
     }
     Breakdown parts;
     double end = kUnknown;

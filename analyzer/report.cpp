@@ -320,7 +320,8 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
                                 static_cast<size_t>(t.world_size) - logged, t.world_size));
   if (t.unmatched_sends || t.unmatched_recvs)
     notes.push_back(fmt::format("{} sends and {} receives have no partner in the logs (a rank's log missing or cut "
-                                "off): they are replayed with their measured times",
+                                "off): a send is modelled as if its receiver were never late, a receive keeps its "
+                                "measured time",
                                 t.unmatched_sends, t.unmatched_recvs));
   if (t.world_size == 1) notes.push_back("one rank: no messages between ranks, nothing waits for another rank");
   else if (matched == 0 && !t.unmatched_sends && !t.unmatched_recvs)
@@ -357,7 +358,7 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
     if (x["where"].contains("file")) symbols = true;
   if (!symbols && (!hot.empty() || !site_list.empty()))
     notes.push_back("no line information for the call sites (build with -g): they are named by module and offset");
-  if (baseline.unresolved_ops && !t.unmatched_sends && !t.unmatched_recvs)
+  if (baseline.unresolved_ops)
     notes.push_back(fmt::format("{} operations have a partner missing from the logs: replayed with their measured time",
                                 baseline.unresolved_ops));
   j["notes"] = notes;

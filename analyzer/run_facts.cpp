@@ -44,12 +44,20 @@ RunFacts run_facts(const JobLog& job) {
   const auto env = h.value("env", nlohmann::json::object());
   std::string pml = env.value("OMPI_MCA_pml", ""), btl = env.value("OMPI_MCA_btl", "");
   if (f.library == "Open MPI") {
+    // OMPI_MCA_btl is a list of BTLs to use, or with a leading ^ a list to leave out
+    const bool exclude = !btl.empty() && btl[0] == '^';
+    std::set<std::string> named;
+    for (size_t at = exclude ? 1 : 0; at <= btl.size();) {
+      size_t comma = btl.find(',', at);
+      if (comma == std::string::npos) comma = btl.size();
+      if (comma > at) named.insert(btl.substr(at, comma - at));
+      at = comma + 1;
+    }
+    auto usable = [&](const char* b) { return btl.empty() || (exclude ? !named.count(b) : named.count(b) > 0); };
+    const bool shared_memory = usable("vader") || usable("sm");
     if (pml == "ucx") f.transport = "ucx";
-    else if (btl.find("tcp") != std::string::npos && btl.find("vader") == std::string::npos &&
-             btl.find("sm") == std::string::npos)
-      f.transport = "tcp";
-    else if (hosts.size() > 1) f.transport = "tcp";
-    else f.transport = "vader";
+    else if (hosts.size() <= 1 && shared_memory) f.transport = "vader";
+    else f.transport = "tcp";
     if (f.transport == "tcp") {
       f.eager_setting = "btl_tcp_eager_limit";
       f.configured_S = cvar(h, "btl_tcp_eager_limit");
@@ -65,7 +73,7 @@ RunFacts run_facts(const JobLog& job) {
       f.eager_setting = "btl_vader_eager_limit";
       f.configured_S = cvar(h, "btl_vader_eager_limit");
       if (auto inline_send = cvar(h, "btl_vader_max_inline_send")) {
-        f.effective_S = inline_send;
+        f.effective_S = f.configured_S ? std::min(*inline_send, *f.configured_S) : *inline_send;
         f.effective_S_note = fmt::format("btl_vader_max_inline_send {}: on shared memory a larger send can wait for its "
                                          "receiver whatever btl_vader_eager_limit says", *inline_send);
       }
@@ -124,8 +132,7 @@ ChosenParams choose_params(const RunFacts& facts, const std::string& requested, 
   }
   bool same_platform = c.params.library == facts.library && c.params.transport == facts.transport;
   if (facts.effective_S && (requested.empty() || same_platform)) {
-    c.params.S = *facts.effective_S;
-    c.params.s = std::min(c.params.s, c.params.S);
+    c.params.move_S(*facts.effective_S);
     c.why += fmt::format("; S = {} from the log ({})", c.params.S, facts.effective_S_note);
   }
   return c;

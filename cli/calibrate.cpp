@@ -183,14 +183,35 @@ int run_calibrate(const CalibrateOptions& o) {
     if (name.find("EAGER_MAX_MSG_SIZE") != std::string::npos)
       limit_env = fmt::format("{}{}={}", name.rfind("MPIR_CVAR_", 0) == 0 ? "" : "MPIR_CVAR_", name, raised);
   std::optional<EagerTerms> eager;
+  std::string eager_note;  // why the eager terms come from the first sweep after all
+  if (raised > (uint64_t{1} << 28)) limit_env.clear(), eager_note = "the sweep is too large to raise the eager limit above it";
   if (!limit_env.empty() && !o.no_eager_sweep) {
     std::fprintf(stderr, "mpiadvise calibrate: the eager terms over every size, with %s\n", limit_env.c_str());
-    BenchOutput run2 = run_bench(argv, limit_env);
-    eager = fit_eager_terms(run2.samples);
+    try {
+      BenchOutput run2 = run_bench(argv, limit_env);
+      const std::string name = limit_env.substr(0, limit_env.find('='));
+      const std::string cvar_name = name.rfind("OMPI_MCA_", 0) == 0 ? name.substr(9) : name;
+      const auto got = run2.facts.value("cvars", nlohmann::json::object());
+      const bool raised_there = got.contains(cvar_name) && got[cvar_name].is_number() &&
+                                got[cvar_name].get<double>() == static_cast<double>(raised);
+      if (!raised_there) {
+        eager_note = fmt::format("{} did not reach the ranks (an --mca {} in the launcher's command wins over the "
+                                 "environment): the eager terms are the first sweep's", limit_env, cvar_name);
+      } else {
+        eager = fit_eager_terms(run2.samples, W);
+      }
+    } catch (const std::exception& e) {
+      eager_note = fmt::format("the sweep with {} failed ({}): the eager terms are the first sweep's", limit_env, e.what());
+    }
+  }
+  if (eager) {
     c.params.Oss = eager->Oss;
     c.params.Ors = eager->Ors;
     c.params.Gs = eager->Gs;
     c.params.s = c.s = c.params.S;  // one eager segment: Gs up to S, Gl beyond
+    std::erase_if(c.clamped, [](const std::string& cl) {  // the first fit's eager terms are replaced
+      return cl.rfind("Oss ", 0) == 0 || cl.rfind("Ors ", 0) == 0 || cl.rfind("Gs ", 0) == 0;
+    });
     LogGPS m(c.params);
     double sum = 0;
     for (const auto& r : samples) {
@@ -206,7 +227,7 @@ int run_calibrate(const CalibrateOptions& o) {
   std::ofstream file(o.output);
   std::string text = params_toml(c, facts, W);
   if (eager) {
-    std::string note = fmt::format("# Oss, Ors and Gs from a second sweep with {} (every size eager, up to {} bytes)",
+    std::string note = fmt::format("# Oss, Ors and Gs from a second sweep with {} (sizes sent eagerly, up to {} bytes)",
                                    limit_env, eager->largest);
     for (const auto& cl : eager->clamped) note += "\n# that sweep gave " + cl + ": set to 0";
     text.insert(text.find("\ndescription = "), "\n" + note);
@@ -234,7 +255,9 @@ int run_calibrate(const CalibrateOptions& o) {
     fmt::print("  a persistent request saves {:.0f} ns per call{}\n", *saving,
                *saving < 0 ? " (it costs more: the library's persistent path is the slower one)" : "");
   if (eager)
-    fmt::print("  Oss, Ors, Gs from the sweep with {}: every size eager up to {} bytes\n", limit_env, eager->largest);
+    fmt::print("  Oss, Ors, Gs from the sweep with {}: eager up to {} bytes{}\n", limit_env, eager->largest,
+               eager->left_out ? fmt::format(" ({} larger sizes still waited, left out)", eager->left_out) : std::string());
+  if (!eager_note.empty()) fmt::print("  note: {}\n", eager_note);
   for (const auto& cl : c.clamped) fmt::print("  note: the fit gave {}: set to 0\n", cl);
   if (eager)
     for (const auto& cl : eager->clamped) fmt::print("  note: the sweep with the limit raised gave {}: set to 0\n", cl);

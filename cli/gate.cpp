@@ -315,10 +315,10 @@ int run_gate(const GateCommand& c) {
       checks.push_back(k);
     }
     if (wanted("sites")) {
-      // the hot call sites: those of either report that wait (predicted) or send by rendezvous. A site
-      // is matched by file, function and call, in the order of their lines when both sides have as
-      // many such sites (so a site whose line moved, code added above it, is still itself), else by
-      // its name (source line and call, or module and offset without debug information)
+      // the hot call sites: those of either report that wait (predicted) or send by rendezvous. Sites of
+      // one file, function and call are paired in the order of their lines when both sides have as many
+      // and every line moved by the same amount (code added or removed above them, or nothing); else,
+      // and for sites without line information, by name (source line and call, or module and offset)
       const std::map<std::string, SiteFigures> base_sites = site_figures(base["sites"]), cand_sites = site_figures(cand["sites"]);
       std::map<std::string, std::vector<std::pair<int, std::string>>> base_groups, cand_groups;
       for (const auto& [name, f] : base_sites)
@@ -332,20 +332,27 @@ int run_gate(const GateCommand& c) {
         if (b == base_groups.end() || b->second.size() != cands.size()) continue;
         std::sort(cands.begin(), cands.end());
         std::sort(b->second.begin(), b->second.end());
+        bool uniform = true;
+        for (size_t i = 1; i < cands.size(); i++)
+          uniform &= cands[i].first - b->second[i].first == cands[0].first - b->second[0].first;
+        if (!uniform) continue;
         for (size_t i = 0; i < cands.size(); i++) {
           sites[cands[i].second] = {&base_sites.at(b->second[i].second), &cand_sites.at(cands[i].second)};
           paired_base.insert(b->second[i].second);
           paired_cand.insert(cands[i].second);
         }
       }
-      for (const auto& [name, f] : cand_sites)
-        if (!paired_cand.count(name)) sites[name].second = &f;
-      for (const auto& [name, f] : base_sites)
-        if (!paired_base.count(name)) {
-          auto& slot = sites[name];
-          if (slot.first) continue;  // (a candidate site of this name was paired by order: keep that pair)
-          slot.first = &f;
-        }
+      for (const auto& [name, f] : cand_sites) {
+        if (paired_cand.count(name)) continue;
+        auto b = base_sites.find(name);
+        sites[name].second = &f;
+        if (b != base_sites.end() && !paired_base.count(name)) sites[name].first = &b->second, paired_base.insert(name);
+      }
+      for (const auto& [name, f] : base_sites) {
+        if (paired_base.count(name)) continue;
+        // a baseline site with no partner; its name may be taken by a candidate site paired by order
+        sites[sites.count(name) ? name + " (baseline)" : name].first = &f;
+      }
       for (const auto& [name, pair] : sites) {
         auto wait = [](const SiteFigures* f) { return f ? f->wait : 0.0; };
         auto rndv = [](const SiteFigures* f) { return f ? f->rendezvous : 0.0; };

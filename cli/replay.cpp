@@ -153,6 +153,7 @@ ReplayOptions options_for(const ReplayCommand& c, const Loaded& l) {
   o.model = c.model == "loggp" ? ModelKind::LogGP : ModelKind::LogGPS;
   o.compute_factor = c.compute_factor;
   bool s_given = false, S_given = false;
+  const LogGPSParams before = o.params;
   for (const auto& kv : c.sets) {
     auto eq = kv.find('=');
     if (eq == std::string::npos) throw CLI::ValidationError("--set", kv + " is not KEY=VALUE");
@@ -161,7 +162,12 @@ ReplayOptions options_for(const ReplayCommand& c, const Loaded& l) {
     s_given |= key == "s";
     S_given |= key == "S";
   }
-  if (S_given && !s_given && o.params.s > o.params.S) o.params.s = o.params.S;  // a packet is at most S
+  if (S_given && !s_given) {  // s follows S as move_S says
+    uint64_t S = o.params.S;
+    o.params.S = before.S;
+    o.params.s = before.s;
+    o.params.move_S(S);
+  }
   o.params.validate("--set");
   o.split_sites = sites_at(l, c.split, &o.split_everywhere, "--split");
   o.nonblocking_sites = sites_at(l, c.nonblocking, &o.nonblocking_everywhere, "--nonblocking");
@@ -208,8 +214,8 @@ int run_replay(const ReplayCommand& c, bool whatif) {
   std::vector<std::pair<double, ReplayResult>> results;
   for (double v = from; v <= to * 1.0000001; v *= 2) {
     ReplayOptions o = base;
-    o.params.set(key, std::floor(v), "--sweep");
-    if (key == "S" && o.params.s > o.params.S) o.params.s = o.params.S;
+    if (key == "S") o.params.move_S(static_cast<uint64_t>(std::floor(v)));
+    else o.params.set(key, std::floor(v), "--sweep");
     o.params.validate("--sweep");
     results.emplace_back(v, replay(l.trace, o));
   }

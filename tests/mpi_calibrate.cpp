@@ -62,18 +62,27 @@ TEST_CASE("calibrated parameters predict a traced run of the same machine within
 
 TEST_CASE("over TCP the eager terms come from a second sweep with btl_tcp_eager_limit raised", "[calibrate]") {
   fs::path params = fresh_dir("calibrated-eager") / "here.toml";
-  auto cal = run_command(mpiadvise_cmd() + " calibrate --quick --max-size 256K -o " + params.string() + " -- " + tcp("65536"));
+  // the launcher without its own btl_tcp_eager_limit: the raised one reaches the ranks through the environment
+  const std::string launcher = "mpirun --allow-run-as-root -np 2 --mca pml ob1 --mca btl self,tcp";
+  auto cal = run_command(mpiadvise_cmd() + " calibrate --quick --max-size 256K -o " + params.string() + " -- " + launcher);
   INFO(cal.out << cal.err);
   REQUIRE(cal.status == 0);
-  CHECK(cal.out.find("Oss, Ors, Gs from the sweep with OMPI_MCA_btl_tcp_eager_limit=524288") != std::string::npos);
+  CHECK(cal.out.find("Oss, Ors, Gs from the sweep with OMPI_MCA_btl_tcp_eager_limit=524288: eager up to 262144 bytes") !=
+        std::string::npos);
   const std::string text = read_text(params);
   CHECK(text.find("# Oss, Ors and Gs from a second sweep with OMPI_MCA_btl_tcp_eager_limit=524288") != std::string::npos);
   auto p = mpiadvise::load_params(params);
   CHECK(p.s == p.S);  // one eager segment
-  // the effective S is still the configured limit's, not the raised one
-  CHECK(p.S < 65536);
+  CHECK(p.S < 65536);  // the effective S is still the configured limit's, not the raised one
+  CHECK(p.Oss < 1.0);  // ns per byte: fitted over eager sends only (a waited send would make it microseconds)
+  // an --mca btl_tcp_eager_limit of the launcher wins over the environment: said, and the first sweep kept
+  auto fixed = run_command(mpiadvise_cmd() + " calibrate --quick --max-size 256K -o " + params.string() + " -- " + tcp("65536"));
+  INFO(fixed.out << fixed.err);
+  REQUIRE(fixed.status == 0);
+  CHECK(fixed.out.find("did not reach the ranks") != std::string::npos);
+  CHECK(fixed.out.find("from the sweep with") == std::string::npos);
   auto skip = run_command(mpiadvise_cmd() + " calibrate --quick --no-eager-sweep --max-size 256K -o " + params.string() +
-                          " -- " + tcp("65536"));
+                          " -- " + launcher);
   REQUIRE(skip.status == 0);
   CHECK(skip.out.find("from the sweep with") == std::string::npos);
 }

@@ -214,9 +214,10 @@ TEST_CASE("a hot site whose line moved (code added above it) is still compared w
     if (!site["where"].contains("line")) continue;
     const int line = site["where"]["line"].get<int>();
     const std::string file = site["where"]["file"].get<std::string>();
-    site["where"]["line"] = line + 2;
+    // one line added above: each send site moves onto the line the next one had
+    site["where"]["line"] = line + 1;
     std::string text = site["where"]["text"].get<std::string>();
-    text.replace(text.find(":" + std::to_string(line)), std::to_string(line).size() + 1, ":" + std::to_string(line + 2));
+    text.replace(text.find(":" + std::to_string(line)), std::to_string(line).size() + 1, ":" + std::to_string(line + 1));
     site["where"]["text"] = text;
     changed++;
   }
@@ -229,4 +230,33 @@ TEST_CASE("a hot site whose line moved (code added above it) is still compared w
   INFO(g.out << g.err);
   CHECK(g.status == 0);
   CHECK(g.out.find(" new ") == std::string::npos);
+
+  // one send site removed and another added in the same function: not paired with each other
+  json swapped = base;
+  json kept = json::array();
+  for (auto& site : swapped["sites"])
+    if (site["rendezvous_messages"].get<double>() > 0) {  // site B stays; site A goes, and a new one comes
+      kept.push_back(site);
+      json added = site;
+      added["where"]["line"] = site["where"]["line"].get<int>() + 40;
+      std::string text = site["where"]["text"].get<std::string>();
+      const std::string at = ":" + std::to_string(site["where"]["line"].get<int>());
+      text.replace(text.find(at), at.size(), ":" + std::to_string(site["where"]["line"].get<int>() + 40));
+      added["where"]["text"] = text;
+      kept.push_back(added);
+    }
+  swapped["sites"] = kept;
+  std::ofstream(dir / "swapped.json") << swapped.dump();
+  auto s2 = run_command(mpiadvise_cmd() + " gate --baseline " + (dir / "base.json").string() + " --candidate " +
+                        (dir / "swapped.json").string() + " --metric sites --json " + (dir / "swapped-gate.json").string());
+  INFO(s2.out << s2.err);
+  CHECK(s2.status == 1);  // the added site is new
+  json sg = json::parse(read_text(dir / "swapped-gate.json"));
+  size_t fresh = 0, same = 0;
+  for (const auto& c : sg["checks"]) {
+    if (c["baseline"] == 0 && c["candidate"].get<double>() > 0) fresh++;
+    if (c["baseline"] == c["candidate"] && c["candidate"].get<double>() > 0) same++;
+  }
+  CHECK(fresh == 1);  // the new site
+  CHECK(same == 1);   // site B against itself
 }

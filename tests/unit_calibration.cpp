@@ -131,11 +131,24 @@ TEST_CASE("a sweep with every size eager gives back the eager terms it came from
   // W above the communication of the largest size (15.17 ns/B x 1 MiB is 16 ms), the method's premise
   for (uint64_t k = 0; k <= 1 << 20; k += 1 << 16)
     for (double w : {0.0, 1e8}) sweep.push_back({k, w, m.round_trip(k, w), w > 0 ? m.send(k, 0, 0) : 0.0});
-  EagerTerms e = fit_eager_terms(sweep);
+  EagerTerms e = fit_eager_terms(sweep, 1e8);
   CHECK(e.Oss == Approx(5.02));
   CHECK(e.Ors == Approx(4.72));
   CHECK(e.Gs == Approx(15.17));
   CHECK(e.largest == 1u << 20);
   CHECK(e.clamped.empty());
-  CHECK_THROWS_AS(fit_eager_terms({sweep[0], sweep[1]}), ParamError);
+  CHECK(e.left_out == 0);
+  CHECK_THROWS_AS(fit_eager_terms({sweep[0], sweep[1]}, 1e8), ParamError);
+  // sizes whose send waited for the receiver (the raised limit did not reach them) are left out
+  std::vector<RoundTrip> partly = sweep;
+  for (auto& r : partly)
+    if (r.k > (1u << 19)) {
+      if (r.w > 0) r.send_ns = 1e8, r.rtt_ns *= 3;
+      else r.rtt_ns *= 3;
+    }
+  EagerTerms p2 = fit_eager_terms(partly, 1e8);
+  CHECK(p2.left_out == 8);
+  CHECK(p2.largest == 1u << 19);
+  CHECK(p2.Oss == Approx(5.02));
+  CHECK(p2.Gs == Approx(15.17));
 }
