@@ -31,8 +31,8 @@ TEST_CASE("calibration finds the effective S within one step of the sweep for tw
     std::smatch m;
     REQUIRE(std::regex_search(r.out, m, std::regex(R"(effective S (\d+) bytes \(a (\d+)-byte send waited\))")));
     uint64_t S = std::stoull(m[1]), next = std::stoull(m[2]);
-    CHECK(S <= limit - 48);
-    CHECK(next > limit - 48);
+    CHECK(S <= limit - 56);
+    CHECK(next > limit - 56);
     CHECK(next <= S * 3 / 2 + 1);  // adjacent points of the sweep
     auto p = mpiadvise::load_params(out);
     CHECK(p.S == S);

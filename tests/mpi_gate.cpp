@@ -49,7 +49,7 @@ TEST_CASE("a message grown past S at one call site fails the gate naming that si
           "[gate]") {
   const fs::path base = traced("4096", "4096");
   const fs::path rerun = traced("4096", "4096");
-  const fs::path grown = traced("4096", "131072");  // site B's message past S = 65488
+  const fs::path grown = traced("4096", "131072");  // site B's message past S = 65480
   const fs::path out = fresh_dir("gate");
   const std::string site_a = site_line("site A"), site_b = site_line("site B");
 

@@ -65,7 +65,7 @@ TEST_CASE("every message of a run is matched, and the late receivers' waits are 
   CHECK(a.trace.unmatched_recvs == 0);
   CHECK(a.trace.messages.size() == 20);
   CHECK(a.trace.collectives.size() == 1);  // the final barrier
-  CHECK(a.chosen.params.S == 65536 - 48);  // from the log's btl_tcp_eager_limit
+  CHECK(a.chosen.params.S == 65536 - 56);  // from the log's btl_tcp_eager_limit, less the headers
   uint32_t site = send_site(a);
   const auto& w = a.waits.sites.at({0, site});
   CHECK(w.count.at(WaitCause::LateReceiverRendezvous) == 10);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "run_facts.hpp"
 #include "support.hpp"
 #include "symbolizer.hpp"
 
@@ -169,4 +170,34 @@ TEST_CASE("communicators made while tracing is paused are still known when it re
   REQUIRE(recv2.size() == 1);
   CHECK(job.rank(0)->comms().at(send0[0].e.comm).gid == job.rank(2)->comms().at(recv2[0].e.comm).gid);
   CHECK(job.rank(0)->comms().at(send0[0].e.comm).created_by == "MPI_Comm_split");
+}
+
+TEST_CASE("the effective S over TCP is btl_tcp_eager_limit less 56 bytes: the largest send that does not wait",
+          "[facts]") {
+  // a receiver 20 ms late: a send of limit - 56 bytes returns at once, one byte more waits for it
+  for (uint64_t limit : {4096u, 65536u}) {
+    for (uint64_t bytes : {limit - 56, limit - 55}) {
+      JobSpec s;
+      s.program = (build_dir() / "examples" / "pingpong_late").string();
+      s.args = {std::to_string(bytes), "20", "2"};
+      s.mpirun_options = {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp", "--mca", "btl_tcp_eager_limit",
+                          std::to_string(limit)};
+      auto run = run_job(s);
+      REQUIRE(run.status == 0);
+      auto sends = calls_named(events_of(run.dir, 0), "MPI_Send");
+      size_t big = 0, waited = 0;
+      for (const auto& ev : sends) {
+        if (ev.e.bytes != bytes) continue;
+        big++;
+        waited += ev.e.t_exit_ns - ev.e.t_enter_ns > 10'000'000;  // half the receiver's lateness
+      }
+      INFO("btl_tcp_eager_limit " << limit << ", " << bytes << "-byte sends: " << waited << " of " << big << " waited");
+      REQUIRE(big == 2);
+      CHECK(waited == (bytes == limit - 56 ? 0u : 2u));
+      if (bytes == limit - 56) {
+        mpiadvise::JobLog job(run.dir);
+        CHECK(mpiadvise::run_facts(job).effective_S == limit - 56);
+      }
+    }
+  }
 }
