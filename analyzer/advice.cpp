@@ -72,9 +72,7 @@ uint64_t header_bytes(const RunFacts& f) {
 }  // namespace
 
 std::optional<RaiseEagerLimit> advise_eager_limit(const Trace& trace, const RunFacts& facts, const ReplayOptions& base) {
-  // Over Open MPI's shared memory raising btl_vader_eager_limit was measured not to remove the waits
-  // (the pipeline example: 0.122 s at 4096, 131072 and 262144): no setting to advise there
-  if (facts.transport == "vader") return std::nullopt;
+  if (!facts.eager_setting_futile.empty()) return std::nullopt;  // no setting to advise there
   ReplayResult baseline = replay(trace, base);
   if (baseline.rendezvous_messages == 0) return std::nullopt;
   const double before = send_wait(baseline);

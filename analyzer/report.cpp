@@ -330,10 +330,8 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
     notes.push_back(fmt::format("every message is at most S = {} bytes: no send waits for its receiver by protocol",
                                 p.S == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(p.S)));
   if (waited_all <= 0 && t.world_size > 1) notes.push_back("no rank waited for another: no hot spots");
-  if (a.facts.transport == "vader" && baseline.rendezvous_messages > 0)
-    notes.push_back("over Open MPI's shared memory (vader) a send above btl_vader_max_inline_send can wait for its "
-                    "receiver whatever btl_vader_eager_limit says (raising it was measured not to help): no eager "
-                    "limit is advised; the program changes are");
+  if (!a.facts.eager_setting_futile.empty() && baseline.rendezvous_messages > 0)
+    notes.push_back(a.facts.eager_setting_futile + ": no eager limit is advised; the program changes are");
   const auto repeated = repeated_calls(t);
   if (!repeated.empty()) {
     const auto& top = repeated.front();

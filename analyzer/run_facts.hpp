@@ -22,6 +22,8 @@ struct RunFacts {
   std::optional<uint64_t> configured_S;  // its value in the log
   std::optional<uint64_t> effective_S;   // the size above which a send waits for its receiver
   std::string effective_S_note;          // how effective_S follows from configured_S
+  // Why raising eager_setting would not stop sends waiting, where that was measured; empty elsewhere
+  std::string eager_setting_futile;
 };
 
 RunFacts run_facts(const JobLog& job);
