@@ -534,6 +534,7 @@ int mpa_writer_start(int fd)
   if (!g_cctx) return -1;
   ZSTD_CCtx_setParameter(g_cctx, ZSTD_c_compressionLevel, mpa_cfg.zstd_level);
   ZSTD_CCtx_setParameter(g_cctx, ZSTD_c_checksumFlag, 1);
+  ZSTD_CCtx_setParameter(g_cctx, ZSTD_c_contentSizeFlag, 1); /* the reader checks the frame's size */
 
   size_t sig_size = ZSTD_estimateCCtxSize(1);
   g_sig_cctx_mem = malloc(sig_size);
@@ -542,8 +543,11 @@ int mpa_writer_start(int fd)
   if (g_sig_cctx_mem && g_sig_out) {
     g_sig_cctx = ZSTD_initStaticCCtx(g_sig_cctx_mem, sig_size);
     if (g_sig_cctx) {
+      /* a static context starts with every parameter zero, the content size flag too (zstd 1.5.4:
+       * frames without their size, which the reader rightly refuses): set each one */
       ZSTD_CCtx_setParameter(g_sig_cctx, ZSTD_c_compressionLevel, 1);
       ZSTD_CCtx_setParameter(g_sig_cctx, ZSTD_c_checksumFlag, 1);
+      ZSTD_CCtx_setParameter(g_sig_cctx, ZSTD_c_contentSizeFlag, 1);
     }
   }
   /* ticks in half a second, for sealing chunks by age */
@@ -630,11 +634,22 @@ void mpa_writer_stats(struct mpa_writer_stats *s)
 
 /* From a signal handler: write what can be written without waiting for a lock, with the static
  * compression context, then give the writer a moment to finish what it holds. */
+static void sleep_1ms(void)
+{
+  struct timespec ms = {0, 1000000};
+  nanosleep(&ms, NULL);
+}
+
 void mpa_flush_from_signal(void)
 {
   if (!g_sig_cctx || g_fd < 0) return;
   if (pthread_equal(pthread_self(), g_writer) && g_writer_running) return;
-  if (pthread_mutex_trylock(&g_mu) == 0) {
+  /* The writer holds the queue's lock and a thread's lock only for moments (to look at the queue, to
+   * seal a stale chunk): try for up to 50 ms each, not once, or a chunk being sealed at the moment
+   * of the signal is lost. A lock held by the crashing thread itself costs those 50 ms. */
+  int locked = 0;
+  for (int i = 0; i < 50 && !(locked = pthread_mutex_trylock(&g_mu) == 0); i++) sleep_1ms();
+  if (locked) {
     if (g_defs.len)
       emit_chunk(g_sig_cctx, g_sig_out, g_sig_out_cap, MPA_CHUNK_DEFS, 0, g_defs.data, g_defs.len);
     g_defs.len = 0;
@@ -651,7 +666,9 @@ void mpa_flush_from_signal(void)
     pthread_mutex_unlock(&g_mu);
   }
   for (mpa_thread *ts = g_threads; ts; ts = ts->next_thread) {
-    if (!ts_trylock(ts)) continue;
+    int got = 0;
+    for (int i = 0; i < 50 && !(got = ts_trylock(ts)); i++) sleep_1ms();
+    if (!got) continue;
     mpa_chunk *c = ts->chunk;
     if (c && c->len && c->len <= MPA_CHUNK_BYTES) {
       emit_chunk(g_sig_cctx, g_sig_out, g_sig_out_cap, c->type, c->thread, c->data, c->len);
@@ -664,8 +681,6 @@ void mpa_flush_from_signal(void)
     }
     ts_unlock(ts);
   }
-  for (int i = 0; i < 200 && atomic_load(&g_writer_busy); i++) {
-    struct timespec ms = {0, 1000000};
-    nanosleep(&ms, NULL);
-  }
+  /* what the writer holds, or sealed since: it writes it (its signals are blocked) */
+  for (int i = 0; i < 200 && (atomic_load(&g_writer_busy) || *(mpa_chunk *volatile *)&g_queue_head); i++) sleep_1ms();
 }
