@@ -632,7 +632,8 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
       bool modelled = false;
       for (uint32_t k = 0; k < op.n_links; k++) {
         const Link& l = t.links[op.first_link + k];
-        if (l.id == kNone) continue;
+        // a collective's links name a collective instance, not a message: its time stays as measured
+        if (l.id == kNone || l.kind == Link::PostColl || l.kind == Link::DoneColl) continue;
         const Message& m = t.messages[l.id];
         if (!m.matched()) continue;
         double ts = post_time(m.src, m.send_op), tr = post_time(m.dst, m.recv_op);
