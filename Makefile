@@ -6,7 +6,13 @@
 #   make install PREFIX=/usr/local
 
 PREFIX    ?= /usr/local
-BUILD     ?= build
+# SANITIZE=address,undefined (or thread): the analyzer, the command and the tests built with those
+# sanitizers, in their own build directory. The tracing library stays uninstrumented there (it is
+# preloaded into MPI jobs, where a sanitizer runtime must come first); `make check-tracer-sanitize` runs
+# it instrumented.
+SANITIZE  ?=
+comma     := ,
+BUILD     ?= $(if $(SANITIZE),build-san-$(subst $(comma),-,$(SANITIZE)),build)
 MPICC     ?= mpicc
 CXX       ?= g++
 PYTHON    ?= python3
@@ -15,6 +21,15 @@ CFLAGS    ?= -O2 -g
 CXXFLAGS  ?= -O2 -g
 WARN_C    := -Wall -Wextra -Wno-unused-parameter
 WARN_CXX  := -Wall -Wextra
+# WERROR=1 (CI): warnings are errors, with g++ and with clang++ (make CXX=clang++ OMPI_CC=clang ...)
+ifneq ($(WERROR),)
+WARN_C    += -Werror
+WARN_CXX  += -Werror
+endif
+ifneq ($(SANITIZE),)
+SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+SAN_LDFLAGS := $(SAN_FLAGS)
+endif
 
 MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null || $(MPICC) -compile-info 2>/dev/null | cut -d' ' -f2-)
 
@@ -59,7 +74,7 @@ $(TRACE_LIB): $(TRACE_OBJ)
 # ---- analyzer: the offline library -----------------------------------------------------------------------
 $(BUILD)/obj/analyzer/%.o: analyzer/%.cpp $(wildcard analyzer/*.hpp) libtrace/format.h $(BUILD)/gen/call_ids.h
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN_CXX) $(CXX_INC) -DMPIADVISE_PREFIX='"$(PREFIX)"' -c $< -o $@
+	$(CXX) -std=c++20 $(CXXFLAGS) $(SAN_FLAGS) $(WARN_CXX) $(CXX_INC) -DMPIADVISE_PREFIX='"$(PREFIX)"' -c $< -o $@
 
 $(ANALYZER_LIB): $(ANALYZER_OBJ)
 	@mkdir -p $(dir $@)
@@ -68,11 +83,11 @@ $(ANALYZER_LIB): $(ANALYZER_OBJ)
 # ---- cli: the mpiadvise command ----------------------------------------------------------------------------
 $(BUILD)/obj/cli/%.o: cli/%.cpp $(wildcard cli/*.hpp) $(wildcard analyzer/*.hpp) $(BUILD)/gen/call_ids.h
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN_CXX) $(CXX_INC) -Icli -DMPIADVISE_PREFIX='"$(PREFIX)"' -c $< -o $@
+	$(CXX) -std=c++20 $(CXXFLAGS) $(SAN_FLAGS) $(WARN_CXX) $(CXX_INC) -Icli -DMPIADVISE_PREFIX='"$(PREFIX)"' -c $< -o $@
 
 $(CLI_BIN): $(CLI_OBJ) $(ANALYZER_LIB)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $(CLI_OBJ) $(ANALYZER_LIB) $(CXX_LIBS)
+	$(CXX) $(SAN_LDFLAGS) -o $@ $(CLI_OBJ) $(ANALYZER_LIB) $(CXX_LIBS)
 
 $(CALIBRATE_BENCH): cli/calibrate_bench.c
 	@mkdir -p $(dir $@)
@@ -91,6 +106,10 @@ include tests/tests.mk
 # ---- demo, bench, install ----------------------------------------------------------------------------------
 demo:
 	@./scripts/demo.sh
+
+# the tracing library built with ThreadSanitizer, then ASan+UBSan, inside a traced MPI_THREAD_MULTIPLE job
+check-tracer-sanitize: $(TRACE_GEN) $(TEST_DIR)/programs/threads
+	@MPICC=$(MPICC) ./scripts/check-tracer-sanitize.sh $(BUILD)
 
 bench: all
 	@./bench/run.sh
@@ -111,4 +130,4 @@ install: all
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all examples check demo bench install clean
+.PHONY: all examples check check-tracer-sanitize demo bench install clean

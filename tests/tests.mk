@@ -1,6 +1,6 @@
 # Tests: Catch2 unit tests and integration tests that run real MPI jobs with mpirun.
 TEST_DIR      := $(BUILD)/tests
-TEST_CXXFLAGS := -std=c++20 -O1 -g $(WARN_CXX) $(CXX_INC) -Itests -DMPA_BUILD_DIR='"$(abspath $(BUILD))"' \
+TEST_CXXFLAGS := -std=c++20 -O1 -g $(SAN_FLAGS) $(WARN_CXX) $(CXX_INC) -Itests -DMPA_BUILD_DIR='"$(abspath $(BUILD))"' \
                  -DMPA_SOURCE_DIR='"$(abspath .)"'
 TEST_SUPPORT  := $(TEST_DIR)/obj/catch_main.o $(TEST_DIR)/obj/support.o
 UNIT_SRC      := $(wildcard tests/unit_*.cpp)
@@ -14,7 +14,7 @@ $(TEST_DIR)/obj/%.o: tests/%.cpp tests/support.hpp $(wildcard analyzer/*.hpp) $(
 	$(CXX) $(TEST_CXXFLAGS) -c $< -o $@
 
 $(TEST_DIR)/%: $(TEST_DIR)/obj/%.o $(TEST_SUPPORT) $(ANALYZER_LIB)
-	$(CXX) -o $@ $< $(TEST_SUPPORT) $(ANALYZER_LIB) $(CXX_LIBS)
+	$(CXX) $(SAN_LDFLAGS) -o $@ $< $(TEST_SUPPORT) $(ANALYZER_LIB) $(CXX_LIBS)
 
 $(TEST_DIR)/programs/%: tests/programs/%.c examples/compute.h
 	@mkdir -p $(dir $@)
