@@ -12,23 +12,44 @@ namespace mpiadvise {
 namespace fs = std::filesystem;
 
 // ---- parameters ----------------------------------------------------------------------------------------
+namespace {
+
+// Beyond these a parameter describes no machine, and the replay's sums would lose all precision (or
+// overflow) long before they mean anything: a latency or overhead of up to 1000 s, a per-byte cost of
+// up to 1 ms per byte, a size of up to 2^62 bytes (or infinite).
+constexpr double kMaxTimeNs = 1e12, kMaxPerByteNs = 1e6, kMaxBytes = 4611686018427387904.0;
+
+double bound_of(const std::string& key) { return key == "L" || key == "o" ? kMaxTimeNs : kMaxPerByteNs; }
+
+}  // namespace
+
 void LogGPSParams::validate(const std::string& where) const {
   const std::pair<const char*, double> values[] = {{"L", L},     {"o", o},     {"Oss", Oss}, {"Ors", Ors},
                                                    {"Osl", Osl}, {"Orl", Orl}, {"Gs", Gs},   {"Gl", Gl}};
   for (const auto& [key, v] : values) {
     if (!std::isfinite(v)) throw ParamError(fmt::format("{}: {} is not a finite number", where, key));
     if (v < 0) throw ParamError(fmt::format("{}: {} = {} is negative", where, key, v));
+    if (v > bound_of(key)) throw ParamError(fmt::format("{}: {} = {} is larger than {} allows ({:g})", where, key, v,
+                                                        key, bound_of(key)));
   }
+  if (persistent_saving && !(std::fabs(*persistent_saving) <= kMaxTimeNs))
+    throw ParamError(fmt::format("{}: persistent_saving_ns = {} is not a saving per call (at most {:g} ns either way)",
+                                 where, *persistent_saving, kMaxTimeNs));
   if (s > S)
     throw ParamError(fmt::format("{}: s = {} is larger than S = {} (a single packet cannot exceed the eager limit)",
                                  where, s, S));
 }
 
 void LogGPSParams::set(const std::string& key, double value, const std::string& where) {
-  if (!std::isfinite(value) || value < 0)
-    throw ParamError(fmt::format("{}: {} = {} must be a non-negative number", where, key, value));
+  const bool size = key == "s" || key == "S";
+  if (std::isnan(value) || value < 0 || (!size && std::isinf(value)))
+    throw ParamError(fmt::format("{}: {} = {} must be a non-negative finite number", where, key, value));
+  if (!size && value > bound_of(key))
+    throw ParamError(fmt::format("{}: {} = {} is larger than {} allows ({:g})", where, key, value, key, bound_of(key)));
   auto as_bytes = [&]() -> uint64_t {
-    if (value >= 1.8e19) return kInfinite;
+    if (std::isinf(value) || value >= 1.8e19) return kInfinite;  // "inf" in files and options
+    if (value > kMaxBytes)
+      throw ParamError(fmt::format("{}: {} = {} is larger than 2^62 bytes (write inf for no limit)", where, key, value));
     if (value != std::floor(value)) throw ParamError(fmt::format("{}: {} = {} must be a whole number of bytes", where, key, value));
     return static_cast<uint64_t>(value);
   };
@@ -95,7 +116,8 @@ LogGPSParams load_params(const fs::path& file) {
     }
     std::optional<double> value = v.value<double>();
     if (!value) {
-      if (auto str = v.value<std::string>(); str && (*str == "inf" || *str == "infinity")) value = 1.9e19;
+      if (auto str = v.value<std::string>(); str && (*str == "inf" || *str == "infinity"))
+        value = std::numeric_limits<double>::infinity();
       else throw ParamError(fmt::format("{}: [loggps] {}: not a number", where, key));
     }
     p.set(known->name, *value, where + ": [loggps] " + key);

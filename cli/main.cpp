@@ -35,8 +35,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "mpiadvise: %s\n", e.what());
-    std::fprintf(stderr, "Run 'mpiadvise --help' for the commands and their options.\n");
+    // one line: the error, then where the options are listed
+    std::fprintf(stderr, "mpiadvise: %s (mpiadvise --help lists the commands and their options)\n", e.what());
     return cli::kUsage;
   }
   try {

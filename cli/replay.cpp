@@ -37,7 +37,7 @@ Loaded load(const ReplayCommand& c) { return analyse(c.dir, c.params); }
 double parse_size(const std::string& what, const std::string& v) {
   static const std::regex re(R"(\s*(-?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)(i?[bB])?\s*)");
   std::smatch m;
-  if (v == "inf" || v == "infinity") return 1.9e19;
+  if (v == "inf" || v == "infinity") return std::numeric_limits<double>::infinity();
   if (!std::regex_match(v, m, re)) throw CLI::ValidationError(what, v + " is not a number");
   double x = std::stod(m[1]);
   char unit = m[2].str().empty() ? 0 : static_cast<char>(std::tolower(m[2].str()[0]));
@@ -126,23 +126,22 @@ void print_text(const Loaded& l, const ReplayResult& r, const std::string& title
              r.mode == ReplayMode::Paper ? "paper mode (recorded call times)" : "simulation", r.params.L, r.params.o,
              r.params.s == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(r.params.s),
              r.params.S == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(r.params.S));
-  fmt::print("  run time    measured {}  predicted {}  ({:+.1f}%)\n", duration_text(static_cast<uint64_t>(r.measured_ns)),
-             duration_text(static_cast<uint64_t>(r.predicted_ns)), 100 * r.error());
+  fmt::print("  run time    measured {}  predicted {}  ({:+.1f}%)\n", duration_text(r.measured_ns),
+             duration_text(r.predicted_ns), 100 * r.error());
   fmt::print("  rendezvous  {} messages, {}\n", r.rendezvous_messages, bytes_text(r.rendezvous_bytes));
   if (l.trace.unmatched_sends || l.trace.unmatched_recvs || l.trace.incomplete_collectives)
     fmt::print("  unmatched   {} sends, {} receives, {} collectives (missing ranks or cut-off logs)\n",
                l.trace.unmatched_sends, l.trace.unmatched_recvs, l.trace.incomplete_collectives);
-  fmt::print("\n  {:>4} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n", "rank", "measured", "predicted",
-             "compute", "overhead", "send-wait", "recv-wait", "sync", "collective");
+  // the columns of mpiadvise report, with the rendezvous handshake inside the overheads shown apart
+  fmt::print("\n  {:>4} {:>11} {:>11} {:>11} {:>11} {:>13} {:>11} {:>11} {:>11}\n", "rank", "measured", "predicted",
+             "computation", "overheads", "of which sync", "send-wait", "recv-wait", "collectives");
   for (const auto& rr : r.ranks) {
     const auto& b = rr.predicted;
-    fmt::print("  {:>4} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n", rr.rank,
-               duration_text(static_cast<uint64_t>(rr.measured_ns)), duration_text(static_cast<uint64_t>(rr.predicted_ns)),
-               duration_text(static_cast<uint64_t>(b.computation)),
-               duration_text(static_cast<uint64_t>(b.send_overhead + b.recv_overhead)),
-               duration_text(static_cast<uint64_t>(b.send_wait)), duration_text(static_cast<uint64_t>(b.recv_wait)),
-               duration_text(static_cast<uint64_t>(b.synchronisation)),
-               duration_text(static_cast<uint64_t>(b.collectives)));
+    fmt::print("  {:>4} {:>11} {:>11} {:>11} {:>11} {:>13} {:>11} {:>11} {:>11}\n", rr.rank,
+               duration_text(rr.measured_ns), duration_text(rr.predicted_ns), duration_text(b.computation),
+               duration_text(b.send_overhead + b.recv_overhead + b.synchronisation + b.other),
+               duration_text(b.synchronisation), duration_text(b.send_wait), duration_text(b.recv_wait),
+               duration_text(b.collectives));
   }
 }
 
@@ -209,6 +208,8 @@ int run_replay(const ReplayCommand& c, bool whatif) {
   std::string key = m[1];
   double from = parse_size("--sweep", m[2]), to = parse_size("--sweep", m[3]);
   if (from <= 0 || to < from) throw CLI::ValidationError("--sweep", c.sweep + ": FROM must be positive and at most TO");
+  if (!std::isfinite(to) || ((key == "S" || key == "s") && to > 4611686018427387904.0))
+    throw CLI::ValidationError("--sweep", c.sweep + ": TO must be finite (and a size at most 2^62 bytes)");
   if (to / from > 1e12) throw CLI::ValidationError("--sweep", c.sweep + ": too wide a range");
   nlohmann::json all = nlohmann::json::array();
   std::vector<std::pair<double, ReplayResult>> results;
@@ -228,14 +229,14 @@ int run_replay(const ReplayCommand& c, bool whatif) {
     std::cout << all.dump(2) << '\n';
   } else {
     fmt::print("mpiadvise whatif {} --sweep {}\n  parameters  {}\n  measured    {}\n\n", c.dir, c.sweep, l.chosen.why,
-               duration_text(static_cast<uint64_t>(l.trace.ranks.empty() ? 0 : results.front().second.measured_ns)));
+               duration_text(l.trace.ranks.empty() ? 0.0 : results.front().second.measured_ns));
     fmt::print("  {:>12} {:>12} {:>12} {:>12} {:>12}\n", key, "predicted", "send-wait", "recv-wait", "rendezvous");
     for (const auto& [v, r] : results) {
       double sw = 0, rw = 0;
       for (const auto& rr : r.ranks) sw += rr.predicted.send_wait, rw += rr.predicted.recv_wait;
-      fmt::print("  {:>12} {:>12} {:>12} {:>12} {:>12}\n", static_cast<uint64_t>(v),
-                 duration_text(static_cast<uint64_t>(r.predicted_ns)), duration_text(static_cast<uint64_t>(sw)),
-                 duration_text(static_cast<uint64_t>(rw)), r.rendezvous_messages);
+      fmt::print("  {:>12} {:>12} {:>12} {:>12} {:>12}\n", fmt::format("{:.0f}", v),
+                 duration_text(r.predicted_ns), duration_text(sw),
+                 duration_text(rw), r.rendezvous_messages);
     }
   }
   return status;

@@ -187,7 +187,13 @@ TEST_CASE("mpiadvise replay and whatif print JSON with the documented fields, an
   struct Bad {
     std::string args, says;
   };
-  for (const auto& bad : {Bad{"--set Q=1", "unknown parameter 'Q'"}, Bad{"--set L=-5", "must be a non-negative number"},
+  for (const auto& bad : {Bad{"--set Q=1", "unknown parameter 'Q'"}, Bad{"--set L=-5", "must be a non-negative finite number"},
+                          Bad{"--set L=1e308", "L = 1e+308 is larger than L allows"},
+                          Bad{"--set o=inf", "must be a non-negative finite number"},
+                          Bad{"--set Gs=2e6", "Gs = 2000000 is larger than Gs allows"},
+                          Bad{"--set S=1e19", "larger than 2^62 bytes"},
+                          Bad{"--sweep S=1K..inf", "TO must be finite"},
+                          Bad{"--compute-factor nan", "not a factor above 0"},
                           Bad{"--set s=1M", "s = 1048576 is larger than S"}, Bad{"--sweep S=8K", "is not KEY=FROM..TO"},
                           Bad{"--split nowhere.c:1", "no MPI call site of the log is at that line"},
                           Bad{"--params nosuch", "no parameter set of that name"}}) {

@@ -2,7 +2,9 @@
 // and parameter files.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "loggps.hpp"
 #include "support.hpp"
@@ -138,6 +140,19 @@ TEST_CASE("bad parameter files and values are refused with the file, the key and
   CHECK_THROWS_WITH(load_params(write_params("[loggps\nL_ns = 1")), Catch::Contains("p.toml:"));
   LogGPSParams p = load_params(write_params(kComplete));
   CHECK_THROWS_WITH(p.set("X", 1, "--set"), Catch::Contains("unknown parameter 'X'"));
-  CHECK_THROWS_WITH(p.set("L", -1, "--set"), Catch::Contains("L = -1 must be a non-negative number"));
+  CHECK_THROWS_WITH(p.set("L", -1, "--set"), Catch::Contains("L = -1 must be a non-negative finite number"));
+  // values no machine has, which made the replay's sums overflow and its casts undefined
+  CHECK_THROWS_WITH(p.set("L", 1e308, "--set"), Catch::Contains("L = 1e+308 is larger than L allows"));
+  CHECK_THROWS_WITH(p.set("o", std::nan(""), "--set"), Catch::Contains("must be a non-negative finite number"));
+  CHECK_THROWS_WITH(p.set("Orl", 1e7, "--set"), Catch::Contains("larger than Orl allows"));
+  CHECK_THROWS_WITH(p.set("S", 1e19, "--set"), Catch::Contains("larger than 2^62 bytes"));
+  CHECK_THROWS_WITH(p.set("S", 1.5, "--set"), Catch::Contains("whole number of bytes"));
+  p.set("S", std::numeric_limits<double>::infinity(), "--set");
+  CHECK(p.S == LogGPSParams::kInfinite);
+  std::string huge = kComplete;
+  huge.replace(huge.find("L_ns = 850"), 10, "L_ns = 1e300");
+  CHECK_THROWS_WITH(load_params(write_params(huge)), Catch::Contains("L_ns") && Catch::Contains("larger than L allows"));
+  std::string saving = std::string(kComplete) + "[mpi]\npersistent_saving_ns = 1e200\n";
+  CHECK_THROWS_WITH(load_params(write_params(saving)), Catch::Contains("persistent_saving_ns"));
   CHECK_THROWS_WITH(find_params("no-such-set", params_dir()), Catch::Contains("myrinet-mpich-score"));
 }
