@@ -12,6 +12,7 @@ namespace mpiadvise {
 std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size_t top) {
   std::map<SiteKey, HotSpot> by_key;
   std::map<SiteKey, double> best_rank_ns;
+  std::map<SiteKey, std::map<WaitCause, std::map<int, uint64_t>>> sizes_by_cause;
   for (const auto& [rc, s] : waits.sites) {
     SiteKey key = trace.site(s.rank, s.callsite);
     HotSpot& h = by_key[key];
@@ -27,7 +28,9 @@ std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size
     h.members.emplace_back(s.rank, s.callsite);
     if (waited > 0 && std::find(h.ranks.begin(), h.ranks.end(), s.rank) == h.ranks.end()) h.ranks.push_back(s.rank);
     h.waited_ns += waited;
-    for (uint64_t b : s.message_bytes) h.size_log2[b ? static_cast<int>(std::floor(std::log2(static_cast<double>(b)))) : -1]++;
+    for (const auto& [cause, sizes] : s.message_bytes)
+      for (uint64_t b : sizes)
+        sizes_by_cause[key][cause][b ? static_cast<int>(std::floor(std::log2(static_cast<double>(b)))) : -1]++;
   }
   // peers: the other end of every message completed at the site
   std::map<std::pair<int, uint32_t>, std::set<int>> peers;
@@ -43,6 +46,7 @@ std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size
     double most = -1;
     for (const auto& [cause, ns] : h.waited_by_cause)
       if (ns > most) most = ns, h.cause = cause;
+    h.size_log2 = sizes_by_cause[key][h.cause];
     std::set<int> all;
     for (const auto& member : h.members) {
       auto it = peers.find(member);
@@ -272,7 +276,9 @@ std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const Wait
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const auto& a, const auto& b) { return a.second->weight > b.second->weight; });
   size_t splits = 0, preposts = 0, nonblocking = 0;
-  for (const auto& [key, f] : ranked) {
+  for (const auto& candidate : ranked) {
+    const SiteKey& key = candidate.first;
+    const SiteFacts* f = candidate.second;
     auto advice_at = [&](AdviceKind kind) {
       Advice a;
       a.kind = kind;

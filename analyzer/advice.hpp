@@ -28,7 +28,8 @@ struct HotSpot {
   double caused_ns = 0;                     // what the site made other ranks wait
   uint64_t count = 0;                       // waits
   std::vector<int> peers;                   // ranks at the other end of the messages completed there
-  std::map<int, uint64_t> size_log2;        // message sizes: floor(log2(bytes)) -> count (-1: 0 bytes)
+  // sizes of the messages waited on for the main cause: floor(log2(bytes)) -> count (-1: 0 bytes)
+  std::map<int, uint64_t> size_log2;
 };
 
 // Call sites ranked by time lost waiting, at most top of them.

@@ -191,7 +191,7 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
     json sizes = json::array();
     for (const auto& [lg, n] : h.size_log2)
       sizes.push_back({{"min_bytes", lg < 0 ? 0 : uint64_t{1} << lg},
-                       {"max_bytes", lg < 0 ? 0 : (uint64_t{1} << (lg + 1)) - 1},
+                       {"max_bytes", lg < 0 ? 0 : lg >= 63 ? UINT64_MAX : (uint64_t{1} << (lg + 1)) - 1},
                        {"count", n}});
     json causes = json::object();
     for (const auto& [c, ns] : h.waited_by_cause) causes[wait_cause_name(c)] = ns;
@@ -331,7 +331,9 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
                                 p.S == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(p.S)));
   if (waited_all <= 0 && t.world_size > 1) notes.push_back("no rank waited for another: no hot spots");
   if (!a.facts.eager_setting_futile.empty() && baseline.rendezvous_messages > 0)
-    notes.push_back(a.facts.eager_setting_futile + ": no eager limit is advised; the program changes are");
+    notes.push_back(a.facts.eager_setting_futile +
+                    ": no eager limit is advised; the changes to the program (split messages, non-blocking sends, "
+                    "earlier receives) are weighed as everywhere else, under advice and considered");
   const auto repeated = repeated_calls(t);
   if (!repeated.empty()) {
     const auto& top = repeated.front();

@@ -70,7 +70,7 @@ WaitStates measure_waits(const Trace& t, uint64_t eager_limit) {
     SiteWaits& s = site(waiter, wait_op);
     s.waited_ns[cause] += ns;
     s.count[cause]++;
-    if (bytes) s.message_bytes.push_back(bytes);
+    if (bytes) s.message_bytes[cause].push_back(bytes);
     if (culprit >= 0 && culprit_op != kNone) site(culprit, culprit_op).caused_ns[cause] += ns;
   };
   for (const auto& m : t.messages) {
@@ -99,14 +99,13 @@ WaitStates measure_waits(const Trace& t, uint64_t eager_limit) {
     if (c.members.size() < 2) continue;
     double last = 0;
     int last_rank = -1;
-    uint32_t last_op = kNone;
     for (const auto& [r, op] : c.members)
-      if (static_cast<double>(t.op(r, op).t_enter) >= last) last = static_cast<double>(t.op(r, op).t_enter), last_rank = r, last_op = op;
+      if (static_cast<double>(t.op(r, op).t_enter) >= last) last = static_cast<double>(t.op(r, op).t_enter), last_rank = r;
     for (const auto& [r, op] : c.members) {
       const Op& o = t.op(r, op);
       if (o.kind != OpKind::Collective) continue;  // non-blocking ones wait in their completion
       double waited = std::min(last, static_cast<double>(o.t_exit)) - static_cast<double>(o.t_enter);
-      if (r != last_rank) charge(r, op, last_rank, last_op, WaitCause::Collective, waited, 0);
+      if (r != last_rank) charge(r, op, -1, kNone, WaitCause::Collective, waited, 0);
     }
   }
   return w;

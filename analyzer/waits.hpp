@@ -1,6 +1,7 @@
 // Wait states measured from the recorded timestamps (clock offsets applied by the reader): late
 // senders, late receivers split by cause, and waiting at collectives. Each wait is charged to the call
-// site that waited and to the call site that made it wait.
+// site that waited and, for a message, to the call site at its other end that made it wait (at a
+// collective the last rank's computation, not its call, keeps the others waiting: no site is charged).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,9 @@ struct SiteWaits {
   std::map<WaitCause, double> waited_ns;  // time this site spent waiting, by cause
   std::map<WaitCause, double> caused_ns;  // time this site made others wait
   std::map<WaitCause, uint64_t> count;    // waits at this site
-  std::vector<uint64_t> message_bytes;    // sizes of the messages it waited on (for histograms)
+  // sizes of the messages it waited on, by cause (a site that waits both as a late receiver of large
+  // messages and for small ones shows each cause with its own sizes)
+  std::map<WaitCause, std::vector<uint64_t>> message_bytes;
 };
 
 struct WaitStates {

@@ -23,14 +23,38 @@ struct ReportCommand {
   size_t top = 10;
 };
 
-std::string dur(const json& v) { return duration_text(static_cast<uint64_t>(std::max(0.0, v.get<double>()))); }
+std::string dur(const json& v) { return duration_text(v.get<double>()); }
 std::string pct(double f) { return fmt::format("{:.1f}%", 100 * f); }
 std::string signed_pct(double f) { return fmt::format("{:+.1f}%", 100 * f); }
 
+// Ranks in ascending order as runs: "0-3,6".
 std::string ranks_text(const json& v) {
+  std::vector<int> ranks;
+  for (const auto& r : v) ranks.push_back(r.get<int>());
+  std::sort(ranks.begin(), ranks.end());
   std::string s;
-  for (const auto& r : v) s += (s.empty() ? "" : ",") + std::to_string(r.get<int>());
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) j++;
+    s += (s.empty() ? "" : ",") + std::to_string(ranks[i]);
+    if (j > i) s += (j == i + 1 ? "," : "-") + std::to_string(ranks[j]);
+    i = j + 1;
+  }
   return s.empty() ? "-" : s;
+}
+
+// Who waited at a hot spot and with whom: "ranks 0,1 with each other", "rank 3 with ranks 0-2", "ranks 0-3"
+// (a collective: no peers).
+std::string who_text(const json& ranks, const json& peers) {
+  auto plural = [](const json& v) { return std::string(v.size() == 1 ? "rank " : "ranks ") + ranks_text(v); };
+  std::vector<int> a, b;
+  for (const auto& r : ranks) a.push_back(r.get<int>());
+  for (const auto& r : peers) b.push_back(r.get<int>());
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  if (b.empty()) return plural(ranks);
+  if (a == b && a.size() > 1) return plural(ranks) + " with each other";
+  return plural(ranks) + " with " + plural(peers);
 }
 
 std::string sizes_text(const json& sizes) {
@@ -125,8 +149,8 @@ std::string render_text(const json& j, size_t top) {
   size_t i = 0;
   for (const auto& h : j["hot_spots"]) {
     if (i++ >= top) break;
-    o << fmt::format("  {}. {}  {}  ranks {} <-> {}\n", i, h["where"]["text"].get<std::string>(), h["call"].get<std::string>(),
-                     ranks_text(h["ranks"]), ranks_text(h["peers"]));
+    o << fmt::format("  {}. {}  {}  {}\n", i, h["where"]["text"].get<std::string>(), h["call"].get<std::string>(),
+                     who_text(h["ranks"], h["peers"]));
     o << fmt::format("     {} lost in {} waits ({} of all waiting): {}{}\n", dur(h["waited_ns"]), h["count"].get<uint64_t>(),
                      pct(h["share_of_waiting"].get<double>()), h["cause"].get<std::string>(),
                      h["caused_ns"].get<double>() > 0 ? "; it made other ranks wait " + dur(h["caused_ns"]) : std::string());

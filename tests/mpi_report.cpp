@@ -21,11 +21,28 @@ std::string mpiadvise_cmd() { return (build_dir() / "bin" / "mpiadvise").string(
 
 const std::vector<std::string> kTcp = {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp"};
 
+// Every note of a report is a whole sentence: none stops on a word that needs more after it (one note
+// of every shared-memory report ended "...; the program changes are").
+void check_notes_whole(const json& report) {
+  static const std::vector<std::string> dangling = {"are", "is", "the", "a", "an", "of", "and", "to", "with", "for"};
+  for (const auto& n : report["notes"]) {
+    std::string note = n.get<std::string>();
+    INFO("note: " << note);
+    REQUIRE(!note.empty());
+    CHECK(note.back() != ',');
+    CHECK(note.back() != ';');
+    std::string last = note.substr(note.find_last_of(' ') + 1);
+    CHECK(std::find(dangling.begin(), dangling.end(), last) == dangling.end());
+  }
+}
+
 json report_of(const fs::path& dir, const std::string& extra = "") {
   auto r = run_command(mpiadvise_cmd() + " report --format json " + extra + " " + dir.string());
   INFO(r.err);
   REQUIRE(r.status == 0);
-  return json::parse(r.out);
+  json report = json::parse(r.out);
+  check_notes_whole(report);
+  return report;
 }
 
 // The line of the example's source that holds needle (so the test follows edits of the example).
@@ -213,7 +230,13 @@ TEST_CASE("a job with collectives only: no point-to-point advice, the collective
   bool noted = false;
   for (const auto& n : report["notes"]) noted |= n.get<std::string>().find("no point-to-point") != std::string::npos;
   CHECK(noted);
-  for (const auto& h : report["hot_spots"]) CHECK(h["cause"] == "collective");
+  for (const auto& h : report["hot_spots"]) {
+    CHECK(h["cause"] == "collective");
+    CHECK(h["caused_ns"] == 0);  // the late rank's computation kept them waiting, not this call
+  }
+  auto text = run_command(mpiadvise_cmd() + " report " + run.dir.string());
+  CHECK(text.out.find("MPI_Allreduce  ranks 0,1\n") != std::string::npos);  // who waited; a collective has no peers
+  CHECK(text.out.find("made other ranks wait") == std::string::npos);
 }
 
 TEST_CASE("a job in which nothing waits: no hot spots, no advice, and a note", "[report][edge]") {
@@ -278,6 +301,9 @@ TEST_CASE("over shared memory (vader) no eager limit is advised, and the report 
   for (const auto& n : report["notes"]) noted |= n.get<std::string>().find("btl_vader_max_inline_send") != std::string::npos;
   CHECK(noted);
   CHECK(advice_of(report, "nonblocking_send") != nullptr);  // the program change still helps
+  auto text = run_command(mpiadvise_cmd() + " report " + run.dir.string());
+  CHECK(text.out.find("MPI_Send  rank 0 with rank 1\n") != std::string::npos);
+  CHECK(text.out.find("<->") == std::string::npos);
 }
 
 TEST_CASE("a job with a rank's log missing: a report of what is there, saying what is missing",
