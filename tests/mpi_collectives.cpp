@@ -73,6 +73,9 @@ const Ev* nth(const std::vector<Ev>& evs, const std::string& call, size_t n) {
     if (e.call == call && n-- == 0) return &e;
   return nullptr;
 }
+// A pointer into a temporary list would dangle at once: refused at compile time.
+const Ev* with_tag(std::vector<Ev>&&, const std::string&, int) = delete;
+const Ev* nth(std::vector<Ev>&&, const std::string&, size_t) = delete;
 
 // MPI_Reduce_scatter_block -> MPI_Ireduce_scatter_block
 std::string immediate(const std::string& blocking) {

@@ -52,6 +52,8 @@ const Ev* first(const std::vector<Ev>& evs, const std::string& call, int tag = -
     if (e.call == call && (tag == -1000 || (e.e.has(MPA_F_TAG) && e.e.tag == tag))) return &e;
   return nullptr;
 }
+// A pointer into a temporary list would dangle at once: refused at compile time.
+const Ev* first(std::vector<Ev>&&, const std::string&, int = -1000) = delete;
 
 // The request an Irecv with this tag created (0 when there is none).
 uint64_t irecv_request(const std::vector<Ev>& evs, int tag) {
@@ -196,7 +198,8 @@ TEST_CASE("bytes of a Fortran derived datatype are count times its size, and an 
           "[fortran]") {
   const std::string program = GENERATE(from_range(kPrograms));
   INFO(program);
-  const Ev* send = first(events(program, 0), "MPI_Send", 12);
+  const auto r0 = events(program, 0);  // first() points into it: it must outlive send
+  const Ev* send = first(r0, "MPI_Send", 12);
   REQUIRE(send);
   CHECK(send->e.peer == 1);
   CHECK(send->e.bytes == 2 * 4 * 3 * 4);  // two vectors of 4 blocks of 3 integers
