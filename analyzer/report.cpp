@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "advice.hpp"
+#include "model_fit.hpp"
 #include "replay.hpp"
 
 #ifndef MPIADVISE_VERSION
@@ -180,6 +181,29 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
                 {"rendezvous_messages", baseline.rendezvous_messages},
                 {"rendezvous_bytes", baseline.rendezvous_bytes},
                 {"unresolved_ops", baseline.unresolved_ops}};
+  // whether the model explains the run, and where and why not
+  const ModelFit fit = assess_fit(t, a.facts, p, baseline);
+  {
+    json ranks_missed = json::array(), sites_missed = json::array(), suspects = json::array();
+    for (const auto& m : fit.ranks)
+      ranks_missed.push_back({{"rank", m.rank}, {"measured_ns", m.measured_ns}, {"predicted_ns", m.predicted_ns},
+                              {"error", m.error}});
+    for (const auto& m : fit.sites)
+      sites_missed.push_back({{"where", location_json(a.locate(m.rank, m.callsite))},
+                              {"call", call_name_of(m.call)},
+                              {"measured_ns", m.measured_ns},
+                              {"predicted_ns", m.predicted_ns}});
+    for (const auto& s : fit.suspects) {
+      json x = {{"reason", miss_reason_name(s.reason)}, {"share", s.share}, {"detail", s.detail}};
+      if (s.rank >= 0) x["rank"] = s.rank, x["where"] = location_json(a.locate(s.rank, s.callsite));
+      suspects.push_back(x);
+    }
+    j["model"]["fit"] = {{"explained", fit.explained},
+                         {"expected_error", kExpectedModelError},
+                         {"ranks", ranks_missed},
+                         {"sites", sites_missed},
+                         {"suspects", suspects}};
+  }
   j["ranks"] = ranks;
 
   // ---- hot spots, by time lost (measured)
@@ -269,6 +293,8 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
               {"saving_ns", ad.saving_ns()},
               {"saving", ad.saving()},
               {"model_error", ad.model_error},
+              // the model misses the run as measured by more than expected: the saving is not to be trusted
+              {"uncertain", !fit.explained},
               {"send_wait_before_ns", ad.before.send_wait},
               {"send_wait_after_ns", ad.after.send_wait},
               {"recv_wait_before_ns", ad.before.recv_wait},

@@ -84,12 +84,43 @@ std::string eager_line(const json& s) {
                      s["effective_S"].get<uint64_t>(), s["effective_S_note"].get<std::string>());
 }
 
+// Whether the model explains the run: one line when it does; where it misses and the suspected reasons
+// when it does not (continuation lines indented under the first).
+std::vector<std::string> fit_lines(const json& model) {
+  const json& fit = model["fit"];
+  const double error = model["error"].get<double>(), expected = fit["expected_error"].get<double>();
+  std::vector<std::string> out;
+  if (fit["explained"].get<bool>()) {
+    out.push_back(fmt::format("fit          the model explains this run: {} against the measured time, within {}",
+                              signed_pct(error), pct(expected)));
+    return out;
+  }
+  out.push_back(fmt::format("fit          the model does not explain this run: {} against the measured time, beyond "
+                            "the {} it is expected to reach",
+                            signed_pct(error), pct(expected)));
+  const std::string indent = "             ";
+  std::string where;
+  for (const auto& r : fit["ranks"])
+    where += (where.empty() ? "" : ", ") + fmt::format("rank {} ({})", r["rank"].get<int>(), signed_pct(r["error"].get<double>()));
+  if (!where.empty()) out.push_back(indent + "ranks missed: " + where);
+  for (const auto& s : fit["sites"])
+    out.push_back(indent + fmt::format("at {}, {}: {} inside MPI measured, {} predicted", s["where"]["text"].get<std::string>(),
+                                       s["call"].get<std::string>(), dur(s["measured_ns"]), dur(s["predicted_ns"])));
+  for (const auto& s : fit["suspects"])
+    out.push_back(indent + "suspected: " + s["detail"].get<std::string>() +
+                  (s.contains("where") ? " (most at " + s["where"]["text"].get<std::string>() + ")" : std::string()));
+  out.push_back(indent + "so every saving below is uncertain");
+  return out;
+}
+
 // What a piece of advice gives and costs, in one or two lines.
 std::vector<std::string> advice_details(const json& a) {
   std::vector<std::string> out;
   out.push_back(fmt::format("predicted run time {} instead of {}: saves {} ({}); the model's error on this run is {}",
                             dur(a["predicted_ns"]), dur(a["baseline_ns"]), dur(a["saving_ns"]),
                             pct(a["saving"].get<double>()), pct(a["model_error"].get<double>())));
+  if (a.value("uncertain", false))
+    out.push_back("uncertain: the model does not explain the run as measured (see fit), so this saving may not be realised");
   std::string kind = a["kind"];
   if (kind == "raise_eager_limit") {
     std::string how = a["mca"].get<std::string>();
@@ -130,6 +161,7 @@ std::string render_text(const json& j, size_t top) {
   o << fmt::format("  predicted    {} ({} against the measured {}); {} rendezvous messages, {}\n", dur(m["predicted_ns"]),
                    signed_pct(m["error"].get<double>()), dur(m["measured_ns"]), m["rendezvous_messages"].get<uint64_t>(),
                    bytes_text(m["rendezvous_bytes"].get<uint64_t>()));
+  for (const auto& line : fit_lines(m)) o << "  " << line << "\n";
   o << "\nPer rank, measured / predicted\n";
   o << fmt::format("  {:>4}  {:^23}  {:^23}  {:^23}  {:^23}  {:^23}  {:^23}  {:>7}\n", "rank", "total", "computation",
                    "overheads", "send-wait", "recv-wait", "collectives", "error");
@@ -192,8 +224,12 @@ std::string render_markdown(const json& j, size_t top) {
   o << fmt::format("- **Job**: {}\n", markdown_escape(job_line(s)));
   o << fmt::format("- **Eager limit**: {}\n", markdown_escape(eager_line(s)));
   o << fmt::format("- **Traced**: {}, {} of the ranks' time inside MPI\n", dur(s["traced_ns"]), pct(s["mpi_share"].get<double>()));
-  o << fmt::format("- **Model**: {}; predicted {} ({} against the measured {})\n\n", markdown_escape(j["params"]["why"].get<std::string>()),
+  o << fmt::format("- **Model**: {}; predicted {} ({} against the measured {})\n", markdown_escape(j["params"]["why"].get<std::string>()),
                    dur(m["predicted_ns"]), signed_pct(m["error"].get<double>()), dur(m["measured_ns"]));
+  const auto fit = fit_lines(m);
+  o << "- **Fit**: " << markdown_escape(fit.front().substr(fit.front().find("the model"))) << "\n";
+  for (size_t k = 1; k < fit.size(); k++) o << "  - " << markdown_escape(fit[k].substr(fit[k].find_first_not_of(' '))) << "\n";
+  o << "\n";
   o << "### Per rank (measured / predicted)\n\n| rank | total | computation | overheads | send-wait | recv-wait | collectives | "
        "error |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& r : j["ranks"]) {

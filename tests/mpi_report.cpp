@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <functional>
 
@@ -323,4 +324,32 @@ TEST_CASE("a job with a rank's log missing: a report of what is there, saying wh
   }
   CHECK(missing);
   CHECK(unmatched);
+}
+
+TEST_CASE("the report says whether the model explains the run, and suspects a parameter set made for "
+          "another library and transport",
+          "[report][fit]") {
+  auto run = traced_run("pingpong_late", {"65536", "5", "4"}, 0);
+  auto reasons = [](const json& report) {
+    std::vector<std::string> out;
+    for (const auto& s : report["model"]["fit"]["suspects"]) out.push_back(s["reason"].get<std::string>());
+    return out;
+  };
+  json own = report_of(run.dir);
+  const json& fit = own["model"]["fit"];
+  CHECK(fit["expected_error"] == 0.1);
+  // explained exactly when the run's error is within the expected one
+  CHECK(fit["explained"].get<bool>() == (std::fabs(own["model"]["error"].get<double>()) <= 0.1));
+  for (const auto& a : own["advice"]) CHECK(a["uncertain"].get<bool>() == !fit["explained"].get<bool>());
+  auto own_reasons = reasons(own);
+  CHECK(std::find(own_reasons.begin(), own_reasons.end(), "parameter_set") == own_reasons.end());
+
+  json other = report_of(run.dir, "--params myrinet-mpich-score");
+  auto other_reasons = reasons(other);
+  CHECK(std::find(other_reasons.begin(), other_reasons.end(), "parameter_set") != other_reasons.end());
+  auto text = run_command(mpiadvise_cmd() + " report --params myrinet-mpich-score " + run.dir.string());
+  CHECK(text.out.find("  fit          the model ") != std::string::npos);
+  // the text names the suspects when the model misses
+  const bool named = text.out.find("measured for MPICH-SCore over myrinet; this run is Open MPI over tcp") != std::string::npos;
+  CHECK(named == !other["model"]["fit"]["explained"].get<bool>());
 }

@@ -1,0 +1,174 @@
+#include "model_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace mpiadvise {
+
+const char* miss_reason_name(MissReason r) {
+  switch (r) {
+    case MissReason::ParameterSet: return "parameter_set";
+    case MissReason::Polling: return "polling";
+    case MissReason::SlowCalls: return "slow_calls";
+    case MissReason::Collectives: return "collectives";
+    case MissReason::SlowMessages: return "slow_messages";
+  }
+  return "?";
+}
+
+namespace {
+
+// The ops of a rank the replay covers: MPI_Init's exit to MPI_Finalize's entry.
+std::pair<size_t, size_t> window(const RankTrace& r) {
+  size_t first = 0, end = r.ops.size();
+  if (end && (r.ops.front().call == MPA_CALL_Init || r.ops.front().call == MPA_CALL_Init_thread)) first = 1;
+  if (end > first && r.ops[end - 1].call == MPA_CALL_Finalize) end--;
+  return {first, end};
+}
+
+double duration(const Op& op) { return static_cast<double>(op.t_exit - op.t_enter); }
+
+// A call the model never makes wait for another rank: posting a non-blocking operation, or a blocking
+// send at or below S. Such a call far slower than the others at its site lost its time to something the
+// model does not see (the rank descheduled, memory registration, a library-internal wait).
+bool never_waits(const Trace& t, const Op& op, const LogGPSParams& p) {
+  if (op.kind == OpKind::PostSend || op.kind == OpKind::PostRecv) return true;
+  if (op.kind != OpKind::Send) return false;
+  for (uint32_t k = 0; k < op.n_links; k++) {
+    const Link& l = t.links[op.first_link + k];
+    if (l.kind == Link::PostSend && l.id != kNone && t.messages[l.id].bytes > p.S) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& params, const ReplayResult& baseline) {
+  ModelFit fit;
+  fit.error = baseline.error();
+  fit.explained = std::fabs(fit.error) <= kExpectedModelError;
+  double ranks_ns = 0;
+  for (const auto& rr : baseline.ranks) {
+    ranks_ns += rr.measured_ns;
+    if (rr.measured_ns <= 0) continue;
+    double e = (rr.predicted_ns - rr.measured_ns) / rr.measured_ns;
+    if (std::fabs(e) > kExpectedModelError) fit.ranks.push_back({rr.rank, rr.measured_ns, rr.predicted_ns, e});
+  }
+  std::sort(fit.ranks.begin(), fit.ranks.end(),
+            [](const auto& a, const auto& b) { return std::fabs(a.error) > std::fabs(b.error); });
+  if (ranks_ns <= 0) return fit;
+
+  // where: the call sites whose time inside MPI the replay misses most, summed over the ranks
+  struct Site {
+    int rank = -1;
+    uint32_t callsite = 0, call = 0;
+    double measured = 0, predicted = 0;
+    bool messages = false;  // sends or completes point-to-point messages
+  };
+  std::map<SiteKey, Site> sites;
+  double polling_ns = 0, collectives_ns = 0;
+  std::map<std::pair<int, uint32_t>, double> polling_at;
+  std::map<std::pair<int, uint32_t>, std::vector<double>> quiet_calls;  // durations of calls that never wait
+  for (const auto& rt : t.ranks) {
+    auto [first, end] = window(rt);
+    for (size_t i = first; i < end; i++) {
+      const Op& op = rt.ops[i];
+      Site& s = sites[t.site(rt.rank, op.callsite)];
+      if (s.rank < 0) s.rank = rt.rank, s.callsite = op.callsite, s.call = op.call;
+      s.measured += duration(op);
+      for (uint32_t k = 0; k < op.n_links; k++) {
+        const Link::Kind kind = t.links[op.first_link + k].kind;
+        s.messages |= kind == Link::DoneSend || kind == Link::DoneRecv;
+      }
+      if (op.kind == OpKind::Polling) polling_ns += duration(op), polling_at[{rt.rank, op.callsite}] += duration(op);
+      if (op.kind == OpKind::Collective || op.kind == OpKind::PostCollective) collectives_ns += duration(op);
+      if (never_waits(t, op, params)) quiet_calls[{rt.rank, op.callsite}].push_back(duration(op));
+    }
+  }
+  for (const auto& sr : baseline.sites) {
+    Site& s = sites[t.site(sr.rank, sr.callsite)];
+    if (s.rank < 0) s.rank = sr.rank, s.callsite = sr.callsite, s.call = sr.call;
+    s.predicted += sr.predicted.total();
+  }
+  double messages_measured = 0, messages_predicted = 0;
+  for (const auto& [key, s] : sites)
+    if (s.messages) messages_measured += s.measured, messages_predicted += s.predicted;
+  std::vector<Site> ordered;
+  for (const auto& [key, s] : sites)
+    if (std::fabs(s.measured - s.predicted) > 0.01 * ranks_ns) ordered.push_back(s);
+  std::sort(ordered.begin(), ordered.end(), [](const Site& a, const Site& b) {
+    return std::fabs(a.measured - a.predicted) > std::fabs(b.measured - b.predicted);
+  });
+  for (size_t i = 0; i < ordered.size() && i < 3; i++)
+    fit.sites.push_back({ordered[i].rank, ordered[i].callsite, ordered[i].call, ordered[i].measured, ordered[i].predicted});
+
+  // why: what in the trace the model cannot follow
+  const bool other_library = !params.library.empty() && !facts.library.empty() && params.library != facts.library;
+  const bool other_transport = !params.transport.empty() && !facts.transport.empty() && facts.transport != "unknown" &&
+                               params.transport != facts.transport;
+  if (other_library || other_transport)
+    fit.suspects.push_back({MissReason::ParameterSet, 1.0,
+                            fmt::format("the parameter set {} was measured for {} over {}; this run is {} over {} "
+                                        "(mpiadvise calibrate measures a set for it)",
+                                        params.name, params.library.empty() ? "an unnamed library" : params.library,
+                                        params.transport.empty() ? "an unnamed transport" : params.transport,
+                                        facts.library.empty() ? "an unknown library" : facts.library,
+                                        facts.transport.empty() ? "an unknown transport" : facts.transport)});
+  if (polling_ns > 0.02 * ranks_ns) {
+    auto most = std::max_element(polling_at.begin(), polling_at.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    fit.suspects.push_back({MissReason::Polling, polling_ns / ranks_ns,
+                            fmt::format("{:.1f}% of the ranks' time is spent polling (runs of MPI_Test or MPI_Iprobe "
+                                        "that complete nothing), replayed as measured",
+                                        100 * polling_ns / ranks_ns),
+                            most->first.first, most->first.second});
+  }
+  // slow calls: above 50 times the median of their site and 100 us; the excess over the median counts
+  double slow_ns = 0, worst_ns = 0;
+  std::pair<int, uint32_t> worst{-1, 0};
+  double worst_median = 0, worst_longest = 0;
+  for (auto& [at, ds] : quiet_calls) {
+    if (ds.size() < 5) continue;
+    std::vector<double> sorted = ds;
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(sorted.size() / 2), sorted.end());
+    const double median = sorted[sorted.size() / 2];
+    double excess = 0, longest = 0;
+    for (double d : ds)
+      if (d > std::max(50 * median, 100e3)) excess += d - median, longest = std::max(longest, d);
+    slow_ns += excess;
+    if (excess > worst_ns) worst_ns = excess, worst = at, worst_median = median, worst_longest = longest;
+  }
+  if (slow_ns > 0.01 * ranks_ns)
+    fit.suspects.push_back({MissReason::SlowCalls, slow_ns / ranks_ns,
+                            fmt::format("calls that never wait for another rank (non-blocking posts, sends at or "
+                                        "below S) took up to {:.0f} us against a median of {:.1f} us at their site: "
+                                        "{:.1f}% of the ranks' time; the rank was descheduled, or the library waited "
+                                        "for something the log does not show",
+                                        worst_longest / 1e3, worst_median / 1e3, 100 * slow_ns / ranks_ns),
+                            worst.first, worst.second});
+  if (collectives_ns > 0.10 * ranks_ns)
+    fit.suspects.push_back({MissReason::Collectives, collectives_ns / ranks_ns,
+                            fmt::format("{:.1f}% of the ranks' time is inside collectives, where the replay follows "
+                                        "the library least closely",
+                                        100 * collectives_ns / ranks_ns)});
+  // what the other suspects leave of the time the message calls took beyond their prediction
+  double explained_ns = 0;
+  for (const auto& s : fit.suspects)
+    if (s.reason == MissReason::Polling || s.reason == MissReason::SlowCalls) explained_ns += s.share * ranks_ns;
+  const double slow_messages_ns = messages_measured - messages_predicted - explained_ns;
+  if (slow_messages_ns > kExpectedModelError / 2 * ranks_ns)
+    fit.suspects.push_back({MissReason::SlowMessages, slow_messages_ns / ranks_ns,
+                            fmt::format("the calls that send and receive messages took {:.1f}% of the ranks' time "
+                                        "more than the parameter set prices them ({:.1f} ms measured, {:.1f} ms "
+                                        "predicted): the machine was loaded (ranks descheduled inside MPI), or the "
+                                        "set does not fit it (mpiadvise calibrate measures one)",
+                                        100 * slow_messages_ns / ranks_ns, messages_measured / 1e6, messages_predicted / 1e6)});
+  std::stable_sort(fit.suspects.begin(), fit.suspects.end(),
+                   [](const auto& a, const auto& b) { return a.share > b.share; });
+  return fit;
+}
+
+}  // namespace mpiadvise

@@ -1,0 +1,129 @@
+// Whether the model explains a run, on traces written by hand: the replay of each is known from the
+// model's equations, the measured times are set to miss it in one known way, and the assessment must
+// name the way and the place.
+#include <catch2/catch.hpp>
+
+#include "model_fit.hpp"
+
+using namespace mpiadvise;
+using Catch::Detail::Approx;
+
+namespace {
+
+LogGPSParams tcp_params() {
+  LogGPSParams p;
+  p.name = "test-tcp";
+  p.library = "Open MPI";
+  p.transport = "tcp";
+  p.L = 10'000;
+  p.o = 1'000;
+  p.s = p.S = 65536;
+  return p;
+}
+
+RunFacts tcp_facts() {
+  RunFacts f;
+  f.library = "Open MPI";
+  f.transport = "tcp";
+  return f;
+}
+
+// Rank 0 posts 20 Isends of 0 bytes (site 1) to rank 1, which posts the receives (site 2) and waits for
+// all (site 3); every call is 1 us, 100 us of computation between them. post_us[i]: the i-th Isend's
+// measured time instead.
+Trace isend_run(const std::vector<std::pair<int, uint64_t>>& slow_posts) {
+  Trace t;
+  t.world_size = 2;
+  t.ranks.resize(2);
+  t.site_keys.resize(2);
+  t.comms.push_back(TraceComm{0, {0, 1}});
+  for (int r = 0; r < 2; r++) {
+    t.ranks[r].rank = r;
+    for (uint32_t s = 1; s <= 3; s++) t.site_keys[r][s] = SiteKey{"app", s};
+  }
+  auto add = [&](int r, uint64_t& now, uint64_t took, uint32_t call, OpKind kind, uint32_t site, std::vector<Link> links) {
+    Op op;
+    op.t_enter = now;
+    op.t_exit = now + took;
+    op.call = call, op.kind = kind, op.callsite = site;
+    op.first_link = static_cast<uint32_t>(t.links.size());
+    op.n_links = static_cast<uint32_t>(links.size());
+    t.links.insert(t.links.end(), links.begin(), links.end());
+    t.ranks[r].ops.push_back(op);
+    now = op.t_exit + 100'000;
+    return static_cast<uint32_t>(t.ranks[r].ops.size() - 1);
+  };
+  uint64_t now0 = 0, now1 = 0;
+  std::vector<Link> waits;
+  for (uint32_t i = 0; i < 20; i++) {
+    uint64_t took = 1'000;
+    for (const auto& [which, us] : slow_posts)
+      if (static_cast<uint32_t>(which) == i) took = us * 1'000;
+    Message m;
+    m.src = 0, m.dst = 1;
+    m.send_op = m.send_done_op = add(0, now0, took, MPA_CALL_Isend, OpKind::PostSend, 1, {{Link::PostSend, i}});
+    t.links.push_back({Link::DoneSend, i});  // completed by the Isend itself here: a 0-byte eager send
+    t.ranks[0].ops.back().n_links++;
+    m.recv_op = add(1, now1, 1'000, MPA_CALL_Irecv, OpKind::PostRecv, 2, {{Link::PostRecv, i}});
+    waits.push_back({Link::DoneRecv, i});
+    t.messages.push_back(m);
+  }
+  uint32_t done = add(1, now1, 1'000, MPA_CALL_Waitall, OpKind::Completion, 3, waits);
+  for (auto& m : t.messages) m.recv_done_op = done;
+  return t;
+}
+
+ReplayResult replayed(const Trace& t, const LogGPSParams& p) {
+  ReplayOptions o;
+  o.params = p;
+  return replay(t, o);
+}
+
+bool has(const ModelFit& f, MissReason r) {
+  for (const auto& s : f.suspects)
+    if (s.reason == r) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a run the model explains: within 10%, nothing suspected", "[fit]") {
+  Trace t = isend_run({});
+  ModelFit f = assess_fit(t, tcp_facts(), tcp_params(), replayed(t, tcp_params()));
+  CHECK(f.explained);
+  CHECK(std::fabs(f.error) <= kExpectedModelError);
+  CHECK(f.ranks.empty());
+  CHECK(f.suspects.empty());
+}
+
+TEST_CASE("non-blocking posts far slower than the rest of their site are named as slow calls, with the site",
+          "[fit]") {
+  // three Isends of 20 of rank 0 took 200 ms each (the rank descheduled): the model, which prices an
+  // Isend at o' = 1 us, cannot follow, and the rank's run is 600 ms longer than predicted
+  Trace t = isend_run({{3, 200'000}, {9, 200'000}, {15, 200'000}});
+  ModelFit f = assess_fit(t, tcp_facts(), tcp_params(), replayed(t, tcp_params()));
+  CHECK_FALSE(f.explained);
+  REQUIRE(!f.ranks.empty());
+  CHECK(f.ranks.front().rank == 0);
+  REQUIRE(!f.sites.empty());
+  CHECK(f.sites.front().callsite == 1);  // the Isend site
+  CHECK(f.sites.front().measured_ns - f.sites.front().predicted_ns == Approx(3 * (200e6 - 1'000)));
+  REQUIRE(has(f, MissReason::SlowCalls));
+  for (const auto& s : f.suspects)
+    if (s.reason == MissReason::SlowCalls) {
+      CHECK(s.rank == 0);
+      CHECK(s.callsite == 1);
+      CHECK(s.detail.find("up to 200000 us") != std::string::npos);
+    }
+}
+
+TEST_CASE("a parameter set measured for another library or transport is suspected", "[fit]") {
+  Trace t = isend_run({});
+  LogGPSParams other = tcp_params();
+  other.library = "MPICH-SCore";
+  other.transport = "myrinet";
+  ModelFit f = assess_fit(t, tcp_facts(), other, replayed(t, other));
+  REQUIRE(has(f, MissReason::ParameterSet));
+  CHECK(f.suspects.front().detail.find("MPICH-SCore over myrinet") != std::string::npos);
+  CHECK(f.suspects.front().detail.find("Open MPI over tcp") != std::string::npos);
+}
