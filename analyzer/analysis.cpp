@@ -1,5 +1,7 @@
 #include "analysis.hpp"
 
+#include <map>
+
 namespace mpiadvise {
 
 SourceLocation Analysis::locate(int rank, uint32_t callsite) const {
@@ -35,7 +37,27 @@ std::set<SiteKey> Analysis::sites_at(const std::string& file, int line) const {
   return keys;
 }
 
-Analysis analyse(const std::string& dir, const std::string& params) {
+void group_sites_by_function(Analysis& a) {
+  // one lookup per site key: ranks running the same binaries share the answer
+  std::map<SiteKey, SiteKey> grouped;
+  for (size_t r = 0; r < a.trace.site_keys.size(); r++)
+    for (auto& [id, key] : a.trace.site_keys[r]) {
+      auto it = grouped.find(key);
+      if (it == grouped.end()) {
+        SiteKey to = key;
+        SourceLocation loc = a.locate(static_cast<int>(r), id);
+        if (loc.function_only() && !loc.module.empty()) {
+          to.module = loc.module;
+          to.offset = loc.function_offset;
+          to.function = loc.function;
+        }
+        it = grouped.emplace(key, to).first;
+      }
+      key = it->second;
+    }
+}
+
+Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs) {
   Analysis a;
   a.dir = dir;
   a.job = std::make_unique<JobLog>(dir);
@@ -45,7 +67,9 @@ Analysis analyse(const std::string& dir, const std::string& params) {
   a.measured = measure_waits(a.trace, a.chosen.params.S);
   a.symbols.resize(static_cast<size_t>(a.trace.world_size));
   for (const auto& r : a.job->ranks())
-    if (r->rank() >= 0 && r->rank() < a.trace.world_size) a.symbols[r->rank()] = std::make_unique<Symbolizer>(r->modules());
+    if (r->rank() >= 0 && r->rank() < a.trace.world_size)
+      a.symbols[r->rank()] = std::make_unique<Symbolizer>(r->modules(), debug_dirs);
+  group_sites_by_function(a);
   return a;
 }
 

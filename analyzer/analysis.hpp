@@ -32,7 +32,13 @@ struct Analysis {
   std::set<SiteKey> sites_at(const std::string& file, int line) const;
 };
 
-// Throws LogError (bad logs) or ParamError (bad parameter set); params: a name, a file, or "" to choose.
-Analysis analyse(const std::string& dir, const std::string& params);
+// Throws LogError (bad logs) or ParamError (bad parameter set); params: a name, a file, or "" to choose;
+// debug_dirs: where to look first for separate debug files (see debug_dirs() in symbolizer.hpp).
+Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs = {});
+
+// Call sites with a function but no line (a program stripped of its debug information, or whose
+// debug files are not found) keyed as one site per function (module and function): their calls and
+// waits add up where a reader can act on them, instead of scattering over return addresses.
+void group_sites_by_function(Analysis& a);
 
 }  // namespace mpiadvise

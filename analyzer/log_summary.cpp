@@ -5,7 +5,7 @@
 
 namespace mpiadvise {
 
-JobSummary summarize(const JobLog& job, std::optional<int> only_rank) {
+JobSummary summarize(const JobLog& job, std::optional<int> only_rank, const std::vector<std::string>& debug_dirs) {
   JobSummary s;
   s.dir = job.dir().string();
   s.world_size = job.world_size();
@@ -44,7 +44,7 @@ JobSummary summarize(const JobLog& job, std::optional<int> only_rank) {
       site_time[ev.callsite] += inside;
     });
     if (facts.events == 0) facts.first_ns = 0;
-    Symbolizer symbols(log->modules());
+    Symbolizer symbols(log->modules(), debug_dirs);
     for (const auto& [id, calls] : site_calls) {
       CallSiteTotals c;
       c.rank = log->rank();

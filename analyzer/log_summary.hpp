@@ -53,7 +53,8 @@ struct JobSummary {
   std::vector<ReadProblem> problems;
 };
 
-// Reads every event once. rank: only that rank.
-JobSummary summarize(const JobLog& job, std::optional<int> rank = std::nullopt);
+// Reads every event once. rank: only that rank; debug_dirs: where to look first for separate debug files.
+JobSummary summarize(const JobLog& job, std::optional<int> rank = std::nullopt,
+                     const std::vector<std::string>& debug_dirs = {});
 
 }  // namespace mpiadvise

@@ -25,7 +25,8 @@ json location_json(const SourceLocation& loc) {
   json j = {{"text", loc.module.empty() && loc.file.empty() ? std::string("?") : loc.text()}};
   if (!loc.file.empty()) j["file"] = loc.file, j["line"] = loc.line;
   if (!loc.function.empty()) j["function"] = loc.function;
-  if (!loc.module.empty()) j["module"] = loc.module, j["offset"] = loc.offset;
+  if (!loc.module.empty()) j["module"] = loc.module;
+  if (!loc.module.empty() && !loc.function_only()) j["offset"] = loc.offset;  // a function-only site is the whole function
   return j;
 }
 
@@ -377,13 +378,14 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
   if (advice.empty())
     notes.push_back(fmt::format("no change predicted to save more than the model's error on this run ({:.1f}%) and 1%",
                                 100 * std::fabs(baseline.error())));
-  bool symbols = false;
-  for (const auto& h : hot)
-    if (h["where"].contains("file")) symbols = true;
-  for (const auto& x : site_list)
-    if (x["where"].contains("file")) symbols = true;
+  bool symbols = false, functions = false;
+  for (const auto* list : {&hot, &site_list})
+    for (const auto& x : *list) symbols |= x["where"].contains("file"), functions |= x["where"].contains("function");
   if (!symbols && (!hot.empty() || !site_list.empty()))
-    notes.push_back("no line information for the call sites (build with -g): they are named by module and offset");
+    notes.push_back(functions ? "no line information for the call sites (build with -g, or give the debug files with "
+                                "--debug-dir): they are named by function, the calls in one function counted together"
+                              : "no line information for the call sites (build with -g, or give the debug files with "
+                                "--debug-dir): they are named by module and offset");
   if (baseline.unresolved_ops)
     notes.push_back(fmt::format("{} operations have a partner missing from the logs: replayed with their measured time",
                                 baseline.unresolved_ops));

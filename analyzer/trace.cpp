@@ -378,7 +378,10 @@ SiteKey Trace::site(int rank, uint32_t callsite) const {
     auto it = site_keys[rank].find(callsite);
     if (it != site_keys[rank].end()) return it->second;
   }
-  return SiteKey{"rank " + std::to_string(rank) + " site", callsite};
+  SiteKey unknown;
+  unknown.module = "rank " + std::to_string(rank) + " site";
+  unknown.offset = callsite;
+  return unknown;
 }
 
 }  // namespace mpiadvise

@@ -30,12 +30,16 @@ enum class OpKind : uint8_t {
 inline constexpr uint32_t kNone = UINT32_MAX;
 
 // A call site as the same on every rank: module and offset of the return address (load addresses differ
-// between processes).
+// between processes). Where there is no line information but a function, every call in the function is
+// one site: module, the function's entry offset and its name (see group_sites_by_function).
 struct SiteKey {
   std::string module;
   uint64_t offset = 0;
-  bool operator<(const SiteKey& o) const { return std::tie(module, offset) < std::tie(o.module, o.offset); }
-  bool operator==(const SiteKey& o) const { return module == o.module && offset == o.offset; }
+  std::string function;  // empty: one return address
+  bool operator<(const SiteKey& o) const {
+    return std::tie(module, offset, function) < std::tie(o.module, o.offset, o.function);
+  }
+  bool operator==(const SiteKey& o) const { return module == o.module && offset == o.offset && function == o.function; }
 };
 
 // How an op takes part in messages and collectives.

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace mpiadvise::cli {
 
@@ -18,5 +20,10 @@ std::function<int()> add_whatif(CLI::App& app);
 std::function<int()> add_calibrate(CLI::App& app);
 std::function<int()> add_report(CLI::App& app);
 std::function<int()> add_gate(CLI::App& app);
+
+// --debug-dir DIR, on every command that names call sites: where to look first for separate debug files.
+void add_debug_dir_option(CLI::App* sub, std::vector<std::string>& dirs);
+// The directories given with --debug-dir, then those of MPIADVISE_DEBUG_PATH; throws naming a bad one.
+std::vector<std::string> debug_search_dirs(const std::vector<std::string>& given);
 
 }  // namespace mpiadvise::cli

@@ -25,6 +25,7 @@ struct DumpOptions {
   std::string format = "text";
   bool summary_only = false;
   bool events_only = false;
+  std::vector<std::string> debug_dirs;
 };
 
 nlohmann::json event_json(const Event& ev) {
@@ -154,6 +155,7 @@ nlohmann::json summary_json(const JobSummary& s) {
 }
 
 int run_dump(const DumpOptions& o) {
+  const std::vector<std::string> debug_dirs = debug_search_dirs(o.debug_dirs);
   JobLog job(o.dir);
   if (o.rank && !job.rank(*o.rank))
     throw std::runtime_error(fmt::format("{}: no log of rank {} (the job has {} ranks)", o.dir, *o.rank, job.world_size()));
@@ -173,7 +175,7 @@ int run_dump(const DumpOptions& o) {
   }
   int status = kOk;
   if (!o.events_only) {
-    auto summary = summarize(job, o.rank);
+    auto summary = summarize(job, o.rank, debug_dirs);
     if (o.format == "text") {
       if (!o.summary_only) fmt::print("\n");
       print_summary(summary);
@@ -199,6 +201,7 @@ std::function<int()> add_dump(CLI::App& app) {
       ->check(CLI::IsMember({"text", "jsonl"}));
   auto* s = sub->add_flag("--summary", o->summary_only, "Only the summary, no events");
   sub->add_flag("--events", o->events_only, "Only the events, no summary")->excludes(s);
+  add_debug_dir_option(sub, o->debug_dirs);
   return [o] { return run_dump(*o); };
 }
 

@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 
 struct GateCommand {
   std::string baseline, candidate, params, max_regression = "5%", junit, json_out, markdown;
-  std::vector<std::string> metrics, budgets;
+  std::vector<std::string> metrics, budgets, debug_dirs;
   size_t top = 10;
 };
 
@@ -63,7 +63,7 @@ std::string metric_names() {
 json load_report(const std::string& path, const std::string& option, const GateCommand& c) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    Analysis a = analyse(path, c.params);
+    Analysis a = analyse(path, c.params, debug_search_dirs(c.debug_dirs));
     for (const auto& p : a.trace.problems) std::fprintf(stderr, "mpiadvise: %s\n", p.text().c_str());
     ReportOptions o;
     o.top = c.top;
@@ -453,6 +453,7 @@ std::function<int()> add_gate(CLI::App& app) {
   sub->add_option("--markdown", c->markdown, "Write a Markdown summary for a merge-request comment");
   sub->add_option("--top", c->top, "Candidate sites replayed for advice when a report is made from logs (default 10)")
       ->check(CLI::Range(1, 1000));
+  add_debug_dir_option(sub, c->debug_dirs);
   return [c] { return run_gate(*c); };
 }
 

@@ -28,11 +28,12 @@ struct ReplayCommand {
   std::string sweep;
   double compute_factor = 1.0;
   std::vector<std::string> split, nonblocking, prepost, persistent;
+  std::vector<std::string> debug_dirs;
 };
 
 using Loaded = Analysis;
 
-Loaded load(const ReplayCommand& c) { return analyse(c.dir, c.params); }
+Loaded load(const ReplayCommand& c) { return analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs)); }
 
 double parse_size(const std::string& what, const std::string& v) {
   static const std::regex re(R"(\s*(-?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)(i?[bB])?\s*)");
@@ -250,6 +251,7 @@ void common_options(CLI::App* sub, ReplayCommand& c) {
   sub->add_option("--model", c.model, "loggps (default) or loggp: the paper's LogGP baseline (S infinite, constant overheads)")
       ->check(CLI::IsMember({"loggps", "loggp"}));
   sub->add_flag("--json", c.json, "Print a JSON object (schema mpiadvise-replay/1)");
+  add_debug_dir_option(sub, c.debug_dirs);
 }
 
 }  // namespace

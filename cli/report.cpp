@@ -21,6 +21,7 @@ using json = nlohmann::json;
 struct ReportCommand {
   std::string dir, params, format = "text", output;
   size_t top = 10;
+  std::vector<std::string> debug_dirs;
 };
 
 std::string dur(const json& v) { return duration_text(v.get<double>()); }
@@ -278,7 +279,7 @@ std::string render_markdown(const json& j, size_t top) {
 }
 
 int run_report(const ReportCommand& c) {
-  Analysis a = analyse(c.dir, c.params);
+  Analysis a = analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs));
   int status = kOk;
   for (const auto& p : a.trace.problems) {
     std::fprintf(stderr, "mpiadvise: %s\n", p.text().c_str());
@@ -311,6 +312,7 @@ std::function<int()> add_report(CLI::App& app) {
   sub->add_option("-o,--output", c->output, "Write the report to FILE instead of standard output");
   sub->add_option("--top", c->top, "Hot spots listed, and candidate sites replayed for each kind of advice (default 10)")
       ->check(CLI::Range(1, 1000));
+  add_debug_dir_option(sub, c->debug_dirs);
   return [c] { return run_report(*c); };
 }
 

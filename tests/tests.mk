@@ -30,6 +30,27 @@ $(TEST_DIR)/programs/pipeline_nosym: examples/pipeline.c examples/compute.h
 	$(MPICC) -O1 -s -o $@ $<
 TEST_PROGRAMS += $(TEST_DIR)/programs/pipeline_nosym
 
+# a C++ program, its MPI calls in namespaced functions, built as distributions ship programs: with -g;
+# its debug information split off (into .debuginfo, a name libdw does not look for: the tests put it in
+# a build-id tree) and stripped; stripped of debug information only (.symtab kept); exported with
+# -rdynamic and stripped of everything but .dynsym
+MPICXX            ?= mpicxx
+CXX_PROGRAM_FLAGS := -O1 -g -Iexamples -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX
+$(TEST_DIR)/programs/cxx_stages: tests/programs/cxx_stages.cpp examples/compute.h
+	@mkdir -p $(dir $@)
+	$(MPICXX) $(CXX_PROGRAM_FLAGS) -o $@ $<
+$(TEST_DIR)/programs/cxx_stages_split: $(TEST_DIR)/programs/cxx_stages
+	objcopy --only-keep-debug $< $@.debuginfo
+	strip --strip-all -o $@ $<
+$(TEST_DIR)/programs/cxx_stages_symtab: $(TEST_DIR)/programs/cxx_stages
+	strip --strip-debug -o $@ $<
+$(TEST_DIR)/programs/cxx_stages_dynsym: tests/programs/cxx_stages.cpp examples/compute.h
+	@mkdir -p $(dir $@)
+	$(MPICXX) $(CXX_PROGRAM_FLAGS) -rdynamic -o $@.full $<
+	strip --strip-all -o $@ $@.full
+	rm -f $@.full
+TEST_PROGRAMS += $(foreach v,cxx_stages cxx_stages_split cxx_stages_symtab cxx_stages_dynsym,$(TEST_DIR)/programs/$(v))
+
 tests: all $(TEST_BINS) $(TEST_PROGRAMS)
 
 check: tests
