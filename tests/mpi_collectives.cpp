@@ -15,6 +15,8 @@
 #include <tuple>
 
 #include "collectives.hpp"
+#include "replay.hpp"
+#include "run_facts.hpp"
 #include "support.hpp"
 #include "trace.hpp"
 
@@ -614,5 +616,56 @@ TEST_CASE("each collective's schedule is the messages Open MPI sent for it, peer
     INFO("algorithms followed:\n" << algorithms);
     INFO("scheduled:\n" << traffic_text(expected.traffic) << "sent by Open MPI:\n" << traffic_text(measured));
     CHECK(expected.traffic == measured);
+  }
+}
+
+// ---- the replay of collectives, step by step --------------------------------------------------------------
+namespace {
+
+// Time each rank spent inside `call`, measured, over the run
+std::vector<double> measured_in(const mpiadvise::Trace& t, uint32_t call) {
+  std::vector<double> out(t.ranks.size(), 0);
+  for (size_t r = 0; r < t.ranks.size(); r++)
+    for (const auto& op : t.ranks[r].ops)
+      if (op.call == call) out[r] += static_cast<double>(op.t_exit - op.t_enter);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a late rank delays the ranks the library's algorithm makes wait for it, measured and replayed",
+          "[coll][replay]") {
+  // Open MPI's Reduce of 1 KiB on 4 ranks is a binary tree rooted at 0 (coll_tuned_decision_fixed.c,
+  // algorithm 4): 0 receives from 1 and 2, 1 from 3. Rank 3 computes 10 ms longer before each of 10
+  // calls: 1 waits for it, and 0 for 1; 2 sends its part eagerly and goes on. (The closed formula this
+  // replaces had every non-root rank done once it had sent.)
+  JobSpec s;
+  s.np = 4;
+  s.program = "coll_late";
+  s.args = {"reduce", "1024", "10", "2", "3", "10"};
+  s.mpirun_options = {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp"};
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  mpiadvise::JobLog job(run.dir);
+  auto trace = mpiadvise::build_trace(job);
+  auto facts = mpiadvise::run_facts(job);
+  mpiadvise::ReplayOptions o;
+  o.params = mpiadvise::choose_params(facts, "", fs::path(MPA_SOURCE_DIR) / "share" / "params").params;
+  o.mpi_library = facts.library;
+  REQUIRE(facts.library == "Open MPI");
+  auto r = mpiadvise::replay(trace, o);
+  CHECK(r.collectives_by_algorithm == 10);
+  CHECK(r.collective_algorithms.count(
+            "Open MPI 4.1 coll/tuned binary tree, one segment (coll_base_reduce.c: ompi_coll_base_reduce_intra_binary)") ==
+        1);
+  auto measured = measured_in(trace, MPA_CALL_Reduce);
+  const double delay = 10 * 10e6;  // 10 calls, 10 ms each
+  for (int rank = 0; rank < 4; rank++) {
+    double predicted = r.ranks[rank].predicted.collectives;
+    INFO("rank " << rank << ": in MPI_Reduce measured " << measured[rank] << " ns, replayed " << predicted << " ns");
+    const bool waits = rank == 0 || rank == 1;
+    CHECK((measured[rank] > delay / 2) == waits);
+    CHECK((predicted > delay / 2) == waits);
   }
 }
