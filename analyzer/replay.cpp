@@ -373,7 +373,7 @@ class Simulation {
   void arrive_collective(uint32_t c_id, int rank, double at) {
     int pos = member_pos(c_id, rank);
     if (pos < 0) return;
-    if (by_algorithm(c_id, rank)) {
+    if (by_algorithm(c_id)) {
       start_member(c_id, pos, rank, at);
       return;
     }
@@ -427,6 +427,7 @@ class Simulation {
     std::shared_ptr<const CollSchedule> schedule;
     std::vector<std::vector<uint32_t>> step_msg;  // by position and step: its message, or kNone
     std::vector<CollMember> members;              // by position
+    std::vector<int> position;                    // by member (CollectiveInstance::members): its position
     std::vector<uint32_t> messages;               // every message, freed when the last member is done
     size_t unfinished = 0;
   };
@@ -442,13 +443,14 @@ class Simulation {
   std::map<std::string, uint64_t> coll_algorithms_, coll_approximations_;
 
   // Decides once per instance whether its algorithm can be followed, and sets up its messages.
-  bool by_algorithm(uint32_t c_id, int rank) {
+  bool by_algorithm(uint32_t c_id) {
     if (run_state_[c_id] == RunState::Undecided) {
       const CollectiveInstance& c = t_.collectives[c_id];
       const Op& first = t_.op(c.members.front().first, c.members.front().second);
       std::string approximation;
+      std::vector<int> positions;
       auto schedule = schedule_of(c_id, o_.split_everywhere || at(o_.split_sites, c.members.front().first, first.callsite),
-                                  &approximation);
+                                  &approximation, &positions);
       if (!schedule) {
         run_state_[c_id] = RunState::ClosedFormula;
         coll_closed_formula_++;
@@ -461,20 +463,21 @@ class Simulation {
           coll_approximate_++;
           coll_approximations_[approximation]++;
         }
-        instantiate(c_id, schedule);
+        instantiate(c_id, schedule, std::move(positions));
       }
     }
-    (void)rank;
     return run_state_[c_id] == RunState::Algorithm;
   }
 
   // The schedule of an instance (cached: loops repeat the same calls). Where the program is to split its
   // messages to at most S (a what-if), a collective whose algorithm sends more than S at once is split
   // into as many calls of a part of the buffer as that takes, one after the other.
-  std::shared_ptr<const CollSchedule> schedule_of(uint32_t c_id, bool split, std::string* approximation) {
+  std::shared_ptr<const CollSchedule> schedule_of(uint32_t c_id, bool split, std::string* approximation,
+                                                  std::vector<int>* positions) {
     if (library_ == MpiLibrary::Other) return nullptr;
     auto logged = logged_collective(t_, c_id, library_);
     if (!logged) return nullptr;
+    *positions = logged->member_position;
     auto one = cached_schedule(logged->call);
     if (!one) return nullptr;
     std::string why = logged->approximation;
@@ -534,8 +537,9 @@ class Simulation {
   }
 
   // One message per send step, met by the receive step that matches it (the k-th from a to b).
-  void instantiate(uint32_t c_id, std::shared_ptr<const CollSchedule> schedule) {
+  void instantiate(uint32_t c_id, std::shared_ptr<const CollSchedule> schedule, std::vector<int> positions) {
     auto run = std::make_unique<CollRun>();
+    run->position = std::move(positions);
     const auto& ranks = schedule->ranks;
     const size_t n = ranks.size();
     run->schedule = std::move(schedule);
@@ -617,8 +621,7 @@ class Simulation {
   // first steps now.
   void start_member(uint32_t c_id, int pos, int rank, double at) {
     CollRun& run = *runs_[c_id];
-    const int position = logged_position(c_id, pos);
-    run.members[position].t = at;
+    run.members[run.position[pos]].t = at;
     if (t_.collectives[c_id].call >= MPA_CALL_Ibarrier) walk(c_id, pos, rank, at, true);
   }
 
@@ -627,20 +630,14 @@ class Simulation {
     int pos = member_pos(c_id, rank);
     if (pos < 0 || run_state_[c_id] != RunState::Algorithm) return kUnknown;
     if (!member_done_[c_id].empty() && member_done_[c_id][pos] != kUnknown) return member_done_[c_id][pos];
-    return runs_[c_id] ? runs_[c_id]->members[logged_position(c_id, pos)].t : kUnknown;
-  }
-
-  int logged_position(uint32_t c_id, int member) const {
-    const auto& comm = t_.comms[t_.collectives[c_id].comm].members;
-    int rank = t_.collectives[c_id].members[member].first;
-    return static_cast<int>(std::find(comm.begin(), comm.end(), rank) - comm.begin());
+    return runs_[c_id] ? runs_[c_id]->members[runs_[c_id]->position[pos]].t : kUnknown;
   }
 
   // Walks a member's steps from `from` as far as they go. Posted: stopped before the first step that
   // waits (start_only, the I- call returning); Parked: a step needs another rank's time.
   Walk walk(uint32_t c_id, int member, int rank, double from, bool start_only) {
     CollRun& run = *runs_[c_id];
-    const int pos = logged_position(c_id, member);
+    const int pos = run.position[member];
     CollMember& m = run.members[pos];
     m.t = m.t == kUnknown ? from : std::max(m.t, from);
     const auto& steps = run.schedule->ranks[pos];

@@ -409,3 +409,46 @@ TEST_CASE("a parameter file may say what a reduction costs per byte, and a negat
   auto tcp = load_params(fs::path(MPA_SOURCE_DIR) / "share" / "params" / "openmpi-tcp-loopback.toml");
   CHECK(tcp.reduce_ns_per_byte);
 }
+
+TEST_CASE("a non-blocking collective posts its first round at the I- call and runs the next at the Wait",
+          "[coll][replay]") {
+  // Four ranks: MPI_Ibarrier at 0, 100 us of computation, MPI_Wait. Open MPI's libnbc disseminates in
+  // two rounds (nbc_ibarrier.c), each an isend and an irecv of 0 bytes. Round 0 is posted by the I- call
+  // (2 o' = 2000 ns) and done long before the Wait; round 1 starts at the Wait (no progress between MPI
+  // calls): both posts (2 o'), and the partner's message, posted at its Wait, arrives o' + L after it and
+  // is received in o': the Wait ends 2 o' + L = 2100 ns after it began, o' of it overhead.
+  Trace t;
+  t.world_size = 4;
+  t.ranks.resize(4);
+  t.site_keys.resize(4);
+  t.comms.push_back(TraceComm{1, {0, 1, 2, 3}});
+  CollectiveInstance c;
+  c.call = MPA_CALL_Ibarrier;
+  c.comm = 0;
+  for (int r = 0; r < 4; r++) {
+    auto& ops = t.ranks[r].ops;
+    t.ranks[r].rank = r;
+    ops.push_back(Op{0, 0, MPA_CALL_Init, 0, OpKind::Other, 0, 0});
+    ops.push_back(Op{0, 10, MPA_CALL_Ibarrier, 1, OpKind::PostCollective, static_cast<uint32_t>(t.links.size()), 1});
+    t.links.push_back(Link{Link::PostColl, 0});
+    ops.push_back(Op{100010, 100020, MPA_CALL_Wait, 2, OpKind::Completion, static_cast<uint32_t>(t.links.size()), 1});
+    t.links.push_back(Link{Link::DoneColl, 0});
+    ops.push_back(Op{100020, 100030, MPA_CALL_Finalize, 3, OpKind::Other, 0, 0});
+    c.members.emplace_back(r, 1);
+    c.sent.push_back(std::nullopt);
+    c.received.push_back(std::nullopt);
+  }
+  t.collectives.push_back(c);
+  auto r = replay(t, simple_model(65536));
+  CHECK(r.collectives_by_algorithm == 1);
+  CHECK(r.collective_algorithms.begin()->first.find("nbc_ibarrier.c") != std::string::npos);
+  for (int rank = 0; rank < 4; rank++) {
+    INFO("rank " << rank);
+    const auto& b = r.ranks[rank].predicted;
+    CHECK(b.computation == Approx(100000));
+    // the I- call: 2000; the Wait: 1000 overhead and 1100 waiting for round 1
+    CHECK(b.collectives == Approx(2000 + 1100));
+    CHECK(b.recv_overhead == Approx(1000));
+    CHECK(r.ranks[rank].predicted_ns == Approx(2000 + 100000 + 2100));
+  }
+}
