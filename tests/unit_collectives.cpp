@@ -452,3 +452,23 @@ TEST_CASE("a non-blocking collective posts its first round at the I- call and ru
     CHECK(r.ranks[rank].predicted_ns == Approx(2000 + 100000 + 2100));
   }
 }
+
+TEST_CASE("what-ifs reach collectives: a larger S makes their steps eager, --split cuts a call into parts of at most S",
+          "[coll][replay]") {
+  // 100000 bytes on 4 ranks: Open MPI's linear Bcast, three messages of 100000 bytes
+  Trace t = one_bcast(100000, 3, 100000);
+  auto small = replay(t, simple_model(16384));
+  CHECK(small.collective_rendezvous_messages == 3);
+  auto large = replay(t, simple_model(131072));
+  CHECK(large.collective_rendezvous_messages == 0);
+  CHECK(collective_ns(large, 0) < collective_ns(small, 0));  // the root no longer waits for rank 3
+  // split: ceil(100000 / 16384) = 7 calls of 14286 bytes, each a linear Bcast of eager messages
+  ReplayOptions split = simple_model(16384);
+  split.split_everywhere = true;
+  auto parts = replay(t, split);
+  CHECK(parts.split_messages == 1);
+  CHECK(parts.collective_messages == 7 * 3);
+  CHECK(parts.collective_rendezvous_messages == 0);
+  REQUIRE(parts.collective_algorithms.size() == 1);
+  CHECK(parts.collective_algorithms.begin()->first.rfind("7 parts of 14286 bytes: Open MPI 4.1 coll/tuned basic_linear", 0) == 0);
+}
