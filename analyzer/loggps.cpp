@@ -127,11 +127,17 @@ LogGPSParams load_params(const fs::path& file) {
   if (const toml::table* mpi = doc["mpi"].as_table()) {
     for (const auto& [k, v] : *mpi) {
       std::string key(k.str());
-      if (key != "persistent_saving_ns")
-        throw ParamError(fmt::format("{}: [mpi] {}: unknown key (the key is persistent_saving_ns)", where, key));
+      if (key != "persistent_saving_ns" && key != "reduce_ns_per_byte")
+        throw ParamError(fmt::format(
+            "{}: [mpi] {}: unknown key (the keys are persistent_saving_ns, reduce_ns_per_byte)", where, key));
       std::optional<double> value = v.value<double>();
       if (!value || !std::isfinite(*value)) throw ParamError(fmt::format("{}: [mpi] {}: not a number", where, key));
-      p.persistent_saving = *value;
+      if (key == "persistent_saving_ns") {
+        p.persistent_saving = *value;
+      } else {
+        if (*value < 0) throw ParamError(fmt::format("{}: [mpi] {} = {} is negative", where, key, *value));
+        p.reduce_ns_per_byte = *value;
+      }
     }
   }
   p.validate(where);
@@ -226,6 +232,21 @@ double LogGPS::recv(uint64_t k, double ts, double tr, int senders) const {
 
 double LogGPS::wait(double t_blocking, double tw_minus_ti) const {
   return std::max(t_blocking - tw_minus_ti, p_.o);  // (11), erratum applied
+}
+
+double LogGPS::send_completion(uint64_t k, double ts, double tr, int senders, bool synchronous) const {
+  if (!send_waits_for_receive(k, synchronous)) return ts + T1(k, senders);  // (4)
+  return ts + T4(tr - ts) + T5() + T1p(k, senders);                          // (5)
+}
+
+double LogGPS::recv_completion(uint64_t k, double ts, double tr, int senders, bool synchronous) const {
+  double late = tr - ts;
+  if (!send_waits_for_receive(k, synchronous)) {  // (7), (8): the data arrives at ts + T1 + T2(')
+    double arrive = T1(k, senders) + transfer(k, senders);
+    return tr + std::max(arrive - late, 0.0) + T3(k, senders);
+  }
+  // (9): the REQ reaches the receiver, the ACK goes back, then the data
+  return tr + std::max(p_.o + p_.L - late, 0.0) + p_.o + T5() + T1p(k, senders) + T2p(k, senders) + T3p(k, senders);
 }
 
 double LogGPS::round_trip(uint64_t k, double w) const {

@@ -30,6 +30,9 @@ struct LogGPSParams {
   // MPI_Start) saves per call against the same MPI_Isend/MPI_Irecv; negative where it costs more.
   // Unknown (not measured) when empty.
   std::optional<double> persistent_saving;
+  // What a local reduction (MPI_SUM of doubles) costs per byte, inside Reduce, Allreduce, Scan, ...;
+  // unknown (taken as free) when empty.
+  std::optional<double> reduce_ns_per_byte;
   static constexpr uint64_t kInfinite = std::numeric_limits<uint64_t>::max();
 
   // Throws ParamError naming what is wrong (negative values, s > S, ...).
@@ -92,6 +95,17 @@ class LogGPS {
   // Table 6, equations (12)-(14): round trip of a k-byte message with blocking calls when one side
   // computes w ns before receiving (the calibration benchmark's measurement).
   double round_trip(uint64_t k, double w) const;
+
+  // One message whose send is posted at ts and whose receive is posted at tr: when each side's blocking
+  // call (or the Wait of its non-blocking one) returns. A synchronous send, or one above S, waits for
+  // the receive (its completion needs tr); an eager send does not (tr unused). The receive needs ts.
+  // Used for every step of a collective (analyzer/collectives.hpp).
+  bool send_waits_for_receive(uint64_t k, bool synchronous) const { return synchronous || !eager(k); }
+  double send_completion(uint64_t k, double ts, double tr, int senders, bool synchronous) const;  // (4), (5)
+  double recv_completion(uint64_t k, double ts, double tr, int senders, bool synchronous) const;  // (7)-(9)
+  // A local reduction of k bytes within a collective: mpiadvise's extension, priced by the optional
+  // reduce_ns_per_byte of the parameter set ([mpi] in the files), free where the set has none.
+  double reduction(uint64_t k) const { return k * p_.reduce_ns_per_byte.value_or(0.0); }
 
  private:
   // the per-byte costs (overhead_send, gap, overhead_recv) with the largest scaled by the senders

@@ -4,6 +4,12 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <memory>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "collectives.hpp"
 
 namespace mpiadvise {
 
@@ -72,6 +78,10 @@ class Simulation {
     waiting_coll_.resize(t.collectives.size());
     ranks_.resize(t.ranks.size());
     for (size_t i = 0; i < t.collectives.size(); i++) coll_arrive_[i].assign(t.collectives[i].members.size(), kUnknown);
+    runs_.resize(t.collectives.size());
+    member_done_.resize(t.collectives.size());
+    run_state_.assign(t.collectives.size(), RunState::Undecided);
+    library_ = mpi_library(o.mpi_library.empty() ? o.params.library : o.mpi_library);
     senders_at_receiver();
   }
 
@@ -134,6 +144,13 @@ class Simulation {
     res.rendezvous_bytes = rendezvous_bytes_;
     res.split_messages = split_messages_;
     res.unresolved_ops = unresolved_;
+    res.collectives_by_algorithm = coll_by_algorithm_;
+    res.collectives_approximate = coll_approximate_;
+    res.collectives_closed_formula = coll_closed_formula_;
+    res.collective_messages = coll_messages_;
+    res.collective_rendezvous_messages = coll_rendezvous_;
+    res.collective_algorithms = coll_algorithms_;
+    res.collective_approximations = coll_approximations_;
     return res;
   }
 
@@ -272,9 +289,11 @@ class Simulation {
     return s.tr + req_wait + sync + t3;
   }
 
-  // Completion times of a collective for each member, once all have arrived. Open MPI's tuned
-  // component decomposes collectives into point-to-point rounds; each round costs one message of the
-  // round's size under the model (equation (1)/(2)/(3) without waits):
+  // The closed-formula fallback, for the instances no algorithm could be followed for (another
+  // library, members missing from the logs, an intercommunicator), reported as such in
+  // ReplayResult::collectives_closed_formula. Completion times of a collective for each member, once all
+  // have arrived; each round costs one message of the round's size under the model (equation (1)/(2)/(3)
+  // without waits):
   //   Barrier: recursive doubling, ceil(log2 P) rounds of 0 bytes
   //   Bcast: binomial tree, a rank completes after its depth in the tree
   //   Reduce: binomial tree towards the root; Gather, Scatter: binomial, root after ceil(log2 P) rounds
@@ -354,15 +373,334 @@ class Simulation {
   void arrive_collective(uint32_t c_id, int rank, double at) {
     int pos = member_pos(c_id, rank);
     if (pos < 0) return;
+    if (by_algorithm(c_id)) {
+      start_member(c_id, pos, rank, at);
+      return;
+    }
     coll_arrive_[c_id][pos] = at;
     const auto& a = coll_arrive_[c_id];
     if (std::none_of(a.begin(), a.end(), [](double x) { return x == kUnknown; })) finish_collective(c_id);
   }
 
-  double collective_done(uint32_t c_id, int rank) {
-    if (coll_done_[c_id].empty()) return kUnknown;
+  // When rank's part of the collective completes, walking its steps from `now` (the call, or the Wait of
+  // a non-blocking one); kUnknown while it waits for another rank.
+  double collective_done(uint32_t c_id, int rank, double now) {
     int pos = member_pos(c_id, rank);
-    return pos < 0 ? kUnknown : coll_done_[c_id][pos];
+    if (pos < 0) return kUnknown;
+    if (run_state_[c_id] == RunState::Algorithm) {
+      if (member_done_[c_id].empty()) member_done_[c_id].assign(t_.collectives[c_id].members.size(), kUnknown);
+      if (member_done_[c_id][pos] != kUnknown) return member_done_[c_id][pos];
+      return walk(c_id, pos, rank, now, false) == Walk::Done ? member_done_[c_id][pos] : kUnknown;
+    }
+    if (coll_done_[c_id].empty()) return kUnknown;
+    return coll_done_[c_id][pos];
+  }
+
+  // A rank whose collective is not done yet: an algorithm's rank is parked on the message it waits for
+  // already; the closed formula's waits for the last arrival.
+  void wait_for_collective(uint32_t c_id, int rank) {
+    if (run_state_[c_id] != RunState::Algorithm) waiting_coll_[c_id].push_back(rank);
+  }
+
+  // ---- collectives as the library runs them (analyzer/collectives.hpp) --------------------------------
+  // Each step of the algorithm is a message under the model (eager or rendezvous against S); a rank walks
+  // its own steps and parks where one needs a time another rank has not reached, as point-to-point calls
+  // do. A non-blocking collective posts its first steps at the I- call and walks on at the call that
+  // completes it: Open MPI (libnbc) and MPICH progress a schedule only inside MPI calls.
+  enum class RunState : uint8_t { Undecided, Algorithm, ClosedFormula };
+  enum class Walk : uint8_t { Done, Parked, Posted };
+  struct CollMsg {
+    uint64_t bytes = 0;
+    bool synchronous = false;
+    int senders = 1;  // receives its receiver waits for together
+    double ts = kUnknown, tr = kUnknown;
+    std::vector<int> waiting;  // ranks parked on it
+  };
+  struct CollMember {
+    size_t step = 0;
+    double t = kUnknown;        // the rank's clock inside the collective
+    bool step_posted = false;   // the blocking Send or Recv it is at has been posted
+    std::vector<uint32_t> requests;  // messages of its Isend/Irecv steps, in order
+    std::vector<uint8_t> request_sends;
+  };
+  struct CollRun {
+    std::shared_ptr<const CollSchedule> schedule;
+    std::vector<std::vector<uint32_t>> step_msg;  // by position and step: its message, or kNone
+    std::vector<CollMember> members;              // by position
+    std::vector<int> position;                    // by member (CollectiveInstance::members): its position
+    std::vector<uint32_t> messages;               // every message, freed when the last member is done
+    size_t unfinished = 0;
+  };
+  std::vector<std::unique_ptr<CollRun>> runs_;  // by instance, while it runs
+  std::vector<RunState> run_state_;
+  std::vector<std::vector<double>> member_done_;  // by instance and member: when its part completed
+  std::vector<CollMsg> cmsg_;
+  std::vector<uint32_t> cmsg_free_;
+  std::map<std::string, std::shared_ptr<const CollSchedule>> schedule_cache_;
+  MpiLibrary library_ = MpiLibrary::Other;
+  uint64_t coll_by_algorithm_ = 0, coll_approximate_ = 0, coll_closed_formula_ = 0, coll_messages_ = 0,
+           coll_rendezvous_ = 0;
+  std::map<std::string, uint64_t> coll_algorithms_, coll_approximations_;
+
+  // Decides once per instance whether its algorithm can be followed, and sets up its messages.
+  bool by_algorithm(uint32_t c_id) {
+    if (run_state_[c_id] == RunState::Undecided) {
+      const CollectiveInstance& c = t_.collectives[c_id];
+      const Op& first = t_.op(c.members.front().first, c.members.front().second);
+      std::string approximation;
+      std::vector<int> positions;
+      auto schedule = schedule_of(c_id, o_.split_everywhere || at(o_.split_sites, c.members.front().first, first.callsite),
+                                  &approximation, &positions);
+      if (!schedule) {
+        run_state_[c_id] = RunState::ClosedFormula;
+        coll_closed_formula_++;
+        coll_algorithms_["closed formula (no algorithm to follow)"]++;
+      } else {
+        run_state_[c_id] = RunState::Algorithm;
+        coll_by_algorithm_++;
+        coll_algorithms_[schedule->algorithm]++;
+        if (!approximation.empty()) {
+          coll_approximate_++;
+          coll_approximations_[approximation]++;
+        }
+        instantiate(c_id, schedule, std::move(positions));
+      }
+    }
+    return run_state_[c_id] == RunState::Algorithm;
+  }
+
+  // The schedule of an instance (cached: loops repeat the same calls). Where the program is to split its
+  // messages to at most S (a what-if), a collective whose algorithm sends more than S at once is split
+  // into as many calls of a part of the buffer as that takes, one after the other.
+  std::shared_ptr<const CollSchedule> schedule_of(uint32_t c_id, bool split, std::string* approximation,
+                                                  std::vector<int>* positions) {
+    if (library_ == MpiLibrary::Other) return nullptr;
+    auto logged = logged_collective(t_, c_id, library_);
+    if (!logged) return nullptr;
+    *positions = logged->member_position;
+    auto one = cached_schedule(logged->call);
+    if (!one) return nullptr;
+    std::string why = logged->approximation;
+    if (!one->approximation.empty()) why = why.empty() ? one->approximation : why + "; " + one->approximation;
+    *approximation = why;
+    if (!split || p_.S == 0 || p_.S == LogGPSParams::kInfinite || !logged->call.rank_bytes.empty()) return one;
+    uint64_t largest = 0;
+    for (const auto& steps : one->ranks)
+      for (const auto& st : steps)
+        if (st.kind == CollStep::Send || st.kind == CollStep::Isend) largest = std::max(largest, st.bytes);
+    if (largest <= p_.S || logged->call.bytes == 0) return one;
+    const uint64_t parts = (largest + p_.S - 1) / p_.S, chunk = (logged->call.bytes + parts - 1) / parts;
+    auto whole = std::make_shared<CollSchedule>();
+    whole->ranks.resize(one->ranks.size());
+    std::vector<uint32_t> requests(one->ranks.size(), 0);
+    for (uint64_t done = 0; done < logged->call.bytes; done += chunk) {
+      CollectiveCall part = logged->call;
+      part.bytes = std::min(chunk, logged->call.bytes - done);
+      auto sched = cached_schedule(part);
+      if (!sched) return one;
+      whole->algorithm = fmt::format("{} parts of {} bytes: {}", parts, chunk, sched->algorithm);
+      for (size_t pos = 0; pos < sched->ranks.size(); pos++) {
+        uint32_t posted = 0;
+        for (CollStep st : sched->ranks[pos]) {
+          if (st.kind == CollStep::Isend || st.kind == CollStep::Irecv) posted++;
+          if (st.kind == CollStep::Wait) st.first_request += requests[pos];
+          whole->ranks[pos].push_back(st);
+        }
+        requests[pos] += posted;
+      }
+    }
+    split_messages_++;
+    return whole;
+  }
+
+  std::shared_ptr<const CollSchedule> cached_schedule(const CollectiveCall& call) {
+    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", static_cast<int>(call.library), call.call, call.size,
+                                  call.root, call.bytes, fmt::join(call.rank_bytes, ","), fmt::join(call.host, ","));
+    auto it = schedule_cache_.find(key);
+    if (it != schedule_cache_.end()) return it->second;
+    std::shared_ptr<const CollSchedule> sched;
+    if (auto s = collective_schedule(call)) sched = std::make_shared<const CollSchedule>(std::move(*s));
+    if (schedule_cache_.size() > 4096) schedule_cache_.clear();
+    schedule_cache_.emplace(std::move(key), sched);
+    return sched;
+  }
+
+  uint32_t new_coll_msg() {
+    if (!cmsg_free_.empty()) {
+      uint32_t id = cmsg_free_.back();
+      cmsg_free_.pop_back();
+      cmsg_[id] = CollMsg{};
+      return id;
+    }
+    cmsg_.emplace_back();
+    return static_cast<uint32_t>(cmsg_.size() - 1);
+  }
+
+  // One message per send step, met by the receive step that matches it (the k-th from a to b).
+  void instantiate(uint32_t c_id, std::shared_ptr<const CollSchedule> schedule, std::vector<int> positions) {
+    auto run = std::make_unique<CollRun>();
+    run->position = std::move(positions);
+    const auto& ranks = schedule->ranks;
+    const size_t n = ranks.size();
+    run->schedule = std::move(schedule);
+    run->step_msg.resize(n);
+    run->members.resize(n);
+    run->unfinished = n;
+    std::unordered_map<uint64_t, std::vector<uint32_t>> sends;  // (from, to) -> messages in order
+    std::unordered_map<uint64_t, size_t> received;
+    auto pair_key = [n](size_t from, size_t to) { return static_cast<uint64_t>(from) * n + to; };
+    for (size_t pos = 0; pos < n; pos++) {
+      run->step_msg[pos].assign(ranks[pos].size(), kNone);
+      for (size_t k = 0; k < ranks[pos].size(); k++) {
+        const CollStep& st = ranks[pos][k];
+        if (st.kind != CollStep::Send && st.kind != CollStep::Isend) continue;
+        uint32_t id = new_coll_msg();
+        cmsg_[id].bytes = st.bytes;
+        cmsg_[id].synchronous = st.synchronous;
+        run->step_msg[pos][k] = id;
+        run->messages.push_back(id);
+        sends[pair_key(pos, static_cast<size_t>(st.peer))].push_back(id);
+        coll_messages_++;
+        if (model_.send_waits_for_receive(st.bytes, st.synchronous)) coll_rendezvous_++;
+      }
+    }
+    for (size_t pos = 0; pos < n; pos++) {
+      std::vector<uint32_t> irecvs;  // request number -> message, for the receives' contention
+      uint32_t request = 0;
+      for (size_t k = 0; k < ranks[pos].size(); k++) {
+        const CollStep& st = ranks[pos][k];
+        if (st.kind == CollStep::Recv || st.kind == CollStep::Irecv) {
+          uint64_t key = pair_key(static_cast<size_t>(st.peer), pos);
+          run->step_msg[pos][k] = sends.at(key).at(received[key]++);
+        }
+        if (st.kind == CollStep::Isend || st.kind == CollStep::Irecv) {
+          irecvs.push_back(st.kind == CollStep::Irecv ? run->step_msg[pos][k] : kNone);
+          request++;
+        }
+        if (st.kind == CollStep::Wait) {
+          int together = 0;
+          for (uint32_t q = st.first_request; q < st.first_request + st.requests; q++) together += irecvs[q] != kNone;
+          if (together > 1)
+            for (uint32_t q = st.first_request; q < st.first_request + st.requests; q++)
+              if (irecvs[q] != kNone) cmsg_[irecvs[q]].senders = together;
+        }
+      }
+    }
+    runs_[c_id] = std::move(run);
+  }
+
+  void post_coll_send(uint32_t id, double t) {
+    cmsg_[id].ts = t;
+    wake_coll(id);
+  }
+  void post_coll_recv(uint32_t id, double t) {
+    cmsg_[id].tr = t;
+    wake_coll(id);
+  }
+  void wake_coll(uint32_t id) {
+    for (int r : cmsg_[id].waiting) ready_.push_back(r);
+    cmsg_[id].waiting.clear();
+  }
+  void park_coll(uint32_t id, int rank) {
+    auto& w = cmsg_[id].waiting;
+    if (std::find(w.begin(), w.end(), rank) == w.end()) w.push_back(rank);
+  }
+  // when the send side of a collective's message completes, or kUnknown (its receive not posted yet)
+  double coll_send_done(uint32_t id) const {
+    const CollMsg& m = cmsg_[id];
+    if (model_.send_waits_for_receive(m.bytes, m.synchronous) && m.tr == kUnknown) return kUnknown;
+    return model_.send_completion(m.bytes, m.ts, m.tr, m.senders, m.synchronous);
+  }
+  double coll_recv_done(uint32_t id) const {
+    const CollMsg& m = cmsg_[id];
+    if (m.ts == kUnknown) return kUnknown;
+    return model_.recv_completion(m.bytes, m.ts, m.tr, m.senders, m.synchronous);
+  }
+
+  // A member arrives: a blocking call waits for collective_done to walk it; a non-blocking one posts its
+  // first steps now.
+  void start_member(uint32_t c_id, int pos, int rank, double at) {
+    CollRun& run = *runs_[c_id];
+    run.members[run.position[pos]].t = at;
+    if (t_.collectives[c_id].call >= MPA_CALL_Ibarrier) walk(c_id, pos, rank, at, true);
+  }
+
+  // when a non-blocking collective's I- call returns: after posting its first steps
+  double posted_until(uint32_t c_id, int rank) const {
+    int pos = member_pos(c_id, rank);
+    if (pos < 0 || run_state_[c_id] != RunState::Algorithm) return kUnknown;
+    if (!member_done_[c_id].empty() && member_done_[c_id][pos] != kUnknown) return member_done_[c_id][pos];
+    return runs_[c_id] ? runs_[c_id]->members[runs_[c_id]->position[pos]].t : kUnknown;
+  }
+
+  // Walks a member's steps from `from` as far as they go. Posted: stopped before the first step that
+  // waits (start_only, the I- call returning); Parked: a step needs another rank's time.
+  Walk walk(uint32_t c_id, int member, int rank, double from, bool start_only) {
+    CollRun& run = *runs_[c_id];
+    const int pos = run.position[member];
+    CollMember& m = run.members[pos];
+    m.t = m.t == kUnknown ? from : std::max(m.t, from);
+    const auto& steps = run.schedule->ranks[pos];
+    for (; m.step < steps.size(); m.step++) {
+      const CollStep& st = steps[m.step];
+      const uint32_t id = run.step_msg[pos][m.step];
+      switch (st.kind) {
+        case CollStep::Isend:  // (6)
+          post_coll_send(id, m.t);
+          m.requests.push_back(id);
+          m.request_sends.push_back(1);
+          m.t += p_.o;
+          break;
+        case CollStep::Irecv:  // (10)
+          post_coll_recv(id, m.t);
+          m.requests.push_back(id);
+          m.request_sends.push_back(0);
+          m.t += p_.o;
+          break;
+        case CollStep::Reduce:
+          m.t += model_.reduction(st.bytes);
+          break;
+        case CollStep::Send:
+        case CollStep::Recv: {
+          if (start_only) return Walk::Posted;
+          const bool send = st.kind == CollStep::Send;
+          if (!m.step_posted) {
+            send ? post_coll_send(id, m.t) : post_coll_recv(id, m.t);
+            m.step_posted = true;
+          }
+          double done = send ? coll_send_done(id) : coll_recv_done(id);
+          if (done == kUnknown) {
+            park_coll(id, rank);
+            return Walk::Parked;
+          }
+          m.t = done;
+          m.step_posted = false;
+          break;
+        }
+        case CollStep::Wait: {
+          if (start_only) return Walk::Posted;
+          double end = m.t;
+          for (uint32_t q = st.first_request; q < st.first_request + st.requests; q++) {
+            const uint32_t req = m.requests[q];
+            double done = m.request_sends[q] ? coll_send_done(req) : coll_recv_done(req);
+            if (done == kUnknown) {
+              park_coll(req, rank);
+              return Walk::Parked;
+            }
+            end = std::max(end, done);
+          }
+          m.t = end;
+          break;
+        }
+      }
+    }
+    if (member_done_[c_id].empty()) member_done_[c_id].assign(t_.collectives[c_id].members.size(), kUnknown);
+    member_done_[c_id][member] = m.t;
+    if (--run.unfinished == 0) {  // every member done: its messages are free again
+      for (uint32_t id : run.messages) cmsg_free_.push_back(id);
+      runs_[c_id].reset();
+    }
+    return Walk::Done;
   }
 
   void post_links(int r, const Op& op, double when) {
@@ -459,14 +797,14 @@ class Simulation {
           } else if (l.kind == Link::DoneRecv) {
             done = recv_done(l.id, &p);
           } else if (l.kind == Link::DoneColl) {
-            done = collective_done(l.id, r);
+            done = collective_done(l.id, r, s.now);
             if (done != kUnknown) p.collectives += std::max(0.0, done - s.now);
           } else {
             continue;
           }
           if (done == kUnknown) {
             if (!s.force) {
-              if (l.kind == Link::DoneColl) waiting_coll_[l.id].push_back(r);
+              if (l.kind == Link::DoneColl) wait_for_collective(l.id, r);
               else waiting_msg_[l.id].push_back(r);
               return false;
             }
@@ -519,23 +857,27 @@ class Simulation {
         end = s.now + p_.o;  // (6), (10)
         (op.kind == OpKind::PostSend ? parts.send_overhead : parts.recv_overhead) += p_.o;
         break;
-      case OpKind::PostCollective:
+      case OpKind::PostCollective: {
         if (!s.posted) {
           post_links(r, op, s.now);
           s.posted = true;
         }
-        end = s.now + p_.o;
-        parts.collectives += p_.o;
+        // (6): o', or the time to post the algorithm's first steps
+        uint32_t c = op.n_links ? t_.links[op.first_link].id : kNone;
+        double posted = c == kNone ? kUnknown : posted_until(c, r);
+        end = std::max(s.now + p_.o, posted == kUnknown ? 0.0 : posted);
+        parts.collectives += end - s.now;
         break;
+      }
       case OpKind::Collective: {
         if (!s.posted) {
           post_links(r, op, s.now);
           s.posted = true;
         }
         uint32_t c = op.n_links ? t_.links[op.first_link].id : kNone;
-        double done = c == kNone ? kUnknown : collective_done(c, r);
+        double done = c == kNone ? kUnknown : collective_done(c, r, s.now);
         if (done == kUnknown && !s.force && c != kNone) {
-          waiting_coll_[c].push_back(r);
+          wait_for_collective(c, r);
           return false;
         }
         end = done;

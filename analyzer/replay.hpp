@@ -32,6 +32,9 @@ struct ReplayOptions {
   bool split_everywhere = false;
   bool nonblocking_everywhere = false;
   bool prepost_everywhere = false;
+  // The MPI library the run used ("Open MPI", "MPICH", as RunFacts names it): its algorithms replay the
+  // collectives (analyzer/collectives.hpp). Empty: the parameter set's library.
+  std::string mpi_library;
 };
 
 // Time split by cause, ns. The parts add up to the total.
@@ -67,6 +70,13 @@ struct ReplayResult {
   std::vector<SiteReplay> sites;   // by (rank, callsite)
   uint64_t rendezvous_messages = 0, rendezvous_bytes = 0, split_messages = 0;
   uint64_t unresolved_ops = 0;     // replayed with their measured time (a partner missing from the logs)
+  // Collective instances (simulation mode): replayed step by step as the library's algorithm runs them,
+  // of which approximately (the log lacked what the algorithm needs), and by the closed formulas (the
+  // fallback where no algorithm could be followed: another library, missing members, an intercommunicator).
+  uint64_t collectives_by_algorithm = 0, collectives_approximate = 0, collectives_closed_formula = 0;
+  uint64_t collective_messages = 0, collective_rendezvous_messages = 0;  // the algorithms' steps
+  std::map<std::string, uint64_t> collective_algorithms;      // algorithm -> instances
+  std::map<std::string, uint64_t> collective_approximations;  // why approximate -> instances
   double error() const { return measured_ns > 0 ? (predicted_ns - measured_ns) / measured_ns : 0; }
 };
 

@@ -118,6 +118,7 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
 
   ReplayOptions base;
   base.params = a.chosen.params;
+  base.mpi_library = a.facts.library;
   ReplayResult baseline = replay(t, base);
 
   // ---- summary
@@ -404,6 +405,7 @@ nlohmann::json params_json(const LogGPSParams& p) {
                       {"Gl_ns_per_byte", p.Gl},  {"s_bytes", bytes_json(p.s)},
                       {"S_bytes", bytes_json(p.S)}};
   if (p.persistent_saving) j["persistent_saving_ns"] = *p.persistent_saving;
+  if (p.reduce_ns_per_byte) j["reduce_ns_per_byte"] = *p.reduce_ns_per_byte;
   return j;
 }
 

@@ -262,6 +262,8 @@ struct Builder {
             if (ev.has(MPA_F_PEER) && ev.peer >= 0) c.root = ev.peer;
             c.bytes = std::max({c.bytes, ev.bytes, ev.bytes2});
             c.members.emplace_back(rank, idx);
+            c.sent.push_back(ev.has(MPA_F_BYTES) ? std::optional<uint64_t>(ev.bytes) : std::nullopt);
+            c.received.push_back(ev.has(MPA_F_BYTES2) ? std::optional<uint64_t>(ev.bytes2) : std::nullopt);
             link(op, Link::PostColl, pos->second);
             if (op.kind == OpKind::PostCollective && !ev.requests.empty())
               pending[ev.requests.back()] = Pending{Pending::Coll, pos->second};

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -80,6 +81,9 @@ struct CollectiveInstance {
   int root = -1;                      // world rank, or -1
   uint64_t bytes = 0;                 // largest per-rank send bytes
   std::vector<std::pair<int, uint32_t>> members;  // (rank, op)
+  // each member's bytes as its call logged them (parallel to members); nullopt where the call had none
+  // (MPI_IN_PLACE, or a side significant only at the root)
+  std::vector<std::optional<uint64_t>> sent, received;
 };
 
 struct TraceComm {

@@ -91,6 +91,13 @@ nlohmann::json result_json(const Loaded& l, const ReplayResult& r) {
   j["rendezvous_messages"] = r.rendezvous_messages;
   j["rendezvous_bytes"] = r.rendezvous_bytes;
   j["split_messages"] = r.split_messages;
+  j["collectives"] = {{"by_algorithm", r.collectives_by_algorithm},
+                      {"approximate", r.collectives_approximate},
+                      {"closed_formula", r.collectives_closed_formula},
+                      {"messages", r.collective_messages},
+                      {"rendezvous_messages", r.collective_rendezvous_messages},
+                      {"algorithms", r.collective_algorithms},
+                      {"approximations", r.collective_approximations}};
   j["unmatched"] = {{"sends", l.trace.unmatched_sends},
                     {"receives", l.trace.unmatched_recvs},
                     {"collectives", l.trace.incomplete_collectives},
@@ -130,6 +137,11 @@ void print_text(const Loaded& l, const ReplayResult& r, const std::string& title
   fmt::print("  run time    measured {}  predicted {}  ({:+.1f}%)\n", duration_text(r.measured_ns),
              duration_text(r.predicted_ns), 100 * r.error());
   fmt::print("  rendezvous  {} messages, {}\n", r.rendezvous_messages, bytes_text(r.rendezvous_bytes));
+  if (r.collectives_by_algorithm || r.collectives_closed_formula)
+    fmt::print("  collectives {} as the library's algorithms ({} of them approximately, {} rendezvous steps), {} by "
+               "closed formulas (fallback)\n",
+               r.collectives_by_algorithm, r.collectives_approximate, r.collective_rendezvous_messages,
+               r.collectives_closed_formula);
   if (l.trace.unmatched_sends || l.trace.unmatched_recvs || l.trace.incomplete_collectives)
     fmt::print("  unmatched   {} sends, {} receives, {} collectives (missing ranks or cut-off logs)\n",
                l.trace.unmatched_sends, l.trace.unmatched_recvs, l.trace.incomplete_collectives);
@@ -149,6 +161,7 @@ void print_text(const Loaded& l, const ReplayResult& r, const std::string& title
 ReplayOptions options_for(const ReplayCommand& c, const Loaded& l) {
   ReplayOptions o;
   o.params = l.chosen.params;
+  o.mpi_library = l.facts.library;
   o.mode = c.mode == "paper" ? ReplayMode::Paper : ReplayMode::Simulate;
   o.model = c.model == "loggp" ? ModelKind::LogGP : ModelKind::LogGPS;
   o.compute_factor = c.compute_factor;

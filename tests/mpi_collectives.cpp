@@ -5,13 +5,20 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <tuple>
 
+#include "collectives.hpp"
+#include "replay.hpp"
+#include "run_facts.hpp"
 #include "support.hpp"
+#include "trace.hpp"
 
 using namespace mpa_test;
 using mpiadvise::kAnySource;
@@ -498,5 +505,170 @@ TEST_CASE("a communicator freed while tracing is paused does not lend its id to 
     CHECK(e->e.peer == (rank ^ 1));
     REQUIRE(e->e.statuses.size() == 1);
     CHECK(e->e.statuses[0].source == (rank ^ 1));
+  }
+}
+
+// ---- the schedules of analyzer/collectives.hpp against what Open MPI sent ---------------------------------
+// Open MPI's pml monitoring counts the messages and bytes each rank's library sent to each peer with a
+// negative tag (every collective's, and nothing the program sent): the ground truth for the schedules
+// mpiadvise derives from the log, summed over the run. It runs untraced (the tracer's own collectives at
+// start and end would count too); the traced run of the same program gives the log.
+namespace {
+
+struct Traffic {
+  uint64_t messages = 0, bytes = 0;
+  bool operator==(const Traffic&) const = default;
+};
+using PairTraffic = std::map<std::pair<int, int>, Traffic>;
+
+// "I <from> <to> <bytes> bytes <n> msgs sent ..." (negative tags) and "E ..." (the others) in
+// prof.<rank>.prof. Both count: Open MPI's linear Alltoall(v) sends on persistent requests, which the
+// monitoring files as external; the program sends nothing itself.
+PairTraffic monitored_traffic(const fs::path& prefix, int ranks) {
+  PairTraffic out;
+  for (int r = 0; r < ranks; r++) {
+    std::istringstream in(read_text(fs::path(prefix.string() + "." + std::to_string(r) + ".prof")));
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("I\t", 0) != 0 && line.rfind("E\t", 0) != 0) continue;
+      int from = -1, to = -1;
+      unsigned long long bytes = 0, messages = 0;
+      REQUIRE(std::sscanf(line.c_str() + 2, "%d\t%d\t%llu bytes\t%llu msgs sent", &from, &to, &bytes, &messages) == 4);
+      auto& x = out[{from, to}];
+      x.messages += messages;
+      x.bytes += bytes;
+    }
+  }
+  return out;
+}
+
+struct Scheduled {
+  PairTraffic traffic;
+  std::set<std::string> algorithms, approximations;
+  size_t instances = 0;
+};
+
+Scheduled scheduled_traffic(const mpiadvise::Trace& t) {
+  Scheduled out;
+  for (uint32_t i = 0; i < t.collectives.size(); i++) {
+    auto logged = mpiadvise::logged_collective(t, i, mpiadvise::MpiLibrary::OpenMPI);
+    REQUIRE(logged);
+    auto s = mpiadvise::collective_schedule(logged->call);
+    REQUIRE(s);
+    out.instances++;
+    out.algorithms.insert(s->algorithm);
+    if (!logged->approximation.empty()) out.approximations.insert(logged->approximation);
+    if (!s->approximation.empty()) out.approximations.insert(s->approximation);
+    const auto& comm = t.comms[t.collectives[i].comm].members;
+    for (size_t pos = 0; pos < s->ranks.size(); pos++)
+      for (const auto& st : s->ranks[pos])
+        if (st.kind == mpiadvise::CollStep::Send || st.kind == mpiadvise::CollStep::Isend) {
+          auto& x = out.traffic[{comm[pos], comm[st.peer]}];
+          x.messages++;
+          x.bytes += st.bytes;
+        }
+  }
+  return out;
+}
+
+std::string traffic_text(const PairTraffic& m) {
+  std::string s;
+  for (const auto& [pair, x] : m)
+    s += std::to_string(pair.first) + "->" + std::to_string(pair.second) + ": " + std::to_string(x.messages) +
+         " messages, " + std::to_string(x.bytes) + " bytes\n";
+  return s;
+}
+
+// Sizes that reach the decision rules' branches below 8 ranks (coll_tuned_decision_fixed.c), in elements
+// of 1, 4 and 8 bytes
+const std::vector<std::string> kSizes = {"1", "12", "1000", "4096", "65536", "524288"};
+
+}  // namespace
+
+TEST_CASE("each collective's schedule is the messages Open MPI sent for it, peer by peer", "[coll][schedule]") {
+  for (int np : {3, 4, 5, 9}) {
+    INFO(np << " ranks");
+    fs::path base = fresh_dir("coll_sizes_np" + std::to_string(np));
+    JobSpec s;
+    s.np = np;
+    s.program = "coll_sizes";
+    s.args = kSizes;
+    s.timeout_s = 180;
+    if (const char* only = std::getenv("COLL_SIZES_ONLY")) s.env["COLL_SIZES_ONLY"] = only;
+    auto run = run_job(s);
+    INFO(run.err);
+    REQUIRE(run.status == 0);
+    JobSpec monitored = s;
+    monitored.traced = false;
+    monitored.mpirun_options = {"--mca", "pml_monitoring_enable", "2", "--mca", "pml_monitoring_enable_output", "3",
+                                "--mca", "pml_monitoring_filename", (base / "prof").string()};
+    auto truth = run_job(monitored);
+    INFO(truth.err);
+    REQUIRE(truth.status == 0);
+    auto job = std::make_unique<mpiadvise::JobLog>(run.dir);
+    auto trace = mpiadvise::build_trace(*job);
+    CHECK(trace.incomplete_collectives == 0);
+    auto expected = scheduled_traffic(trace);
+    CHECK(expected.instances == (std::getenv("COLL_SIZES_ONLY") ? expected.instances : 34 * kSizes.size()));
+    // the program gives the log all an algorithm needs; Alltoallv sends the same to every peer, so
+    // spreading each rank's total evenly is exact
+    for (const auto& a : expected.approximations) CHECK(a.find("spread evenly") != std::string::npos);
+    auto measured = monitored_traffic(base / "prof", np);
+    std::string algorithms;
+    for (const auto& a : expected.algorithms) algorithms += a + "\n";
+    INFO("algorithms followed:\n" << algorithms);
+    INFO("scheduled:\n" << traffic_text(expected.traffic) << "sent by Open MPI:\n" << traffic_text(measured));
+    CHECK(expected.traffic == measured);
+  }
+}
+
+// ---- the replay of collectives, step by step --------------------------------------------------------------
+namespace {
+
+// Time each rank spent inside `call`, measured, over the run
+std::vector<double> measured_in(const mpiadvise::Trace& t, uint32_t call) {
+  std::vector<double> out(t.ranks.size(), 0);
+  for (size_t r = 0; r < t.ranks.size(); r++)
+    for (const auto& op : t.ranks[r].ops)
+      if (op.call == call) out[r] += static_cast<double>(op.t_exit - op.t_enter);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a late rank delays the ranks the library's algorithm makes wait for it, measured and replayed",
+          "[coll][replay]") {
+  // Open MPI's Reduce of 1 KiB on 4 ranks is a binary tree rooted at 0 (coll_tuned_decision_fixed.c,
+  // algorithm 4): 0 receives from 1 and 2, 1 from 3. Rank 3 computes 10 ms longer before each of 10
+  // calls: 1 waits for it, and 0 for 1; 2 sends its part eagerly and goes on. (The closed formula this
+  // replaces had every non-root rank done once it had sent.)
+  JobSpec s;
+  s.np = 4;
+  s.program = "coll_late";
+  s.args = {"reduce", "1024", "10", "2", "3", "10"};
+  s.mpirun_options = {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp"};
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  mpiadvise::JobLog job(run.dir);
+  auto trace = mpiadvise::build_trace(job);
+  auto facts = mpiadvise::run_facts(job);
+  mpiadvise::ReplayOptions o;
+  o.params = mpiadvise::choose_params(facts, "", fs::path(MPA_SOURCE_DIR) / "share" / "params").params;
+  o.mpi_library = facts.library;
+  REQUIRE(facts.library == "Open MPI");
+  auto r = mpiadvise::replay(trace, o);
+  CHECK(r.collectives_by_algorithm == 10);
+  CHECK(r.collective_algorithms.count(
+            "Open MPI 4.1 coll/tuned binary tree, one segment (coll_base_reduce.c: ompi_coll_base_reduce_intra_binary)") ==
+        1);
+  auto measured = measured_in(trace, MPA_CALL_Reduce);
+  const double delay = 10 * 10e6;  // 10 calls, 10 ms each
+  for (int rank = 0; rank < 4; rank++) {
+    double predicted = r.ranks[rank].predicted.collectives;
+    INFO("rank " << rank << ": in MPI_Reduce measured " << measured[rank] << " ns, replayed " << predicted << " ns");
+    const bool waits = rank == 0 || rank == 1;
+    CHECK((measured[rank] > delay / 2) == waits);
+    CHECK((predicted > delay / 2) == waits);
   }
 }

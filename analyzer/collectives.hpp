@@ -1,0 +1,101 @@
+// Collectives as the MPI library runs them: for one collective call, the point-to-point steps of the
+// algorithm the library selects for that communicator size and message size, rank by rank, in the order
+// the library performs them. The replay prices each step as a message under the model (eager or
+// rendezvous against S), so that what-ifs on S, splitting and L reach collectives and a late member
+// delays only the ranks the algorithm makes wait for it.
+//
+// Mirrored (each algorithm says which source file and function it follows):
+//   Open MPI 4.1  blocking: coll/tuned's fixed decision rules (ompi/mca/coll/tuned/coll_tuned_decision_fixed.c)
+//                 over the algorithms of ompi/mca/coll/base/coll_base_*.c, and coll/basic for the calls tuned
+//                 leaves to it (Gatherv, Scatterv, Scan, Exscan, Alltoallw); non-blocking: coll/libnbc
+//                 (ompi/mca/coll/libnbc/nbc_i*.c).
+//   MPICH 4.0     ch4's composition selection (maint/tuning/coll/ch4/generic.json, src/mpid/ch4/src/
+//                 ch4_coll_impl.h) over the MPIR algorithms of src/mpi/coll/*/ chosen by
+//                 maint/tuning/coll/mpir/generic.json.
+// The neighbourhood collectives are not in the logs (the tracer does not intercept them).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trace.hpp"
+
+namespace mpiadvise {
+
+enum class MpiLibrary : uint8_t { OpenMPI, MPICH, Other };
+
+// "Open MPI" and "MPICH" (as RunFacts and the parameter files name them); anything else is Other.
+MpiLibrary mpi_library(const std::string& name);
+const char* library_name(MpiLibrary library);
+
+// One step of one rank's part of a collective.
+struct CollStep {
+  enum Kind : uint8_t {
+    Send,    // blocking send to peer
+    Recv,    // blocking receive from peer
+    Isend,   // non-blocking send: a request, completed by a later Wait
+    Irecv,   // non-blocking receive
+    Wait,    // waits for this rank's requests [first_request, first_request + requests)
+    Reduce,  // local reduction of `bytes`
+  };
+  Kind kind = Send;
+  bool synchronous = false;  // a synchronous send: waits for the receive whatever its size
+  uint16_t round = 0;        // the algorithm's round (phase) the step belongs to, counted from 0
+  int32_t peer = -1;         // position in the communicator (Send, Recv, Isend, Irecv)
+  uint64_t bytes = 0;        // message bytes (as the sender sends them), or bytes reduced
+  uint32_t first_request = 0, requests = 0;  // Wait: requests numbered per rank in Isend/Irecv order
+  bool operator==(const CollStep&) const = default;
+};
+
+// What the schedule of one collective call depends on, as the log records it.
+struct CollectiveCall {
+  MpiLibrary library = MpiLibrary::OpenMPI;
+  uint32_t call = 0;    // mpa_call_id, blocking or I- form
+  int size = 0;         // communicator size
+  int root = -1;        // position of the root in the communicator, or -1
+  // The size the library's decision rules read:
+  //   Bcast, Reduce, Allreduce, Scan, Exscan: the whole buffer;
+  //   Gather, Scatter, Allgather: one rank's block; Alltoall: the block for one peer;
+  //   Reduce_scatter_block: one rank's block.
+  uint64_t bytes = 0;
+  // Gatherv, Scatterv, Allgatherv: each rank's block; Reduce_scatter: each rank's part of the result;
+  // Alltoallv, Alltoallw: what each rank sends in all. By position; empty when not known.
+  std::vector<uint64_t> rank_bytes;
+  // Host of each position (any numbering), for MPICH's node-aware compositions; empty: one host.
+  std::vector<int> host;
+};
+
+struct CollSchedule {
+  std::string algorithm;      // the library's algorithm and the source function it mirrors
+  std::string approximation;  // why it only approximates what the library did; empty when it does not
+  std::vector<std::vector<CollStep>> ranks;  // by position in the communicator
+};
+
+// The schedule of the library's default algorithm, or nullopt where there is none to follow (another
+// library, an intercommunicator); the replay then uses its closed formulas, reported as the fallback.
+// Every send of the schedule has its receive: the k-th send from a to b meets the k-th receive at b
+// from a, and a receive's bytes are those of its send.
+std::optional<CollSchedule> collective_schedule(const CollectiveCall& call);
+
+// One collective instance of a log as the schedule needs it.
+struct LoggedCollective {
+  CollectiveCall call;
+  std::vector<int> member_position;  // by member (CollectiveInstance::members): its position in the comm
+  std::string approximation;         // what the log did not say, where it matters; empty when it said all
+};
+
+// nullopt when the instance's members are not its whole communicator (a rank's log missing, an
+// intercommunicator) or its root is not one of them.
+std::optional<LoggedCollective> logged_collective(const Trace& trace, uint32_t instance, MpiLibrary library);
+
+// One rank's steps as text, e.g. "irecv 1 8; send 1 8; wait 0+1; reduce 8", a new round starting with
+// "| ": what the tests compare against hand-computed schedules.
+std::string describe_steps(const std::vector<CollStep>& steps);
+
+// The element size the byte count most likely holds (8, 4, 2 or 1: the largest that divides it): the log
+// has bytes, and an algorithm that splits a vector splits it between elements.
+uint64_t likely_element_bytes(uint64_t bytes);
+
+}  // namespace mpiadvise

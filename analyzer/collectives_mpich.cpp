@@ -1,0 +1,956 @@
+// MPICH 4.0's collectives (ch4 device, as Debian builds it: ch4:ucx with the POSIX shared-memory
+// module), as mirrored from its source (tag v4.0.2):
+//   ch4 picks a composition by the JSON of maint/tuning/coll/ch4/generic.json (src/mpid/ch4/src/
+//   ch4_coll_impl.h): on a communicator whose ranks share nodes ("comm_hierarchy=parent",
+//   src/mpi/comm/commutil.c: MPIR_Comm_create_subcomms), Bcast, Reduce, Allreduce and Barrier run in
+//   shared memory within each node (POSIX release/gather, src/mpid/ch4/shm/posix/release_gather/) and
+//   over the network between node roots; everything else, and those too on a communicator of one rank
+//   per node, goes to the MPIR algorithms of src/mpi/coll/*/ picked by maint/tuning/coll/mpir/generic.json.
+// MPIC_Sendrecv (src/mpi/coll/helper_fns.c) posts the receive and the send and waits for both.
+// The POSIX release/gather collectives copy through shared-memory cells instead of sending messages;
+// they are approximated as messages down the same trees (see shm_bcast), and reported so.
+// The operation is taken as commutative and built in (the log does not name it).
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "call_ids.h"
+#include "collectives_build.hpp"
+
+namespace mpiadvise::coll {
+namespace {
+
+constexpr uint64_t kShmCellBytes = 32768 / 4;  // MPIR_CVAR_{BCAST,REDUCE}_INTRANODE_BUFFER_TOTAL_SIZE / NUM_CELLS
+constexpr int kShmBcastTreeK = 64;             // MPIR_CVAR_BCAST_INTRANODE_TREE_KVAL
+constexpr int kShmReduceTreeK = 4;             // MPIR_CVAR_REDUCE_INTRANODE_TREE_KVAL
+constexpr int kAlltoallThrottle = 32;          // MPIR_CVAR_ALLTOALL_THROTTLE
+
+// MPIC_Sendrecv: irecv, isend, wait for both
+void sendrecv(Proc& p, int dest, uint64_t send_bytes, int source, uint64_t recv_bytes) {
+  uint32_t r = p.irecv(source, recv_bytes);
+  p.isend(dest, send_bytes);
+  p.wait(r, 2);
+}
+
+// ---- Bcast (src/mpi/coll/bcast/) -----------------------------------------------------------------------
+// bcast_intra_binomial.c: MPIR_Bcast_intra_binomial
+void bcast_binomial(Builder& b, const Group& g, int root, uint64_t nbytes) {
+  const int size = g.size();
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    int rel = (rank - root + size) % size, mask = 1;
+    for (; mask < size; mask <<= 1)
+      if (rel & mask) {
+        p.recv((rank - mask + size) % size, nbytes);
+        break;
+      }
+    for (mask >>= 1; mask > 0; mask >>= 1)
+      if (rel + mask < size) p.send((rank + mask) % size, nbytes);
+  }
+}
+
+// bcast_utils.c: MPII_Scatter_for_bcast, in virtual rank order so that a child's count is what its
+// parent sent
+void scatter_for_bcast(Builder& b, const Group& g, int root, uint64_t nbytes) {
+  const int size = g.size();
+  const int64_t n = static_cast<int64_t>(nbytes), ss = (n + size - 1) / size;
+  std::vector<int64_t> got(size, 0);
+  for (int rel = 0; rel < size; rel++) {
+    int rank = (rel + root) % size;
+    Proc p(b, g, rank);
+    int64_t curr = rel == 0 ? n : 0;
+    int mask = 1;
+    for (; mask < size; mask <<= 1)
+      if (rel & mask) {
+        int64_t recv_size = n - rel * ss;
+        if (recv_size > 0) {
+          p.recv((rank - mask + size) % size, static_cast<uint64_t>(recv_size));
+          curr = got[rel];
+        }
+        break;
+      }
+    for (mask >>= 1; mask > 0; mask >>= 1)
+      if (rel + mask < size) {
+        int64_t send_size = curr - ss * mask;
+        if (send_size > 0) {
+          p.send((rank + mask) % size, static_cast<uint64_t>(send_size));
+          got[rel + mask] = send_size;
+          curr -= send_size;
+        }
+      }
+    p.next_round();
+  }
+}
+
+// bcast_intra_scatter_recursive_doubling_allgather.c (chosen for power-of-two sizes only)
+void bcast_scatter_rd_allgather(Builder& b, const Group& g, int root, uint64_t nbytes) {
+  const int size = g.size();
+  scatter_for_bcast(b, g, root, nbytes);
+  const int64_t n = static_cast<int64_t>(nbytes), ss = (n + size - 1) / size;
+  std::vector<int64_t> curr(size);
+  for (int rel = 0; rel < size; rel++) curr[rel] = std::max<int64_t>(0, std::min(ss, n - rel * ss));
+  for (int mask = 1, i = 0; mask < size; mask <<= 1, i++) {
+    std::vector<int64_t> before = curr;
+    for (int rel = 0; rel < size; rel++) {
+      int rel_dst = rel ^ mask;
+      if (rel_dst >= size) continue;
+      Proc p(b, g, (rel + root) % size);
+      int64_t recv_offset = (rel_dst >> i << i) * ss;
+      sendrecv(p, (rel_dst + root) % size, static_cast<uint64_t>(before[rel]), (rel_dst + root) % size,
+               static_cast<uint64_t>(std::max<int64_t>(0, n - recv_offset)));
+      curr[rel] += before[rel_dst];
+      p.next_round();
+    }
+  }
+}
+
+// bcast_intra_scatter_ring_allgather.c
+void bcast_scatter_ring_allgather(Builder& b, const Group& g, int root, uint64_t nbytes) {
+  const int size = g.size();
+  scatter_for_bcast(b, g, root, nbytes);
+  const int64_t n = static_cast<int64_t>(nbytes), ss = (n + size - 1) / size;
+  auto block = [&](int rel) { return static_cast<uint64_t>(std::max<int64_t>(0, std::min(ss, n - rel * ss))); };
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    int left = (size + rank - 1) % size, right = (rank + 1) % size, j = rank, jnext = left;
+    for (int i = 1; i < size; i++) {
+      sendrecv(p, right, block((j - root + size) % size), left, block((jnext - root + size) % size));
+      j = jnext;
+      jnext = (size + jnext - 1) % size;
+      p.next_round();
+    }
+  }
+}
+
+// maint/tuning/coll/mpir/generic.json, collective=bcast
+std::string mpir_bcast(Builder& b, const Group& g, int root, uint64_t nbytes) {
+  const int size = g.size();
+  if (size < 2 || nbytes == 0) return "no messages";
+  if (size < 8 || nbytes <= 12288) {
+    bcast_binomial(b, g, root, nbytes);
+    return "MPIR binomial (bcast_intra_binomial.c: MPIR_Bcast_intra_binomial)";
+  }
+  if (is_pow2(size) && nbytes <= 524288) {
+    bcast_scatter_rd_allgather(b, g, root, nbytes);
+    return "MPIR scatter + recursive doubling allgather (bcast_intra_scatter_recursive_doubling_allgather.c)";
+  }
+  bcast_scatter_ring_allgather(b, g, root, nbytes);
+  return "MPIR scatter + ring allgather (bcast_intra_scatter_ring_allgather.c)";
+}
+
+// ---- the POSIX release/gather collectives (src/mpid/ch4/shm/posix/release_gather/) --------------------
+// k-ary tree over the group, rooted at root: children of relative rank r are k*r+1 .. k*r+k
+std::vector<int> kary_children(int size, int rel, int k) {
+  std::vector<int> c;
+  for (int i = 1; i <= k; i++)
+    if (k * rel + i < size) c.push_back(k * rel + i);
+  return c;
+}
+
+// MPIDI_POSIX_mpi_bcast_release_gather: the root copies each 8 KiB cell into shared memory, its
+// children in the 64-ary tree copy it out and release their own children. Modelled as one message per
+// cell from each parent to each child.
+void shm_bcast(Builder& b, const Group& g, int root, uint64_t nbytes) {
+  const int size = g.size();
+  if (size < 2 || nbytes == 0) return;
+  const uint64_t cells = (nbytes + kShmCellBytes - 1) / kShmCellBytes;
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    int rel = (rank - root + size) % size;
+    auto children = kary_children(size, rel, kShmBcastTreeK);
+    for (uint64_t c = 0; c < cells; c++) {
+      uint64_t bytes = c == cells - 1 ? nbytes - kShmCellBytes * c : kShmCellBytes;
+      if (rel != 0) p.recv(((rel - 1) / kShmBcastTreeK + root) % size, bytes);
+      uint32_t first = p.next_request();
+      for (int child : children) p.isend((child + root) % size, bytes);
+      p.wait_since(first);
+    }
+  }
+}
+
+// MPIDI_POSIX_mpi_reduce_release_gather: each cell's partial results gathered up the 4-ary tree, each
+// parent reducing its children's cells. Modelled as one message per cell from each child to its parent.
+void shm_reduce(Builder& b, const Group& g, int root, uint64_t nbytes) {
+  const int size = g.size();
+  if (size < 2 || nbytes == 0) return;
+  const uint64_t cells = (nbytes + kShmCellBytes - 1) / kShmCellBytes;
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    int rel = (rank - root + size) % size;
+    auto children = kary_children(size, rel, kShmReduceTreeK);
+    for (uint64_t c = 0; c < cells; c++) {
+      uint64_t bytes = c == cells - 1 ? nbytes - kShmCellBytes * c : kShmCellBytes;
+      for (int child : children) {
+        p.recv((child + root) % size, bytes);
+        p.reduce(bytes);
+      }
+      if (rel != 0) p.send(((rel - 1) / kShmReduceTreeK + root) % size, bytes);
+    }
+  }
+}
+
+// MPIDI_POSIX_mpi_barrier_release_gather: gather up the reduce tree, release down the bcast tree
+void shm_barrier(Builder& b, const Group& g) {
+  const int size = g.size();
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    for (int child : kary_children(size, rank, kShmReduceTreeK)) p.recv(child, 0);
+    if (rank != 0) p.send((rank - 1) / kShmReduceTreeK, 0);
+    p.next_round();
+    if (rank != 0) p.recv((rank - 1) / kShmBcastTreeK, 0);
+    uint32_t first = p.next_request();
+    for (int child : kary_children(size, rank, kShmBcastTreeK)) p.isend(child, 0);
+    p.wait_since(first);
+  }
+}
+
+// ---- Reduce, Allreduce (src/mpi/coll/reduce/, allreduce/) ----------------------------------------------
+// reduce_intra_binomial.c (commutative: relative to the root)
+void reduce_binomial(Builder& b, const Group& g, int root, uint64_t nbytes) {
+  const int size = g.size();
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    int rel = (rank - root + size) % size;
+    for (int mask = 1; mask < size; mask <<= 1) {
+      if ((mask & rel) == 0) {
+        int source = rel | mask;
+        if (source < size) {
+          p.recv((source + root) % size, nbytes);
+          p.reduce(nbytes);
+        }
+      } else {
+        p.send(((rel & ~mask) + root) % size, nbytes);
+        break;
+      }
+    }
+  }
+}
+
+// The element counts of Rabenseifner's halving in MPICH (cnts: count / pof2, the first count % pof2 one
+// more)
+std::vector<uint64_t> pof2_counts(uint64_t count, int pof2) {
+  std::vector<uint64_t> cnts(pof2, count / pof2);
+  for (uint64_t i = 0; i < count % pof2; i++) cnts[i]++;
+  return cnts;
+}
+
+uint64_t sum(const std::vector<uint64_t>& v, int from, int to) {
+  uint64_t s = 0;
+  for (int i = from; i < to; i++) s += v[i];
+  return s;
+}
+
+// allreduce_intra_recursive_doubling.c
+void allreduce_rd(Builder& b, const Group& g, uint64_t nbytes) {
+  const int size = g.size(), pof2 = pow2_floor(size), rem = size - pof2;
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    int newrank;
+    if (rank < 2 * rem) {
+      if (rank % 2 == 0) {
+        p.send(rank + 1, nbytes);
+        newrank = -1;
+      } else {
+        p.recv(rank - 1, nbytes);
+        p.reduce(nbytes);
+        newrank = rank / 2;
+      }
+    } else {
+      newrank = rank - rem;
+    }
+    p.next_round();
+    if (newrank != -1)
+      for (int mask = 1; mask < pof2; mask <<= 1) {
+        int newdst = newrank ^ mask;
+        int dst = newdst < rem ? newdst * 2 + 1 : newdst + rem;
+        sendrecv(p, dst, nbytes, dst, nbytes);
+        p.reduce(nbytes);
+        p.next_round();
+      }
+    if (rank < 2 * rem) {
+      if (rank % 2) p.send(rank - 1, nbytes);
+      else p.recv(rank + 1, nbytes);
+    }
+  }
+}
+
+// allreduce_intra_reduce_scatter_allgather.c (odd ranks of the first 2*rem take part) and
+// reduce_intra_reduce_scatter_gather.c (even ranks do): Rabenseifner
+void rabenseifner(Builder& b, const Group& g, Vec v, bool allreduce, int root) {
+  const int size = g.size(), pof2 = pow2_floor(size), rem = size - pof2;
+  const auto cnts = pof2_counts(v.count, pof2);
+  auto real_rank = [&](int newr) { return newr < rem ? newr * 2 + (allreduce ? 1 : 0) : newr + rem; };
+  std::vector<int> newrank(size);
+  std::vector<int> send_idx(size, 0), last_idx(size, pof2);
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    const bool leaves = allreduce ? rank % 2 == 0 : rank % 2 != 0;
+    if (rank < 2 * rem) {
+      if (leaves) {
+        p.send(allreduce ? rank + 1 : rank - 1, v.total());
+        newrank[rank] = -1;
+      } else {
+        p.recv(allreduce ? rank - 1 : rank + 1, v.total());
+        p.reduce(v.total());
+        newrank[rank] = rank / 2;
+      }
+    } else {
+      newrank[rank] = rank - rem;
+    }
+    p.next_round();
+    if (newrank[rank] == -1) continue;
+    int recv_idx = 0, si = 0, li = pof2;
+    for (int mask = 1; mask < pof2;) {
+      int newdst = newrank[rank] ^ mask, dst = real_rank(newdst);
+      uint64_t scnt, rcnt;
+      if (newrank[rank] < newdst) {
+        si = recv_idx + pof2 / (mask * 2);
+        scnt = sum(cnts, si, li);
+        rcnt = sum(cnts, recv_idx, si);
+      } else {
+        recv_idx = si + pof2 / (mask * 2);
+        scnt = sum(cnts, si, recv_idx);
+        rcnt = sum(cnts, recv_idx, li);
+      }
+      sendrecv(p, dst, v.bytes(scnt), dst, v.bytes(rcnt));
+      p.reduce(v.bytes(rcnt));
+      p.next_round();
+      si = recv_idx;
+      mask <<= 1;
+      if (mask < pof2) li = recv_idx + pof2 / mask;
+    }
+    send_idx[rank] = si;
+    last_idx[rank] = li;
+  }
+  if (allreduce) {
+    for (int rank = 0; rank < size; rank++) {
+      Proc p(b, g, rank);
+      if (newrank[rank] != -1) {
+        int si = send_idx[rank], li = last_idx[rank], recv_idx = 0;
+        for (int mask = pof2 >> 1; mask > 0; mask >>= 1) {
+          int newdst = newrank[rank] ^ mask, dst = real_rank(newdst);
+          uint64_t scnt, rcnt;
+          if (newrank[rank] < newdst) {
+            if (mask != pof2 / 2) li = li + pof2 / (mask * 2);
+            recv_idx = si + pof2 / (mask * 2);
+            scnt = sum(cnts, si, recv_idx);
+            rcnt = sum(cnts, recv_idx, li);
+          } else {
+            recv_idx = si - pof2 / (mask * 2);
+            scnt = sum(cnts, si, li);
+            rcnt = sum(cnts, recv_idx, si);
+          }
+          sendrecv(p, dst, v.bytes(scnt), dst, v.bytes(rcnt));
+          p.next_round();
+          if (newrank[rank] > newdst) si = recv_idx;
+        }
+      }
+      if (rank < 2 * rem) {
+        if (rank % 2) p.send(rank - 1, v.total());
+        else p.recv(rank + 1, v.total());
+      }
+    }
+    return;
+  }
+  // the binomial gather of reduce_intra_reduce_scatter_gather.c
+  int newroot;
+  if (root < 2 * rem) {
+    if (root % 2 != 0) {
+      for (int rank = 0; rank < size; rank++) {
+        if (rank == root) {
+          Proc(b, g, rank).recv(0, v.bytes(cnts[0]));
+          newrank[rank] = 0;
+          send_idx[rank] = 0;
+          last_idx[rank] = 2;
+        } else if (newrank[rank] == 0) {
+          Proc(b, g, rank).send(root, v.bytes(cnts[0]));
+          newrank[rank] = -1;
+        }
+      }
+      newroot = 0;
+    } else {
+      newroot = root / 2;
+    }
+  } else {
+    newroot = root - rem;
+  }
+  for (int rank = 0; rank < size; rank++) {
+    if (newrank[rank] == -1) continue;
+    Proc p(b, g, rank);
+    int j = ceil_log2(pof2) - 1, si = send_idx[rank], li = last_idx[rank], recv_idx = 0;
+    for (int mask = pof2 >> 1; mask > 0; mask >>= 1, j--) {
+      int newdst = newrank[rank] ^ mask, dst = real_rank(newdst);
+      if (newdst == 0 && root < 2 * rem && root % 2 != 0) dst = root;
+      uint64_t scnt, rcnt;
+      if (newrank[rank] < newdst) {
+        if (mask != pof2 / 2) li = li + pof2 / (mask * 2);
+        recv_idx = si + pof2 / (mask * 2);
+        scnt = sum(cnts, si, recv_idx);
+        rcnt = sum(cnts, recv_idx, li);
+      } else {
+        recv_idx = si - pof2 / (mask * 2);
+        scnt = sum(cnts, si, li);
+        rcnt = sum(cnts, recv_idx, si);
+      }
+      if ((newdst >> j << j) == (newroot >> j << j)) {
+        p.send(dst, v.bytes(scnt));
+        break;
+      }
+      p.recv(dst, v.bytes(rcnt));
+      if (newrank[rank] > newdst) si = recv_idx;
+    }
+  }
+}
+
+// mpir/generic.json, collective=allreduce (built-in operation)
+std::string mpir_allreduce(Builder& b, const Group& g, Vec v) {
+  if (g.size() < 2 || v.total() == 0) return "no messages";
+  if (v.total() <= 8 || v.count < static_cast<uint64_t>(pow2_floor(g.size()))) {
+    allreduce_rd(b, g, v.total());
+    return "MPIR recursive doubling (allreduce_intra_recursive_doubling.c)";
+  }
+  rabenseifner(b, g, v, true, 0);
+  return "MPIR reduce-scatter + allgather (allreduce_intra_reduce_scatter_allgather.c)";
+}
+
+// mpir/generic.json, collective=reduce (built-in operation)
+std::string mpir_reduce(Builder& b, const Group& g, int root, Vec v) {
+  if (g.size() < 2 || v.total() == 0) return "no messages";
+  if (v.total() <= 2048 || v.count < static_cast<uint64_t>(pow2_floor(g.size()))) {
+    reduce_binomial(b, g, root, v.total());
+    return "MPIR binomial (reduce_intra_binomial.c)";
+  }
+  rabenseifner(b, g, v, false, root);
+  return "MPIR reduce-scatter + gather (reduce_intra_reduce_scatter_gather.c)";
+}
+
+// barrier_intra_dissemination.c
+void barrier_dissemination(Builder& b, const Group& g) {
+  const int size = g.size();
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    for (int mask = 1; mask < size; mask <<= 1) {
+      sendrecv(p, (rank + mask) % size, 0, (rank - mask + size) % size, 0);
+      p.next_round();
+    }
+  }
+}
+
+// ---- Gather, Scatter and the v-forms ---------------------------------------------------------------------
+// gather_intra_binomial.c: each rank sends its subtree's blocks to its parent
+void gather_binomial(Builder& b, const Group& g, int root, uint64_t block) {
+  const int size = g.size();
+  auto subtree = [&](int rel) {  // ranks rel .. rel + lowbit(rel) - 1
+    int low = rel & -rel;
+    return std::min(low, size - rel);
+  };
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    int rel = (rank - root + size) % size;
+    for (int mask = 1; mask < size; mask <<= 1) {
+      if ((mask & rel) == 0) {
+        int src = rel | mask;
+        if (src < size) p.recv((src + root) % size, block * static_cast<uint64_t>(subtree(src)));
+      } else {
+        p.send(((rel ^ mask) + root) % size, block * static_cast<uint64_t>(subtree(rel)));
+        break;
+      }
+    }
+  }
+}
+
+// scatter_intra_binomial.c: each rank receives its subtree's blocks, then serves its children
+void scatter_binomial(Builder& b, const Group& g, int root, uint64_t block) {
+  const int size = g.size();
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    int rel = (rank - root + size) % size, mask = 1;
+    for (; mask < size; mask <<= 1)
+      if (rel & mask) {
+        p.recv((rank - mask + size) % size, block * static_cast<uint64_t>(std::min(mask, size - rel)));
+        break;
+      }
+    for (mask >>= 1; mask > 0; mask >>= 1)
+      if (rel + mask < size)
+        p.send((rank + mask) % size, block * static_cast<uint64_t>(std::min(mask, size - rel - mask)));
+  }
+}
+
+// gatherv_allcomm_linear.c, scatterv_allcomm_linear.c: the root posts every non-empty transfer at once
+void v_linear(Builder& b, const Group& g, int root, const std::vector<uint64_t>& blocks, bool gather) {
+  for (int rank = 0; rank < g.size(); rank++) {
+    Proc p(b, g, rank);
+    if (rank != root) {
+      if (blocks[rank] == 0) continue;
+      if (gather) p.send(root, blocks[rank]);
+      else p.recv(root, blocks[rank]);
+      continue;
+    }
+    uint32_t first = p.next_request();
+    for (int i = 0; i < g.size(); i++)
+      if (i != rank && blocks[i] > 0) {
+        if (gather) p.irecv(i, blocks[i]);
+        else p.isend(i, blocks[i]);
+      }
+    p.wait_since(first);
+  }
+}
+
+// ---- Allgather(v) ------------------------------------------------------------------------------------------
+// allgather(v)_intra_recursive_doubling.c (power-of-two sizes): the trees' blocks double each step
+void allgather_rd(Builder& b, const Group& g, const std::vector<uint64_t>& blocks) {
+  const int size = g.size();
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    for (int mask = 1, i = 0; mask < size; mask <<= 1, i++) {
+      int dst = rank ^ mask;
+      int my_root = rank >> i << i, dst_root = dst >> i << i;
+      uint64_t mine = 0, theirs = 0;
+      for (int j = 0; j < mask; j++) {
+        mine += blocks[(my_root + j) % size];
+        theirs += blocks[(dst_root + j) % size];
+      }
+      sendrecv(p, dst, mine, dst, theirs);
+      p.next_round();
+    }
+  }
+}
+
+// allgather(v)_intra_brucks.c
+void allgather_brucks(Builder& b, const Group& g, const std::vector<uint64_t>& blocks) {
+  const int size = g.size();
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    int pof2 = 1;
+    auto range = [&](int from, int n) {
+      uint64_t s = 0;
+      for (int i = 0; i < n; i++) s += blocks[(from + i) % size];
+      return s;
+    };
+    for (; pof2 <= size / 2; pof2 *= 2) {
+      int src = (rank + pof2) % size, dst = (rank - pof2 + size) % size;
+      sendrecv(p, dst, range(rank, pof2), src, range(src, pof2));
+      p.next_round();
+    }
+    int rem = size - pof2;
+    if (rem) {
+      int src = (rank + pof2) % size, dst = (rank - pof2 + size) % size;
+      sendrecv(p, dst, range(rank, rem), src, range(src, rem));
+    }
+  }
+}
+
+// allgather(v)_intra_ring.c
+void allgather_ring(Builder& b, const Group& g, const std::vector<uint64_t>& blocks) {
+  const int size = g.size();
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    int left = (size + rank - 1) % size, right = (rank + 1) % size, j = rank, jnext = left;
+    for (int i = 1; i < size; i++) {
+      sendrecv(p, right, blocks[j], left, blocks[jnext]);
+      j = jnext;
+      jnext = (size + jnext - 1) % size;
+      p.next_round();
+    }
+  }
+}
+
+std::string mpir_allgather(Builder& b, const Group& g, const std::vector<uint64_t>& blocks, bool v) {
+  const int size = g.size();
+  uint64_t total = std::accumulate(blocks.begin(), blocks.end(), uint64_t{0});
+  if (size < 2 || total == 0) return "no messages";
+  const char* name = v ? "allgatherv" : "allgather";
+  if (is_pow2(size) && total < 524288) {
+    allgather_rd(b, g, blocks);
+    return std::string("MPIR recursive doubling (") + name + "_intra_recursive_doubling.c)";
+  }
+  if (!is_pow2(size) && total < 81920) {
+    allgather_brucks(b, g, blocks);
+    return std::string("MPIR brucks (") + name + "_intra_brucks.c)";
+  }
+  allgather_ring(b, g, blocks);
+  return std::string("MPIR ring (") + name + "_intra_ring.c)";
+}
+
+// ---- Alltoall(v,w) ---------------------------------------------------------------------------------------
+// alltoall(v,w)_intra_scattered.c: receives from rank+i and sends to rank-i, 32 pairs at a time
+void alltoall_scattered(Builder& b, const Group& g, const std::vector<std::vector<uint64_t>>& to, bool skip_empty) {
+  const int size = g.size();
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    for (int ii = 0; ii < size; ii += kAlltoallThrottle) {
+      int ss = std::min(size - ii, kAlltoallThrottle);
+      uint32_t first = p.next_request();
+      for (int i = 0; i < ss; i++) {
+        int dst = (rank + i + ii) % size;
+        if (dst != rank && !(skip_empty && to[dst][rank] == 0)) p.irecv(dst, to[dst][rank]);
+      }
+      for (int i = 0; i < ss; i++) {
+        int dst = (rank - i - ii + size) % size;
+        if (dst != rank && !(skip_empty && to[rank][dst] == 0)) p.isend(dst, to[rank][dst]);
+      }
+      p.wait_since(first);
+      p.next_round();
+    }
+  }
+}
+
+// alltoall_intra_pairwise.c: exclusive-or partners on a power of two, else rank+i / rank-i
+void alltoall_pairwise(Builder& b, const Group& g, uint64_t block) {
+  const int size = g.size();
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    for (int i = 1; i < size; i++) {
+      int src, dst;
+      if (is_pow2(size)) src = dst = rank ^ i;
+      else src = (rank - i + size) % size, dst = (rank + i) % size;
+      sendrecv(p, dst, block, src, block);
+      p.next_round();
+    }
+  }
+}
+
+// alltoall_intra_brucks.c: at distance pof2, the blocks with that bit
+void alltoall_brucks(Builder& b, const Group& g, uint64_t block) {
+  const int size = g.size();
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    for (int pof2 = 1; pof2 < size; pof2 *= 2) {
+      uint64_t k = 0;
+      for (int blk = 1; blk < size; blk++)
+        if (blk & pof2) k++;
+      sendrecv(p, (rank + pof2) % size, k * block, (rank - pof2 + size) % size, k * block);
+      p.next_round();
+    }
+  }
+}
+
+// ---- Reduce_scatter(_block), Scan, Exscan ----------------------------------------------------------------
+// reduce_scatter(_block)_intra_recursive_halving.c
+void rs_recursive_halving(Builder& b, const Group& g, const std::vector<uint64_t>& rcounts) {
+  const int size = g.size(), pof2 = pow2_floor(size), rem = size - pof2;
+  uint64_t total = std::accumulate(rcounts.begin(), rcounts.end(), uint64_t{0});
+  std::vector<uint64_t> newcnts(pof2);
+  for (int i = 0; i < pof2; i++) {
+    int old_i = i < rem ? i * 2 + 1 : i + rem;
+    newcnts[i] = old_i < 2 * rem ? rcounts[old_i] + rcounts[old_i - 1] : rcounts[old_i];
+  }
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    int newrank;
+    if (rank < 2 * rem) {
+      if (rank % 2 == 0) {
+        p.send(rank + 1, total);
+        newrank = -1;
+      } else {
+        p.recv(rank - 1, total);
+        p.reduce(total);
+        newrank = rank / 2;
+      }
+    } else {
+      newrank = rank - rem;
+    }
+    p.next_round();
+    if (newrank != -1) {
+      int send_idx = 0, recv_idx = 0, last_idx = pof2;
+      for (int mask = pof2 >> 1; mask > 0; mask >>= 1) {
+        int newdst = newrank ^ mask, dst = newdst < rem ? newdst * 2 + 1 : newdst + rem;
+        uint64_t scnt, rcnt;
+        if (newrank < newdst) {
+          send_idx = recv_idx + mask;
+          scnt = sum(newcnts, send_idx, last_idx);
+          rcnt = sum(newcnts, recv_idx, send_idx);
+        } else {
+          recv_idx = send_idx + mask;
+          scnt = sum(newcnts, send_idx, recv_idx);
+          rcnt = sum(newcnts, recv_idx, last_idx);
+        }
+        if (scnt && rcnt) sendrecv(p, dst, scnt, dst, rcnt);
+        else if (rcnt) p.recv(dst, rcnt);
+        else if (scnt) p.send(dst, scnt);
+        p.reduce(rcnt);
+        p.next_round();
+        send_idx = recv_idx;
+        last_idx = recv_idx + mask;
+      }
+    }
+    if (rank < 2 * rem) {
+      if (rank % 2) {
+        if (rcounts[rank - 1]) p.send(rank - 1, rcounts[rank - 1]);
+      } else if (rcounts[rank]) {
+        p.recv(rank + 1, rcounts[rank]);
+      }
+    }
+  }
+}
+
+// reduce_scatter(_block)_intra_pairwise.c
+void rs_pairwise(Builder& b, const Group& g, const std::vector<uint64_t>& rcounts) {
+  const int size = g.size();
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    for (int i = 1; i < size; i++) {
+      int src = (rank - i + size) % size, dst = (rank + i) % size;
+      sendrecv(p, dst, rcounts[dst], src, rcounts[rank]);
+      p.reduce(rcounts[rank]);
+      p.next_round();
+    }
+  }
+}
+
+// scan_intra_recursive_doubling.c, exscan_intra_recursive_doubling.c
+void scan_rd(Builder& b, const Group& g, uint64_t nbytes) {
+  const int size = g.size();
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    for (int mask = 1; mask < size; mask <<= 1) {
+      int dst = rank ^ mask;
+      if (dst < size) {
+        sendrecv(p, dst, nbytes, dst, nbytes);
+        p.reduce(nbytes);
+      }
+      p.next_round();
+    }
+  }
+}
+
+// ---- ch4's node-aware compositions ------------------------------------------------------------------------
+struct Nodes {
+  std::vector<Group> local;     // per node, its ranks in communicator order
+  Group roots;                  // each node's first rank
+  std::vector<int> node_of, local_rank;  // by position
+  bool parent = false;          // comm_hierarchy=parent: some node holds two ranks or more
+  bool single = false;          // every rank on one node
+};
+
+Nodes nodes_of(const CollectiveCall& c) {
+  Nodes n;
+  std::map<int, int> index;
+  n.node_of.resize(c.size);
+  n.local_rank.resize(c.size);
+  for (int pos = 0; pos < c.size; pos++) {
+    int host = c.host.empty() ? 0 : c.host[pos];
+    auto [it, fresh] = index.try_emplace(host, static_cast<int>(n.local.size()));
+    if (fresh) {
+      n.local.emplace_back();
+      n.roots.pos.push_back(pos);
+    }
+    n.node_of[pos] = it->second;
+    n.local_rank[pos] = n.local[it->second].size();
+    n.local[it->second].pos.push_back(pos);
+  }
+  n.parent = c.size > 1 && static_cast<int>(n.local.size()) < c.size;
+  n.single = n.local.size() == 1;
+  return n;
+}
+
+std::string ch4_bcast(Builder& b, const Nodes& n, const Group& all, int root, uint64_t nbytes, std::string* approx) {
+  const int size = all.size();
+  const int root_node = n.node_of[root], root_local = n.local_rank[root];
+  auto shm_all = [&](auto&& fn) {
+    for (const auto& lg : n.local)
+      if (lg.size() > 1) fn(lg);
+  };
+  bool alpha = size < 8 || nbytes < 12288;
+  bool beta = !alpha && is_pow2(size) && nbytes < 524288;
+  if (!n.parent || (!alpha && !beta)) return "gamma: " + mpir_bcast(b, all, root, nbytes);
+  *approx = "MPICH's shared-memory release/gather copies through shared cells: modelled as messages down its trees";
+  std::string nm;
+  if (alpha) {
+    // MPIDI_Bcast_intra_composition_alpha: the root hands the data to its node's first rank
+    if (root_local != 0) {
+      Proc(b, all, root).send(n.local[root_node].pos[0], nbytes);
+      Proc(b, all, n.local[root_node].pos[0]).recv(root, nbytes);
+    }
+    nm = n.roots.size() > 1 ? mpir_bcast(b, n.roots, root_node, nbytes) : "";
+    shm_all([&](const Group& lg) { shm_bcast(b, lg, 0, nbytes); });
+    return "alpha: node roots [" + (nm.empty() ? std::string("one node") : nm) +
+           "], then POSIX release/gather bcast in each node (ch4_coll_impl.h: MPIDI_Bcast_intra_composition_alpha)";
+  }
+  // MPIDI_Bcast_intra_composition_beta
+  if (root_local > 0) shm_bcast(b, n.local[root_node], root_local, nbytes);
+  nm = n.roots.size() > 1 ? mpir_bcast(b, n.roots, root_node, nbytes) : "";
+  for (size_t i = 0; i < n.local.size(); i++)
+    if (n.local[i].size() > 1 && !(static_cast<int>(i) == root_node && root_local > 0)) shm_bcast(b, n.local[i], 0, nbytes);
+  return "beta: POSIX release/gather bcast in the root's node, node roots [" +
+         (nm.empty() ? std::string("one node") : nm) + "], the other nodes (ch4_coll_impl.h: MPIDI_Bcast_intra_composition_beta)";
+}
+
+std::string ch4_reduce(Builder& b, const Nodes& n, const Group& all, int root, Vec v, std::string* approx) {
+  if (!n.parent) return "gamma: " + mpir_reduce(b, all, root, v);
+  *approx = "MPICH's shared-memory release/gather copies through shared cells: modelled as messages up its trees";
+  const int root_node = n.node_of[root];
+  if (v.total() <= 2048) {  // MPIDI_Reduce_intra_composition_beta
+    for (size_t i = 0; i < n.local.size(); i++)
+      if (static_cast<int>(i) != root_node) shm_reduce(b, n.local[i], 0, v.total());
+    std::string nm = n.roots.size() > 1 ? mpir_reduce(b, n.roots, root_node, v) : "";
+    shm_reduce(b, n.local[root_node], n.local_rank[root], v.total());
+    return "beta: POSIX release/gather reduce in each node, node roots [" + (nm.empty() ? std::string("one node") : nm) +
+           "] (ch4_coll_impl.h: MPIDI_Reduce_intra_composition_beta)";
+  }
+  // MPIDI_Reduce_intra_composition_alpha
+  for (const auto& lg : n.local) shm_reduce(b, lg, 0, v.total());
+  std::string nm = n.roots.size() > 1 ? mpir_reduce(b, n.roots, 0, v) : "";
+  if (root != 0) {
+    Proc(b, all, 0).send(root, v.total());
+    Proc(b, all, root).recv(0, v.total());
+  }
+  return "alpha: POSIX release/gather reduce in each node, node roots [" + (nm.empty() ? std::string("one node") : nm) +
+         "], then to the root (ch4_coll_impl.h: MPIDI_Reduce_intra_composition_alpha)";
+}
+
+std::string ch4_allreduce(Builder& b, const Nodes& n, const Group& all, Vec v, std::string* approx) {
+  if (n.single && all.size() > 1) {  // comm_size=node_comm_size: MPIDI_Allreduce_intra_composition_gamma
+    *approx = "MPICH's shared-memory release/gather copies through shared cells: modelled as messages on its trees";
+    shm_reduce(b, all, 0, v.total());
+    shm_bcast(b, all, 0, v.total());
+    return "gamma: POSIX release/gather allreduce (posix_coll_release_gather.h: "
+           "MPIDI_POSIX_mpi_allreduce_release_gather)";
+  }
+  if (!n.parent) return "beta: " + mpir_allreduce(b, all, v);
+  *approx = "MPICH's shared-memory release/gather copies through shared cells: modelled as messages on its trees";
+  for (const auto& lg : n.local) shm_reduce(b, lg, 0, v.total());
+  std::string nm = mpir_allreduce(b, n.roots, v);
+  for (const auto& lg : n.local) shm_bcast(b, lg, 0, v.total());
+  return "alpha: POSIX reduce in each node, node roots [" + nm +
+         "], POSIX bcast in each node (ch4_coll_impl.h: MPIDI_Allreduce_intra_composition_alpha)";
+}
+
+std::string ch4_barrier(Builder& b, const Nodes& n, const Group& all, std::string* approx) {
+  if (!n.parent) {
+    barrier_dissemination(b, all);
+    return "beta: MPIR dissemination (barrier_intra_dissemination.c)";
+  }
+  *approx = "MPICH's shared-memory release/gather synchronises through shared flags: modelled as messages on its trees";
+  for (const auto& lg : n.local)
+    if (lg.size() > 1) shm_barrier(b, lg);
+  if (n.roots.size() > 1) barrier_dissemination(b, n.roots);
+  for (const auto& lg : n.local)
+    if (lg.size() > 1) shm_bcast(b, lg, 0, 1);
+  return "alpha: POSIX barrier in each node, node roots by dissemination, a 1-byte POSIX bcast "
+         "(ch4_coll_impl.h: MPIDI_Barrier_intra_composition_alpha)";
+}
+
+std::vector<std::vector<uint64_t>> spread(const std::vector<uint64_t>& rank_total, int size) {
+  std::vector<std::vector<uint64_t>> to(size, std::vector<uint64_t>(size));
+  for (int i = 0; i < size; i++)
+    for (int j = 0; j < size; j++) to[i][j] = rank_total[i] / static_cast<uint64_t>(size);
+  return to;
+}
+
+}  // namespace
+
+Chosen mpich_schedule(const CollectiveCall& c, Builder& b) {
+  const bool nonblocking = c.call >= MPA_CALL_Ibarrier;
+  const uint32_t base = nonblocking ? c.call - (MPA_CALL_Ibarrier - MPA_CALL_Barrier) : c.call;
+  const int size = c.size;
+  const Group all = Group::whole(size);
+  const Nodes nodes = nodes_of(c);
+  const bool rooted = base == MPA_CALL_Bcast || base == MPA_CALL_Reduce || base == MPA_CALL_Gather ||
+                      base == MPA_CALL_Gatherv || base == MPA_CALL_Scatter || base == MPA_CALL_Scatterv;
+  if (rooted && (c.root < 0 || c.root >= size)) return {};
+  Chosen out;
+  auto blocks = [&]() { return c.rank_bytes.empty() ? std::vector<uint64_t>(size, c.bytes) : c.rank_bytes; };
+  std::string alg;
+  switch (base) {
+    case MPA_CALL_Barrier:
+      if (nonblocking) {
+        barrier_dissemination(b, all);
+        alg = "MPIR recursive doubling, i.e. dissemination (ibarrier_intra_sched_recursive_doubling.c)";
+      } else {
+        alg = ch4_barrier(b, nodes, all, &out.approximation);
+      }
+      break;
+    case MPA_CALL_Bcast:
+      alg = nonblocking ? mpir_bcast(b, all, c.root, c.bytes)
+                        : ch4_bcast(b, nodes, all, c.root, c.bytes, &out.approximation);
+      break;
+    case MPA_CALL_Reduce:
+      alg = nonblocking ? mpir_reduce(b, all, c.root, Vec::of(c.bytes))
+                        : ch4_reduce(b, nodes, all, c.root, Vec::of(c.bytes), &out.approximation);
+      break;
+    case MPA_CALL_Allreduce:
+      alg = nonblocking ? mpir_allreduce(b, all, Vec::of(c.bytes))
+                        : ch4_allreduce(b, nodes, all, Vec::of(c.bytes), &out.approximation);
+      break;
+    case MPA_CALL_Gather:
+      if (size > 1 && c.bytes) gather_binomial(b, all, c.root, c.bytes);
+      alg = "MPIR binomial (gather_intra_binomial.c)";
+      break;
+    case MPA_CALL_Scatter:
+      if (size > 1 && c.bytes) scatter_binomial(b, all, c.root, c.bytes);
+      alg = "MPIR binomial (scatter_intra_binomial.c)";
+      break;
+    case MPA_CALL_Gatherv:
+      v_linear(b, all, c.root, blocks(), true);
+      alg = "MPIR linear (gatherv_allcomm_linear.c)";
+      break;
+    case MPA_CALL_Scatterv:
+      v_linear(b, all, c.root, blocks(), false);
+      alg = "MPIR linear (scatterv_allcomm_linear.c)";
+      break;
+    case MPA_CALL_Allgather: alg = mpir_allgather(b, all, std::vector<uint64_t>(size, c.bytes), false); break;
+    case MPA_CALL_Allgatherv: alg = mpir_allgather(b, all, blocks(), true); break;
+    case MPA_CALL_Alltoall:
+      if (size < 2 || c.bytes == 0) {
+        alg = "no messages";
+      } else if (size >= 8 && c.bytes <= 256) {
+        alltoall_brucks(b, all, c.bytes);
+        alg = "MPIR brucks (alltoall_intra_brucks.c)";
+      } else if (c.bytes <= 32768) {
+        alltoall_scattered(b, all, std::vector<std::vector<uint64_t>>(size, std::vector<uint64_t>(size, c.bytes)), false);
+        alg = "MPIR scattered (alltoall_intra_scattered.c)";
+      } else {
+        alltoall_pairwise(b, all, c.bytes);
+        alg = "MPIR pairwise (alltoall_intra_pairwise.c)";
+      }
+      break;
+    case MPA_CALL_Alltoallv:
+    case MPA_CALL_Alltoallw:
+      alltoall_scattered(b, all, spread(blocks(), size), true);
+      alg = base == MPA_CALL_Alltoallv ? "MPIR scattered (alltoallv_intra_scattered.c)"
+                                       : "MPIR scattered (alltoallw_intra_scattered.c)";
+      out.approximation = "the log has each rank's total, not its count for each peer: spread evenly over the peers";
+      break;
+    case MPA_CALL_Reduce_scatter:
+    case MPA_CALL_Reduce_scatter_block: {
+      std::vector<uint64_t> parts = base == MPA_CALL_Reduce_scatter ? blocks() : std::vector<uint64_t>(size, c.bytes);
+      uint64_t total = std::accumulate(parts.begin(), parts.end(), uint64_t{0});
+      const char* name = base == MPA_CALL_Reduce_scatter ? "reduce_scatter" : "reduce_scatter_block";
+      if (size < 2 || total == 0) {
+        alg = "no messages";
+      } else if (total < 524288) {
+        rs_recursive_halving(b, all, parts);
+        alg = std::string("MPIR recursive halving (") + name + "_intra_recursive_halving.c)";
+      } else {
+        rs_pairwise(b, all, parts);
+        alg = std::string("MPIR pairwise (") + name + "_intra_pairwise.c)";
+      }
+      break;
+    }
+    case MPA_CALL_Scan:
+      if (size > 1 && c.bytes) scan_rd(b, all, c.bytes);
+      alg = "MPIR recursive doubling (scan_intra_recursive_doubling.c)";
+      if (nodes.parent && !nonblocking)
+        out.approximation = "MPIR_Scan_intra_smp (nodes' ranks consecutive) modelled by the recursive doubling it "
+                            "runs within a node";
+      break;
+    case MPA_CALL_Exscan:
+      if (size > 1 && c.bytes) scan_rd(b, all, c.bytes);
+      alg = "MPIR recursive doubling (exscan_intra_recursive_doubling.c)";
+      break;
+    default:
+      return {};
+  }
+  if ((base == MPA_CALL_Gatherv || base == MPA_CALL_Scatterv || base == MPA_CALL_Allgatherv ||
+       base == MPA_CALL_Reduce_scatter) && c.rank_bytes.empty())
+    out.approximation = "each rank's count is not in the log: every rank taken to have the largest";
+  if (nonblocking) {
+    std::string why = "MPICH's non-blocking form (MPIR_I*_sched_*) modelled by the steps of the blocking algorithm it shares";
+    out.approximation = out.approximation.empty() ? why : out.approximation + "; " + why;
+  }
+  out.algorithm = "MPICH 4.0 " + alg;
+  return out;
+}
+
+}  // namespace mpiadvise::coll

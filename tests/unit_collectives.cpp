@@ -1,0 +1,474 @@
+// Collectives as the MPI library runs them (analyzer/collectives.hpp) against schedules computed by hand
+// from the libraries' source, and the replay of a collective's steps under the model.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <numeric>
+
+#include "call_ids.h"
+#include "collectives.hpp"
+#include "replay.hpp"
+#include "support.hpp"
+
+using Catch::Detail::Approx;
+
+using namespace mpiadvise;
+namespace fs = std::filesystem;
+
+namespace {
+
+CollSchedule schedule(MpiLibrary library, uint32_t call, int size, uint64_t bytes, int root = -1, int hosts = 1) {
+  CollectiveCall c;
+  c.library = library;
+  c.call = call;
+  c.size = size;
+  c.bytes = bytes;
+  c.root = root;
+  for (int i = 0; i < size; i++) c.host.push_back(i % hosts);
+  auto s = collective_schedule(c);
+  REQUIRE(s);
+  return *s;
+}
+
+CollSchedule ompi(uint32_t call, int size, uint64_t bytes, int root = -1) {
+  return schedule(MpiLibrary::OpenMPI, call, size, bytes, root);
+}
+
+// every rank on its own host: MPICH's flat (network) algorithms
+CollSchedule mpich(uint32_t call, int size, uint64_t bytes, int root = -1) {
+  return schedule(MpiLibrary::MPICH, call, size, bytes, root, size);
+}
+
+std::vector<uint64_t> sent_sizes(const std::vector<CollStep>& steps) {
+  std::vector<uint64_t> out;
+  for (const auto& s : steps)
+    if (s.kind == CollStep::Send || s.kind == CollStep::Isend) out.push_back(s.bytes);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Open MPI Allreduce of 1 KiB on 4 ranks: recursive doubling, partner rank^1 then rank^2",
+          "[coll][schedule]") {
+  // coll_tuned_decision_fixed.c: 4 to 7 ranks, 16 <= bytes < 8192: algorithm 3; coll_base_allreduce.c,
+  // ompi_coll_base_allreduce_intra_recursivedoubling: ompi_coll_base_sendrecv (irecv, send, wait) then the
+  // reduction, log2(4) = 2 rounds
+  auto s = ompi(MPA_CALL_Allreduce, 4, 1024);
+  CHECK(s.algorithm.find("recursive doubling") != std::string::npos);
+  CHECK(s.approximation.empty());
+  CHECK(describe_steps(s.ranks[0]) ==
+        "irecv 1 1024; send 1 1024; wait 0+1; reduce 1024 | irecv 2 1024; send 2 1024; wait 1+1; reduce 1024");
+  CHECK(describe_steps(s.ranks[1]) ==
+        "irecv 0 1024; send 0 1024; wait 0+1; reduce 1024 | irecv 3 1024; send 3 1024; wait 1+1; reduce 1024");
+  CHECK(describe_steps(s.ranks[2]) ==
+        "irecv 3 1024; send 3 1024; wait 0+1; reduce 1024 | irecv 0 1024; send 0 1024; wait 1+1; reduce 1024");
+  CHECK(describe_steps(s.ranks[3]) ==
+        "irecv 2 1024; send 2 1024; wait 0+1; reduce 1024 | irecv 1 1024; send 1 1024; wait 1+1; reduce 1024");
+}
+
+TEST_CASE("MPICH Allreduce of 8 bytes on 4 nodes: recursive doubling with MPIC_Sendrecv (both posted, both waited)",
+          "[coll][schedule]") {
+  // ch4 generic.json: one rank per node is not comm_hierarchy=parent: composition beta, MPIR_Allreduce;
+  // mpir/generic.json: avg_msg_size <= 8: MPIR_Allreduce_intra_recursive_doubling
+  auto s = mpich(MPA_CALL_Allreduce, 4, 8);
+  CHECK(s.algorithm.find("allreduce_intra_recursive_doubling.c") != std::string::npos);
+  CHECK(describe_steps(s.ranks[0]) ==
+        "irecv 1 8; isend 1 8; wait 0+2; reduce 8 | irecv 2 8; isend 2 8; wait 2+2; reduce 8");
+}
+
+TEST_CASE("Open MPI Allreduce above the ring switch on 3 ranks: blocks of count/size, the first one element larger",
+          "[coll][schedule]") {
+  // 2 or 3 ranks, 4096 <= bytes < 8192: algorithm 4, ompi_coll_base_allreduce_intra_ring. 6008 bytes are
+  // 751 doubles: blocks of 251, 250, 250 elements (2008, 2000, 2000 bytes). Rank r sends block r to r+1,
+  // then passes on (reduced) what arrives from r-1, then the allgather of the results.
+  auto s = ompi(MPA_CALL_Allreduce, 3, 6008);
+  CHECK(s.algorithm.find("ring") != std::string::npos);
+  CHECK(describe_steps(s.ranks[0]) ==
+        "irecv 2 2000; send 1 2008; irecv 2 2000; wait 0+1; reduce 2000; send 1 2000; wait 1+1; reduce 2000"
+        " | irecv 2 2008; send 1 2000; wait 2+1 | irecv 2 2000; send 1 2008; wait 3+1");
+  CHECK(describe_steps(s.ranks[2]) ==
+        "irecv 1 2000; send 0 2000; irecv 1 2008; wait 0+1; reduce 2000; send 0 2000; wait 1+1; reduce 2008"
+        " | irecv 1 2000; send 0 2008; wait 2+1 | irecv 1 2000; send 0 2000; wait 3+1");
+  // below the switch the same call is recursive doubling, and from 256 KiB Rabenseifner
+  CHECK(ompi(MPA_CALL_Allreduce, 3, 4088).algorithm.find("recursive doubling") != std::string::npos);
+  CHECK(ompi(MPA_CALL_Allreduce, 3, 262144).algorithm.find("Rabenseifner") != std::string::npos);
+}
+
+TEST_CASE("Open MPI Barrier on 3 ranks: recursive doubling with the extra rank folded in by a synchronous send",
+          "[coll][schedule]") {
+  // ompi_coll_base_barrier_intra_recursivedoubling: adjsize 2; rank 2 exchanges with 0 first, ranks 0 and
+  // 1 exchange, then 0 releases 2 with a synchronous 0-byte send
+  auto s = ompi(MPA_CALL_Barrier, 3, 0);
+  CHECK(describe_steps(s.ranks[0]) == "recv 2 0 | irecv 1 0; send 1 0; wait 0+1 | ssend 2 0");
+  CHECK(describe_steps(s.ranks[1]) == "irecv 0 0; send 0 0; wait 0+1");
+  CHECK(describe_steps(s.ranks[2]) == "irecv 0 0; send 0 0; wait 0+1");
+  // 5 ranks: linear (algorithm 1): everyone to 0 and back
+  auto linear = ompi(MPA_CALL_Barrier, 5, 0);
+  CHECK(describe_steps(linear.ranks[0]) ==
+        "irecv 1 0; irecv 2 0; irecv 3 0; irecv 4 0; wait 0+4 | send 1 0; send 2 0; send 3 0; send 4 0");
+  CHECK(describe_steps(linear.ranks[3]) == "send 0 0; recv 0 0");
+}
+
+TEST_CASE("a segmented Bcast crossing S: MPICH's scatter + ring allgather sends pieces below S of a buffer above it",
+          "[coll][schedule]") {
+  // 9 nodes, 200000 bytes (> 12288, 9 not a power of two): MPIR_Bcast_intra_scatter_ring_allgather.
+  // Pieces of ceil(200000 / 9) = 22223 bytes; the root's binomial scatter hands 8 its last piece (22216),
+  // 4 the four from 4 (88892), 2 two (44446), 1 one (22223); then 8 ring steps of one piece each.
+  auto s = mpich(MPA_CALL_Bcast, 9, 200000, 0);
+  CHECK(s.algorithm.find("bcast_intra_scatter_ring_allgather.c") != std::string::npos);
+  auto root = sent_sizes(s.ranks[0]);
+  REQUIRE(root.size() == 4 + 8);
+  CHECK(std::vector<uint64_t>(root.begin(), root.begin() + 4) == std::vector<uint64_t>{22216, 88892, 44446, 22223});
+  const uint64_t S = 65480;
+  for (size_t pos = 0; pos < s.ranks.size(); pos++)
+    for (const auto& st : s.ranks[pos])
+      if (st.round > 0 && (st.kind == CollStep::Isend || st.kind == CollStep::Irecv)) CHECK(st.bytes <= 22223);
+  CHECK(200000 > S);
+  CHECK(88892 > S);  // the scatter's large pieces meet their receivers (rendezvous); the ring's do not
+  // in the ring every rank receives the eight pieces that are not its own: the whole buffer less its piece
+  for (size_t pos = 0; pos < s.ranks.size(); pos++) {
+    uint64_t ring = 0;
+    for (const auto& st : s.ranks[pos])
+      if (st.round > 0 && st.kind == CollStep::Irecv) ring += st.bytes;
+    INFO("rank " << pos);
+    CHECK(ring == 200000 - (pos == 8 ? 22216 : 22223));
+  }
+}
+
+TEST_CASE("Open MPI's Ireduce of 100000 bytes on 2 ranks: libnbc's chain in 8 KiB fragments", "[coll][schedule]") {
+  // nbc_ireduce.c: 2 ranks, >= 64 KiB, commutative: red_sched_chain with fragsize 16384/2. 12500 doubles in
+  // 13 fragments of 961 (7688 bytes), the last 968 (7744 bytes); the root receives and reduces each.
+  auto s = ompi(MPA_CALL_Ireduce, 2, 100000, 0);
+  CHECK(s.algorithm.find("chain in 8 KiB fragments") != std::string::npos);
+  auto leaf = sent_sizes(s.ranks[1]);
+  REQUIRE(leaf.size() == 13);
+  CHECK(std::count(leaf.begin(), leaf.end(), 7688) == 12);
+  CHECK(leaf.back() == 7744);
+  CHECK(std::accumulate(leaf.begin(), leaf.end(), uint64_t{0}) == 100000);
+  CHECK(describe_steps(s.ranks[1]).rfind("isend 0 7688; wait 0+1 | isend 0 7688; wait 1+1 | ", 0) == 0);
+  CHECK(describe_steps(s.ranks[0]).rfind("irecv 1 7688; wait 0+1 | reduce 7688 | irecv 1 7688; wait 1+1", 0) == 0);
+  // the blocking Reduce of the same size is one message (coll/tuned passes segment size 0)
+  CHECK(sent_sizes(ompi(MPA_CALL_Reduce, 2, 100000, 0).ranks[1]) == std::vector<uint64_t>{100000});
+}
+
+TEST_CASE("the decision rules' boundaries, by message size and communicator size, as coll_tuned_decision_fixed.c",
+          "[coll][schedule]") {
+  auto alg = [](uint32_t call, int size, uint64_t bytes, int root = -1) { return ompi(call, size, bytes, root).algorithm; };
+  auto has = [](const std::string& text, const char* what) { return text.find(what) != std::string::npos; };
+  // Allreduce on 4 to 7 ranks: recursive doubling below 8192 bytes, Rabenseifner from there
+  CHECK(has(alg(MPA_CALL_Allreduce, 4, 8184), "recursive doubling"));
+  CHECK(has(alg(MPA_CALL_Allreduce, 4, 8192), "Rabenseifner"));
+  CHECK(has(alg(MPA_CALL_Allreduce, 4, 8), "ring"));  // below 16 bytes
+  // Bcast on 4 to 7 ranks: binomial below 8192, linear to 1 MiB, then a chain
+  CHECK(has(alg(MPA_CALL_Bcast, 4, 8184, 0), "binomial"));
+  CHECK(has(alg(MPA_CALL_Bcast, 4, 8192, 0), "basic_linear"));
+  CHECK(has(alg(MPA_CALL_Bcast, 4, 1048568, 0), "basic_linear"));
+  CHECK(has(alg(MPA_CALL_Bcast, 4, 1048576, 0), "chain"));
+  // Barrier by communicator size
+  CHECK(has(alg(MPA_CALL_Barrier, 3, 0), "recursive doubling"));
+  CHECK(has(alg(MPA_CALL_Barrier, 4, 0), "linear"));
+  CHECK(has(alg(MPA_CALL_Barrier, 7, 0), "linear"));
+  CHECK(has(alg(MPA_CALL_Barrier, 8, 0), "recursive doubling"));
+  CHECK(has(alg(MPA_CALL_Barrier, 64, 0), "bruck"));
+  CHECK(has(alg(MPA_CALL_Barrier, 256, 0), "tree"));
+  // Allgather: two_procs on 2, recursive doubling below 32 (bruck where the size is not a power of two)
+  CHECK(has(alg(MPA_CALL_Allgather, 2, 64), "two_procs"));
+  CHECK(has(alg(MPA_CALL_Allgather, 4, 64), "recursive doubling"));
+  CHECK(has(alg(MPA_CALL_Allgather, 6, 64), "bruck"));
+  // Alltoall on 2 ranks switches six times below 1 MiB
+  CHECK(has(alg(MPA_CALL_Alltoall, 2, 1), "pairwise"));
+  CHECK(has(alg(MPA_CALL_Alltoall, 2, 2), "two_procs"));
+  CHECK(has(alg(MPA_CALL_Alltoall, 2, 32768), "linear_sync"));
+  CHECK(has(alg(MPA_CALL_Alltoall, 2, 262144), "two_procs"));
+  // Alltoallv by size only: pairwise below 4 ranks, linear to 64
+  CHECK(has(alg(MPA_CALL_Alltoallv, 3, 30), "pairwise"));
+  CHECK(has(alg(MPA_CALL_Alltoallv, 4, 40), "basic_linear"));
+  // Reduce on 2 or 3 ranks: Rabenseifner for the smallest (falls back to linear for 1 element)
+  CHECK(has(alg(MPA_CALL_Reduce, 3, 4, 0), "linear, as redscat_gather falls back"));
+  CHECK(has(alg(MPA_CALL_Reduce, 3, 8, 0), "binary"));
+  // MPICH: 9 nodes, binomial up to 12288 bytes, then scatter + ring; 8 nodes, scatter + recursive doubling
+  CHECK(has(mpich(MPA_CALL_Bcast, 9, 12288, 0).algorithm, "MPIR binomial"));
+  CHECK(has(mpich(MPA_CALL_Bcast, 9, 12289, 0).algorithm, "scatter_ring"));
+  CHECK(has(mpich(MPA_CALL_Bcast, 8, 524288, 0).algorithm, "scatter_recursive_doubling"));
+  CHECK(has(mpich(MPA_CALL_Bcast, 8, 524289, 0).algorithm, "scatter_ring"));
+}
+
+TEST_CASE("MPICH on one node runs Bcast, Reduce, Allreduce and Barrier in shared memory, and says it approximates",
+          "[coll][schedule]") {
+  // ch4 generic.json: ranks sharing a node are comm_hierarchy=parent; the POSIX release/gather
+  // collectives copy through 8 KiB cells (32768 / 4), modelled as messages down their trees
+  auto s = schedule(MpiLibrary::MPICH, MPA_CALL_Bcast, 2, 20000, 0, 1);
+  CHECK(s.algorithm.find("POSIX release/gather") != std::string::npos);
+  CHECK(!s.approximation.empty());
+  CHECK(sent_sizes(s.ranks[0]) == std::vector<uint64_t>{8192, 8192, 3616});
+  auto a = schedule(MpiLibrary::MPICH, MPA_CALL_Allreduce, 4, 64, -1, 1);
+  CHECK(a.algorithm.find("MPIDI_POSIX_mpi_allreduce_release_gather") != std::string::npos);
+  // the same Bcast across nodes is the network algorithm, followed exactly
+  auto flat = mpich(MPA_CALL_Bcast, 2, 20000, 0);
+  CHECK(flat.approximation.empty());
+  CHECK(describe_steps(flat.ranks[1]) == "recv 0 20000");
+}
+
+TEST_CASE("every schedule's sends meet their receives, for every call, library, size and root", "[coll][schedule]") {
+  std::vector<uint32_t> calls;
+  for (uint32_t c = MPA_CALL_Barrier; c <= MPA_CALL_Exscan; c++) calls.push_back(c);
+  for (uint32_t c = MPA_CALL_Ibarrier; c <= MPA_CALL_Iexscan; c++) calls.push_back(c);
+  size_t checked = 0;
+  for (auto library : {MpiLibrary::OpenMPI, MpiLibrary::MPICH})
+    for (uint32_t call : calls)
+      for (int size : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33})
+        for (uint64_t bytes : {0, 1, 12, 1000, 4096, 65536, 300000, 1048576})
+          for (int root : {0, size - 1}) {
+            for (int hosts : {1, 2, size}) {
+              INFO(library_name(library) << " call " << call << " on " << size << " ranks, " << hosts << " hosts, "
+                                         << bytes << " bytes, root " << root);
+              CollectiveCall c;
+              c.library = library;
+              c.call = call;
+              c.size = size;
+              c.bytes = bytes;
+              c.root = root;
+              for (int i = 0; i < size; i++) c.host.push_back(i % hosts);
+              std::optional<CollSchedule> s;
+              REQUIRE_NOTHROW(s = collective_schedule(c));  // collective_schedule throws on an unmatched send
+              REQUIRE(s);
+              CHECK(s->ranks.size() == static_cast<size_t>(size));
+              checked++;
+            }
+          }
+  CHECK(checked > 10000);
+}
+
+TEST_CASE("a v-collective's counts come from each rank's log, and what the log lacks is said", "[coll][trace]") {
+  // three ranks; MPI_Gatherv to rank 2 of 4, 8 and 12 bytes: each rank logs its sendcount, the root the sum
+  Trace t;
+  t.world_size = 3;
+  t.ranks.resize(3);
+  t.comms.push_back(TraceComm{1, {0, 1, 2}});
+  CollectiveInstance c;
+  c.call = MPA_CALL_Gatherv;
+  c.comm = 0;
+  c.root = 2;
+  c.bytes = 24;
+  c.members = {{0, 0}, {1, 0}, {2, 0}};
+  c.sent = {4, 8, 12};
+  c.received = {std::nullopt, std::nullopt, 24};
+  t.collectives.push_back(c);
+  auto logged = logged_collective(t, 0, MpiLibrary::OpenMPI);
+  REQUIRE(logged);
+  CHECK(logged->call.rank_bytes == std::vector<uint64_t>{4, 8, 12});
+  CHECK(logged->call.root == 2);
+  CHECK(logged->approximation.empty());
+  auto s = collective_schedule(logged->call);
+  REQUIRE(s);
+  CHECK(describe_steps(s->ranks[0]) == "send 2 4");
+  CHECK(describe_steps(s->ranks[2]) == "recv 0 4; recv 1 8");
+  // an Allreduce in place everywhere logs no size
+  t.collectives[0].call = MPA_CALL_Allreduce;
+  t.collectives[0].root = -1;
+  t.collectives[0].sent = {std::nullopt, std::nullopt, std::nullopt};
+  t.collectives[0].received = t.collectives[0].sent;
+  logged = logged_collective(t, 0, MpiLibrary::OpenMPI);
+  REQUIRE(logged);
+  CHECK(logged->approximation.find("MPI_IN_PLACE") != std::string::npos);
+  // a member missing from the logs: no schedule to follow
+  t.collectives[0].members.pop_back();
+  CHECK_FALSE(logged_collective(t, 0, MpiLibrary::OpenMPI));
+}
+
+// ---- the replay of a collective's steps -----------------------------------------------------------------
+namespace {
+
+// Four ranks, one MPI_Bcast of `bytes` from rank 0 each; rank `late` reaches it `late_ns` after the others.
+Trace one_bcast(uint64_t bytes, int late, uint64_t late_ns) {
+  Trace t;
+  t.world_size = 4;
+  t.ranks.resize(4);
+  t.site_keys.resize(4);
+  t.comms.push_back(TraceComm{1, {0, 1, 2, 3}});
+  CollectiveInstance c;
+  c.call = MPA_CALL_Bcast;
+  c.comm = 0;
+  c.root = 0;
+  c.bytes = bytes;
+  for (int r = 0; r < 4; r++) {
+    auto& ops = t.ranks[r].ops;
+    t.ranks[r].rank = r;
+    uint64_t arrive = r == late ? late_ns : 0;
+    ops.push_back(Op{0, 0, MPA_CALL_Init, 0, OpKind::Other, 0, 0});
+    ops.push_back(Op{arrive, arrive + 10, MPA_CALL_Bcast, 1, OpKind::Collective, static_cast<uint32_t>(r), 1});
+    ops.push_back(Op{arrive + 10, arrive + 20, MPA_CALL_Finalize, 2, OpKind::Other, 0, 0});
+    t.links.push_back(Link{Link::PostColl, 0});
+    c.members.emplace_back(r, 1);
+    c.sent.push_back(bytes);
+    c.received.push_back(std::nullopt);
+  }
+  t.collectives.push_back(c);
+  return t;
+}
+
+// o' 1000 ns, L 100 ns, 1 ns per byte in flight, no per-byte overheads
+ReplayOptions simple_model(uint64_t S) {
+  ReplayOptions o;
+  o.params.library = "Open MPI";
+  o.params.o = 1000;
+  o.params.L = 100;
+  o.params.Gs = o.params.Gl = 1;
+  o.params.S = o.params.s = S;
+  return o;
+}
+
+double collective_ns(const ReplayResult& r, int rank) { return r.ranks.at(rank).predicted.collectives; }
+
+}  // namespace
+
+TEST_CASE("a late member delays only the ranks the algorithm makes wait for it, and S decides which", "[coll][replay]") {
+  // 8192 bytes on 4 ranks: Open MPI's linear Bcast (the root isends to 1, 2, 3, then waits for all).
+  // Rank 3 comes 100 us late.
+  Trace t = one_bcast(8192, 3, 100000);
+  SECTION("eager (S = 64 KiB): the root's sends complete without the receivers; only rank 3 is late") {
+    auto r = replay(t, simple_model(65536));
+    CHECK(r.collectives_by_algorithm == 1);
+    CHECK(r.collectives_closed_formula == 0);
+    CHECK(r.collective_messages == 3);
+    CHECK(r.collective_rendezvous_messages == 0);
+    // root: three isends posted at 0, 1000, 2000, each done T1 = o' later (4): done at 3000
+    CHECK(collective_ns(r, 0) == Approx(3000));
+    // rank 1 receives the send posted at 0: T1 + T2 + T3 = 1000 + (8192 + 100) + 1000 (1)
+    CHECK(collective_ns(r, 1) == Approx(10292));
+    // rank 2's was posted at 1000
+    CHECK(collective_ns(r, 2) == Approx(11292));
+    // rank 3 arrives long after its data: T3 only (7)
+    CHECK(collective_ns(r, 3) == Approx(1000));
+  }
+  SECTION("rendezvous (S = 4 KiB): the root waits for rank 3's receive") {
+    auto r = replay(t, simple_model(4096));
+    CHECK(r.collective_rendezvous_messages == 3);
+    // (5) for the send to 3, posted at 2000, its receive at 100000: T4 = max(o'+L, 98000) + o' = 99000,
+    // T5 = 2o' + L = 2100, T1' = o' = 1000: done at 2000 + 102100
+    CHECK(collective_ns(r, 0) == Approx(104100));
+    // the ranks on time are not delayed by rank 3: (9) for rank 1, receive posted at 0, send at 0:
+    // max(o'+L - 0, 0) + o' + T5 + T1' + T2' + T3' = 1100 + 1000 + 2100 + 1000 + 8292 + 1000
+    CHECK(collective_ns(r, 1) == Approx(14492));
+  }
+  SECTION("without a library to follow, the closed formula is the fallback, and counted as such") {
+    ReplayOptions o = simple_model(65536);
+    o.mpi_library = "Intel MPI";
+    auto r = replay(t, o);
+    CHECK(r.collectives_by_algorithm == 0);
+    CHECK(r.collectives_closed_formula == 1);
+    CHECK(r.collective_algorithms.count("closed formula (no algorithm to follow)") == 1);
+  }
+}
+
+TEST_CASE("a collective's step costs what Table 4 says its blocking call costs", "[coll][loggps]") {
+  LogGPSParams p;
+  p.o = 100;
+  p.L = 10;
+  p.Oss = 1;
+  p.Ors = 2;
+  p.Gs = 4;
+  p.Osl = 8;
+  p.Orl = 16;
+  p.Gl = 32;
+  p.s = 2;
+  p.S = 4;
+  LogGPS m(p);
+  for (uint64_t k : {1, 2, 4, 5, 100})
+    for (double tr : {0.0, 50.0, 5000.0})
+      for (bool sync : {false, true}) {
+        INFO(k << " bytes, receive posted at " << tr << (sync ? ", synchronous" : ""));
+        const double ts = 20;
+        double send = sync ? m.synchronous_send(k, ts, tr) : m.send(k, ts, tr);
+        CHECK(m.send_completion(k, ts, tr, 1, sync) == Approx(ts + send));  // (4), (5)
+        if (!sync) CHECK(m.recv_completion(k, ts, tr, 1, false) == Approx(tr + m.recv(k, ts, tr)));  // (7)-(9)
+      }
+  // a synchronous send of a small message waits for its receive as a rendezvous one does
+  CHECK(m.send_waits_for_receive(1, true));
+  CHECK_FALSE(m.send_waits_for_receive(4, false));
+  CHECK(m.send_waits_for_receive(5, false));
+  // a local reduction costs reduce_ns_per_byte, nothing without it
+  CHECK(m.reduction(1000) == 0);
+  p.reduce_ns_per_byte = 0.5;
+  CHECK(LogGPS(p).reduction(1000) == Approx(500));
+}
+
+TEST_CASE("a parameter file may say what a reduction costs per byte, and a negative cost is refused", "[coll][loggps]") {
+  const std::string model = "[loggps]\nL_ns = 1\no_ns = 1\nOss_ns_per_byte = 0\nOrs_ns_per_byte = 0\n"
+                            "Osl_ns_per_byte = 0\nOrl_ns_per_byte = 0\nGs_ns_per_byte = 0\nGl_ns_per_byte = 0\n"
+                            "s_bytes = 10\nS_bytes = 10\n";
+  auto file = mpa_test::fresh_dir("reduce_params") / "p.toml";
+  std::ofstream(file) << model << "[mpi]\nreduce_ns_per_byte = 0.25\n";
+  auto p = load_params(file);
+  REQUIRE(p.reduce_ns_per_byte);
+  CHECK(*p.reduce_ns_per_byte == 0.25);
+  std::ofstream(file) << model << "[mpi]\nreduce_ns_per_byte = -1\n";
+  CHECK_THROWS_WITH(load_params(file), Catch::Contains("reduce_ns_per_byte = -1 is negative") &&
+                                           Catch::Contains(file.string()));
+  // the shipped TCP set has it, measured
+  auto tcp = load_params(fs::path(MPA_SOURCE_DIR) / "share" / "params" / "openmpi-tcp-loopback.toml");
+  CHECK(tcp.reduce_ns_per_byte);
+}
+
+TEST_CASE("a non-blocking collective posts its first round at the I- call and runs the next at the Wait",
+          "[coll][replay]") {
+  // Four ranks: MPI_Ibarrier at 0, 100 us of computation, MPI_Wait. Open MPI's libnbc disseminates in
+  // two rounds (nbc_ibarrier.c), each an isend and an irecv of 0 bytes. Round 0 is posted by the I- call
+  // (2 o' = 2000 ns) and done long before the Wait; round 1 starts at the Wait (no progress between MPI
+  // calls): both posts (2 o'), and the partner's message, posted at its Wait, arrives o' + L after it and
+  // is received in o': the Wait ends 2 o' + L = 2100 ns after it began, o' of it overhead.
+  Trace t;
+  t.world_size = 4;
+  t.ranks.resize(4);
+  t.site_keys.resize(4);
+  t.comms.push_back(TraceComm{1, {0, 1, 2, 3}});
+  CollectiveInstance c;
+  c.call = MPA_CALL_Ibarrier;
+  c.comm = 0;
+  for (int r = 0; r < 4; r++) {
+    auto& ops = t.ranks[r].ops;
+    t.ranks[r].rank = r;
+    ops.push_back(Op{0, 0, MPA_CALL_Init, 0, OpKind::Other, 0, 0});
+    ops.push_back(Op{0, 10, MPA_CALL_Ibarrier, 1, OpKind::PostCollective, static_cast<uint32_t>(t.links.size()), 1});
+    t.links.push_back(Link{Link::PostColl, 0});
+    ops.push_back(Op{100010, 100020, MPA_CALL_Wait, 2, OpKind::Completion, static_cast<uint32_t>(t.links.size()), 1});
+    t.links.push_back(Link{Link::DoneColl, 0});
+    ops.push_back(Op{100020, 100030, MPA_CALL_Finalize, 3, OpKind::Other, 0, 0});
+    c.members.emplace_back(r, 1);
+    c.sent.push_back(std::nullopt);
+    c.received.push_back(std::nullopt);
+  }
+  t.collectives.push_back(c);
+  auto r = replay(t, simple_model(65536));
+  CHECK(r.collectives_by_algorithm == 1);
+  CHECK(r.collective_algorithms.begin()->first.find("nbc_ibarrier.c") != std::string::npos);
+  for (int rank = 0; rank < 4; rank++) {
+    INFO("rank " << rank);
+    const auto& b = r.ranks[rank].predicted;
+    CHECK(b.computation == Approx(100000));
+    // the I- call: 2000; the Wait: 1000 overhead and 1100 waiting for round 1
+    CHECK(b.collectives == Approx(2000 + 1100));
+    CHECK(b.recv_overhead == Approx(1000));
+    CHECK(r.ranks[rank].predicted_ns == Approx(2000 + 100000 + 2100));
+  }
+}
+
+TEST_CASE("what-ifs reach collectives: a larger S makes their steps eager, --split cuts a call into parts of at most S",
+          "[coll][replay]") {
+  // 100000 bytes on 4 ranks: Open MPI's linear Bcast, three messages of 100000 bytes
+  Trace t = one_bcast(100000, 3, 100000);
+  auto small = replay(t, simple_model(16384));
+  CHECK(small.collective_rendezvous_messages == 3);
+  auto large = replay(t, simple_model(131072));
+  CHECK(large.collective_rendezvous_messages == 0);
+  CHECK(collective_ns(large, 0) < collective_ns(small, 0));  // the root no longer waits for rank 3
+  // split: ceil(100000 / 16384) = 7 calls of 14286 bytes, each a linear Bcast of eager messages
+  ReplayOptions split = simple_model(16384);
+  split.split_everywhere = true;
+  auto parts = replay(t, split);
+  CHECK(parts.split_messages == 1);
+  CHECK(parts.collective_messages == 7 * 3);
+  CHECK(parts.collective_rendezvous_messages == 0);
+  REQUIRE(parts.collective_algorithms.size() == 1);
+  CHECK(parts.collective_algorithms.begin()->first.rfind("7 parts of 14286 bytes: Open MPI 4.1 coll/tuned basic_linear", 0) == 0);
+}
