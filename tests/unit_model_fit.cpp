@@ -39,7 +39,7 @@ Trace isend_run(const std::vector<std::pair<int, uint64_t>>& slow_posts) {
   t.comms.push_back(TraceComm{0, {0, 1}});
   for (int r = 0; r < 2; r++) {
     t.ranks[r].rank = r;
-    for (uint32_t s = 1; s <= 3; s++) t.site_keys[r][s] = SiteKey{"app", s};
+    for (uint32_t s = 1; s <= 3; s++) t.site_keys[r][s] = SiteKey{"app", s, ""};
   }
   auto add = [&](int r, uint64_t& now, uint64_t took, uint32_t call, OpKind kind, uint32_t site, std::vector<Link> links) {
     Op op;
