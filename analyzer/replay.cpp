@@ -46,6 +46,12 @@ Window window_of(const RankTrace& r) {
   return w;
 }
 
+// The computation after a rank's last replayed call, up to MPI_Finalize (output, freeing, a last step).
+double tail_gap(const RankTrace& r, const Window& w) {
+  if (w.end <= w.first) return 0;
+  return std::max(0.0, static_cast<double>(w.stop_ns) - static_cast<double>(r.ops[w.end - 1].t_exit));
+}
+
 LogGPSParams effective_params(const ReplayOptions& o) {
   LogGPSParams p = o.params;
   if (o.model == ModelKind::LogGP) {
@@ -123,6 +129,9 @@ class Simulation {
     double measured_end = 0;
     for (size_t r = 0; r < ranks_.size(); r++) {
       RankState& s = ranks_[r];
+      const double tail = tail_gap(t_.ranks[r], s.w) * o_.compute_factor;
+      s.now += tail;
+      s.b.computation += tail;
       if (s.deferred_send_done != kUnknown && s.deferred_send_done > s.now) {  // completed by MPI_Finalize
         s.b.send_wait += s.deferred_send_done - s.now;
         s.now = s.deferred_send_done;
@@ -1026,6 +1035,9 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
       site_part.computation = 0;
       it->second.predicted += site_part;
     }
+    const double tail = tail_gap(t.ranks[r], w[r]) * o.compute_factor;
+    total += tail;
+    rr.predicted.computation += tail;
     rr.predicted_ns = total;
     rr.measured_ns = static_cast<double>(w[r].stop_ns - t0);
     res.predicted_ns = std::max(res.predicted_ns, total);
