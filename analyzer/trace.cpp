@@ -160,8 +160,10 @@ struct Builder {
             op.kind = OpKind::Other;
             break;
           }
+          // Mrecv and Imrecv name no communicator: the reader gives them their message's (from the
+          // probe that made it) in ev.comm, without the COMM field bit, which says what was recorded
           uint32_t c = comm;
-          if ((ev.call == MPA_CALL_Mrecv || ev.call == MPA_CALL_Imrecv) && ev.has(MPA_F_COMM)) c = comm_of(log, ev.comm);
+          if ((ev.call == MPA_CALL_Mrecv || ev.call == MPA_CALL_Imrecv) && ev.comm != 0) c = comm_of(log, ev.comm);
           uint32_t r = add_recv(rank, idx, c, ev.peer, ev.tag, ev.bytes2);
           link(op, Link::PostRecv, r);
           if (op.kind == OpKind::PostRecv) {
