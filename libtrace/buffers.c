@@ -301,7 +301,8 @@ void mpa_defs_append(const uint8_t *rec, size_t len)
 static size_t event_bound(const mpa_event *ev, int npapi)
 {
   return 1 + 5 + 10 + 10 + 5 + 4 * 5 + 2 * 5 + 2 * 10 + 10 + 10 + 10 + 5 + (size_t)ev->nreq * 10 +
-         (size_t)ev->nstat * 30 + 5 + (size_t)npapi * 10 + 16;
+         (size_t)ev->nstat * 30 + 5 + (size_t)npapi * 10 + 16 +
+         (ev->mask & MPA_F_CANCELLED ? 5 + (size_t)ev->ncancelled * 5 : 0);
 }
 
 /* Room for need bytes in the thread's chunk; returns the write position or NULL (event dropped). */
@@ -381,6 +382,10 @@ static void encode(mpa_thread *ts, const mpa_event *ev, uint32_t callsite, uint3
   }
   if (mask & MPA_F_INCALL) p = mpa_put_varint(p, incall);
   if (mask & MPA_F_VALUE) p = mpa_put_varint(p, mpa_zigzag(ev->value));
+  if (mask & MPA_F_CANCELLED) {
+    p = mpa_put_varint(p, ev->ncancelled);
+    for (uint32_t i = 0; i < ev->ncancelled; i++) p = mpa_put_varint(p, ev->cancelled[i]);
+  }
   ts->chunk->len += (size_t)(p - start);
   ts->prev_exit = ev->t_exit;
   ts->events += count ? count : 1; /* summed over threads at finalize: no shared cache line per call */

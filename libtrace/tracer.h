@@ -95,6 +95,7 @@ struct mpa_thread {
   MPI_Fint *fstatuses; int fstatuses_cap;
   int *indices; int indices_cap;
   mpa_status *stats; int stats_cap;
+  uint32_t *cancelled; int cancelled_cap;
   /* PAPI */
   long long papi_enter[MPA_MAX_PAPI]; /* counters when this call began */
   long long papi_exit[MPA_MAX_PAPI];  /* and when the previous one ended */

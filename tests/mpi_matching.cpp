@@ -87,3 +87,38 @@ TEST_CASE("mpi4py's pickled comm.send and comm.recv are matched", "[matching][py
   CHECK(matched_messages(t) >= 20);  // 10 pickled requests and 10 replies, and mpi4py's own
   CHECK(partner_notes(report_of(run.dir)).empty());
 }
+
+TEST_CASE("cancelled receives are recorded as cancelled and left out of matching", "[matching][cancel]") {
+  JobSpec s;
+  s.np = 2;
+  s.program = "cancel";
+  s.args = {"4"};
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  REQUIRE(run.out == "cancel: ok 4 24\n");
+
+  // the log says which completions were of cancelled requests: 6 a round, through Wait (with and
+  // without a status), Waitall, Test and a persistent request; the cancel that came too late is not one
+  int cancelled = 0, late_received = 0;
+  for (const auto& e : events_of(run.dir, 0)) {
+    for (const auto& st : e.e.statuses) {
+      cancelled += st.cancelled;
+      late_received += !st.cancelled && e.call == "MPI_Wait" && st.tag == 2 && st.source == 1;
+    }
+  }
+  CHECK(cancelled == 24);
+  CHECK(late_received == 4);
+  for (const auto& e : events_of(run.dir, 1))
+    for (const auto& st : e.e.statuses) CHECK(!st.cancelled);
+
+  mpiadvise::JobLog job(run.dir);
+  CHECK(job.problems().empty());
+  auto t = mpiadvise::build_trace(job);
+  CHECK(t.unmatched_sends == 0);
+  CHECK(t.unmatched_recvs == 0);
+  CHECK(t.messages.size() == 4 * 3);  // a round: one Sendrecv message each way, and the late one
+  CHECK(matched_messages(t) == 4 * 3);
+  for (const auto& m : t.messages) CHECK(m.tag != 99);
+  CHECK(partner_notes(report_of(run.dir)).empty());
+}
