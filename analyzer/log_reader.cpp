@@ -441,6 +441,7 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
     try {
       uint8_t call = c.byte();
       ev.mask = static_cast<uint32_t>(c.varint());
+      if (ev.mask & ~MPA_F_KNOWN) throw std::out_of_range(fmt::format("field bits {:#x} unknown to this mpiadvise", ev.mask & ~MPA_F_KNOWN));
       uint64_t enter = s.prev_exit + static_cast<uint64_t>(c.zigzag());
       uint64_t exit = enter + c.varint();
       ev.callsite = static_cast<uint32_t>(c.varint());
@@ -505,6 +506,9 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
         ev.incall_ns = static_cast<uint64_t>(static_cast<double>(ticks) * slope_ + 0.5);
       }
       if (ev.mask & MPA_F_VALUE) ev.value = c.zigzag();
+      if (ev.mask & MPA_F_CANCELLED)
+        for (uint64_t n = c.varint(), i = 0; i < n; i++)
+          if (uint64_t k = c.varint(); k < ev.statuses.size()) ev.statuses[k].cancelled = true;
       s.prev_exit = exit;
     } catch (const std::out_of_range& e) {
       // find the chunk offset for the message

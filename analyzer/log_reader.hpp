@@ -41,6 +41,7 @@ struct Status {
   int32_t source = 0;  // world rank (or a special rank)
   int32_t tag = 0;
   uint64_t bytes = 0;
+  bool cancelled = false;  // the request was cancelled (MPI_Cancel, then MPI_Test_cancelled true)
 };
 
 struct Event {

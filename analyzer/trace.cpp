@@ -56,6 +56,7 @@ struct SendEnd {
   uint64_t bytes;
   bool sync;
   uint32_t done_op = kNone;
+  bool cancelled = false;  // MPI_Cancel succeeded: no message
 };
 struct RecvEnd {
   int rank, src;  // src resolved from the status where there is one
@@ -64,6 +65,7 @@ struct RecvEnd {
   uint64_t bytes;
   bool resolved = false;
   uint32_t done_op = kNone;
+  bool cancelled = false;  // MPI_Cancel succeeded: no message
 };
 
 // A request as the rank made it: what a completion completes.
@@ -160,8 +162,10 @@ struct Builder {
             op.kind = OpKind::Other;
             break;
           }
+          // Mrecv and Imrecv name no communicator: the reader gives them their message's (from the
+          // probe that made it) in ev.comm, without the COMM field bit, which says what was recorded
           uint32_t c = comm;
-          if ((ev.call == MPA_CALL_Mrecv || ev.call == MPA_CALL_Imrecv) && ev.has(MPA_F_COMM)) c = comm_of(log, ev.comm);
+          if ((ev.call == MPA_CALL_Mrecv || ev.call == MPA_CALL_Imrecv) && ev.comm != 0) c = comm_of(log, ev.comm);
           uint32_t r = add_recv(rank, idx, c, ev.peer, ev.tag, ev.bytes2);
           link(op, Link::PostRecv, r);
           if (op.kind == OpKind::PostRecv) {
@@ -232,10 +236,12 @@ struct Builder {
             if ((p.kind == Pending::Send || p.kind == Pending::PersistentSend) && p.id != kNone) {
               link(op, Link::DoneSend, p.id);
               sends[p.id].done_op = idx;
+              sends[p.id].cancelled = st.cancelled;
             } else if ((p.kind == Pending::Recv || p.kind == Pending::PersistentRecv) && p.id != kNone) {
               link(op, Link::DoneRecv, p.id);
               recvs[p.id].done_op = idx;
-              resolve(p.id, st);
+              if (st.cancelled) recvs[p.id].cancelled = true;  // its status says nothing of a message
+              else resolve(p.id, st);
             } else if (p.kind == Pending::Coll) {
               link(op, Link::DoneColl, p.id);
             }
@@ -275,6 +281,26 @@ struct Builder {
     });
   }
 
+  // The links of cancelled operations (no message: their id is kNone) go; an op left with no link is
+  // replayed as what it was measured to be (Other), as a completion of nothing is.
+  void drop_cancelled_links() {
+    if (std::none_of(t.links.begin(), t.links.end(), [](const Link& l) { return l.id == kNone; })) return;
+    std::vector<Link> kept;
+    kept.reserve(t.links.size());
+    for (auto& rt : t.ranks) {
+      for (auto& op : rt.ops) {
+        const uint32_t first = static_cast<uint32_t>(kept.size());
+        for (uint32_t i = 0; i < op.n_links; i++)
+          if (t.links[op.first_link + i].id != kNone) kept.push_back(t.links[op.first_link + i]);
+        op.n_links = static_cast<uint32_t>(kept.size()) - first;
+        op.first_link = op.n_links ? first : 0;
+        if (op.n_links == 0 && (op.kind == OpKind::PostSend || op.kind == OpKind::PostRecv || op.kind == OpKind::Completion))
+          op.kind = OpKind::Other;
+      }
+    }
+    t.links = std::move(kept);
+  }
+
   // MPI's matching: per communicator, sender, receiver and tag, sends and receives pair in order
   // (non-overtaking); receives with wildcards match by the source and tag their status resolved.
   void match() {
@@ -287,10 +313,12 @@ struct Builder {
       }
     };
     std::map<Key, std::vector<uint32_t>> send_q, recv_q;
-    for (uint32_t i = 0; i < sends.size(); i++) send_q[{sends[i].comm, sends[i].rank, sends[i].dst, sends[i].tag}].push_back(i);
+    for (uint32_t i = 0; i < sends.size(); i++)
+      if (!sends[i].cancelled) send_q[{sends[i].comm, sends[i].rank, sends[i].dst, sends[i].tag}].push_back(i);
     for (uint32_t i = 0; i < recvs.size(); i++) {
       const RecvEnd& r = recvs[i];
-      if (r.src < 0 || r.tag < 0) continue;  // a wildcard never resolved (cancelled, never completed)
+      if (r.cancelled) continue;             // no message, neither matched nor missing a partner
+      if (r.src < 0 || r.tag < 0) continue;  // a wildcard never resolved (never completed)
       recv_q[{r.comm, r.src, r.rank, r.tag}].push_back(i);
     }
     std::vector<uint32_t> send_msg(sends.size(), kNone), recv_msg(recvs.size(), kNone);
@@ -322,7 +350,7 @@ struct Builder {
       }
     }
     for (uint32_t i = 0; i < recvs.size(); i++) {
-      if (recv_msg[i] != kNone) continue;
+      if (recv_msg[i] != kNone || recvs[i].cancelled) continue;
       const RecvEnd& r = recvs[i];
       Message m;
       m.src = r.src;
@@ -340,6 +368,7 @@ struct Builder {
       if (l.kind == Link::PostSend || l.kind == Link::DoneSend) l.id = send_msg[l.id];
       else if (l.kind == Link::PostRecv || l.kind == Link::DoneRecv) l.id = recv_msg[l.id];
     }
+    drop_cancelled_links();
     for (const auto& c : t.collectives)
       if (c.members.size() != t.comms[c.comm].members.size()) t.incomplete_collectives++;
   }

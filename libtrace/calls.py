@@ -29,6 +29,8 @@ records:
                            (test-like calls that find nothing are folded into runs, see core.c)
   newcomm                  communicator created by the call
   freecomm                 communicator released by the call
+  cancels                  the call cancels its req_in (MPI_Cancel): completions then say whether
+                           the cancel succeeded (MPA_F_CANCELLED)
 """
 
 
@@ -129,7 +131,7 @@ CALLS = [
          "int array_of_indices[], MPI_Status array_of_statuses[]",
          reqs_in=("incount", "array_of_requests"), completion="testsome"),
     done("Request_free", "MPI_Request *request", req_in="request"),
-    done("Cancel", "MPI_Request *request", req_in="request"),
+    done("Cancel", "MPI_Request *request", req_in="request", cancels=True),
 ]
 
 # ---- collectives, blocking and non-blocking ----------------------------------------------------------

@@ -247,10 +247,16 @@ static int64_t clock_offset(const char **method)
 static const int g_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGQUIT};
 static struct sigaction g_old_actions[NSIG];
 
+static pid_t g_pid; /* of the traced process, to know a forked child by */
+static void in_forked_child(void);
+
 static void on_fatal_signal(int sig, siginfo_t *info, void *ctx)
 {
+  /* a signal can reach a forked child before its fork handler has run: the parent's events are the
+   * parent's to write */
+  if (getpid() != g_pid) in_forked_child();
   /* write what is held; tracing goes on, for a program whose own handler lets it continue */
-  mpa_flush_from_signal();
+  else mpa_flush_from_signal();
   struct sigaction *old = &g_old_actions[sig];
   /* a one-shot handler of the application's goes away after this signal, as it would have */
   if (old->sa_flags & SA_RESETHAND) {
@@ -292,10 +298,29 @@ static void install_signal_handlers(void)
 static void at_exit(void)
 {
   /* exit() without MPI_Finalize: write what we hold; the log has no trailer */
-  if (g_started && !g_finished) {
+  if (g_started && !g_finished && getpid() == g_pid) {
     mpa_active = 0;
     mpa_flush_at_exit(); /* exit() may come from a signal handler: no lock is waited on for long */
   }
+}
+
+/* ---- fork ------------------------------------------------------------------------------------------- */
+/* A child forked by a traced rank is not traced: it shares the parent's log file and holds a copy of
+ * its unwritten events, but not its writer thread. Without this, its exit() waited 2 s for a writer
+ * that does not exist, and a fatal signal in it wrote the copied events into the parent's log a second
+ * time. Tracing is off in the child from its first instruction; its exit, signals, MPI_Finalize or
+ * MPI_Abort touch nothing of the parent's. Runs in the child right after fork(): plain stores and
+ * close() only (async-signal-safe), as the child of a threaded process may call nothing else. */
+static void in_forked_child(void)
+{
+  mpa_active = 0;
+  g_enabled = 0;
+  g_finished = 1; /* at_exit, MPI_Abort and MPI_Pcontrol do nothing */
+  g_joined = 0;   /* MPI_Finalize takes no part in the tracer's collectives */
+  mpa_comms_tracked = 0;
+  mpa_writer_forget();
+  if (g_fd >= 0) close(g_fd);
+  g_fd = -1;
 }
 
 /* ---- start ------------------------------------------------------------------------------------------ */
@@ -377,8 +402,10 @@ static void start(uint32_t call, uint64_t t0, void *ra)
   mpa_comm_init();
   mpa_comms_tracked = 1;
   mpa_modules_record();
+  g_pid = getpid();
   install_signal_handlers();
   atexit(at_exit);
+  pthread_atfork(NULL, NULL, in_forked_child);
   g_started = 1;
   update_active();
   record_core_event(call, t0, mpa_now(), ra, level, 1);

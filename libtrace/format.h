@@ -62,7 +62,12 @@ enum mpa_field {
   MPA_F_PAPI = 1u << 11,    /* varint n, n x varint counter deltas over the preceding computation */
   MPA_F_INCALL = 1u << 12,  /* varint: ticks spent inside the folded calls (with COUNT) */
   MPA_F_VALUE = 1u << 13,   /* zigzag: call-specific value (Pcontrol level, thread level, error code) */
+  MPA_F_CANCELLED = 1u << 14, /* varint n, n x varint position in this event's STATUS list: the
+                               * completions of requests that MPI_Cancel cancelled (MPI_Test_cancelled) */
 };
+/* Every field bit this format version knows: a reader stops at an event with any other (a field it
+ * cannot skip, written by a newer tracer). */
+#define MPA_F_KNOWN ((MPA_F_CANCELLED << 1) - 1u)
 
 /* A request or message handle is coded against a per-chunk table of the 16 handles seen last, one slot
  * per handle, slot = mpa_handle_slot(handle):

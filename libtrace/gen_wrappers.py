@@ -125,6 +125,8 @@ def post_code(call):
     o = out.append
     if "req_in" in r or "msg_in" in r:
         o("  mpa_reqs(&ev, mpa_h, 1);")
+    if r.get("cancels"):
+        o("  if (rc == MPI_SUCCESS) mpa_cancel_noted(mpa_h[0]);")
     if "reqs_in" in r:
         o(f"  mpa_reqs(&ev, mpa_h, {r['reqs_in'][0]} > 0 ? {r['reqs_in'][0]} : 0);")
     if "freecomm" in r:
@@ -158,6 +160,11 @@ def post_code(call):
         o("    mpa_status_some(&ev, ts, *outcount, array_of_indices, array_of_statuses);")
         if comp == "testsome":
             o("  else if (rc == MPI_SUCCESS && *outcount == 0) mpa_fold_me = 1;")
+    # requests completed after MPI_Cancel: was the cancel successful (only once a cancel was made)
+    if comp in ("wait", "test", "waitany", "testany"):
+        o(f"  if (mpa_cancels_to_check(&ev)) mpa_cancel_check(&ev, ts, {st});")
+    elif comp in ("waitall", "testall", "waitsome", "testsome"):
+        o("  if (mpa_cancels_to_check(&ev)) mpa_cancel_check(&ev, ts, array_of_statuses);")
     return out
 
 

@@ -62,12 +62,15 @@ static int mentions_protocol_limit(const char *name)
 }
 
 /* Every MPI_T control variable whose name mentions eager or rndv, with its value where it can be read
- * without an object. */
-static void mpi_t_cvars(mpa_bytes *b)
+ * without an object. thread_level: what MPI provided the program. MPI_T is started at that level, not
+ * lower: Open MPI's MPI_T_init_thread sets the MPI library's own thread level to the one it is given
+ * (ompi_mpi_thread_level), so MPI_THREAD_SINGLE here made MPI_Query_thread answer SINGLE to a program
+ * that had been provided MULTIPLE, and turned off Open MPI's support for concurrent calls. */
+static void mpi_t_cvars(mpa_bytes *b, int thread_level)
 {
   int provided, n = 0, first = 1;
   mpa_json_raw(b, "{");
-  if (PMPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
+  if (PMPI_T_init_thread(thread_level, &provided) != MPI_SUCCESS) {
     mpa_json_raw(b, "}");
     return;
   }
@@ -191,7 +194,7 @@ void mpa_header_json(mpa_bytes *b, int rank, int size, int thread_level, const c
     mpa_json_str(b, mpa_papi_name(i));
   }
   mpa_json_raw(b, "],\"cvars\":");
-  mpi_t_cvars(b);
+  mpi_t_cvars(b, thread_level);
   mpa_json_raw(b, ",\"env\":");
   mpi_environment(b);
   mpa_json_raw(b, ",\"calls\":[");

@@ -2,6 +2,7 @@
  * Fortran side (the library's own entry points and its sentinels). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,4 +194,53 @@ void mpa_status_some(mpa_event *ev, mpa_thread *ts, int n, const int *indices, c
   ev->mask |= MPA_F_STATUS;
   ev->stats = s;
   ev->nstat = (uint32_t)n;
+}
+
+/* ---- cancelled requests ---------------------------------------------------------------------------- */
+atomic_int mpa_cancels_pending;
+static pthread_mutex_t g_cancel_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *g_cancelled; /* handles of requests MPI_Cancel was called on, not yet completed */
+static int g_cancelled_n, g_cancelled_cap;
+
+void mpa_cancel_noted(uint64_t handle)
+{
+  pthread_mutex_lock(&g_cancel_mu);
+  int known = 0;
+  for (int i = 0; i < g_cancelled_n && !known; i++) known = g_cancelled[i] == handle;
+  if (!known) {
+    uint64_t *grown = grow(g_cancelled, &g_cancelled_cap, g_cancelled_n + 1, sizeof *g_cancelled);
+    if (g_cancelled_n < g_cancelled_cap) { /* else no memory: the cancel goes unrecorded */
+      g_cancelled = grown;
+      g_cancelled[g_cancelled_n++] = handle;
+    }
+  }
+  atomic_store_explicit(&mpa_cancels_pending, g_cancelled_n, memory_order_relaxed);
+  pthread_mutex_unlock(&g_cancel_mu);
+}
+
+void mpa_cancel_check(mpa_event *ev, mpa_thread *ts, const MPI_Status *st)
+{
+  uint32_t n = 0;
+  ts->cancelled = grow(ts->cancelled, &ts->cancelled_cap, (int)ev->nstat, sizeof *ts->cancelled);
+  if (ts->cancelled_cap < (int)ev->nstat) return;
+  pthread_mutex_lock(&g_cancel_mu);
+  for (uint32_t k = 0; k < ev->nstat && g_cancelled_n; k++) {
+    int32_t index = ev->stats[k].index;
+    if (index < 0 || (uint32_t)index >= ev->nreq) continue;
+    uint64_t handle = ev->reqs[index]; /* as it was before the completion freed it */
+    for (int i = 0; i < g_cancelled_n; i++) {
+      if (g_cancelled[i] != handle) continue;
+      g_cancelled[i] = g_cancelled[--g_cancelled_n]; /* completed: no longer outstanding */
+      int flag = 0;
+      if (PMPI_Test_cancelled(&st[k], &flag) == MPI_SUCCESS && flag) ts->cancelled[n++] = k;
+      break;
+    }
+  }
+  atomic_store_explicit(&mpa_cancels_pending, g_cancelled_n, memory_order_relaxed);
+  pthread_mutex_unlock(&g_cancel_mu);
+  if (n) {
+    ev->mask |= MPA_F_CANCELLED;
+    ev->cancelled = ts->cancelled;
+    ev->ncancelled = n;
+  }
 }

@@ -95,6 +95,7 @@ struct mpa_thread {
   MPI_Fint *fstatuses; int fstatuses_cap;
   int *indices; int indices_cap;
   mpa_status *stats; int stats_cap;
+  uint32_t *cancelled; int cancelled_cap;
   /* PAPI */
   long long papi_enter[MPA_MAX_PAPI]; /* counters when this call began */
   long long papi_exit[MPA_MAX_PAPI];  /* and when the previous one ended */
@@ -109,6 +110,7 @@ void mpa_writer_stop(void);            /* seals every chunk, writes all, joins t
 void mpa_flush_all(int wait_ms);       /* seals every chunk and waits until written (MPI_Abort) */
 void mpa_flush_at_exit(void);          /* the same, skipping any thread or lock that stays busy */
 void mpa_flush_from_signal(void);      /* best effort from a signal handler: no locks waited on */
+void mpa_writer_forget(void);          /* in a forked child: the parent's writer and buffers are not ours */
 int mpa_write_json_chunk(uint32_t type, const char *json, size_t len); /* META / TRAILER, synchronous */
 void mpa_defs_append(const uint8_t *rec, size_t len); /* a definition record, written before any event */
 const char *mpa_writer_error(void);    /* first write error, or NULL */

@@ -271,6 +271,10 @@ TEST_CASE("Cancel, a successful Test and sends to MPI_PROC_NULL", "[p2p]") {
   const Ev* cancel = first(r0, "MPI_Cancel");
   REQUIRE(cancel);
   CHECK(cancel->e.requests == irecv->e.requests);
+  bool cancelled = false;  // the Wait that completes it says the cancel succeeded
+  for (const auto& w : calls_named(r0, "MPI_Wait"))
+    if (w.e.requests == irecv->e.requests) cancelled = w.e.statuses.size() == 1 && w.e.statuses[0].cancelled;
+  CHECK(cancelled);
   const Ev* isend = first(r0, "MPI_Isend", 35);
   REQUIRE(isend);
   CHECK(isend->e.peer == kProcNull);

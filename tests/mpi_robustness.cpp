@@ -240,3 +240,38 @@ TEST_CASE("a signal the program's own handler survives does not stop tracing", "
   CHECK(traced.out.find("survived SIGINT: 1") != std::string::npos);
   CHECK(count_calls(events_of(traced.dir, 1), "MPI_Barrier") == 3);
 }
+
+TEST_CASE("a child forked by a traced rank writes nothing into its parent's log", "[harm][fork]") {
+  // The child ends by exit() (atexit handlers run), _exit(), exec of another program, or a SIGTERM
+  // (the tracer's signal handler runs in it). Its cost at exit is measured by hand (tests/programs/
+  // forker.c prints it): no time is asserted here.
+  for (const char* mode : {"exit", "_exit", "exec", "signal"}) {
+    DYNAMIC_SECTION(mode) {
+      JobSpec s;
+      s.program = "forker";
+      s.args = {mode, "4"};
+      auto traced = run_job(s);
+      auto plain = untraced(s);
+      INFO(traced.err);
+      REQUIRE(plain.status == 0);
+      CHECK(traced.status == 0);
+      CHECK(traced.out == plain.out);
+      CHECK(tracer_lines(traced.err).empty());
+      std::set<std::string> files;
+      for (const auto& f : fs::directory_iterator(traced.dir)) files.insert(f.path().filename().string());
+      CHECK(files == std::set<std::string>{"rank-00000.mpa", "rank-00001.mpa"});
+      mpiadvise::JobLog job(traced.dir);
+      CHECK(job.problems().empty());
+      for (int r = 0; r < 2; r++) {
+        const auto* log = job.rank(r);
+        REQUIRE(log);
+        CHECK(log->complete());
+        // 20 exchanges before and 20 after each of the 4 forks, each logged once
+        auto evs = events_of(traced.dir, r);
+        CHECK(count_calls(evs, "MPI_Sendrecv") == 4 * 40);
+        CHECK(count_calls(evs, "MPI_Init") == 1);
+        CHECK(count_calls(evs, "MPI_Finalize") == 1);
+      }
+    }
+  }
+}

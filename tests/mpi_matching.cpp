@@ -1,0 +1,124 @@
+// Messages matched send to receive however the program received them: through matched probes
+// (MPI_Mprobe / MPI_Improbe + MPI_Mrecv / MPI_Imrecv, as mpi4py's comm.recv does) and past cancelled
+// receives. Each runs a real traced job and asserts on build_trace and on the report's notes.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "support.hpp"
+#include "trace.hpp"
+
+using namespace mpa_test;
+using json = nlohmann::json;
+
+namespace {
+
+std::string mpiadvise_cmd() { return (build_dir() / "bin" / "mpiadvise").string(); }
+
+json report_of(const fs::path& dir) {
+  auto r = run_command(mpiadvise_cmd() + " report --format json " + dir.string());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return json::parse(r.out);
+}
+
+// The report's notes that say a message or an operation has no partner.
+std::vector<std::string> partner_notes(const json& report) {
+  std::vector<std::string> out;
+  for (const auto& n : report.at("notes")) {
+    auto s = n.get<std::string>();
+    if (s.find("partner") != std::string::npos) out.push_back(s);
+  }
+  return out;
+}
+
+size_t matched_messages(const mpiadvise::Trace& t) {
+  size_t n = 0;
+  for (const auto& m : t.messages) n += m.matched();
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("messages received through matched probes are matched to their sends", "[matching]") {
+  JobSpec s;
+  s.np = 3;
+  s.program = "matched_probe";
+  s.args = {"4"};
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  REQUIRE(run.out == "matched_probe: ok 32\n");  // 4 phases x 4 messages x 2 senders
+
+  mpiadvise::JobLog job(run.dir);
+  auto t = mpiadvise::build_trace(job);
+  CHECK(t.unmatched_sends == 0);
+  CHECK(t.unmatched_recvs == 0);
+  CHECK(t.messages.size() == 32);
+  CHECK(matched_messages(t) == 32);
+  // each matched message pairs a rank's send with rank 0's receive, on the communicator it was sent on
+  for (const auto& m : t.messages) {
+    CHECK(m.dst == 0);
+    CHECK((m.src == 1 || m.src == 2));
+    CHECK(m.recv_done_op != mpiadvise::kNone);
+    CHECK(m.bytes == static_cast<uint64_t>(m.src) * sizeof(int));
+  }
+  CHECK(partner_notes(report_of(run.dir)).empty());
+}
+
+TEST_CASE("mpi4py's pickled comm.send and comm.recv are matched", "[matching][python]") {
+  const fs::path script = fs::path(MPA_SOURCE_DIR) / "tests" / "programs" / "mpi4py_sendrecv.py";
+  auto probe = run_command("/usr/bin/python3 -c 'import mpi4py'");
+  INFO("python3-mpi4py is needed (scripts/deps.sh installs it): " << probe.err);
+  REQUIRE(probe.status == 0);
+  JobSpec s;
+  s.np = 2;
+  s.program = "/usr/bin/python3";
+  s.args = {script.string(), "10"};
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  REQUIRE(run.out == "mpi4py_sendrecv: ok 10\n");
+
+  mpiadvise::JobLog job(run.dir);
+  auto t = mpiadvise::build_trace(job);
+  CHECK(t.unmatched_sends == 0);
+  CHECK(t.unmatched_recvs == 0);
+  CHECK(matched_messages(t) >= 20);  // 10 pickled requests and 10 replies, and mpi4py's own
+  CHECK(partner_notes(report_of(run.dir)).empty());
+}
+
+TEST_CASE("cancelled receives are recorded as cancelled and left out of matching", "[matching][cancel]") {
+  JobSpec s;
+  s.np = 2;
+  s.program = "cancel";
+  s.args = {"4"};
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  REQUIRE(run.out == "cancel: ok 4 24\n");
+
+  // the log says which completions were of cancelled requests: 6 a round, through Wait (with and
+  // without a status), Waitall, Test and a persistent request; the cancel that came too late is not one
+  int cancelled = 0, late_received = 0;
+  for (const auto& e : events_of(run.dir, 0)) {
+    for (const auto& st : e.e.statuses) {
+      cancelled += st.cancelled;
+      late_received += !st.cancelled && e.call == "MPI_Wait" && st.tag == 2 && st.source == 1;
+    }
+  }
+  CHECK(cancelled == 24);
+  CHECK(late_received == 4);
+  for (const auto& e : events_of(run.dir, 1))
+    for (const auto& st : e.e.statuses) CHECK(!st.cancelled);
+
+  mpiadvise::JobLog job(run.dir);
+  CHECK(job.problems().empty());
+  auto t = mpiadvise::build_trace(job);
+  CHECK(t.unmatched_sends == 0);
+  CHECK(t.unmatched_recvs == 0);
+  CHECK(t.messages.size() == 4 * 3);  // a round: one Sendrecv message each way, and the late one
+  CHECK(matched_messages(t) == 4 * 3);
+  for (const auto& m : t.messages) CHECK(m.tag != 99);
+  CHECK(partner_notes(report_of(run.dir)).empty());
+}
