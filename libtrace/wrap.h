@@ -23,27 +23,7 @@
 #define MPA_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
 #endif
 
-struct mpa_status {
-  int32_t index;  /* position in the request array (0 for single-request calls) */
-  int32_t source; /* rank in the request's communicator, or a special rank code */
-  int32_t tag;
-  uint64_t bytes;
-};
-
-/* One intercepted call, as the wrapper describes it to the encoder. */
-typedef struct mpa_event {
-  uint32_t call;
-  uint32_t mask; /* MPA_F_* present */
-  uint64_t t_enter, t_exit;
-  int32_t peer, tag, peer2, tag2;
-  uint32_t comm, newcomm;
-  uint64_t bytes, bytes2;
-  uint32_t nreq;
-  const uint64_t *reqs;
-  uint32_t nstat;
-  const mpa_status *stats;
-  int64_t value;
-} mpa_event;
+/* One intercepted call, as the wrapper describes it to the encoder: mpa_event in codec.h. */
 
 /* Tracing state, read on every call. */
 extern volatile int mpa_active;
