@@ -40,7 +40,8 @@ TRACE_OBJ := $(patsubst libtrace/%.c,$(BUILD)/obj/libtrace/%.o,$(TRACE_SRC)) $(B
 TRACE_LIB := $(BUILD)/lib/libmpiadvise.so
 
 ANALYZER_SRC := $(wildcard analyzer/*.cpp)
-ANALYZER_OBJ := $(patsubst analyzer/%.cpp,$(BUILD)/obj/analyzer/%.o,$(ANALYZER_SRC))
+# the event codec's decoder (libtrace/codec.c) is C, shared with the tracer's encoder (codec.h)
+ANALYZER_OBJ := $(patsubst analyzer/%.cpp,$(BUILD)/obj/analyzer/%.o,$(ANALYZER_SRC)) $(BUILD)/obj/analyzer/codec.o
 ANALYZER_LIB := $(BUILD)/lib/libmpiadvise-analyzer.a
 
 CLI_SRC := $(wildcard cli/*.cpp)
@@ -72,7 +73,11 @@ $(TRACE_LIB): $(TRACE_OBJ)
 	$(MPICC) -shared -o $@ $(TRACE_OBJ) -lzstd -lunwind -lpapi -ldl -lpthread
 
 # ---- analyzer: the offline library -----------------------------------------------------------------------
-$(BUILD)/obj/analyzer/%.o: analyzer/%.cpp $(wildcard analyzer/*.hpp) libtrace/format.h $(BUILD)/gen/call_ids.h
+$(BUILD)/obj/analyzer/codec.o: libtrace/codec.c libtrace/codec.h libtrace/format.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(CFLAGS) $(SAN_FLAGS) $(WARN_C) -Ilibtrace -c $< -o $@
+
+$(BUILD)/obj/analyzer/%.o: analyzer/%.cpp $(wildcard analyzer/*.hpp) libtrace/format.h libtrace/codec.h $(BUILD)/gen/call_ids.h
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 $(CXXFLAGS) $(SAN_FLAGS) $(WARN_CXX) $(CXX_INC) -DMPIADVISE_PREFIX='"$(PREFIX)"' -c $< -o $@
 

@@ -1,20 +1,18 @@
 #include "log_reader.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
-#include <queue>
 #include <regex>
 #include <set>
-#include <unordered_map>
 
 #include <fmt/format.h>
+
+#include "log_header.hpp"
+#include "text_escape.hpp"
 
 extern "C" {
 #include "format.h"
@@ -24,14 +22,15 @@ namespace mpiadvise {
 
 namespace fs = std::filesystem;
 
+// Messages are one line for a terminal: bytes from the file (a JSON excerpt, a name) are escaped.
 LogError::LogError(const std::string& f, std::optional<uint64_t> off, const std::string& what)
-    : std::runtime_error(off ? fmt::format("{}: offset {}: {}", f, *off, what) : fmt::format("{}: {}", f, what)),
+    : std::runtime_error(terminal_text(off ? fmt::format("{}: offset {}: {}", f, *off, what) : fmt::format("{}: {}", f, what))),
       file(f),
       offset(off),
       detail(what) {}
 
 std::string ReadProblem::text() const {
-  return offset ? fmt::format("{}: offset {}: {}", file, *offset, message) : fmt::format("{}: {}", file, message);
+  return terminal_text(offset ? fmt::format("{}: offset {}: {}", file, *offset, message) : fmt::format("{}: {}", file, message));
 }
 
 const char* call_name(int call) {
@@ -47,38 +46,55 @@ int32_t Communicator::world_rank(int32_t local) const {
 // ---- bytes ---------------------------------------------------------------------------------------------
 namespace {
 
-// Reads varints from a decoded chunk; throws on running off the end.
+// Reads varints from a decoded DEFS chunk; throws on running off the end.
 struct Cursor {
   const uint8_t* p;
   const uint8_t* end;
   bool done() const { return p >= end; }
+  size_t left() const { return static_cast<size_t>(end - p); }
   uint64_t varint() {
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
-      if (p >= end) throw std::out_of_range("event runs past the end of its chunk");
+      if (p >= end) throw std::out_of_range("runs past the end of its chunk");
       uint8_t b = *p++;
+      if (shift == 63 && b > 1) break;
       v |= static_cast<uint64_t>(b & 0x7f) << shift;
       if (!(b & 0x80)) return v;
     }
     throw std::out_of_range("varint longer than 64 bits");
   }
-  int64_t zigzag() {
+  uint32_t u32(const char* what) {
     uint64_t v = varint();
-    return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
+    if (v > UINT32_MAX) throw std::out_of_range(fmt::format("{} {} is larger than 32 bits", what, v));
+    return static_cast<uint32_t>(v);
   }
-  uint8_t byte() {
-    if (p >= end) throw std::out_of_range("event runs past the end of its chunk");
-    return *p++;
+  int32_t i32(const char* what) {
+    uint64_t z = varint();
+    int64_t v = static_cast<int64_t>(z >> 1) ^ -static_cast<int64_t>(z & 1);
+    if (v < INT32_MIN || v > INT32_MAX) throw std::out_of_range(fmt::format("{} {} is not a 32-bit integer", what, v));
+    return static_cast<int32_t>(v);
+  }
+  // a count of items of at least one byte each: no more than the chunk holds, nor than `most`
+  uint64_t count(const char* what, uint64_t most) {
+    uint64_t n = varint();
+    if (n > left()) throw std::out_of_range(fmt::format("{} {} is more than the {} bytes left in the chunk", what, n, left()));
+    if (n > most) throw std::out_of_range(fmt::format("{} {} is more than {}", what, n, most));
+    return n;
   }
 };
 
-std::vector<uint8_t> read_file_bytes(const fs::path& file, uint64_t offset, size_t n) {
-  std::ifstream in(file, std::ios::binary);
-  in.seekg(static_cast<std::streamoff>(offset));
-  std::vector<uint8_t> out(n);
-  in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(n));
-  if (static_cast<size_t>(in.gcount()) != n) throw LogError(file.string(), offset, "short read");
-  return out;
+// A chunk decompresses to at most this: the tracer's event chunks hold 64 KiB, its definitions a few
+// MiB for the largest jobs; and to at most 1024 times its stored size beyond the first MiB, so that a
+// damaged size cannot make the reader allocate what no real chunk needs.
+constexpr uint64_t kMaxChunkRawBytes = 256u << 20;
+constexpr uint64_t kMaxChunkRatio = 1024;
+constexpr uint64_t kMaxCallSiteDepth = 64;
+constexpr uint64_t kMaxPathBytes = 4096;
+
+uint64_t clamp_to_u64(double v) {
+  if (!(v > 0)) return 0;  // and NaN
+  if (v >= 18446744073709549568.0) return UINT64_MAX;
+  return static_cast<uint64_t>(v);
 }
 
 }  // namespace
@@ -88,55 +104,71 @@ RankLog::RankLog(const fs::path& file) : path_(file) {
   std::error_code ec;
   file_bytes_ = fs::file_size(file, ec);
   if (ec) throw LogError(file.string(), std::nullopt, "cannot read: " + ec.message());
+  read_header();
+}
+
+RankLog::RankLog(const std::string& name, std::vector<uint8_t> bytes)
+    : path_(name), memory_(std::make_shared<const std::vector<uint8_t>>(std::move(bytes))) {
+  file_bytes_ = memory_->size();
+  read_header();
+}
+
+std::vector<uint8_t> RankLog::read_at(uint64_t offset, size_t n) const {
+  if (offset > file_bytes_ || n > file_bytes_ - offset) throw LogError(path_.string(), offset, "short read");
+  if (memory_) return std::vector<uint8_t>(memory_->begin() + static_cast<long>(offset),
+                                           memory_->begin() + static_cast<long>(offset + n));
+  std::ifstream in(path_, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::vector<uint8_t> out(n);
+  in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(n));
+  if (static_cast<size_t>(in.gcount()) != n) throw LogError(path_.string(), offset, "short read");
+  return out;
+}
+
+void RankLog::read_header() {
+  const std::string file = path_.string();
   if (file_bytes_ < sizeof(mpa_file_header))
-    throw LogError(file.string(), 0, fmt::format("not an mpiadvise log: {} bytes, shorter than the header", file_bytes_));
-  auto head = read_file_bytes(file, 0, sizeof(mpa_file_header));
+    throw LogError(file, 0, fmt::format("not an mpiadvise log: {} bytes, shorter than the header", file_bytes_));
+  auto head = read_at(0, sizeof(mpa_file_header));
   mpa_file_header h;
   std::memcpy(&h, head.data(), sizeof h);
-  if (std::memcmp(h.magic, MPA_FILE_MAGIC, 8) != 0)
-    throw LogError(file.string(), 0, "not an mpiadvise log (no MPADVLOG magic)");
+  if (std::memcmp(h.magic, MPA_FILE_MAGIC, 8) != 0) throw LogError(file, 0, "not an mpiadvise log (no MPADVLOG magic)");
   if (h.version > MPA_FORMAT_VERSION)
-    throw LogError(file.string(), 8,
+    throw LogError(file, 8,
                    fmt::format("log format version {} is newer than this mpiadvise reads ({}); use a newer mpiadvise",
                                h.version, MPA_FORMAT_VERSION));
-  if (h.version == 0) throw LogError(file.string(), 8, "log format version 0 is not valid");
+  if (h.version == 0) throw LogError(file, 8, "log format version 0 is not valid");
+  if (h.json_bytes > kMaxHeaderBytes)
+    throw LogError(file, 12, fmt::format("header JSON of {} bytes: more than the {} a log's header can hold", h.json_bytes,
+                                         kMaxHeaderBytes));
   if (sizeof h + h.json_bytes > file_bytes_)
-    throw LogError(file.string(), sizeof h, fmt::format("header of {} bytes runs past the end of the file", h.json_bytes));
-  auto json = read_file_bytes(file, sizeof h, h.json_bytes);
+    throw LogError(file, sizeof h, fmt::format("header of {} bytes runs past the end of the file", h.json_bytes));
+  auto json = read_at(sizeof h, h.json_bytes);
   try {
-    header_ = nlohmann::json::parse(json.begin(), json.end());
-    rank_ = header_.at("rank").get<int>();
-    size_ = header_.at("size").get<int>();
-    if (size_ < 1 || size_ > (1 << 24)) throw std::out_of_range(fmt::format("world size {} is not possible", size_));
-    if (rank_ < 0 || rank_ >= size_) throw std::out_of_range(fmt::format("rank {} is not in a world of {}", rank_, size_));
-    for (const auto& n : header_.at("calls")) call_names_.push_back(n.get<std::string>());
+    header_ = parse_log_json(std::string_view(reinterpret_cast<const char*>(json.data()), json.size()));
   } catch (const std::exception& e) {
-    throw LogError(file.string(), sizeof h, std::string("header is not valid: ") + e.what());
+    throw LogError(file, sizeof h, std::string("header is not valid: ") + e.what());
   }
+  HeaderFacts facts = check_header(header_, file, sizeof h, problems_);
+  rank_ = facts.rank;
+  size_ = facts.size;
+  call_names_ = std::move(facts.calls);
   for (const auto& n : call_names_) {
     int id = -1;
     for (int i = 0; i < MPA_CALL_COUNT; i++)
       if (n == mpa_call_names[i]) id = i;
     call_map_.push_back(id);
   }
-  index_chunks();
-  try {
-    fit_clock();
-  } catch (const nlohmann::json::exception& e) {
-    throw LogError(file.string(), sizeof(mpa_file_header), std::string("clock facts in the header or trailer are not valid: ") + e.what());
-  }
+  index_chunks(sizeof h + h.json_bytes);
+  if (auto world = comms_.find(1); world != comms_.end() && world->second.members.size() != static_cast<size_t>(size_))
+    throw LogError(file, sizeof h,
+                   fmt::format("header key 'size' says a world of {} ranks; the log's MPI_COMM_WORLD has {}", size_,
+                               world->second.members.size()));
+  fit_clock();
 }
 
-void RankLog::index_chunks() {
+void RankLog::index_chunks(uint64_t off) {
   const std::string name = path_.string();
-  uint64_t off = 0;
-  {
-    auto head = read_file_bytes(path_, 0, sizeof(mpa_file_header));
-    mpa_file_header h;
-    std::memcpy(&h, head.data(), sizeof h);
-    off = sizeof h + h.json_bytes;
-  }
-  std::ifstream in(path_, std::ios::binary);
   while (off < file_bytes_) {
     if (file_bytes_ - off < sizeof(mpa_chunk_header)) {
       problems_.push_back({name, off, fmt::format("file ends inside a chunk header ({} bytes left); read up to here",
@@ -144,8 +176,8 @@ void RankLog::index_chunks() {
       break;
     }
     mpa_chunk_header ch;
-    in.seekg(static_cast<std::streamoff>(off));
-    in.read(reinterpret_cast<char*>(&ch), sizeof ch);
+    auto head = read_at(off, sizeof ch);
+    std::memcpy(&ch, head.data(), sizeof ch);
     if (ch.magic != MPA_CHUNK_MAGIC) {
       problems_.push_back({name, off, "corrupt: no chunk starts here (bad chunk magic); nothing after it is read", true});
       break;
@@ -163,7 +195,7 @@ void RankLog::index_chunks() {
     off += sizeof ch + ch.stored_bytes;
     std::vector<uint8_t> data;
     try {
-      if (c.type != MPA_CHUNK_EVENTS) data = payload(c);
+      if (c.type != MPA_CHUNK_EVENTS) data = payload(c);  // events are decompressed when read
     } catch (const LogError& e) {
       problems_.push_back({name, c.offset, e.detail, true});
       continue;
@@ -172,63 +204,76 @@ void RankLog::index_chunks() {
     if (c.type == MPA_CHUNK_DEFS) {
       read_defs(data, c);
     } else if (c.type == MPA_CHUNK_META || c.type == MPA_CHUNK_TRAILER) {
+      nlohmann::json j;
       try {
-        auto j = nlohmann::json::parse(data.begin(), data.end());
-        if (c.type == MPA_CHUNK_TRAILER) trailer_ = std::move(j);
-        else meta_.push_back(std::move(j));
+        j = parse_log_json(std::string_view(reinterpret_cast<const char*>(data.data()), data.size()));
       } catch (const std::exception& e) {
-        problems_.push_back({name, c.offset, std::string("corrupt: metadata chunk is not JSON: ") + e.what(), true});
+        problems_.push_back({name, c.offset, std::string("corrupt: metadata chunk is not valid JSON: ") + e.what(), true});
+        continue;
+      }
+      if (c.type == MPA_CHUNK_TRAILER) {
+        if (check_trailer(j, name, c.offset, problems_)) trailer_ = std::move(j);
+      } else if (check_meta(j, name, c.offset, problems_)) {
+        meta_.push_back(std::move(j));
       }
     }
   }
 }
 
 std::vector<uint8_t> RankLog::payload(const ChunkRef& c) const {
-  auto stored = read_file_bytes(path_, c.offset + sizeof(mpa_chunk_header), c.stored_bytes);
+  const std::string name = path_.string();
+  auto stored = read_at(c.offset + sizeof(mpa_chunk_header), c.stored_bytes);
   // the frame records its decompressed size: a chunk header that disagrees is corrupt, and no
-  // allocation is made from an unchecked header field
+  // allocation is made from a size that no real chunk has
   unsigned long long frame_bytes = ZSTD_getFrameContentSize(stored.data(), stored.size());
   if (frame_bytes == ZSTD_CONTENTSIZE_ERROR || frame_bytes == ZSTD_CONTENTSIZE_UNKNOWN || frame_bytes != c.raw_bytes)
-    throw LogError(path_.string(), c.offset,
+    throw LogError(name, c.offset,
                    fmt::format("corrupt: the chunk header says {} bytes, its zstd frame {}", c.raw_bytes,
                                frame_bytes == ZSTD_CONTENTSIZE_ERROR ? std::string("is not a frame")
                                : frame_bytes == ZSTD_CONTENTSIZE_UNKNOWN ? std::string("does not say")
                                                                          : std::to_string(frame_bytes)));
+  const uint64_t most = std::min(kMaxChunkRawBytes, std::max<uint64_t>(1u << 20, uint64_t{c.stored_bytes} * kMaxChunkRatio));
+  if (c.raw_bytes > most)
+    throw LogError(name, c.offset, fmt::format("corrupt: the chunk and its zstd frame say {} bytes from {} stored; at most {} "
+                                               "are possible", c.raw_bytes, c.stored_bytes, most));
   std::vector<uint8_t> raw(c.raw_bytes);
   size_t n = ZSTD_decompress(raw.data(), raw.size(), stored.data(), stored.size());
   if (ZSTD_isError(n))
-    throw LogError(path_.string(), c.offset, fmt::format("corrupt: chunk does not decompress: {}", ZSTD_getErrorName(n)));
+    throw LogError(name, c.offset, fmt::format("corrupt: chunk does not decompress: {}", ZSTD_getErrorName(n)));
   if (n != c.raw_bytes)
-    throw LogError(path_.string(), c.offset, fmt::format("corrupt: chunk decompresses to {} bytes, not {}", n, c.raw_bytes));
+    throw LogError(name, c.offset, fmt::format("corrupt: chunk decompresses to {} bytes, not {}", n, c.raw_bytes));
   return raw;
 }
 
 void RankLog::read_defs(const std::vector<uint8_t>& data, const ChunkRef& c) {
   Cursor cur{data.data(), data.data() + data.size()};
+  // members are world ranks: each below the world's size
+  const auto ranks = [&](std::vector<int32_t>& out, const char* what) {
+    uint64_t n = cur.count(what, static_cast<uint64_t>(size_));
+    out.reserve(n);
+    for (uint64_t i = 0; i < n; i++) {
+      int32_t r = cur.i32("member");
+      if (r < 0 || r >= size_) throw std::out_of_range(fmt::format("member {} is not a rank of a world of {}", r, size_));
+      out.push_back(r);
+    }
+  };
   try {
     while (!cur.done()) {
-      uint8_t kind = cur.byte();
+      uint8_t kind = *cur.p++;
       if (kind == MPA_DEF_CALLSITE) {
         CallSite s;
-        s.id = static_cast<uint32_t>(cur.varint());
-        uint64_t depth = cur.varint();
-        if (depth > 64) throw std::out_of_range("call site deeper than 64 frames");
+        s.id = cur.u32("call site id");
+        uint64_t depth = cur.count("call site depth", kMaxCallSiteDepth);
         for (uint64_t i = 0; i < depth; i++) s.frames.push_back(cur.varint());
         callsites_[s.id] = std::move(s);
       } else if (kind == MPA_DEF_COMM) {
         Communicator m;
-        m.id = static_cast<uint32_t>(cur.varint());
+        m.id = cur.u32("communicator id");
         m.gid = cur.varint();
         m.inter = cur.varint() & 1;
-        uint64_t n = cur.varint();
-        if (n > (1u << 26)) throw std::out_of_range("communicator larger than 2^26 ranks");
-        for (uint64_t i = 0; i < n; i++) m.members.push_back(static_cast<int32_t>(cur.zigzag()));
-        if (m.inter) {
-          n = cur.varint();
-          if (n > (1u << 26)) throw std::out_of_range("communicator larger than 2^26 ranks");
-          for (uint64_t i = 0; i < n; i++) m.remote.push_back(static_cast<int32_t>(cur.zigzag()));
-        }
-        m.parent = static_cast<uint32_t>(cur.varint());
+        ranks(m.members, "communicator size");
+        if (m.inter) ranks(m.remote, "remote group size");
+        m.parent = cur.u32("parent communicator id");
         uint64_t call = cur.varint();
         m.created_by = call < call_names_.size() ? call_names_[call] : "";
         comms_[m.id] = std::move(m);
@@ -237,8 +282,7 @@ void RankLog::read_defs(const std::vector<uint8_t>& data, const ChunkRef& c) {
         mod.start = cur.varint();
         mod.end = cur.varint();
         mod.base = cur.varint();
-        uint64_t len = cur.varint();
-        if (len > static_cast<uint64_t>(cur.end - cur.p)) throw std::out_of_range("module path runs past the chunk");
+        uint64_t len = cur.count("module path length", kMaxPathBytes);
         mod.path.assign(reinterpret_cast<const char*>(cur.p), len);
         cur.p += len;
         modules_.push_back(std::move(mod));
@@ -249,25 +293,31 @@ void RankLog::read_defs(const std::vector<uint8_t>& data, const ChunkRef& c) {
       }
     }
   } catch (const std::out_of_range& e) {
-    problems_.push_back({path_.string(), c.offset, std::string("corrupt: definitions: ") + e.what(), true});
+    problems_.push_back({path_.string(), c.offset,
+                         fmt::format("corrupt: definitions, at byte {} of the chunk: {}", cur.p - data.data(), e.what()), true});
   }
 }
 
 void RankLog::fit_clock() {
-  // Pairs (tick, ns) from the header and every chunk; the slope from the two farthest apart.
+  // Pairs (tick, ns) from the header and every chunk; the slope from the two farthest apart. The
+  // header's keys have their types (check_header).
   std::vector<std::pair<uint64_t, uint64_t>> pairs;
-  const auto& clk = header_.value("clock", nlohmann::json::object());
-  if (clk.contains("sync_tick")) pairs.emplace_back(clk["sync_tick"].get<uint64_t>(), clk["sync_ns"].get<uint64_t>());
+  const nlohmann::json no_clock = nlohmann::json::object();
+  auto clock_it = header_.find("clock");
+  const nlohmann::json& clk = clock_it != header_.end() ? *clock_it : no_clock;
+  if (clk.contains("sync_tick") && clk.contains("sync_ns"))
+    pairs.emplace_back(clk["sync_tick"].get<uint64_t>(), clk["sync_ns"].get<uint64_t>());
   for (const auto& c : chunks_) pairs.emplace_back(c.sync_tick, c.sync_ns);
   bool tsc = clk.value("source", "monotonic") == "tsc";
   if (!pairs.empty()) {
     auto [lo, hi] = std::minmax_element(pairs.begin(), pairs.end());
     base_tick_ = lo->first;
     base_ns_ = lo->second;
-    if (tsc && hi->first > lo->first + 1000000)
+    if (tsc && hi->first > lo->first + 1000000 && hi->second > lo->second)
       slope_ = static_cast<double>(hi->second - lo->second) / static_cast<double>(hi->first - lo->first);
     else if (tsc)
-      slope_ = 1.0 / (header_.value("tsc_ghz", 0.0) > 0 ? header_.value("tsc_ghz", 1.0) : 1.0);
+      slope_ = header_.value("tsc_ghz", 0.0) > 0 ? 1.0 / header_.value("tsc_ghz", 1.0) : 1.0;
+    if (!std::isfinite(slope_) || slope_ <= 0) slope_ = 1.0;
   }
   offset_init_ns_ = clk.value("offset_to_rank0_ns", int64_t{0});
   if (trailer_.is_object() && trailer_.contains("clock_offset_finalize_ns")) {
@@ -287,341 +337,10 @@ uint64_t RankLog::to_ns(uint64_t tick) const {
   double local = static_cast<double>(base_ns_) + (static_cast<double>(tick) - static_cast<double>(base_tick_)) * slope_;
   double offset = static_cast<double>(offset_init_ns_);
   if (has_final_offset_) offset = (offset + static_cast<double>(offset_final_ns_)) / 2;
-  double t = local - offset;
-  return t > 0 ? static_cast<uint64_t>(t + 0.5) : 0;
+  return clamp_to_u64(local - offset + 0.5);
 }
 
-// ---- events -------------------------------------------------------------------------------------------
-namespace {
-
-enum class ReqRole { None, Create, CreatePersistent, CreateMessage, Consume, Start, Complete, Free };
-
-ReqRole role_of(int call) {
-  switch (call) {
-    case MPA_CALL_Isend: case MPA_CALL_Issend: case MPA_CALL_Ibsend: case MPA_CALL_Irsend: case MPA_CALL_Irecv:
-    case MPA_CALL_Ibarrier: case MPA_CALL_Ibcast: case MPA_CALL_Ireduce: case MPA_CALL_Iallreduce:
-    case MPA_CALL_Igather: case MPA_CALL_Igatherv: case MPA_CALL_Iscatter: case MPA_CALL_Iscatterv:
-    case MPA_CALL_Iallgather: case MPA_CALL_Iallgatherv: case MPA_CALL_Ialltoall: case MPA_CALL_Ialltoallv:
-    case MPA_CALL_Ialltoallw: case MPA_CALL_Ireduce_scatter: case MPA_CALL_Ireduce_scatter_block:
-    case MPA_CALL_Iscan: case MPA_CALL_Iexscan: case MPA_CALL_Comm_idup:
-    case MPA_CALL_Imrecv:  // consumes a message (first handle), creates a request (second)
-      return ReqRole::Create;
-    case MPA_CALL_Send_init: case MPA_CALL_Ssend_init: case MPA_CALL_Bsend_init: case MPA_CALL_Rsend_init:
-    case MPA_CALL_Recv_init:
-      return ReqRole::CreatePersistent;
-    case MPA_CALL_Mprobe: case MPA_CALL_Improbe:
-      return ReqRole::CreateMessage;
-    case MPA_CALL_Mrecv:
-      return ReqRole::Consume;
-    case MPA_CALL_Start: case MPA_CALL_Startall: case MPA_CALL_Cancel:
-      return ReqRole::Start;  // names requests without ending them
-    case MPA_CALL_Wait: case MPA_CALL_Waitall: case MPA_CALL_Waitany: case MPA_CALL_Waitsome:
-    case MPA_CALL_Test: case MPA_CALL_Testall: case MPA_CALL_Testany: case MPA_CALL_Testsome:
-      return ReqRole::Complete;
-    case MPA_CALL_Request_free:
-      return ReqRole::Free;
-    default:
-      return ReqRole::None;
-  }
-}
-
-struct Request {
-  uint64_t id = 0;
-  uint32_t comm = 0;
-  bool persistent = false;
-  bool p2p = true;  // a collective's or Comm_idup's request has a status with no source
-};
-
-// Live requests by handle. A handle is reused once its request is gone, and with several threads the
-// reuse can be seen (by enter time) before the completion that freed it; requests are almost always
-// completed by the thread that made them, so that thread's entry is preferred.
-class RequestTable {
- public:
-  void add(uint64_t handle, uint16_t thread, Request r) {
-    auto& v = live_[handle];
-    std::erase_if(v, [&](const auto& e) { return e.first == thread; });
-    v.emplace_back(thread, r);
-  }
-  Request* find(uint64_t handle, uint16_t thread) {
-    auto it = live_.find(handle);
-    if (it == live_.end() || it->second.empty()) return nullptr;
-    for (auto e = it->second.rbegin(); e != it->second.rend(); ++e)
-      if (e->first == thread) return &e->second;
-    return &it->second.back().second;
-  }
-  void erase(uint64_t handle, const Request* r) {
-    auto it = live_.find(handle);
-    if (it == live_.end()) return;
-    std::erase_if(it->second, [&](const auto& e) { return &e.second == r; });
-    if (it->second.empty()) live_.erase(it);
-  }
-
- private:
-  std::unordered_map<uint64_t, std::vector<std::pair<uint16_t, Request>>> live_;
-};
-
-// One thread's events, decoded chunk by chunk.
-struct ThreadStream {
-  std::vector<size_t> chunks;  // indices into the chunk list
-  size_t next_chunk = 0;
-  std::vector<uint8_t> data;
-  Cursor cur{nullptr, nullptr};
-  uint64_t prev_exit = 0, prev_handle = 0;
-  uint64_t recent_handles[16] = {};  // see MPA_F_REQS in format.h
-  uint64_t next_enter_tick = 0;  // of the event under the cursor
-  bool has_event = false;
-};
-
-}  // namespace
-
-void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const {
-  std::map<uint16_t, ThreadStream> streams;
-  for (size_t i = 0; i < chunks_.size(); i++)
-    if (chunks_[i].type == MPA_CHUNK_EVENTS) streams[chunks_[i].thread].chunks.push_back(i);
-
-  const std::string name = path_.string();
-  std::set<uint64_t> reported_chunks;
-
-  // Positions the stream on its next event (loading chunks as needed); peeks its enter tick.
-  auto advance = [&](ThreadStream& s) {
-    for (;;) {
-      if (!s.cur.done() && s.cur.p) {
-        try {
-          Cursor peek = s.cur;
-          peek.byte();
-          peek.varint();
-          int64_t gap = peek.zigzag();
-          s.next_enter_tick = s.prev_exit + static_cast<uint64_t>(gap);
-          s.has_event = true;
-          return;
-        } catch (const std::out_of_range&) {
-          s.cur.p = s.cur.end;
-        }
-      }
-      if (s.next_chunk >= s.chunks.size()) {
-        s.has_event = false;
-        return;
-      }
-      const ChunkRef& c = chunks_[s.chunks[s.next_chunk++]];
-      try {
-        s.data = payload(c);
-        s.cur = Cursor{s.data.data(), s.data.data() + s.data.size()};
-        s.prev_exit = s.cur.varint();
-        s.prev_handle = 0;
-        std::fill(std::begin(s.recent_handles), std::end(s.recent_handles), 0);
-      } catch (const LogError& e) {
-        if (reported_chunks.insert(c.offset).second) add_problem({name, c.offset, e.detail, true});
-        s.cur = Cursor{nullptr, nullptr};
-      } catch (const std::out_of_range& e) {
-        if (reported_chunks.insert(c.offset).second) add_problem({name, c.offset, std::string("corrupt: ") + e.what(), true});
-        s.cur = Cursor{nullptr, nullptr};
-      }
-    }
-  };
-
-  RequestTable requests, messages;
-  uint64_t next_request = 1;
-  Event ev;
-  ev.rank = rank_;
-
-  auto comm_of = [&](uint32_t id) -> const Communicator* {
-    auto it = comms_.find(id);
-    return it == comms_.end() ? nullptr : &it->second;
-  };
-  auto world = [&](uint32_t comm, int32_t local) {
-    if (local < 0) return local;
-    const Communicator* c = comm_of(comm);
-    return c ? c->world_rank(local) : kUndefinedRank;
-  };
-
-  // decode one event from s (positioned by advance) into ev
-  auto decode = [&](ThreadStream& s, uint16_t thread) -> bool {
-    Cursor& c = s.cur;
-    const uint8_t* start = c.p;
-    try {
-      uint8_t call = c.byte();
-      ev.mask = static_cast<uint32_t>(c.varint());
-      if (ev.mask & ~MPA_F_KNOWN) throw std::out_of_range(fmt::format("field bits {:#x} unknown to this mpiadvise", ev.mask & ~MPA_F_KNOWN));
-      uint64_t enter = s.prev_exit + static_cast<uint64_t>(c.zigzag());
-      uint64_t exit = enter + c.varint();
-      ev.callsite = static_cast<uint32_t>(c.varint());
-      ev.thread = thread;
-      ev.call = call < call_map_.size() ? call_map_[call] : -1;
-      ev.call_name = call < call_names_.size() ? std::string_view(call_names_[call]) : std::string_view("unknown");
-      ev.t_enter_ns = to_ns(enter);
-      ev.t_exit_ns = to_ns(exit);
-      ev.peer = ev.tag = ev.peer2 = ev.tag2 = ev.peer_local = ev.peer2_local = 0;
-      ev.comm = ev.newcomm = 0;
-      ev.bytes = ev.bytes2 = 0;
-      ev.handles.clear();
-      ev.requests.clear();
-      ev.statuses.clear();
-      ev.papi.clear();
-      ev.count = 1;
-      ev.incall_ns = 0;
-      ev.value = 0;
-      if (ev.mask & MPA_F_PEER) ev.peer_local = static_cast<int32_t>(c.zigzag());
-      if (ev.mask & MPA_F_TAG) ev.tag = static_cast<int32_t>(c.zigzag());
-      if (ev.mask & MPA_F_COMM) ev.comm = static_cast<uint32_t>(c.varint());
-      if (ev.mask & MPA_F_BYTES) ev.bytes = c.varint();
-      if (ev.mask & MPA_F_PEER2) ev.peer2_local = static_cast<int32_t>(c.zigzag());
-      if (ev.mask & MPA_F_TAG2) ev.tag2 = static_cast<int32_t>(c.zigzag());
-      if (ev.mask & MPA_F_BYTES2) ev.bytes2 = c.varint();
-      if (ev.mask & MPA_F_REQS) {
-        uint64_t n = c.varint();
-        if (n > static_cast<uint64_t>(c.end - c.p)) throw std::out_of_range("request count past the chunk");
-        for (uint64_t i = 0; i < n; i++) {
-          uint64_t code = c.varint();
-          if (code & 1) {
-            ev.handles.push_back(s.recent_handles[(code >> 1) & 15]);
-          } else {
-            uint64_t z = code >> 1;
-            s.prev_handle += static_cast<uint64_t>(static_cast<int64_t>(z >> 1) ^ -static_cast<int64_t>(z & 1));
-            s.recent_handles[mpa_handle_slot(s.prev_handle)] = s.prev_handle;
-            ev.handles.push_back(s.prev_handle);
-          }
-        }
-      }
-      if (ev.mask & MPA_F_STATUS) {
-        uint64_t n = c.varint();
-        if (n > static_cast<uint64_t>(c.end - c.p)) throw std::out_of_range("status count past the chunk");
-        for (uint64_t i = 0; i < n; i++) {
-          Status st;
-          st.index = static_cast<int32_t>(c.varint());
-          st.source = static_cast<int32_t>(c.zigzag());
-          st.tag = static_cast<int32_t>(c.zigzag());
-          st.bytes = c.varint();
-          ev.statuses.push_back(st);
-        }
-      }
-      if (ev.mask & MPA_F_COUNT) ev.count = static_cast<uint32_t>(c.varint());
-      if (ev.mask & MPA_F_NEWCOMM) ev.newcomm = static_cast<uint32_t>(c.varint());
-      if (ev.mask & MPA_F_PAPI) {
-        uint64_t n = c.varint();
-        if (n > 64) throw std::out_of_range("more than 64 counters");
-        for (uint64_t i = 0; i < n; i++) ev.papi.push_back(c.varint());
-      }
-      if (ev.mask & MPA_F_INCALL) {
-        uint64_t ticks = c.varint();
-        ev.incall_ns = static_cast<uint64_t>(static_cast<double>(ticks) * slope_ + 0.5);
-      }
-      if (ev.mask & MPA_F_VALUE) ev.value = c.zigzag();
-      if (ev.mask & MPA_F_CANCELLED)
-        for (uint64_t n = c.varint(), i = 0; i < n; i++)
-          if (uint64_t k = c.varint(); k < ev.statuses.size()) ev.statuses[k].cancelled = true;
-      s.prev_exit = exit;
-    } catch (const std::out_of_range& e) {
-      // find the chunk offset for the message
-      const ChunkRef& ch = chunks_[s.chunks[s.next_chunk - 1]];
-      if (reported_chunks.insert(ch.offset).second)
-        add_problem({name, ch.offset, fmt::format("corrupt: event at byte {} of the chunk: {}", start - s.data.data(), e.what()),
-                     true});
-      c.p = c.end;
-      return false;
-    }
-    ev.peer = world(ev.comm, ev.peer_local);
-    ev.peer2 = world(ev.comm, ev.peer2_local);
-    return true;
-  };
-
-  // Request identities and status sources (ranks of the request's communicator -> world ranks).
-  auto resolve = [&]() {
-    ReqRole role = role_of(ev.call);
-    ev.requests.assign(ev.handles.size(), 0);
-    uint32_t status_comm = ev.comm;
-    const uint16_t th = ev.thread;
-    switch (role) {
-      case ReqRole::Create:
-      case ReqRole::CreatePersistent:
-        if (!ev.handles.empty()) {
-          uint64_t id = next_request++;
-          uint32_t comm = ev.comm;
-          if (ev.call == MPA_CALL_Imrecv && ev.handles.size() == 2) {  // the message's communicator
-            if (Request* m = messages.find(ev.handles[0], th)) {
-              ev.requests[0] = m->id;
-              comm = ev.comm = m->comm;
-              messages.erase(ev.handles[0], m);
-            }
-          }
-          bool p2p = ev.call == MPA_CALL_Isend || ev.call == MPA_CALL_Issend || ev.call == MPA_CALL_Ibsend ||
-                     ev.call == MPA_CALL_Irsend || ev.call == MPA_CALL_Irecv || ev.call == MPA_CALL_Imrecv ||
-                     role == ReqRole::CreatePersistent;
-          requests.add(ev.handles.back(), th, Request{id, comm, role == ReqRole::CreatePersistent, p2p});
-          ev.requests.back() = id;
-        }
-        break;
-      case ReqRole::CreateMessage:
-        if (!ev.handles.empty()) {
-          uint64_t id = next_request++;
-          messages.add(ev.handles.back(), th, Request{id, ev.comm, false});
-          ev.requests.back() = id;
-        }
-        break;
-      case ReqRole::Consume:
-        if (!ev.handles.empty()) {
-          if (Request* m = messages.find(ev.handles[0], th)) {
-            ev.requests[0] = m->id;
-            status_comm = ev.comm = m->comm;
-            messages.erase(ev.handles[0], m);
-          }
-        }
-        break;
-      case ReqRole::Start:
-      case ReqRole::Free:
-        for (size_t i = 0; i < ev.handles.size(); i++) {
-          Request* r = requests.find(ev.handles[i], th);
-          if (!r) continue;
-          ev.requests[i] = r->id;
-          if (role == ReqRole::Free) requests.erase(ev.handles[i], r);
-        }
-        break;
-      case ReqRole::Complete: {
-        std::vector<Request*> found(ev.handles.size());
-        for (size_t i = 0; i < ev.handles.size(); i++) {
-          found[i] = requests.find(ev.handles[i], th);
-          if (found[i]) ev.requests[i] = found[i]->id;
-        }
-        for (auto& st : ev.statuses) {
-          if (st.index < 0 || static_cast<size_t>(st.index) >= ev.handles.size()) continue;
-          Request* r = found[st.index];
-          if (!r) {
-            st.source = st.source < 0 ? st.source : kUndefinedRank;
-            continue;
-          }
-          if (r->p2p) st.source = world(r->comm, st.source);
-          else st.source = kUndefinedRank, st.tag = 0, st.bytes = 0;
-          if (!r->persistent) {
-            requests.erase(ev.handles[st.index], r);
-            found[st.index] = nullptr;
-          }
-        }
-        return;
-      }
-      case ReqRole::None:
-        break;
-    }
-    for (auto& st : ev.statuses) st.source = world(status_comm, st.source);
-  };
-
-  // Merge the threads by enter time.
-  using Item = std::pair<uint64_t, uint16_t>;
-  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
-  for (auto& [thread, s] : streams) {
-    advance(s);
-    if (s.has_event) heap.emplace(s.next_enter_tick, thread);
-  }
-  while (!heap.empty()) {
-    auto [tick, thread] = heap.top();
-    heap.pop();
-    ThreadStream& s = streams[thread];
-    if (decode(s, thread)) {
-      resolve();
-      fn(ev);
-    }
-    advance(s);
-    if (s.has_event) heap.emplace(s.next_enter_tick, thread);
-  }
-}
+uint64_t RankLog::ticks_to_ns(uint64_t ticks) const { return clamp_to_u64(static_cast<double>(ticks) * slope_ + 0.5); }
 
 // ---- JobLog -----------------------------------------------------------------------------------------------
 JobLog::JobLog(const fs::path& dir) : dir_(dir) {
@@ -630,7 +349,7 @@ JobLog::JobLog(const fs::path& dir) : dir_(dir) {
   if (!fs::is_directory(dir, ec)) {
     // a single rank file is accepted too
     ranks_.push_back(std::make_unique<RankLog>(dir));
-    world_size_ = ranks_[0]->size();
+    settle_world_size();
     return;
   }
   static const std::regex pattern(R"(rank-(\d+)\.mpa)");
@@ -660,7 +379,7 @@ JobLog::JobLog(const fs::path& dir) : dir_(dir) {
       i++;
     }
   }
-  for (const auto& r : ranks_) world_size_ = std::max(world_size_, r->size());
+  settle_world_size();
   std::set<int> present;
   for (const auto& r : ranks_) present.insert(r->rank());
   std::vector<int> missing;
@@ -671,6 +390,26 @@ JobLog::JobLog(const fs::path& dir) : dir_(dir) {
                              fmt::format("{} of {} ranks have no readable log (rank {}{})", missing.size(), world_size_,
                                          missing[0], missing.size() > 1 ? ", ..." : ""),
                              false});
+}
+
+// The world's size sizes the analysis: a header's word for it is taken only as far as a log's own
+// MPI_COMM_WORLD definition (which lists that many ranks) confirms it. Logs cut off before their first
+// definitions confirm nothing; when no log confirms a size, the logs present bound it.
+void JobLog::settle_world_size() {
+  int confirmed = 0, claimed = 0;
+  for (const auto& r : ranks_) {
+    if (r->defines_world()) confirmed = std::max(confirmed, r->size());
+    claimed = std::max(claimed, r->size());
+  }
+  world_size_ = confirmed ? confirmed : std::min(claimed, static_cast<int>(ranks_.size()));
+  if (claimed > world_size_)
+    own_problems_.push_back(
+        {dir_.string(), std::nullopt,
+         confirmed ? fmt::format("a log claims a world of {} ranks, but MPI_COMM_WORLD has {} in the logs that define it; "
+                                 "read as {}", claimed, confirmed, world_size_)
+                   : fmt::format("the logs claim a world of {} ranks, but none defines MPI_COMM_WORLD (each ends before its "
+                                 "first definitions); read as the {} present", claimed, world_size_),
+         true});
 }
 
 const RankLog* JobLog::rank(int r) const {

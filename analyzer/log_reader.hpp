@@ -41,7 +41,7 @@ struct Status {
   int32_t source = 0;  // world rank (or a special rank)
   int32_t tag = 0;
   uint64_t bytes = 0;
-  bool cancelled = false;  // the request was cancelled (MPI_Cancel, then MPI_Test_cancelled true)
+  bool cancelled = false;  // the request's cancel succeeded (MPA_F_CANCELLED)
 };
 
 struct Event {
@@ -100,6 +100,8 @@ class RankLog {
  public:
   // Reads the header and indexes the chunks; throws LogError when the file is not an mpiadvise log.
   explicit RankLog(const std::filesystem::path& file);
+  // The same from a log held in memory; `name` stands for the file in messages.
+  RankLog(const std::string& name, std::vector<uint8_t> bytes);
 
   const std::filesystem::path& path() const { return path_; }
   const nlohmann::json& header() const { return header_; }
@@ -110,6 +112,7 @@ class RankLog {
   bool complete() const { return !trailer_.is_null(); }
   const std::vector<ReadProblem>& problems() const { return problems_; }
   const std::map<uint32_t, Communicator>& comms() const { return comms_; }
+  bool defines_world() const { return comms_.count(1) > 0; }  // its MPI_COMM_WORLD, of size() ranks
   const std::map<uint32_t, CallSite>& callsites() const { return callsites_; }
   const std::vector<Module>& modules() const { return modules_; }
   const std::vector<std::string>& call_names() const { return call_names_; }
@@ -119,10 +122,13 @@ class RankLog {
   // Every event in time order (threads merged). The Event passed is reused between calls.
   void for_each_event(const std::function<void(const Event&)>& fn) const;
 
-  // Ticks of the event clock to ns on rank 0's clock.
+  // Ticks of the event clock to ns on rank 0's clock; a duration in ticks to ns.
   uint64_t to_ns(uint64_t tick) const;
+  uint64_t ticks_to_ns(uint64_t ticks) const;
 
  private:
+  void read_header();
+  std::vector<uint8_t> read_at(uint64_t offset, size_t n) const;
   struct ChunkRef {
     uint64_t offset = 0;  // of the chunk header
     uint8_t type = 0;
@@ -131,12 +137,13 @@ class RankLog {
     uint64_t sync_tick = 0, sync_ns = 0;
   };
   std::vector<uint8_t> payload(const ChunkRef& c) const;
-  void index_chunks();
+  void index_chunks(uint64_t first_chunk_offset);
   void read_defs(const std::vector<uint8_t>& data, const ChunkRef& c);
   void fit_clock();
   void add_problem(ReadProblem p) const;
 
   std::filesystem::path path_;
+  std::shared_ptr<const std::vector<uint8_t>> memory_;  // the log's bytes, when not read from path_
   nlohmann::json header_, trailer_;
   std::vector<nlohmann::json> meta_;
   int rank_ = 0, size_ = 0;
@@ -165,6 +172,7 @@ class JobLog {
   const RankLog* rank(int r) const;
   std::vector<ReadProblem> problems() const;  // of every file, and missing ranks
  private:
+  void settle_world_size();
   std::filesystem::path dir_;
   int world_size_ = 0;
   std::vector<std::unique_ptr<RankLog>> ranks_;

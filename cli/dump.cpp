@@ -11,6 +11,7 @@
 #include "format_units.hpp"
 #include "log_reader.hpp"
 #include "log_summary.hpp"
+#include "text_escape.hpp"
 
 extern "C" {
 #include "format.h"
@@ -92,40 +93,43 @@ std::string event_text(const Event& ev, uint64_t t0) {
   return s;
 }
 
+// Names and paths in it come from the job: printed escaped for the terminal.
 void print_summary(const JobSummary& s) {
+  std::string o;
   size_t complete = 0;
   std::map<std::string, int> hosts;
   for (const auto& r : s.ranks) {
     complete += r.complete;
     hosts[r.hostname]++;
   }
-  fmt::print("mpiadvise log {}\n", s.dir);
-  fmt::print("  ranks      {} of {} ({} reached MPI_Finalize) on {} host{}\n", s.ranks.size(), s.world_size,
-             complete == s.ranks.size() ? std::string("all") : std::to_string(complete), hosts.size(),
-             hosts.size() == 1 ? "" : "s");
-  fmt::print("  MPI        {}\n", s.mpi_library.substr(0, s.mpi_library.find('\n')));
-  if (!s.thread_level.empty()) fmt::print("  threads    {}\n", s.thread_level);
+  o += fmt::format("mpiadvise log {}\n", s.dir);
+  o += fmt::format("  ranks      {} of {} ({} reached MPI_Finalize) on {} host{}\n", s.ranks.size(), s.world_size,
+                   complete == s.ranks.size() ? std::string("all") : std::to_string(complete), hosts.size(),
+                   hosts.size() == 1 ? "" : "s");
+  o += fmt::format("  MPI        {}\n", s.mpi_library.substr(0, s.mpi_library.find('\n')));
+  if (!s.thread_level.empty()) o += fmt::format("  threads    {}\n", s.thread_level);
   if (!s.eager_cvars.empty()) {
     std::vector<std::string> kv;
     for (const auto& [k, v] : s.eager_cvars) kv.push_back(k + "=" + v);
-    fmt::print("  MPI_T      {}\n", fmt::join(kv, " "));
+    o += fmt::format("  MPI_T      {}\n", fmt::join(kv, " "));
   }
-  fmt::print("  events     {} for {} MPI calls over {}\n", s.events, s.calls_total, seconds_text(s.last_ns - s.first_ns));
-  fmt::print("  log        {} ({:.2f} bytes per call)\n", bytes_text(s.log_bytes),
-             s.calls_total ? static_cast<double>(s.log_bytes) / static_cast<double>(s.calls_total) : 0.0);
-  fmt::print("\n  {:<28} {:>10} {:>10} {:>12} {:>12} {:>12}\n", "call", "calls", "events", "time in", "bytes sent",
-             "bytes recv");
+  o += fmt::format("  events     {} for {} MPI calls over {}\n", s.events, s.calls_total, seconds_text(s.last_ns - s.first_ns));
+  o += fmt::format("  log        {} ({:.2f} bytes per call)\n", bytes_text(s.log_bytes),
+                   s.calls_total ? static_cast<double>(s.log_bytes) / static_cast<double>(s.calls_total) : 0.0);
+  o += fmt::format("\n  {:<28} {:>10} {:>10} {:>12} {:>12} {:>12}\n", "call", "calls", "events", "time in", "bytes sent",
+                   "bytes recv");
   for (const auto& [name, t] : s.calls)
-    fmt::print("  {:<28} {:>10} {:>10} {:>12} {:>12} {:>12}\n", name, t.calls, t.events, duration_text(t.time_ns),
-               t.bytes ? bytes_text(t.bytes) : "", t.bytes2 ? bytes_text(t.bytes2) : "");
-  fmt::print("\n  call sites, by time inside MPI ({} in all)\n", s.callsites.size());
-  fmt::print("  {:>4} {:>4} {:<22} {:>9} {:>12}  {}\n", "rank", "site", "call", "calls", "time in", "where");
+    o += fmt::format("  {:<28} {:>10} {:>10} {:>12} {:>12} {:>12}\n", name, t.calls, t.events, duration_text(t.time_ns),
+                     t.bytes ? bytes_text(t.bytes) : "", t.bytes2 ? bytes_text(t.bytes2) : "");
+  o += fmt::format("\n  call sites, by time inside MPI ({} in all)\n", s.callsites.size());
+  o += fmt::format("  {:>4} {:>4} {:<22} {:>9} {:>12}  {}\n", "rank", "site", "call", "calls", "time in", "where");
   size_t shown = 0;
   for (const auto& c : s.callsites) {
     if (++shown > 20) break;
-    fmt::print("  {:>4} {:>4} {:<22} {:>9} {:>12}  {}\n", c.rank, c.id, c.call, c.calls, duration_text(c.time_ns),
-               c.where.text());
+    o += fmt::format("  {:>4} {:>4} {:<22} {:>9} {:>12}  {}\n", c.rank, c.id, c.call, c.calls, duration_text(c.time_ns),
+                     c.where.text());
   }
+  std::fputs(terminal_text(o, true).c_str(), stdout);
 }
 
 nlohmann::json summary_json(const JobSummary& s) {
@@ -167,8 +171,8 @@ int run_dump(const DumpOptions& o) {
     for (const auto& log : job.ranks()) {
       if (o.rank && log->rank() != *o.rank) continue;
       log->for_each_event([&](const Event& ev) {
-        if (o.format == "jsonl") std::cout << event_json(ev).dump() << '\n';
-        else std::cout << event_text(ev, t0) << '\n';
+        if (o.format == "jsonl") std::cout << dump_json(event_json(ev)) << '\n';
+        else std::cout << terminal_text(event_text(ev, t0)) << '\n';
       });
     }
     std::cout.flush();
@@ -180,7 +184,7 @@ int run_dump(const DumpOptions& o) {
       if (!o.summary_only) fmt::print("\n");
       print_summary(summary);
     } else if (o.summary_only) {
-      std::cout << summary_json(summary).dump() << '\n';  // one more line of JSON: the summary
+      std::cout << dump_json(summary_json(summary)) << '\n';  // one more line of JSON: the summary
     }
   }
   for (const auto& p : job.problems()) {

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "text_escape.hpp"
+
 namespace mpiadvise::cli {
 
 inline std::string duration_text(uint64_t ns) {
@@ -35,15 +37,8 @@ inline std::string bytes_text(uint64_t b) {
 }
 
 // Markdown: a backslash before each of the characters given (for a table cell that holds code spans,
-// only "|"; in running text also the emphasis and code characters).
-inline std::string markdown_escape(const std::string& s, const char* specials = "|*_`") {
-  std::string out;
-  for (char c : s) {
-    for (const char* p = specials; *p; p++)
-      if (c == *p) out += '\\';
-    out += c;
-  }
-  return out;
-}
+// only "|"; in running text also the emphasis and code characters), control characters and bytes that
+// are not UTF-8 escaped (analyzer/text_escape.hpp).
+inline std::string markdown_escape(const std::string& s, const char* specials = "|*_`") { return markdown_text(s, specials); }
 
 }  // namespace mpiadvise::cli

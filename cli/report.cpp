@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "format_units.hpp"
 #include "report.hpp"
+#include "text_escape.hpp"
 
 namespace mpiadvise::cli {
 namespace {
@@ -221,7 +222,7 @@ std::string render_markdown(const json& j, size_t top) {
   std::ostringstream o;
   const json& s = j["summary"];
   const json& m = j["model"];
-  o << fmt::format("## mpiadvise report: `{}`\n\n", j["dir"].get<std::string>());
+  o << fmt::format("## mpiadvise report: {}\n\n", markdown_code(j["dir"].get<std::string>()));
   o << fmt::format("- **Job**: {}\n", markdown_escape(job_line(s)));
   o << fmt::format("- **Eager limit**: {}\n", markdown_escape(eager_line(s)));
   o << fmt::format("- **Traced**: {}, {} of the ranks' time inside MPI\n", dur(s["traced_ns"]), pct(s["mpi_share"].get<double>()));
@@ -250,7 +251,7 @@ std::string render_markdown(const json& j, size_t top) {
   size_t i = 0;
   for (const auto& h : j["hot_spots"]) {
     if (i++ >= top) break;
-    o << fmt::format("| {} | `{}` | {} | {} | {} | {} | {} | {} | {} |\n", i, h["where"]["text"].get<std::string>(),
+    o << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", i, markdown_code(h["where"]["text"].get<std::string>(), true),
                      markdown_escape(h["call"].get<std::string>()), ranks_text(h["ranks"]), ranks_text(h["peers"]),
                      dur(h["waited_ns"]), h["count"].get<uint64_t>(), h["cause"].get<std::string>(), sizes_text(h["sizes"]));
   }
@@ -288,7 +289,10 @@ int run_report(const ReportCommand& c) {
   ReportOptions options;
   options.top = c.top;
   json j = build_report(a, options);
-  std::string text = c.format == "json" ? j.dump(2) + "\n" : c.format == "md" ? render_markdown(j, c.top) : render_text(j, c.top);
+  // names and paths from the job: JSON in the lossless string form, text and Markdown escaped for a terminal
+  std::string text = c.format == "json" ? dump_json(j, 2) + "\n"
+                     : c.format == "md" ? terminal_text(render_markdown(j, c.top), true)
+                                        : terminal_text(render_text(j, c.top), true);
   if (c.output.empty() || c.output == "-") {
     std::cout << text;
   } else {

@@ -297,14 +297,7 @@ void mpa_defs_append(const uint8_t *rec, size_t len)
   pthread_mutex_unlock(&g_mu);
 }
 
-/* ---- encoding ---------------------------------------------------------------------------------------- */
-static size_t event_bound(const mpa_event *ev, int npapi)
-{
-  return 1 + 5 + 10 + 10 + 5 + 4 * 5 + 2 * 5 + 2 * 10 + 10 + 10 + 10 + 5 + (size_t)ev->nreq * 10 +
-         (size_t)ev->nstat * 30 + 5 + (size_t)npapi * 10 + 16 +
-         (ev->mask & MPA_F_CANCELLED ? 5 + (size_t)ev->ncancelled * 5 : 0);
-}
-
+/* ---- encoding (the codec itself is codec.h) ----------------------------------------------------- */
 /* Room for need bytes in the thread's chunk; returns the write position or NULL (event dropped). */
 static uint8_t *room(mpa_thread *ts, size_t need, uint64_t t_enter, int may_wait)
 {
@@ -318,76 +311,19 @@ static uint8_t *room(mpa_thread *ts, size_t need, uint64_t t_enter, int may_wait
     if (!c) return NULL;
     c->thread = ts->index;
     c->first_tick = t_enter;
-    uint8_t *p = mpa_put_varint(c->data, t_enter); /* base tick */
+    uint8_t *p = mpa_encode_chunk_start(&ts->codec, c->data, t_enter);
     c->len = (size_t)(p - c->data);
-    ts->prev_exit = t_enter;
-    ts->prev_handle = 0;
-    memset(ts->recent_handles, 0, sizeof ts->recent_handles);
   }
   return c->data + c->len;
-}
-
-static uint8_t *put_handles(mpa_thread *ts, uint8_t *p, const uint64_t *h, uint32_t n)
-{
-  p = mpa_put_varint(p, n);
-  for (uint32_t i = 0; i < n; i++) {
-    unsigned slot = mpa_handle_slot(h[i]);
-    if (ts->recent_handles[slot] == h[i]) {
-      *p++ = (uint8_t)(slot << 1 | 1);
-      continue;
-    }
-    p = mpa_put_varint(p, mpa_zigzag((int64_t)(h[i] - ts->prev_handle)) << 1);
-    ts->prev_handle = h[i];
-    ts->recent_handles[slot] = h[i];
-  }
-  return p;
 }
 
 static void encode(mpa_thread *ts, const mpa_event *ev, uint32_t callsite, uint32_t count, uint64_t incall,
                    const long long *papi, int npapi, int may_wait)
 {
-  uint32_t mask = ev->mask;
-  if (count) mask |= MPA_F_COUNT | MPA_F_INCALL;
-  if (npapi) mask |= MPA_F_PAPI;
-  uint8_t *p = room(ts, event_bound(ev, npapi), ev->t_enter, may_wait);
+  uint8_t *p = room(ts, mpa_event_bound(ev, npapi), ev->t_enter, may_wait);
   if (!p) return;
-  uint8_t *start = p;
-  *p++ = (uint8_t)ev->call;
-  p = mpa_put_varint(p, mask);
-  p = mpa_put_varint(p, mpa_zigzag((int64_t)(ev->t_enter - ts->prev_exit)));
-  p = mpa_put_varint(p, ev->t_exit - ev->t_enter);
-  p = mpa_put_varint(p, callsite);
-  if (mask & MPA_F_PEER) p = mpa_put_varint(p, mpa_zigzag(ev->peer));
-  if (mask & MPA_F_TAG) p = mpa_put_varint(p, mpa_zigzag(ev->tag));
-  if (mask & MPA_F_COMM) p = mpa_put_varint(p, ev->comm);
-  if (mask & MPA_F_BYTES) p = mpa_put_varint(p, ev->bytes);
-  if (mask & MPA_F_PEER2) p = mpa_put_varint(p, mpa_zigzag(ev->peer2));
-  if (mask & MPA_F_TAG2) p = mpa_put_varint(p, mpa_zigzag(ev->tag2));
-  if (mask & MPA_F_BYTES2) p = mpa_put_varint(p, ev->bytes2);
-  if (mask & MPA_F_REQS) p = put_handles(ts, p, ev->reqs, ev->nreq);
-  if (mask & MPA_F_STATUS) {
-    p = mpa_put_varint(p, ev->nstat);
-    for (uint32_t i = 0; i < ev->nstat; i++) {
-      p = mpa_put_varint(p, (uint64_t)ev->stats[i].index);
-      p = mpa_put_varint(p, mpa_zigzag(ev->stats[i].source));
-      p = mpa_put_varint(p, mpa_zigzag(ev->stats[i].tag));
-      p = mpa_put_varint(p, ev->stats[i].bytes);
-    }
-  }
-  if (mask & MPA_F_COUNT) p = mpa_put_varint(p, count);
-  if (mask & MPA_F_NEWCOMM) p = mpa_put_varint(p, ev->newcomm);
-  if (mask & MPA_F_PAPI) {
-    p = mpa_put_varint(p, (uint64_t)npapi);
-    for (int i = 0; i < npapi; i++) p = mpa_put_varint(p, (uint64_t)(papi[i] < 0 ? 0 : papi[i]));
-  }
-  if (mask & MPA_F_INCALL) p = mpa_put_varint(p, incall);
-  if (mask & MPA_F_VALUE) p = mpa_put_varint(p, mpa_zigzag(ev->value));
-  if (mask & MPA_F_CANCELLED) {
-    p = mpa_put_varint(p, ev->ncancelled);
-    for (uint32_t i = 0; i < ev->ncancelled; i++) p = mpa_put_varint(p, ev->cancelled[i]);
-  }
-  ts->chunk->len += (size_t)(p - start);
-  ts->prev_exit = ev->t_exit;
+  uint8_t *end = mpa_encode_event(&ts->codec, p, ev, callsite, count, incall, papi, npapi);
+  ts->chunk->len += (size_t)(end - p);
   ts->events += count ? count : 1; /* summed over threads at finalize: no shared cache line per call */
 }
 
@@ -451,12 +387,9 @@ void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, void *return_address)
 }
 
 /* ---- threads ---------------------------------------------------------------------------------------- */
-static int g_in_forked_child; /* this process is a child forked by a traced rank: see mpa_writer_forget */
-
 static void thread_gone(void *arg)
 {
   mpa_thread *ts = arg;
-  if (g_in_forked_child) return; /* its lock may have been held by the parent's writer at the fork */
   ts_lock(ts);
   flush_fold(ts, 1);
   if (ts->chunk) {
@@ -628,19 +561,6 @@ int mpa_write_json_chunk(uint32_t type, const char *json, size_t len)
 {
   if (g_fd < 0) return -1;
   return writer_emit(type, 0, (const uint8_t *)json, len);
-}
-
-/* In a child forked by a traced rank (pthread_atfork): the writer thread was not copied, its locks may
- * be held for ever, and the buffers hold the parent's events, which the parent writes. Nothing of it is
- * touched again: no chunk is sealed, flushed or written into the parent's file, and nothing is waited
- * for at the child's exit. Only plain stores: the child of a threaded process may call nothing else
- * before it execs. */
-void mpa_writer_forget(void)
-{
-  g_in_forked_child = 1;
-  g_writer_running = 0;
-  g_sig_cctx = NULL;
-  g_fd = -1; /* the parent's descriptor: closed by core.c's handler, and O_CLOEXEC across exec */
 }
 
 void mpa_writer_stats(struct mpa_writer_stats *s)

@@ -62,17 +62,16 @@ enum mpa_field {
   MPA_F_PAPI = 1u << 11,    /* varint n, n x varint counter deltas over the preceding computation */
   MPA_F_INCALL = 1u << 12,  /* varint: ticks spent inside the folded calls (with COUNT) */
   MPA_F_VALUE = 1u << 13,   /* zigzag: call-specific value (Pcontrol level, thread level, error code) */
-  MPA_F_CANCELLED = 1u << 14, /* varint n, n x varint position in this event's STATUS list: the
-                               * completions of requests that MPI_Cancel cancelled (MPI_Test_cancelled) */
+  MPA_F_CANCELLED = 1u << 14, /* varint n, n x varint: statuses (positions in STATUS) of cancelled requests */
 };
-/* Every field bit this format version knows: a reader stops at an event with any other (a field it
- * cannot skip, written by a newer tracer). */
-#define MPA_F_KNOWN ((MPA_F_CANCELLED << 1) - 1u)
+#define MPA_F_DEFINED ((1u << 15) - 1) /* every field bit above; a reader refuses others */
 
 /* A request or message handle is coded against a per-chunk table of the 16 handles seen last, one slot
  * per handle, slot = mpa_handle_slot(handle):
  *   varint (slot << 1 | 1)                   the handle in that slot
- *   varint (zigzag(handle - previous) << 1)  any other handle; it then takes its slot
+ *   varint (zigzag(handle - previous) << 1)  any other handle, when handle - previous is within
+ *                                            +-2^62; it then takes its slot
+ *   varint 33 (slot 16), varint handle       any other handle (a delta beyond +-2^62)
  * "previous" is the last handle coded in the chunk (0 at its start); every slot starts at 0. MPI
  * libraries reuse request objects, so loops code most handles in one byte. */
 static inline unsigned mpa_handle_slot(uint64_t h)

@@ -40,17 +40,60 @@ void mpa_json_fmt(mpa_bytes *b, const char *fmt, ...)
   b->len += (size_t)n;
 }
 
+/* Length of the well-formed UTF-8 sequence at p (1 to 4 bytes), or 0 where none starts (a stray
+ * continuation byte, an overlong form, a surrogate, a code point above U+10FFFF, a cut sequence). */
+static size_t utf8_sequence(const unsigned char *p)
+{
+  if (p[0] < 0x80) return 1;
+  size_t n;
+  uint32_t v, min;
+  if ((p[0] & 0xe0) == 0xc0) n = 2, v = p[0] & 0x1f, min = 0x80;
+  else if ((p[0] & 0xf0) == 0xe0) n = 3, v = p[0] & 0x0f, min = 0x800;
+  else if ((p[0] & 0xf8) == 0xf0) n = 4, v = p[0] & 0x07, min = 0x10000;
+  else return 0;
+  for (size_t k = 1; k < n; k++) { /* the terminating NUL is no continuation byte: no read past it */
+    if ((p[k] & 0xc0) != 0x80) return 0;
+    v = v << 6 | (p[k] & 0x3f);
+  }
+  if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) return 0;
+  return n;
+}
+
+/* Strings from the job (paths, environment, host name) are bytes. Valid UTF-8 is written as it is; any
+ * other string as U+0000 followed by its text with '%' and each byte that is not UTF-8 written %HH, so
+ * that the header stays JSON and the reader gets the bytes back (mpiadvise-log(5), STRINGS). */
 void mpa_json_str(mpa_bytes *b, const char *s)
 {
-  mpa_json_raw(b, "\"");
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+  int escaped = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p && !escaped;) {
+    size_t n = utf8_sequence(p);
+    escaped = n == 0;
+    p += n;
+  }
+  mpa_json_raw(b, escaped ? "\"\\u0000" : "\"");
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
     char esc[8];
+    size_t n = utf8_sequence(p);
+    if (n == 0 || (escaped && *p == '%')) {
+      snprintf(esc, sizeof esc, "%%%02X", *p);
+      mpa_json_raw(b, esc);
+      p++;
+      continue;
+    }
+    if (n > 1) {
+      if (mpa_bytes_reserve(b, n)) return;
+      memcpy(b->data + b->len, p, n);
+      b->len += n;
+      p += n;
+      continue;
+    }
     if (*p == '"' || *p == '\\') snprintf(esc, sizeof esc, "\\%c", *p);
     else if (*p == '\n') strcpy(esc, "\\n");
     else if (*p == '\t') strcpy(esc, "\\t");
-    else if (*p < 0x20) snprintf(esc, sizeof esc, "\\u%04x", *p);
+    else if (*p < 0x20 || *p == 0x7f) snprintf(esc, sizeof esc, "\\u%04x", *p);
     else esc[0] = (char)*p, esc[1] = '\0';
     mpa_json_raw(b, esc);
+    p++;
   }
   mpa_json_raw(b, "\"");
 }

@@ -10,15 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codec.h"
 #include "format.h"
 
 typedef struct mpa_thread mpa_thread;
-typedef struct mpa_status mpa_status;
 
 #define MPA_TOOL_VERSION "0.1.0"
 #define MPA_CHUNK_BYTES (64u * 1024u) /* raw bytes of events per chunk */
 #define MPA_MAX_PAPI 8
-#define MPA_HANDLE_CACHE 16 /* see MPA_F_REQS in format.h */
 
 /* ---- settings (environment, read once at MPI_Init) ---------------------------------------------- */
 typedef struct mpa_settings {
@@ -41,17 +40,7 @@ typedef struct mpa_bytes {
 
 int mpa_bytes_reserve(mpa_bytes *b, size_t extra); /* 0 on success */
 void mpa_bytes_free(mpa_bytes *b);
-
-static inline uint8_t *mpa_put_varint(uint8_t *p, uint64_t v)
-{
-  while (v >= 0x80) {
-    *p++ = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = (uint8_t)v;
-  return p;
-}
-static inline uint64_t mpa_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+/* varints: mpa_put_varint and mpa_zigzag in codec.h */
 
 /* ---- per-thread state ---------------------------------------------------------------------------- */
 typedef struct mpa_chunk {
@@ -77,9 +66,7 @@ struct mpa_thread {
   uint16_t index;
   atomic_flag lock;         /* held while encoding; the writer takes it to seal a stale chunk */
   mpa_chunk *chunk;         /* being filled, or NULL */
-  uint64_t prev_exit;       /* delta base for the next event */
-  uint64_t prev_handle;     /* delta base for request handles */
-  uint64_t recent_handles[MPA_HANDLE_CACHE]; /* per chunk: a handle seen again costs one byte */
+  mpa_codec_state codec;    /* the chunk being filled is coded against it */
   uint64_t events;          /* MPI calls encoded by this thread */
   struct mpa_fold_run fold; /* pending run of unsuccessful tests */
   /* call-site cache: return address -> id, direct-mapped */

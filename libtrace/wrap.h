@@ -23,29 +23,7 @@
 #define MPA_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
 #endif
 
-struct mpa_status {
-  int32_t index;  /* position in the request array (0 for single-request calls) */
-  int32_t source; /* rank in the request's communicator, or a special rank code */
-  int32_t tag;
-  uint64_t bytes;
-};
-
-/* One intercepted call, as the wrapper describes it to the encoder. */
-typedef struct mpa_event {
-  uint32_t call;
-  uint32_t mask; /* MPA_F_* present */
-  uint64_t t_enter, t_exit;
-  int32_t peer, tag, peer2, tag2;
-  uint32_t comm, newcomm;
-  uint64_t bytes, bytes2;
-  uint32_t nreq;
-  const uint64_t *reqs;
-  uint32_t nstat;
-  const mpa_status *stats;
-  int64_t value;
-  uint32_t ncancelled;        /* with MPA_F_CANCELLED */
-  const uint32_t *cancelled;  /* positions in stats */
-} mpa_event;
+/* One intercepted call, as the wrapper describes it to the encoder: mpa_event in codec.h. */
 
 /* Tracing state, read on every call. */
 extern volatile int mpa_active;
@@ -142,18 +120,6 @@ static inline void mpa_reqs(mpa_event *ev, const uint64_t *handles, int n)
 void mpa_status1(mpa_event *ev, mpa_thread *ts, int index, const MPI_Status *st);
 void mpa_status_all(mpa_event *ev, mpa_thread *ts, int n, const MPI_Status *st);
 void mpa_status_some(mpa_event *ev, mpa_thread *ts, int n, const int *indices, const MPI_Status *st);
-
-/* Cancelled requests. MPI_Cancel notes its request; while any noted request is outstanding
- * (mpa_cancels_pending, one relaxed load on the completion path, 0 in a program that never cancels),
- * a completion asks MPI_Test_cancelled of the status of each noted request it completes, and records
- * those that were cancelled (MPA_F_CANCELLED). st[k] is the status of ev->stats[k]. */
-extern atomic_int mpa_cancels_pending;
-void mpa_cancel_noted(uint64_t handle);
-void mpa_cancel_check(mpa_event *ev, mpa_thread *ts, const MPI_Status *st);
-static inline int mpa_cancels_to_check(const mpa_event *ev)
-{
-  return __builtin_expect(atomic_load_explicit(&mpa_cancels_pending, memory_order_relaxed) != 0, 0) && ev->nstat;
-}
 
 /* Fortran: the library's own entry for a mangled name, and its sentinels. */
 void *mpa_fortran_real(const char *name);

@@ -56,5 +56,11 @@ tests: all $(TEST_BINS) $(TEST_PROGRAMS)
 check: tests
 	@tests/run_tests.sh $(TEST_BINS)
 
+# every test that needs no MPI (the codec, the reader on the committed fixtures in tests/fixtures, the
+# model, the replay, the report's parts): no mpirun, well under a minute
+UNIT_BINS := $(patsubst tests/%.cpp,$(TEST_DIR)/%,$(UNIT_SRC))
+unit: $(UNIT_BINS)
+	@tests/run_tests.sh $(UNIT_BINS)
+
 .PRECIOUS: $(TEST_DIR)/obj/%.o
-.PHONY: tests
+.PHONY: tests unit

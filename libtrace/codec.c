@@ -1,0 +1,199 @@
+/* The decoding half of the event codec (codec.h): the inverse of mpa_encode_event, refusing anything
+ * the encoder cannot have written (a value wider than its field, an unknown field bit) so that damage
+ * shows as an error and not as plausible numbers. */
+#include "codec.h"
+
+typedef struct cursor {
+  const uint8_t *p, *end;
+  int error; /* first mpa_decode_result other than OK */
+} cursor;
+
+static uint64_t get_varint(cursor *c)
+{
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (c->p >= c->end) {
+      if (!c->error) c->error = MPA_DECODE_TRUNCATED;
+      return 0;
+    }
+    uint8_t b = *c->p++;
+    /* the tenth byte holds bit 63 only */
+    if (shift == 63 && b > 1) {
+      if (!c->error) c->error = MPA_DECODE_OVERLONG;
+      return 0;
+    }
+    v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) return v;
+  }
+  if (!c->error) c->error = MPA_DECODE_OVERLONG;
+  return 0;
+}
+
+static uint32_t get_u32(cursor *c)
+{
+  uint64_t v = get_varint(c);
+  if (v > UINT32_MAX) {
+    if (!c->error) c->error = MPA_DECODE_RANGE;
+    return 0;
+  }
+  return (uint32_t)v;
+}
+
+static int32_t get_i32_zigzag(cursor *c)
+{
+  int64_t v = mpa_unzigzag(get_varint(c));
+  if (v < INT32_MIN || v > INT32_MAX) {
+    if (!c->error) c->error = MPA_DECODE_RANGE;
+    return 0;
+  }
+  return (int32_t)v;
+}
+
+/* An int32 written as the varint of its 64-bit sign extension (a status index). */
+static int32_t get_i32_extended(cursor *c)
+{
+  uint64_t v = get_varint(c);
+  if (v > (uint64_t)INT32_MAX && v < (uint64_t)(int64_t)INT32_MIN) {
+    if (!c->error) c->error = MPA_DECODE_RANGE;
+    return 0;
+  }
+  return (int32_t)(int64_t)v;
+}
+
+/* A count of items that take at least min_bytes each: no more than the chunk has room for. */
+static uint32_t get_count(cursor *c, size_t min_bytes)
+{
+  uint32_t n = get_u32(c);
+  if (!c->error && (size_t)(c->end - c->p) / min_bytes < n) {
+    c->error = MPA_DECODE_TRUNCATED;
+    return 0;
+  }
+  return n;
+}
+
+int mpa_decode_chunk_start(mpa_codec_state *s, const uint8_t **p, const uint8_t *end)
+{
+  cursor c = {*p, end, 0};
+  uint64_t base = get_varint(&c);
+  if (c.error) return c.error;
+  s->prev_exit = base;
+  s->prev_handle = 0;
+  memset(s->recent_handles, 0, sizeof s->recent_handles);
+  *p = c.p;
+  return MPA_DECODE_OK;
+}
+
+int mpa_decode_peek_enter(const mpa_codec_state *s, const uint8_t *p, const uint8_t *end, uint64_t *enter)
+{
+  cursor c = {p, end, 0};
+  if (c.p >= c.end) return MPA_DECODE_TRUNCATED;
+  c.p++; /* call */
+  get_varint(&c); /* mask */
+  int64_t gap = mpa_unzigzag(get_varint(&c));
+  if (c.error) return c.error;
+  *enter = s->prev_exit + (uint64_t)gap;
+  return MPA_DECODE_OK;
+}
+
+int mpa_decode_event(mpa_codec_state *s, const uint8_t **p, const uint8_t *end, mpa_decoded *out)
+{
+  cursor c = {*p, end, 0};
+  mpa_codec_state st = *s; /* committed only when the whole event decodes */
+  if (c.p >= c.end) return MPA_DECODE_TRUNCATED;
+  out->call = *c.p++;
+  uint64_t mask = get_varint(&c);
+  if (!c.error && (mask & ~(uint64_t)MPA_F_DEFINED)) return MPA_DECODE_MASK;
+  out->mask = (uint32_t)mask;
+  out->t_enter = st.prev_exit + (uint64_t)mpa_unzigzag(get_varint(&c));
+  out->t_exit = out->t_enter + get_varint(&c);
+  out->callsite = get_u32(&c);
+  out->peer = (mask & MPA_F_PEER) ? get_i32_zigzag(&c) : 0;
+  out->tag = (mask & MPA_F_TAG) ? get_i32_zigzag(&c) : 0;
+  out->comm = (mask & MPA_F_COMM) ? get_u32(&c) : 0;
+  out->bytes = (mask & MPA_F_BYTES) ? get_varint(&c) : 0;
+  out->peer2 = (mask & MPA_F_PEER2) ? get_i32_zigzag(&c) : 0;
+  out->tag2 = (mask & MPA_F_TAG2) ? get_i32_zigzag(&c) : 0;
+  out->bytes2 = (mask & MPA_F_BYTES2) ? get_varint(&c) : 0;
+  out->nreq = out->nstat = out->npapi = out->ncancelled = 0;
+  if (c.error) return c.error;
+
+  if (mask & MPA_F_REQS) {
+    uint32_t n = get_count(&c, 1);
+    if (c.error) return c.error;
+    if (n > out->reqs_cap) {
+      out->nreq = n;
+      return MPA_DECODE_ROOM;
+    }
+    for (uint32_t i = 0; i < n && !c.error; i++) {
+      uint64_t code = get_varint(&c);
+      if (code == MPA_HANDLE_CODE_WHOLE || !(code & 1)) {
+        st.prev_handle = code & 1 ? get_varint(&c) : st.prev_handle + (uint64_t)mpa_unzigzag(code >> 1);
+        st.recent_handles[mpa_handle_slot(st.prev_handle)] = st.prev_handle;
+        out->reqs[i] = st.prev_handle;
+      } else if (code >> 1 < MPA_HANDLE_CACHE) {
+        out->reqs[i] = st.recent_handles[code >> 1];
+      } else if (!c.error) {
+        c.error = MPA_DECODE_RANGE;
+      }
+    }
+    out->nreq = n;
+  }
+  if (!c.error && (mask & MPA_F_STATUS)) {
+    uint32_t n = get_count(&c, 4);
+    if (c.error) return c.error;
+    if (n > out->stats_cap) {
+      out->nstat = n;
+      return MPA_DECODE_ROOM;
+    }
+    for (uint32_t i = 0; i < n && !c.error; i++) {
+      out->stats[i].index = get_i32_extended(&c);
+      out->stats[i].source = get_i32_zigzag(&c);
+      out->stats[i].tag = get_i32_zigzag(&c);
+      out->stats[i].bytes = get_varint(&c);
+    }
+    out->nstat = n;
+  }
+  out->count = (mask & MPA_F_COUNT) ? get_u32(&c) : 0;
+  out->newcomm = (mask & MPA_F_NEWCOMM) ? get_u32(&c) : 0;
+  if (!c.error && (mask & MPA_F_PAPI)) {
+    uint32_t n = get_count(&c, 1);
+    if (c.error) return c.error;
+    if (n > MPA_DECODE_MAX_PAPI) return MPA_DECODE_RANGE;
+    if (n > out->papi_cap) {
+      out->npapi = n;
+      return MPA_DECODE_ROOM;
+    }
+    for (uint32_t i = 0; i < n; i++) out->papi[i] = get_varint(&c);
+    out->npapi = n;
+  }
+  out->incall = (mask & MPA_F_INCALL) ? get_varint(&c) : 0;
+  out->value = (mask & MPA_F_VALUE) ? mpa_unzigzag(get_varint(&c)) : 0;
+  if (!c.error && (mask & MPA_F_CANCELLED)) {
+    uint32_t n = get_count(&c, 1);
+    if (c.error) return c.error;
+    if (n > out->cancelled_cap) {
+      out->ncancelled = n;
+      return MPA_DECODE_ROOM;
+    }
+    for (uint32_t i = 0; i < n; i++) out->cancelled[i] = get_u32(&c);
+    out->ncancelled = n;
+  }
+  if (c.error) return c.error;
+  st.prev_exit = out->t_exit;
+  *s = st;
+  *p = c.p;
+  return MPA_DECODE_OK;
+}
+
+const char *mpa_decode_message(int result)
+{
+  switch (result) {
+    case MPA_DECODE_OK: return "no error";
+    case MPA_DECODE_TRUNCATED: return "event runs past the end of its chunk";
+    case MPA_DECODE_OVERLONG: return "varint longer than 64 bits";
+    case MPA_DECODE_RANGE: return "a value outside its field's range";
+    case MPA_DECODE_MASK: return "field bits this format does not define";
+    case MPA_DECODE_ROOM: return "arrays too small for the event";
+    default: return "unknown decoding error";
+  }
+}

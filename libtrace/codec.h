@@ -1,0 +1,197 @@
+/* The event codec: how one traced call becomes bytes of an EVENTS chunk (format.h, mpiadvise-log(5)),
+ * and back. The tracer encodes (inline here: it runs inside every MPI call); the reader decodes
+ * (codec.c). Both sides share the per-chunk state below, so they cannot drift apart.
+ *
+ * Encoding a chunk:   p = mpa_encode_chunk_start(&state, p, first_enter_tick);
+ *                     then for each event, with mpa_event_bound(ev, npapi) bytes of room:
+ *                     p = mpa_encode_event(&state, p, ev, callsite, count, incall, papi, npapi);
+ * Decoding a chunk:   mpa_decode_chunk_start(&state, &p, end), then mpa_decode_event(&state, &p, end, &out)
+ *                     until p == end.
+ * No MPI here: the C++ reader and the tests include this header. */
+#ifndef MPIADVISE_CODEC_H
+#define MPIADVISE_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "format.h"
+
+#define MPA_HANDLE_CACHE 16 /* see MPA_F_REQS in format.h */
+#define MPA_HANDLE_DELTA_LIMIT ((int64_t)1 << 62) /* deltas coded as zigzag << 1 lie within +-2^62 */
+#define MPA_HANDLE_CODE_WHOLE 33u /* slot 16, which does not exist: a whole handle follows */
+#define MPA_DECODE_MAX_PAPI 64 /* counters per event a reader accepts */
+
+/* ---- varints (LEB128) and zigzag ------------------------------------------------------------------- */
+static inline uint8_t *mpa_put_varint(uint8_t *p, uint64_t v)
+{
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
+  return p;
+}
+static inline uint64_t mpa_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline int64_t mpa_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+/* ---- what one chunk's events are coded against --------------------------------------------------- */
+typedef struct mpa_codec_state {
+  uint64_t prev_exit;   /* delta base for the next event's enter tick */
+  uint64_t prev_handle; /* delta base for request handles */
+  uint64_t recent_handles[MPA_HANDLE_CACHE]; /* a handle seen again in the chunk costs one byte */
+} mpa_codec_state;
+
+/* ---- one event, as the tracer describes it -------------------------------------------------------- */
+typedef struct mpa_status {
+  int32_t index;  /* position in the request array (0 for single-request calls) */
+  int32_t source; /* rank in the request's communicator, or a special rank code */
+  int32_t tag;
+  uint64_t bytes;
+} mpa_status;
+
+typedef struct mpa_event {
+  uint32_t call;
+  uint32_t mask; /* MPA_F_* present */
+  uint64_t t_enter, t_exit;
+  int32_t peer, tag, peer2, tag2;
+  uint32_t comm, newcomm;
+  uint64_t bytes, bytes2;
+  uint32_t nreq;
+  const uint64_t *reqs;
+  uint32_t nstat;
+  const mpa_status *stats;
+  int64_t value;
+  uint32_t ncancelled; /* with MPA_F_CANCELLED: positions in stats of cancelled requests */
+  const uint32_t *cancelled;
+} mpa_event;
+
+/* ---- encoding ------------------------------------------------------------------------------------- */
+/* Starts a chunk: its base tick, and every delta base and handle slot back at 0. */
+static inline uint8_t *mpa_encode_chunk_start(mpa_codec_state *s, uint8_t *p, uint64_t base_tick)
+{
+  s->prev_exit = base_tick;
+  s->prev_handle = 0;
+  memset(s->recent_handles, 0, sizeof s->recent_handles);
+  return mpa_put_varint(p, base_tick);
+}
+
+/* Bytes an event can take at most: 10 per 64-bit varint, 5 per 32-bit one. */
+static inline size_t mpa_event_bound(const mpa_event *ev, int npapi)
+{
+  size_t n = 1 + 5 + 10 + 10 + 5;   /* call, mask, gap, duration, callsite */
+  n += 5 + 5 + 5 + 10 + 5 + 5 + 10; /* peer, tag, comm, bytes, peer2, tag2, bytes2 */
+  n += 5 + (size_t)ev->nreq * 11;
+  n += 5 + (size_t)ev->nstat * 30;
+  n += 5 + 5 + 5 + (size_t)npapi * 10 + 10 + 10; /* count, newcomm, papi, incall, value */
+  if (ev->mask & MPA_F_CANCELLED) n += 5 + (size_t)ev->ncancelled * 5;
+  return n;
+}
+
+static inline uint8_t *mpa_encode_handles(mpa_codec_state *s, uint8_t *p, const uint64_t *h, uint32_t n)
+{
+  p = mpa_put_varint(p, n);
+  for (uint32_t i = 0; i < n; i++) {
+    unsigned slot = mpa_handle_slot(h[i]);
+    if (s->recent_handles[slot] == h[i]) {
+      *p++ = (uint8_t)(slot << 1 | 1);
+      continue;
+    }
+    int64_t delta = (int64_t)(h[i] - s->prev_handle);
+    if (__builtin_expect(delta >= -MPA_HANDLE_DELTA_LIMIT && delta < MPA_HANDLE_DELTA_LIMIT, 1)) {
+      p = mpa_put_varint(p, mpa_zigzag(delta) << 1);
+    } else { /* a delta whose code would not fit in 64 bits: the handle itself */
+      *p++ = MPA_HANDLE_CODE_WHOLE;
+      p = mpa_put_varint(p, h[i]);
+    }
+    s->prev_handle = h[i];
+    s->recent_handles[slot] = h[i];
+  }
+  return p;
+}
+
+/* Writes one event at p (mpa_event_bound bytes of room) and returns the end. count > 0: a folded run of
+ * count unsuccessful tests with incall ticks inside them (COUNT and INCALL); npapi > 0: counter deltas
+ * (PAPI; a negative delta is written as 0). */
+static inline uint8_t *mpa_encode_event(mpa_codec_state *s, uint8_t *p, const mpa_event *ev, uint32_t callsite,
+                                        uint32_t count, uint64_t incall, const long long *papi, int npapi)
+{
+  uint32_t mask = ev->mask;
+  if (count) mask |= MPA_F_COUNT | MPA_F_INCALL;
+  if (npapi) mask |= MPA_F_PAPI;
+  *p++ = (uint8_t)ev->call;
+  p = mpa_put_varint(p, mask);
+  p = mpa_put_varint(p, mpa_zigzag((int64_t)(ev->t_enter - s->prev_exit)));
+  p = mpa_put_varint(p, ev->t_exit - ev->t_enter);
+  p = mpa_put_varint(p, callsite);
+  if (mask & MPA_F_PEER) p = mpa_put_varint(p, mpa_zigzag(ev->peer));
+  if (mask & MPA_F_TAG) p = mpa_put_varint(p, mpa_zigzag(ev->tag));
+  if (mask & MPA_F_COMM) p = mpa_put_varint(p, ev->comm);
+  if (mask & MPA_F_BYTES) p = mpa_put_varint(p, ev->bytes);
+  if (mask & MPA_F_PEER2) p = mpa_put_varint(p, mpa_zigzag(ev->peer2));
+  if (mask & MPA_F_TAG2) p = mpa_put_varint(p, mpa_zigzag(ev->tag2));
+  if (mask & MPA_F_BYTES2) p = mpa_put_varint(p, ev->bytes2);
+  if (mask & MPA_F_REQS) p = mpa_encode_handles(s, p, ev->reqs, ev->nreq);
+  if (mask & MPA_F_STATUS) {
+    p = mpa_put_varint(p, ev->nstat);
+    for (uint32_t i = 0; i < ev->nstat; i++) {
+      p = mpa_put_varint(p, (uint64_t)(int64_t)ev->stats[i].index);
+      p = mpa_put_varint(p, mpa_zigzag(ev->stats[i].source));
+      p = mpa_put_varint(p, mpa_zigzag(ev->stats[i].tag));
+      p = mpa_put_varint(p, ev->stats[i].bytes);
+    }
+  }
+  if (mask & MPA_F_COUNT) p = mpa_put_varint(p, count);
+  if (mask & MPA_F_NEWCOMM) p = mpa_put_varint(p, ev->newcomm);
+  if (mask & MPA_F_PAPI) {
+    p = mpa_put_varint(p, (uint64_t)npapi);
+    for (int i = 0; i < npapi; i++) p = mpa_put_varint(p, (uint64_t)(papi[i] < 0 ? 0 : papi[i]));
+  }
+  if (mask & MPA_F_INCALL) p = mpa_put_varint(p, incall);
+  if (mask & MPA_F_VALUE) p = mpa_put_varint(p, mpa_zigzag(ev->value));
+  if (mask & MPA_F_CANCELLED) {
+    p = mpa_put_varint(p, ev->ncancelled);
+    for (uint32_t i = 0; i < ev->ncancelled; i++) p = mpa_put_varint(p, ev->cancelled[i]);
+  }
+  s->prev_exit = ev->t_exit;
+  return p;
+}
+
+/* ---- decoding (codec.c) --------------------------------------------------------------------------- */
+enum mpa_decode_result {
+  MPA_DECODE_OK = 0,
+  MPA_DECODE_TRUNCATED, /* the event runs past the end of its chunk */
+  MPA_DECODE_OVERLONG,  /* a varint longer than 64 bits */
+  MPA_DECODE_RANGE,     /* a value outside its field's range */
+  MPA_DECODE_MASK,      /* field bits this format does not define */
+  MPA_DECODE_ROOM,      /* an array of out is too small: grow it to the count set, and decode again */
+};
+
+/* A decoded event. The caller owns the arrays and says how many elements each holds (cap); a field
+ * absent from the event is 0 (count too: a folded run has count >= 1). */
+typedef struct mpa_decoded {
+  uint32_t call, mask;
+  uint64_t t_enter, t_exit; /* ticks */
+  uint32_t callsite;
+  int32_t peer, tag, peer2, tag2;
+  uint32_t comm, newcomm;
+  uint64_t bytes, bytes2;
+  uint32_t count;
+  uint64_t incall; /* ticks */
+  int64_t value;
+  uint32_t nreq, nstat, npapi, ncancelled;
+  uint64_t *reqs;
+  mpa_status *stats;
+  uint64_t *papi;
+  uint32_t *cancelled; /* positions in stats, as written (a reader checks them against nstat) */
+  uint32_t reqs_cap, stats_cap, papi_cap, cancelled_cap;
+} mpa_decoded;
+
+/* Each returns an mpa_decode_result. On anything but MPA_DECODE_OK, *p and the state are unchanged. */
+int mpa_decode_chunk_start(mpa_codec_state *s, const uint8_t **p, const uint8_t *end);
+int mpa_decode_event(mpa_codec_state *s, const uint8_t **p, const uint8_t *end, mpa_decoded *out);
+/* The enter tick of the event at p, without decoding it. */
+int mpa_decode_peek_enter(const mpa_codec_state *s, const uint8_t *p, const uint8_t *end, uint64_t *enter);
+const char *mpa_decode_message(int result); /* e.g. "event runs past the end of its chunk" */
+
+#endif

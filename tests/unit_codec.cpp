@@ -1,0 +1,337 @@
+// The event codec (libtrace/codec.h, codec.c) on its own: random event streams encoded as the tracer
+// encodes them decode to the same events, field by field, in chunks of any length; the bytes follow
+// mpiadvise-log(5); damaged bytes give an error and never a wrong event.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+extern "C" {
+#include "codec.h"
+}
+
+namespace {
+
+// One event with its own storage, and what the encoder is given besides it.
+struct Sample {
+  mpa_event ev{};
+  uint32_t callsite = 0, count = 0;
+  uint64_t incall = 0;
+  std::vector<uint64_t> reqs;
+  std::vector<mpa_status> stats;
+  std::vector<long long> papi;
+  std::vector<uint32_t> cancelled;
+  void point() {  // ev's arrays at this sample's storage
+    ev.reqs = reqs.data(), ev.nreq = static_cast<uint32_t>(reqs.size());
+    ev.stats = stats.data(), ev.nstat = static_cast<uint32_t>(stats.size());
+    ev.cancelled = cancelled.data(), ev.ncancelled = static_cast<uint32_t>(cancelled.size());
+  }
+};
+
+// Values a field can take: the extremes of its type, the small ones, anything.
+template <class T>
+T pick(std::mt19937_64& rng) {
+  constexpr T lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+  switch (rng() % 8) {
+    case 0: return lo;
+    case 1: return hi;
+    case 2: return 0;
+    case 3: return static_cast<T>(rng() % 5) - (std::is_signed_v<T> ? static_cast<T>(4) : static_cast<T>(0));  // -4..0: special ranks
+    case 4: return static_cast<T>(rng() % 200);
+    case 5: return static_cast<T>(hi - static_cast<T>(rng() % 3));
+    default: return static_cast<T>(rng());
+  }
+}
+
+// A stream of events with every field, call id and mask bit; handles from a small pool (so that
+// slots are hit, collide and are reused, and one event may name a handle twice) and anywhere.
+std::vector<Sample> random_stream(std::mt19937_64& rng, size_t n) {
+  std::vector<uint64_t> pool;
+  for (int i = 0; i < 40; i++) pool.push_back(i < 4 ? static_cast<uint64_t>(i) : pick<uint64_t>(rng));
+  std::vector<Sample> out(n);
+  uint64_t t = pick<uint64_t>(rng);
+  for (auto& s : out) {
+    mpa_event& e = s.ev;
+    e.call = static_cast<uint32_t>(rng() % 256);
+    // COUNT, INCALL and PAPI are the encoder's to set, from count and papi
+    e.mask = static_cast<uint32_t>(rng()) & MPA_F_DEFINED & ~(MPA_F_COUNT | MPA_F_INCALL | MPA_F_PAPI);
+    // enter before or after the previous exit (threads, clock steps), durations up to the whole range
+    t += rng() % 4 == 0 ? pick<uint64_t>(rng) : rng() % 100000;
+    e.t_enter = t;
+    e.t_exit = t + (rng() % 4 == 0 ? pick<uint64_t>(rng) : rng() % 100000);
+    t = e.t_exit;
+    e.peer = pick<int32_t>(rng), e.tag = pick<int32_t>(rng), e.peer2 = pick<int32_t>(rng), e.tag2 = pick<int32_t>(rng);
+    e.comm = pick<uint32_t>(rng), e.newcomm = pick<uint32_t>(rng);
+    e.bytes = pick<uint64_t>(rng), e.bytes2 = pick<uint64_t>(rng);
+    e.value = pick<int64_t>(rng);
+    s.callsite = pick<uint32_t>(rng);
+    if (rng() % 3 == 0) s.count = 1 + static_cast<uint32_t>(rng() % 1000), s.incall = pick<uint64_t>(rng);
+    if (e.mask & MPA_F_REQS) {
+      size_t k = rng() % 6 == 0 ? rng() % 300 : rng() % 5;
+      for (size_t i = 0; i < k; i++) s.reqs.push_back(rng() % 4 ? pool[rng() % pool.size()] : pick<uint64_t>(rng));
+      if (!s.reqs.empty() && rng() % 2) s.reqs.push_back(s.reqs.front());  // a handle named twice
+    }
+    if (e.mask & MPA_F_STATUS)
+      for (size_t i = 0, k = rng() % 5; i < k; i++)
+        s.stats.push_back({pick<int32_t>(rng), pick<int32_t>(rng), pick<int32_t>(rng), pick<uint64_t>(rng)});
+    if (rng() % 4 == 0)
+      for (size_t i = 0, k = 1 + rng() % 8; i < k; i++) s.papi.push_back(static_cast<long long>(rng() >> 1));
+    if (e.mask & MPA_F_CANCELLED)
+      for (size_t i = 0; i < s.stats.size(); i++)
+        if (rng() % 2) s.cancelled.push_back(static_cast<uint32_t>(i));
+    s.point();
+  }
+  return out;
+}
+
+// Encodes samples [first, last) as one chunk, checking each against its bound.
+std::vector<uint8_t> encode_chunk(std::vector<Sample>& samples, size_t first, size_t last) {
+  size_t bound = 10;
+  for (size_t i = first; i < last; i++)
+    bound += mpa_event_bound(&samples[i].ev, static_cast<int>(samples[i].papi.size()));
+  std::vector<uint8_t> buf(bound);
+  mpa_codec_state st;
+  uint8_t* p = mpa_encode_chunk_start(&st, buf.data(), samples[first].ev.t_enter);
+  for (size_t i = first; i < last; i++) {
+    Sample& s = samples[i];
+    uint8_t* end = mpa_encode_event(&st, p, &s.ev, s.callsite, s.count, s.incall, s.papi.data(), static_cast<int>(s.papi.size()));
+    REQUIRE(static_cast<size_t>(end - p) <= mpa_event_bound(&s.ev, static_cast<int>(s.papi.size())));
+    p = end;
+  }
+  buf.resize(static_cast<size_t>(p - buf.data()));
+  return buf;
+}
+
+// A decoder whose arrays start small and grow on MPA_DECODE_ROOM, as the reader's do.
+struct Decoder {
+  std::vector<uint64_t> reqs = std::vector<uint64_t>(1), papi = std::vector<uint64_t>(1);
+  std::vector<mpa_status> stats = std::vector<mpa_status>(1);
+  std::vector<uint32_t> cancelled = std::vector<uint32_t>(1);
+  mpa_decoded d{};
+  int decode(mpa_codec_state* st, const uint8_t** p, const uint8_t* end) {
+    for (;;) {
+      d.reqs = reqs.data(), d.reqs_cap = static_cast<uint32_t>(reqs.size());
+      d.stats = stats.data(), d.stats_cap = static_cast<uint32_t>(stats.size());
+      d.papi = papi.data(), d.papi_cap = static_cast<uint32_t>(papi.size());
+      d.cancelled = cancelled.data(), d.cancelled_cap = static_cast<uint32_t>(cancelled.size());
+      int rc = mpa_decode_event(st, p, end, &d);
+      if (rc != MPA_DECODE_ROOM) return rc;
+      reqs.resize(std::max<size_t>(reqs.size(), d.nreq));
+      stats.resize(std::max<size_t>(stats.size(), d.nstat));
+      papi.resize(std::max<size_t>(papi.size(), d.npapi));
+      cancelled.resize(std::max<size_t>(cancelled.size(), d.ncancelled));
+    }
+  }
+};
+
+void check_same(const Sample& s, const mpa_decoded& d) {
+  const mpa_event& e = s.ev;
+  uint32_t mask = e.mask | (s.count ? MPA_F_COUNT | MPA_F_INCALL : 0) | (s.papi.empty() ? 0 : MPA_F_PAPI);
+  CHECK(d.call == e.call);
+  CHECK(d.mask == mask);
+  CHECK(d.t_enter == e.t_enter);
+  CHECK(d.t_exit == e.t_exit);
+  CHECK(d.callsite == s.callsite);
+  CHECK(d.peer == (mask & MPA_F_PEER ? e.peer : 0));
+  CHECK(d.tag == (mask & MPA_F_TAG ? e.tag : 0));
+  CHECK(d.comm == (mask & MPA_F_COMM ? e.comm : 0));
+  CHECK(d.bytes == (mask & MPA_F_BYTES ? e.bytes : 0));
+  CHECK(d.peer2 == (mask & MPA_F_PEER2 ? e.peer2 : 0));
+  CHECK(d.tag2 == (mask & MPA_F_TAG2 ? e.tag2 : 0));
+  CHECK(d.bytes2 == (mask & MPA_F_BYTES2 ? e.bytes2 : 0));
+  CHECK(d.newcomm == (mask & MPA_F_NEWCOMM ? e.newcomm : 0));
+  CHECK(d.value == (mask & MPA_F_VALUE ? e.value : 0));
+  CHECK(d.count == s.count);
+  CHECK(d.incall == (s.count ? s.incall : 0));
+  REQUIRE(d.nreq == (mask & MPA_F_REQS ? s.reqs.size() : 0));
+  for (uint32_t i = 0; i < d.nreq; i++) CHECK(d.reqs[i] == s.reqs[i]);
+  REQUIRE(d.nstat == (mask & MPA_F_STATUS ? s.stats.size() : 0));
+  for (uint32_t i = 0; i < d.nstat; i++) {
+    CHECK(d.stats[i].index == s.stats[i].index);
+    CHECK(d.stats[i].source == s.stats[i].source);
+    CHECK(d.stats[i].tag == s.stats[i].tag);
+    CHECK(d.stats[i].bytes == s.stats[i].bytes);
+  }
+  REQUIRE(d.npapi == s.papi.size());
+  for (uint32_t i = 0; i < d.npapi; i++) CHECK(d.papi[i] == static_cast<uint64_t>(s.papi[i]));
+  REQUIRE(d.ncancelled == (mask & MPA_F_CANCELLED ? s.cancelled.size() : 0));
+  for (uint32_t i = 0; i < d.ncancelled; i++) CHECK(d.cancelled[i] == s.cancelled[i]);
+}
+
+// Decodes a whole chunk; returns the number of events, checking each against samples from `first`.
+size_t decode_chunk(const std::vector<uint8_t>& chunk, const std::vector<Sample>& samples, size_t first) {
+  mpa_codec_state st;
+  const uint8_t* p = chunk.data();
+  const uint8_t* end = p + chunk.size();
+  REQUIRE(mpa_decode_chunk_start(&st, &p, end) == MPA_DECODE_OK);
+  Decoder dec;
+  size_t n = 0;
+  while (p < end) {
+    uint64_t peeked = 0;
+    REQUIRE(mpa_decode_peek_enter(&st, p, end, &peeked) == MPA_DECODE_OK);
+    REQUIRE(dec.decode(&st, &p, end) == MPA_DECODE_OK);
+    CHECK(peeked == dec.d.t_enter);
+    check_same(samples[first + n], dec.d);
+    n++;
+  }
+  return n;
+}
+
+std::vector<uint8_t> bytes(std::initializer_list<int> b) {
+  std::vector<uint8_t> v;
+  for (int x : b) v.push_back(static_cast<uint8_t>(x));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("random event streams decode to the events encoded, in chunks of any length", "[codec]") {
+  for (uint64_t seed = 1; seed <= 200; seed++) {
+    std::mt19937_64 rng(seed);
+    auto samples = random_stream(rng, 1 + rng() % 120);
+    INFO("seed " << seed);
+    for (size_t first = 0; first < samples.size();) {
+      size_t last = std::min(samples.size(), first + 1 + rng() % 40);
+      auto chunk = encode_chunk(samples, first, last);
+      REQUIRE(decode_chunk(chunk, samples, first) == last - first);
+      first = last;
+    }
+  }
+}
+
+TEST_CASE("a chunk cut anywhere inside an event gives an error, never an event, and leaves the state", "[codec]") {
+  for (uint64_t seed = 1; seed <= 30; seed++) {
+    std::mt19937_64 rng(seed);
+    auto samples = random_stream(rng, 12);
+    auto chunk = encode_chunk(samples, 0, samples.size());
+    // where each event begins
+    std::vector<size_t> starts;
+    {
+      mpa_codec_state st;
+      const uint8_t* p = chunk.data();
+      const uint8_t* end = p + chunk.size();
+      mpa_decode_chunk_start(&st, &p, end);
+      Decoder dec;
+      while (p < end) {
+        starts.push_back(static_cast<size_t>(p - chunk.data()));
+        REQUIRE(dec.decode(&st, &p, end) == MPA_DECODE_OK);
+      }
+      starts.push_back(chunk.size());
+    }
+    for (size_t cut = starts.front(); cut < chunk.size(); cut++) {
+      mpa_codec_state st;
+      const uint8_t* p = chunk.data();
+      const uint8_t* end = chunk.data() + cut;
+      REQUIRE(mpa_decode_chunk_start(&st, &p, end) == MPA_DECODE_OK);
+      Decoder dec;
+      size_t whole = 0;
+      while (p < end && dec.decode(&st, &p, end) == MPA_DECODE_OK) check_same(samples[whole++], dec.d);
+      // every event that ends by the cut decodes; the one cut in the middle does not
+      size_t expect = std::upper_bound(starts.begin(), starts.end(), cut) - starts.begin() - 1;
+      CHECK(whole == expect);
+      if (p < end) {
+        const uint8_t* before = p;
+        mpa_codec_state kept = st;
+        CHECK(dec.decode(&st, &p, end) == MPA_DECODE_TRUNCATED);
+        CHECK(p == before);
+        CHECK(std::memcmp(&kept, &st, sizeof st) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("the bytes of an event are those mpiadvise-log(5) describes", "[codec]") {
+  // call id 17 to rank 3, tag -1, comm 1, 8 bytes, one request handle 0x120; entered 5 ticks after
+  // the chunk's base tick 1000, lasting 300 ticks, at call site 2; then the same event again
+  const uint64_t handle = 0x120;
+  mpa_event e{};
+  e.call = 17;
+  e.mask = MPA_F_PEER | MPA_F_TAG | MPA_F_COMM | MPA_F_BYTES | MPA_F_REQS;
+  e.t_enter = 1005, e.t_exit = 1305;
+  e.peer = 3, e.tag = -1, e.comm = 1, e.bytes = 8;
+  e.reqs = &handle, e.nreq = 1;
+  std::vector<uint8_t> buf(mpa_event_bound(&e, 0) * 2 + 10);
+  mpa_codec_state st;
+  uint8_t* p = mpa_encode_chunk_start(&st, buf.data(), 1000);
+  p = mpa_encode_event(&st, p, &e, 2, 0, 0, nullptr, 0);
+  p = mpa_encode_event(&st, p, &e, 2, 0, 0, nullptr, 0);
+  buf.resize(static_cast<size_t>(p - buf.data()));
+  REQUIRE(mpa_handle_slot(handle) == 2);  // (0x120 >> 4) & 15
+  const auto expected = bytes({
+      0xe8, 0x07,              // base tick 1000
+      17, 0x8f, 0x01,          // call; mask 0x8f = PEER | TAG | COMM | BYTES | REQS
+      0x0a, 0xac, 0x02, 0x02,  // gap zigzag(5) = 10, duration 300, call site 2
+      0x06, 0x01, 0x01, 0x08,  // peer zigzag(3), tag zigzag(-1), comm 1, bytes 8
+      0x01, 0x80, 0x09,        // one handle: zigzag(0x120 - 0) << 1 = 0x480, lowest bit clear
+      17, 0x8f, 0x01,          // the second event
+      0xd7, 0x04, 0xac, 0x02, 0x02,  // gap 1005 - 1305 = -300: zigzag 599
+      0x06, 0x01, 0x01, 0x08,
+      0x01, 0x05,              // the handle is in slot 2: code 2 << 1 | 1, one byte
+  });
+  CHECK(buf == expected);
+  // and back
+  std::vector<Sample> two(2);
+  for (auto& s : two) {
+    s.ev = e;
+    s.callsite = 2;
+    s.reqs = {handle};
+    s.point();
+  }
+  CHECK(decode_chunk(buf, two, 0) == 2);
+}
+
+TEST_CASE("damaged bytes are refused with the error that names them", "[codec]") {
+  Decoder dec;
+  auto decode = [&](std::vector<uint8_t> b) {
+    mpa_codec_state st{};
+    const uint8_t* p = b.data();
+    return dec.decode(&st, &p, b.data() + b.size());
+  };
+  // call 1, mask 0, gap 0, duration 0, site 0: the smallest event
+  CHECK(decode(bytes({1, 0, 0, 0, 0})) == MPA_DECODE_OK);
+  CHECK(decode(bytes({1, 0, 0, 0})) == MPA_DECODE_TRUNCATED);
+  CHECK(decode(bytes({})) == MPA_DECODE_TRUNCATED);
+  // a mask bit past MPA_F_CANCELLED
+  CHECK(decode(bytes({1, 0x80, 0x80, 0x02, 0, 0, 0})) == MPA_DECODE_MASK);
+  // a varint of eleven bytes, and one whose tenth byte holds more than bit 63
+  CHECK(decode(bytes({1, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00, 0, 0})) == MPA_DECODE_OVERLONG);
+  CHECK(decode(bytes({1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0})) == MPA_DECODE_OVERLONG);
+  CHECK(decode(bytes({1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0})) == MPA_DECODE_OK);
+  // a call site wider than 32 bits; a peer outside int32 (zigzag 2^32)
+  CHECK(decode(bytes({1, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x10})) == MPA_DECODE_RANGE);
+  CHECK(decode(bytes({1, MPA_F_PEER, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x10})) == MPA_DECODE_RANGE);
+  // a handle code naming slot 17 of 16 (slot 16, code 33, says a whole handle follows)
+  CHECK(decode(bytes({1, 0x80, 0x01, 0, 0, 0, 1, 17 << 1 | 1})) == MPA_DECODE_RANGE);
+  CHECK(decode(bytes({1, 0x80, 0x01, 0, 0, 0, 1, 33, 0x7f})) == MPA_DECODE_OK);
+  CHECK(dec.d.reqs[0] == 0x7f);
+  CHECK(decode(bytes({1, 0x80, 0x01, 0, 0, 0, 1, 33})) == MPA_DECODE_TRUNCATED);
+  // more handles, statuses or counters than the chunk has bytes for
+  CHECK(decode(bytes({1, 0x80, 0x01, 0, 0, 0, 5, 1, 1})) == MPA_DECODE_TRUNCATED);
+  CHECK(decode(bytes({1, 0x80, 0x02, 0, 0, 0, 2, 0, 0, 0, 0})) == MPA_DECODE_TRUNCATED);  // STATUS: 2 x 4 bytes, 4 left
+  CHECK(decode(bytes({1, 0x80, 0x10, 0, 0, 0, 65, 1, 1})) == MPA_DECODE_TRUNCATED);
+}
+
+TEST_CASE("a handle seen again in a chunk costs one byte; the table starts again with each chunk", "[codec]") {
+  // 40 handles whose slots collide, each named twice in a row, then the first again
+  std::vector<uint64_t> handles;
+  for (uint64_t i = 0; i < 40; i++) handles.push_back(0x7f0000001000ull + (i << 20));
+  std::vector<Sample> samples(handles.size() * 2 + 1);
+  for (size_t i = 0; i < samples.size(); i++) {
+    Sample& s = samples[i];
+    s.ev.call = 3;
+    s.ev.mask = MPA_F_REQS;
+    s.ev.t_enter = 100 * i, s.ev.t_exit = 100 * i + 10;
+    s.reqs = {handles[i < samples.size() - 1 ? i / 2 : 0]};
+    s.point();
+  }
+  auto chunk = encode_chunk(samples, 0, samples.size());
+  REQUIRE(decode_chunk(chunk, samples, 0) == samples.size());
+  // the second naming of a handle: call 1, mask 2 (REQS = 0x80), gap 2 (zigzag 90 = 180), duration 1,
+  // call site 1, count 1, and one byte of handle code
+  std::vector<Sample> pair(samples.begin(), samples.begin() + 2);
+  auto two = encode_chunk(pair, 0, 2);
+  auto one = encode_chunk(pair, 0, 1);
+  CHECK(two.size() - one.size() == 9);
+}

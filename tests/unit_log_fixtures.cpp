@@ -1,0 +1,446 @@
+// The reader on committed logs (tests/fixtures, written by the tracer: make-fixtures.sh) and on logs
+// damaged on purpose. What each test expects follows from the program that wrote the log.
+#include <catch2/catch.hpp>
+
+#include <zstd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "log_reader.hpp"
+#include "log_summary.hpp"
+
+using namespace mpiadvise;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+fs::path fixture(const std::string& name) { return fs::path(MPA_SOURCE_DIR) / "tests" / "fixtures" / name; }
+
+struct Ev {
+  std::string call;
+  Event e;
+};
+
+std::vector<Ev> events(const RankLog& log) {
+  std::vector<Ev> out;
+  log.for_each_event([&](const Event& e) { out.push_back({std::string(e.call_name), e}); });
+  return out;
+}
+
+std::map<std::string, size_t> calls(const std::vector<Ev>& evs) {
+  std::map<std::string, size_t> n;
+  for (const auto& e : evs) n[e.call] += e.e.count;
+  return n;
+}
+
+std::vector<uint8_t> file_bytes(const fs::path& f) {
+  std::ifstream in(f, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+uint32_t json_bytes_of(const std::vector<uint8_t>& b) {
+  uint32_t n;
+  std::memcpy(&n, b.data() + 12, 4);
+  return n;
+}
+
+json header_of(const std::vector<uint8_t>& b) {
+  return json::parse(b.begin() + 16, b.begin() + 16 + json_bytes_of(b));
+}
+
+// The log with its header JSON replaced by `text` (the chunks after it kept).
+std::vector<uint8_t> with_header(const std::vector<uint8_t>& b, const std::string& text) {
+  std::vector<uint8_t> out(b.begin(), b.begin() + 16);
+  uint32_t n = static_cast<uint32_t>(text.size());
+  std::memcpy(out.data() + 12, &n, 4);
+  out.insert(out.end(), text.begin(), text.end());
+  out.insert(out.end(), b.begin() + 16 + json_bytes_of(b), b.end());
+  return out;
+}
+
+// The log cut after its header JSON.
+std::vector<uint8_t> header_only(const std::vector<uint8_t>& b) {
+  return std::vector<uint8_t>(b.begin(), b.begin() + 16 + json_bytes_of(b));
+}
+
+// A chunk appended as the tracer writes one (header, one zstd frame with its size).
+void append_chunk(std::vector<uint8_t>& b, uint8_t type, const std::string& payload) {
+  std::vector<uint8_t> frame(ZSTD_compressBound(payload.size()));
+  size_t z = ZSTD_compress(frame.data(), frame.size(), payload.data(), payload.size(), 1);
+  REQUIRE(!ZSTD_isError(z));
+  mpa_chunk_header h{};
+  h.magic = MPA_CHUNK_MAGIC;
+  h.type = type;
+  h.codec = MPA_CODEC_ZSTD;
+  h.raw_bytes = static_cast<uint32_t>(payload.size());
+  h.stored_bytes = static_cast<uint32_t>(z);
+  const auto* hp = reinterpret_cast<const uint8_t*>(&h);
+  b.insert(b.end(), hp, hp + sizeof h);
+  b.insert(b.end(), frame.begin(), frame.begin() + static_cast<long>(z));
+}
+
+bool has_problem(const std::vector<ReadProblem>& problems, const std::string& text) {
+  for (const auto& p : problems)
+    if (p.message.find(text) != std::string::npos) return true;
+  return false;
+}
+
+// Writes logs into a fresh directory under the build tree.
+fs::path job_dir(const std::string& name, const std::vector<std::vector<uint8_t>>& ranks) {
+  fs::path dir = fs::path(MPA_BUILD_DIR) / "tests" / "tmp" / ("unit-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (size_t r = 0; r < ranks.size(); r++) {
+    char file[32];
+    std::snprintf(file, sizeof file, "rank-%05zu.mpa", r);
+    std::ofstream(dir / file, std::ios::binary).write(reinterpret_cast<const char*>(ranks[r].data()),
+                                                      static_cast<std::streamsize>(ranks[r].size()));
+  }
+  return dir;
+}
+
+}  // namespace
+
+// ---- a 1-D halo exchange with MPI_PROC_NULL at its ends (tests/programs/halo_procnull.c, 3 iterations) ----
+TEST_CASE("PROC_NULL halo: each request named by a completion is its own, though they share a handle", "[fixtures][requests]") {
+  JobLog job(fixture("halo-procnull"));
+  REQUIRE(job.world_size() == 3);
+  REQUIRE(job.ranks().size() == 3);
+  bool shared_handle_seen = false;
+  for (const auto& log : job.ranks()) {
+    INFO("rank " << log->rank());
+    CHECK(log->complete());
+    CHECK(log->problems().empty());
+    auto evs = events(*log);
+    std::vector<uint64_t> made;  // requests made since the last completion of them all
+    size_t waitalls = 0;
+    for (const auto& ev : evs) {
+      const Event& e = ev.e;
+      if (ev.call == "MPI_Irecv" || ev.call == "MPI_Isend") {
+        REQUIRE(e.requests.size() == 1);
+        CHECK(e.requests[0] != 0);
+        CHECK(std::find(made.begin(), made.end(), e.requests[0]) == made.end());
+        made.push_back(e.requests[0]);
+      } else if (ev.call == "MPI_Waitall") {
+        waitalls++;
+        std::set<uint64_t> handles(e.handles.begin(), e.handles.end());
+        shared_handle_seen |= handles.size() < e.handles.size();
+        // the four (or two) requests made just before, each once, in the order made
+        CHECK(e.requests == made);
+        REQUIRE(e.statuses.size() == made.size());
+        made.clear();
+      } else if (ev.call == "MPI_Waitany" || ev.call == "MPI_Waitsome") {
+        for (const auto& st : e.statuses) {
+          REQUIRE(static_cast<size_t>(st.index) < e.requests.size());
+          auto it = std::find(made.begin(), made.end(), e.requests[st.index]);
+          REQUIRE(it != made.end());  // a request made and not yet completed
+          made.erase(it);
+        }
+      }
+    }
+    CHECK(made.empty());
+    CHECK(waitalls == 4);
+    const bool edge = log->rank() == 0 || log->rank() == 2;
+    auto n = calls(evs);
+    CHECK(n["MPI_Init"] == 1);
+    CHECK(n["MPI_Irecv"] == 6);
+    CHECK(n["MPI_Isend"] == 12);
+    CHECK(n["MPI_Waitany"] == 2);
+    CHECK(n["MPI_Reduce"] == 1);
+    CHECK(n["MPI_Finalize"] == 1);
+    // the receives from MPI_PROC_NULL complete at once, with MPI_PROC_NULL as their source
+    size_t from_proc_null = 0;
+    for (const auto& ev : evs)
+      if (ev.call == "MPI_Waitall" && ev.e.statuses.size() == 4)
+        for (int k : {0, 1})
+          from_proc_null += ev.e.statuses[k].source == kProcNull && ev.e.statuses[k].bytes == 0;
+    CHECK(from_proc_null == (edge ? 3u : 0u));
+  }
+  CHECK(shared_handle_seen);  // Open MPI gave one handle to several live requests: the case under test
+}
+
+// ---- every point-to-point call (tests/programs/p2p_all.c, 4 ranks) -------------------------------------
+TEST_CASE("p2p_all: each call as often as the program makes it, every completed request known", "[fixtures]") {
+  JobLog job(fixture("p2p-all"));
+  REQUIRE(job.ranks().size() == 4);
+  CHECK(job.problems().empty());
+  auto r0 = events(*job.rank(0));
+  auto n = calls(r0);
+  for (const char* c : {"MPI_Ssend", "MPI_Bsend", "MPI_Rsend", "MPI_Issend", "MPI_Ibsend", "MPI_Irsend", "MPI_Send_init",
+                        "MPI_Ssend_init", "MPI_Rsend_init", "MPI_Cancel", "MPI_Comm_split", "MPI_Comm_free"})
+    CHECK(n[c] == 1);
+  CHECK(n["MPI_Start"] == 3);
+  CHECK(n["MPI_Startall"] == 3);
+  CHECK(n["MPI_Request_free"] == 3);
+  // every status of a completion names a request the rank made
+  for (const auto& log : job.ranks()) {
+    for (const auto& ev : events(*log)) {
+      if (ev.e.requests.empty()) continue;
+      for (const auto& st : ev.e.statuses)
+        if (ev.call.rfind("MPI_Wait", 0) == 0 || ev.call.rfind("MPI_Test", 0) == 0) {
+          INFO(ev.call << " on rank " << log->rank());
+          CHECK(ev.e.requests.at(st.index) != 0);
+        }
+    }
+  }
+  // the persistent send is the request every Start names
+  uint64_t send_init = 0;
+  for (const auto& ev : r0)
+    if (ev.call == "MPI_Send_init") send_init = ev.e.requests.back();
+  for (const auto& ev : r0)
+    if (ev.call == "MPI_Start") CHECK(ev.e.requests == std::vector<uint64_t>{send_init});
+}
+
+// ---- MPI_THREAD_MULTIPLE (tests/programs/threads.c: 4 threads x 500 rounds, 2 ranks) ---------------------
+TEST_CASE("threads: events of every thread in time order, each Waitall naming its own thread's requests", "[fixtures]") {
+  JobLog job(fixture("threads"));
+  REQUIRE(job.ranks().size() == 2);
+  for (const auto& log : job.ranks()) {
+    CHECK(log->problems().empty());
+    auto evs = events(*log);
+    auto n = calls(evs);
+    CHECK(n["MPI_Irecv"] == 2000);
+    CHECK(n["MPI_Isend"] == 2000);
+    CHECK(n["MPI_Waitall"] == 2000);
+    CHECK(n["MPI_Sendrecv"] == 2000);
+    std::map<uint16_t, std::vector<uint64_t>> made;  // per thread, since its last Waitall
+    std::set<uint16_t> threads;
+    uint64_t prev = 0;
+    for (const auto& ev : evs) {
+      CHECK(ev.e.t_enter_ns >= prev);
+      prev = ev.e.t_enter_ns;
+      threads.insert(ev.e.thread);
+      if (ev.call == "MPI_Irecv" || ev.call == "MPI_Isend") made[ev.e.thread].push_back(ev.e.requests.at(0));
+      if (ev.call == "MPI_Waitall") {
+        CHECK(ev.e.requests == made[ev.e.thread]);
+        made[ev.e.thread].clear();
+      }
+    }
+    CHECK(threads.size() == 5);  // the main thread and four workers
+  }
+}
+
+// ---- damaged logs (tests/fixtures/damage.py) ---------------------------------------------------------------
+TEST_CASE("damaged logs: what each damage costs, said once, and the rest read", "[fixtures][damage]") {
+  JobLog intact(fixture("halo-procnull"));
+  JobLog job(fixture("halo-damaged"));
+  REQUIRE(job.ranks().size() == 3);
+  const RankLog& bad_trailer = *job.rank(0);
+  const RankLog& cut = *job.rank(1);
+  const RankLog& bad_payload = *job.rank(2);
+
+  // rank 0: its trailer's magic overwritten; every event is there, the trailer is not
+  CHECK_FALSE(bad_trailer.complete());
+  REQUIRE(bad_trailer.problems().size() == 1);
+  CHECK(bad_trailer.problems()[0].corrupt);
+  CHECK(has_problem(bad_trailer.problems(), "no chunk starts here"));
+  CHECK(events(bad_trailer).size() == events(*intact.rank(0)).size());
+
+  // rank 1: cut inside its largest events chunk; the file ends early (not corrupt), the events before
+  // the chunk are read
+  REQUIRE(cut.problems().size() == 1);
+  CHECK_FALSE(cut.problems()[0].corrupt);
+  CHECK(has_problem(cut.problems(), "file ends inside a chunk"));
+  auto cut_evs = events(cut), whole = events(*intact.rank(1));
+  REQUIRE(cut_evs.size() < whole.size());
+  REQUIRE_FALSE(cut_evs.empty());
+  for (size_t i = 0; i < cut_evs.size(); i++) CHECK(cut_evs[i].e.t_enter_ns == whole[i].e.t_enter_ns);
+
+  // rank 2: a byte of an events payload flipped; the checksum catches it, said once however often
+  // the events are read, and the other chunks are read
+  auto damaged_evs = events(bad_payload);
+  events(bad_payload);
+  REQUIRE(bad_payload.problems().size() == 1);
+  CHECK(bad_payload.problems()[0].corrupt);
+  CHECK(has_problem(bad_payload.problems(), "does not decompress"));
+  CHECK(bad_payload.complete());
+  CHECK(damaged_evs.size() < events(*intact.rank(2)).size());
+  CHECK_FALSE(damaged_evs.empty());
+}
+
+TEST_CASE("a log that ends after its header: no events, and no world size taken on its word", "[fixtures][damage]") {
+  JobLog job(fixture("header-only"));
+  REQUIRE(job.ranks().size() == 1);
+  CHECK(job.ranks()[0]->size() == 3);
+  CHECK(job.world_size() == 1);  // no MPI_COMM_WORLD definition: the logs present
+  CHECK(has_problem(job.problems(), "none defines MPI_COMM_WORLD"));
+  CHECK(events(*job.ranks()[0]).empty());
+}
+
+// ---- strings from the job (a program path with byte 0xe9, an environment value that is not UTF-8) -----
+TEST_CASE("strings from the job come back as the bytes they were", "[fixtures][strings]") {
+  JobLog job(fixture("job-strings"));
+  REQUIRE(job.ranks().size() == 2);
+  CHECK(job.problems().empty());
+  const json& h = job.rank(0)->header();
+  const std::string program = h.at("program");
+  CHECK(program.substr(program.size() - 6) == "halo_\xe9");
+  CHECK(h.at("env").at("OMPI_MCA_mpiadvise_note") == "caf\xe9\xff 100% \x1b[31mred");
+  // the raw header: valid UTF-8 JSON, the strings in their escaped form
+  auto raw = header_of(file_bytes(fixture("job-strings") / "rank-00000.mpa"));
+  CHECK(raw.at("program").get<std::string>().front() == '\0');
+  CHECK(raw.at("env").at("OMPI_MCA_mpiadvise_note") == std::string("\0caf%E9%FF 100%25 \x1b[31mred", 26));
+}
+
+// ---- sizes and types in the header --------------------------------------------------------------------------
+TEST_CASE("a header claiming a world of 2^24 ranks is refused or bounded by what the logs hold", "[header][bounds]") {
+  auto b = file_bytes(fixture("halo-procnull") / "rank-00000.mpa");
+  json h = header_of(b);
+  h["size"] = 16777216;
+  // with its definitions: MPI_COMM_WORLD has 3 members, not 2^24
+  try {
+    RankLog log("big", with_header(b, h.dump()));
+    FAIL("read a log whose world definition contradicts its header");
+  } catch (const LogError& e) {
+    CHECK(e.file == "big");
+    CHECK(std::string(e.what()).find("'size'") != std::string::npos);
+  }
+  // without (cut after the header): read, but the job's world is the logs present
+  auto dir = job_dir("big-world", {header_only(with_header(b, h.dump()))});
+  JobLog job(dir);
+  CHECK(job.ranks()[0]->size() == 16777216);
+  CHECK(job.world_size() == 1);
+  CHECK(has_problem(job.problems(), "claim a world of 16777216 ranks"));
+  h["size"] = 16777217;
+  CHECK_THROWS_AS(RankLog("bigger", header_only(with_header(b, h.dump()))), LogError);
+}
+
+TEST_CASE("deeply nested header JSON is refused with one error, not a crash", "[header][bounds]") {
+  auto b = file_bytes(fixture("halo-procnull") / "rank-00000.mpa");
+  std::string text = header_of(b).dump();
+  const size_t depth = 200000;
+  text.insert(text.size() - 1, ",\"clock\":" + std::string(depth, '[') + std::string(depth, ']'));
+  try {
+    RankLog log("deep", with_header(b, text));
+    FAIL("read a header nested 200000 deep");
+  } catch (const LogError& e) {
+    CHECK(std::string(e.what()).find("nested deeper than 64") != std::string::npos);
+  }
+  // 64 levels are fine
+  text = header_of(b).dump();
+  text.insert(text.size() - 1, ",\"extra\":" + std::string(63, '[') + std::string(63, ']'));
+  CHECK_NOTHROW(RankLog("deep-enough", with_header(b, text)));
+}
+
+TEST_CASE("informational header keys of the wrong type are ignored, each named; required ones refuse the file", "[header]") {
+  auto b = file_bytes(fixture("halo-procnull") / "rank-00000.mpa");
+  json h = header_of(b);
+  h["hostname"] = 5;
+  h["mpi_library"] = json::array({1});
+  h["clock"]["sync_tick"] = "soon";
+  h["env"]["OMPI_MCA_btl"] = 7;
+  h["cvars"]["btl_tcp_eager_limit"] = json::object();
+  h["papi"] = {"PAPI_TOT_CYC", 3};
+  RankLog log("typed", with_header(b, h.dump()));
+  for (const char* key : {"'hostname'", "'mpi_library'", "'clock.sync_tick'", "'env.OMPI_MCA_btl'",
+                          "'cvars.btl_tcp_eager_limit'", "'papi'"})
+    CHECK(has_problem(log.problems(), key));
+  CHECK_FALSE(log.header().contains("hostname"));
+  CHECK_FALSE(log.header().at("env").contains("OMPI_MCA_btl"));
+  CHECK(events(log).size() == events(RankLog("intact", b)).size());
+  for (const auto& p : log.problems()) CHECK(p.file == "typed");
+
+  // a job of such logs summarizes (the summary reads hostname, mpi_library, cvars)
+  auto dir = job_dir("typed", {with_header(b, h.dump())});
+  CHECK_NOTHROW(summarize(JobLog(dir)));
+
+  const auto refused = [&](json bad, const std::string& key) {
+    try {
+      RankLog("required", with_header(b, bad.dump()));
+      FAIL("read a header with a bad " << key);
+    } catch (const LogError& e) {
+      CHECK(e.file == "required");
+      CHECK(std::string(e.what()).find(key) != std::string::npos);
+    }
+  };
+  json bad = header_of(b);
+  bad["rank"] = "0";
+  refused(bad, "'rank'");
+  bad = header_of(b);
+  bad.erase("calls");
+  refused(bad, "'calls'");
+  bad = header_of(b);
+  bad["calls"][3] = 4;
+  refused(bad, "'calls'");
+  bad = header_of(b);
+  bad["calls"] = json::array();
+  for (int i = 0; i < 300; i++) bad["calls"].push_back("MPI_Send");
+  refused(bad, "'calls'");
+  refused(json::array({1, 2}), "not a JSON object");
+}
+
+TEST_CASE("trailer and META chunks of the wrong shape are ignored, each named", "[header]") {
+  auto b = header_only(file_bytes(fixture("halo-procnull") / "rank-00000.mpa"));
+  append_chunk(b, MPA_CHUNK_META, R"({"aborted":"yes","errorcode":7})");
+  append_chunk(b, MPA_CHUNK_META, R"([1,2,3])");
+  append_chunk(b, MPA_CHUNK_TRAILER, R"({"complete":true,"clock_offset_finalize_ns":"late"})");
+  RankLog log("shapes", b);
+  CHECK(has_problem(log.problems(), "META chunk key 'aborted'"));
+  CHECK(has_problem(log.problems(), "a META chunk is an array"));
+  CHECK(has_problem(log.problems(), "trailer key 'clock_offset_finalize_ns'"));
+  REQUIRE(log.meta().size() == 1);
+  CHECK(log.meta()[0].value("aborted", false) == false);
+  CHECK(log.meta()[0].value("errorcode", 0) == 7);
+  CHECK(log.complete());
+}
+
+// ---- sizes inside chunks ----------------------------------------------------------------------------------
+TEST_CASE("a chunk's sizes are checked before anything is allocated for them", "[bounds]") {
+  auto base = header_only(file_bytes(fixture("halo-procnull") / "rank-00000.mpa"));
+  SECTION("a chunk header and its frame claiming 200 MiB in a few bytes") {
+    auto b = base;
+    // a zstd frame header with a content size of 200 MiB (single segment, 8-byte size) and nothing after
+    const uint32_t claimed = 200u << 20;
+    std::vector<uint8_t> frame = {0x28, 0xb5, 0x2f, 0xfd, 0xe0};
+    for (int k = 0; k < 8; k++) frame.push_back(static_cast<uint8_t>(uint64_t{claimed} >> (8 * k)));
+    mpa_chunk_header h{};
+    h.magic = MPA_CHUNK_MAGIC;
+    h.type = MPA_CHUNK_EVENTS;
+    h.codec = MPA_CODEC_ZSTD;
+    h.raw_bytes = claimed;
+    h.stored_bytes = static_cast<uint32_t>(frame.size());
+    b.insert(b.end(), reinterpret_cast<const uint8_t*>(&h), reinterpret_cast<const uint8_t*>(&h) + sizeof h);
+    b.insert(b.end(), frame.begin(), frame.end());
+    RankLog log("huge", b);
+    CHECK(events(log).empty());
+    CHECK(has_problem(log.problems(), "say 209715200 bytes from 13 stored; at most 1048576 are possible"));
+  }
+  SECTION("a communicator of 2^26 members in a few bytes") {
+    auto b = base;
+    // COMM id 9, gid 0, flags 0, size 2^26 (varint 0x80 0x80 0x80 0x20), no members
+    append_chunk(b, MPA_CHUNK_DEFS, std::string("\x02\x09\x00\x00\x80\x80\x80\x20", 8));
+    RankLog log("members", b);
+    CHECK(has_problem(log.problems(), "communicator size 67108864 is more than"));
+    CHECK(log.comms().count(9) == 0);
+  }
+  SECTION("a member that is no rank of the world") {
+    auto b = base;
+    append_chunk(b, MPA_CHUNK_DEFS, std::string("\x02\x09\x00\x00\x01\x0a\x00\x00", 8));  // member zigzag 5, world of 3
+    RankLog log("member", b);
+    CHECK(has_problem(log.problems(), "member 5 is not a rank of a world of 3"));
+  }
+  SECTION("a call site 1000 frames deep") {
+    auto b = base;
+    append_chunk(b, MPA_CHUNK_DEFS, std::string("\x01\x01\xe8\x07", 4) + std::string(1000, '\x01'));
+    RankLog log("deep-site", b);
+    CHECK(has_problem(log.problems(), "call site depth 1000 is more than 64"));
+  }
+}
+
+TEST_CASE("a log read from memory is the log read from its file", "[fixtures]") {
+  const fs::path f = fixture("p2p-all") / "rank-00000.mpa";
+  RankLog from_file(f), from_memory("p2p-all rank 0", file_bytes(f));
+  auto a = events(from_file), b = events(from_memory);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); i++) {
+    CHECK(a[i].call == b[i].call);
+    CHECK(a[i].e.t_enter_ns == b[i].e.t_enter_ns);
+    CHECK(a[i].e.requests == b[i].e.requests);
+  }
+  CHECK(from_file.header() == from_memory.header());
+}
