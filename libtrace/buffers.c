@@ -387,9 +387,12 @@ void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, void *return_address)
 }
 
 /* ---- threads ---------------------------------------------------------------------------------------- */
+static int g_in_forked_child; /* this process is a child forked by a traced rank: see mpa_writer_forget */
+
 static void thread_gone(void *arg)
 {
   mpa_thread *ts = arg;
+  if (g_in_forked_child) return; /* its lock may have been held by the parent's writer at the fork */
   ts_lock(ts);
   flush_fold(ts, 1);
   if (ts->chunk) {
@@ -561,6 +564,19 @@ int mpa_write_json_chunk(uint32_t type, const char *json, size_t len)
 {
   if (g_fd < 0) return -1;
   return writer_emit(type, 0, (const uint8_t *)json, len);
+}
+
+/* In a child forked by a traced rank (pthread_atfork): the writer thread was not copied, its locks may
+ * be held for ever, and the buffers hold the parent's events, which the parent writes. Nothing of it is
+ * touched again: no chunk is sealed, flushed or written into the parent's file, and nothing is waited
+ * for at the child's exit. Only plain stores: the child of a threaded process may call nothing else
+ * before it execs. */
+void mpa_writer_forget(void)
+{
+  g_in_forked_child = 1;
+  g_writer_running = 0;
+  g_sig_cctx = NULL;
+  g_fd = -1; /* the parent's descriptor: closed by core.c's handler, and O_CLOEXEC across exec */
 }
 
 void mpa_writer_stats(struct mpa_writer_stats *s)

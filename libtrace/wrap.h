@@ -121,6 +121,18 @@ void mpa_status1(mpa_event *ev, mpa_thread *ts, int index, const MPI_Status *st)
 void mpa_status_all(mpa_event *ev, mpa_thread *ts, int n, const MPI_Status *st);
 void mpa_status_some(mpa_event *ev, mpa_thread *ts, int n, const int *indices, const MPI_Status *st);
 
+/* Cancelled requests. MPI_Cancel notes its request; while any noted request is outstanding
+ * (mpa_cancels_pending, one relaxed load on the completion path, 0 in a program that never cancels),
+ * a completion asks MPI_Test_cancelled of the status of each noted request it completes, and records
+ * those that were cancelled (MPA_F_CANCELLED). st[k] is the status of ev->stats[k]. */
+extern atomic_int mpa_cancels_pending;
+void mpa_cancel_noted(uint64_t handle);
+void mpa_cancel_check(mpa_event *ev, mpa_thread *ts, const MPI_Status *st);
+static inline int mpa_cancels_to_check(const mpa_event *ev)
+{
+  return __builtin_expect(atomic_load_explicit(&mpa_cancels_pending, memory_order_relaxed) != 0, 0) && ev->nstat;
+}
+
 /* Fortran: the library's own entry for a mangled name, and its sentinels. */
 void *mpa_fortran_real(const char *name);
 int mpa_fortran_status_ignored(const MPI_Fint *status);
