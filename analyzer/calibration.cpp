@@ -1,190 +1,447 @@
 #include "calibration.hpp"
 
-#include <set>
-
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <numeric>
 
 #include <fmt/format.h>
 
 namespace mpiadvise {
 
-LogGPSParams solve_calibration(const CalibrationSides& in) {
-  std::vector<std::string> clamped;
-  LogGPSParams p = solve_calibration(in, clamped);
-  if (!clamped.empty()) throw ParamError("calibration: " + clamped.front() + " is negative");
-  return p;
-}
-
-LogGPSParams solve_calibration(const CalibrationSides& in, std::vector<std::string>& clamped) {
-  LogGPSParams p;
-  p.s = in.s;
-  p.S = in.S;
-  p.o = (in.intercept_wW - in.W) / 2;                  // 2o' + W
-  p.L = (in.intercept_w0 - 4 * p.o) / 2;               // 4o' + 2L
-  double oss_ors = in.slope_wW_eager;                  // Oss + Ors
-  p.Gs = in.slope_w0_short / 2 - oss_ors;              // 2(Oss + Ors + Gs)
-  p.Oss = in.S ? (in.send_at_S - p.o) / static_cast<double>(in.S) : 0;  // o' + S Oss
-  p.Ors = oss_ors - p.Oss;
-  double osl_orl_gl = in.slope_w0_rndv / 2;            // 2(Osl + Orl + Gl)
-  if (in.s < in.S) {
-    p.Gl = in.slope_w0_eager / 2 - oss_ors;            // 2(Oss + Ors + Gl)
-    p.Osl = in.slope_wW_rndv - osl_orl_gl;             // (2Osl + Orl + Gl) - (Osl + Orl + Gl)
-    p.Orl = osl_orl_gl - p.Osl - p.Gl;
-  } else {
-    p.Osl = in.slope_wW_rndv - osl_orl_gl;
-    p.Gl = osl_orl_gl - p.Osl;                         // Orl + Gl, put in Gl
-    p.Orl = 0;
-  }
-  const std::pair<const char*, double*> values[] = {{"L", &p.L},     {"o", &p.o},     {"Oss", &p.Oss}, {"Ors", &p.Ors},
-                                                    {"Osl", &p.Osl}, {"Orl", &p.Orl}, {"Gs", &p.Gs},   {"Gl", &p.Gl}};
-  for (const auto& [name, v] : values)
-    if (*v < 0) {
-      clamped.push_back(fmt::format("{} = {}", name, *v));
-      *v = 0;
-    }
-  p.validate("calibration");
-  return p;
-}
-
+// ---- the linear algebra ------------------------------------------------------------------------------------
 namespace {
 
-struct Line {
-  double intercept = 0, slope = 0;
-  size_t n = 0;
-};
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-Line least_squares(const std::vector<std::pair<double, double>>& xy) {
-  Line l;
-  l.n = xy.size();
-  if (l.n < 2) return l;
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const auto& [x, y] : xy) sx += x, sy += y, sxx += x * x, sxy += x * y;
-  double n = static_cast<double>(l.n), d = n * sxx - sx * sx;
-  if (d == 0) return l;
-  l.slope = (n * sxy - sx * sy) / d;
-  l.intercept = (sy - l.slope * sx) / n;
-  return l;
+// Column j's Euclidean norm.
+double column_norm(const Matrix& A, size_t j) {
+  double s = 0;
+  for (size_t i = 0; i < A.rows; i++) s += A(i, j) * A(i, j);
+  return std::sqrt(s);
+}
+
+// Householder QR of A (columns scaled to unit norm first: the parameters' columns differ by twelve
+// orders of magnitude, ns against ns per byte times a megabyte); a column whose remainder below the
+// rows already used is negligible depends on earlier ones and gets 0.
+std::vector<double> qr_solve(Matrix R, std::vector<double> y) {
+  const size_t m = R.rows, n = R.cols;
+  std::vector<double> scale(n, 0.0), x(n, 0.0);
+  for (size_t j = 0; j < n; j++) {
+    scale[j] = column_norm(R, j);
+    if (scale[j] > 0)
+      for (size_t i = 0; i < m; i++) R(i, j) /= scale[j];
+  }
+  std::vector<size_t> pivot_row(n, SIZE_MAX);
+  size_t r = 0;
+  for (size_t j = 0; j < n && r < m; j++) {
+    if (scale[j] == 0) continue;
+    double norm = 0;
+    for (size_t i = r; i < m; i++) norm += R(i, j) * R(i, j);
+    norm = std::sqrt(norm);
+    if (norm < 1e-10) continue;  // unit column: its part outside the earlier columns' span is nil
+    const double alpha = R(r, j) > 0 ? -norm : norm;
+    std::vector<double> v(m - r);
+    for (size_t i = r; i < m; i++) v[i - r] = R(i, j);
+    v[0] -= alpha;
+    double vv = 0;
+    for (double e : v) vv += e * e;
+    if (vv > 0) {
+      for (size_t c = j; c < n; c++) {
+        double d = 0;
+        for (size_t i = r; i < m; i++) d += v[i - r] * R(i, c);
+        d = 2 * d / vv;
+        for (size_t i = r; i < m; i++) R(i, c) -= d * v[i - r];
+      }
+      double d = 0;
+      for (size_t i = r; i < m; i++) d += v[i - r] * y[i];
+      d = 2 * d / vv;
+      for (size_t i = r; i < m; i++) y[i] -= d * v[i - r];
+    }
+    pivot_row[j] = r++;
+  }
+  for (size_t jj = n; jj-- > 0;) {
+    if (pivot_row[jj] == SIZE_MAX) continue;
+    const size_t row = pivot_row[jj];
+    double s = y[row];
+    for (size_t c = jj + 1; c < n; c++)
+      if (pivot_row[c] != SIZE_MAX) s -= R(row, c) * x[c];
+    x[jj] = s / R(row, jj);
+  }
+  for (size_t j = 0; j < n; j++) x[j] = scale[j] > 0 ? x[j] / scale[j] : 0;
+  return x;
+}
+
+// The columns of A where keep is set, in order.
+Matrix columns(const Matrix& A, const std::vector<bool>& keep) {
+  size_t n = static_cast<size_t>(std::count(keep.begin(), keep.end(), true)), c = 0;
+  Matrix out(A.rows, n);
+  for (size_t j = 0; j < A.cols; j++) {
+    if (!keep[j]) continue;
+    for (size_t i = 0; i < A.rows; i++) out(i, c) = A(i, j);
+    c++;
+  }
+  return out;
+}
+
+std::vector<double> residual(const Matrix& A, const std::vector<double>& x, const std::vector<double>& b) {
+  std::vector<double> r(b);
+  for (size_t i = 0; i < A.rows; i++)
+    for (size_t j = 0; j < A.cols; j++) r[i] -= A(i, j) * x[j];
+  return r;
+}
+
+// The inverse of A_K^T A_K for the columns K of A, as a full n x n matrix (NaN outside K); empty when
+// singular. Gauss-Jordan with partial pivoting on the column-scaled normal matrix (8 x 8 at most).
+std::vector<double> inverse_normal(const Matrix& A, const std::vector<bool>& keep) {
+  Matrix Ak = columns(A, keep);
+  const size_t n = Ak.cols;
+  std::vector<double> scale(n);
+  for (size_t j = 0; j < n; j++) {
+    scale[j] = column_norm(Ak, j);
+    if (scale[j] == 0) return {};
+  }
+  Matrix N(n, 2 * n);
+  for (size_t p = 0; p < n; p++) {
+    for (size_t q = 0; q < n; q++) {
+      double s = 0;
+      for (size_t i = 0; i < Ak.rows; i++) s += Ak(i, p) * Ak(i, q);
+      N(p, q) = s / (scale[p] * scale[q]);
+    }
+    N(p, n + p) = 1;
+  }
+  for (size_t c = 0; c < n; c++) {
+    size_t best = c;
+    for (size_t r = c + 1; r < n; r++)
+      if (std::fabs(N(r, c)) > std::fabs(N(best, c))) best = r;
+    if (std::fabs(N(best, c)) < 1e-13) return {};
+    for (size_t k = 0; k < 2 * n; k++) std::swap(N(c, k), N(best, k));
+    const double d = N(c, c);
+    for (size_t k = 0; k < 2 * n; k++) N(c, k) /= d;
+    for (size_t r = 0; r < n; r++) {
+      if (r == c || N(r, c) == 0) continue;
+      const double f = N(r, c);
+      for (size_t k = 0; k < 2 * n; k++) N(r, k) -= f * N(c, k);
+    }
+  }
+  std::vector<size_t> index;
+  for (size_t j = 0; j < A.cols; j++)
+    if (keep[j]) index.push_back(j);
+  std::vector<double> inv(A.cols * A.cols, kNaN);
+  for (size_t p = 0; p < n; p++)
+    for (size_t q = 0; q < n; q++) inv[index[p] * A.cols + index[q]] = N(p, n + q) / (scale[p] * scale[q]);
+  return inv;
 }
 
 }  // namespace
 
-CalibrationSides fit_sides(const std::vector<RoundTrip>& samples, uint64_t s, uint64_t S, double W) {
-  auto segment = [&](double w, auto in_segment, bool send_time) {
-    std::vector<std::pair<double, double>> xy;
-    for (const auto& r : samples)
-      if (r.w == w && in_segment(r.k) && (!send_time || r.send_ns > 0))
-        xy.emplace_back(static_cast<double>(r.k), send_time ? r.send_ns : r.rtt_ns);
-    return least_squares(xy);
-  };
-  auto need = [](const Line& l, const char* what) {
-    if (l.n < 2) throw ParamError(fmt::format("calibration: fewer than two sizes {}", what));
-  };
-  auto is_short = [&](uint64_t k) { return k <= s; };
-  auto is_eager = [&](uint64_t k) { return k > s && k <= S; };
-  auto is_rndv = [&](uint64_t k) { return k > S; };
-  auto below_S = [&](uint64_t k) { return k <= S; };
-  CalibrationSides c;
-  c.s = s;
-  c.S = S;
-  c.W = W;
-  Line w0_short = segment(0, is_short, false), wW_eager = segment(W, below_S, false);
-  Line w0_rndv = segment(0, is_rndv, false), wW_rndv = segment(W, is_rndv, false);
-  Line send = segment(W, below_S, true);
-  need(w0_short, "at or below s with w = 0");
-  need(wW_eager, "at or below S with w = W");
-  need(w0_rndv, "above S with w = 0");
-  need(wW_rndv, "above S with w = W");
-  need(send, "with a measured send time at or below S");
-  c.intercept_w0 = w0_short.intercept;
-  c.slope_w0_short = w0_short.slope;
-  c.intercept_wW = wW_eager.intercept;
-  c.slope_wW_eager = wW_eager.slope;
-  c.slope_w0_rndv = w0_rndv.slope;
-  c.slope_wW_rndv = wW_rndv.slope;
-  c.send_at_S = send.intercept + send.slope * static_cast<double>(S);
-  if (s < S) {
-    Line w0_eager = segment(0, is_eager, false);
-    need(w0_eager, "between s and S with w = 0");
-    c.slope_w0_eager = w0_eager.slope;
-  }
-  return c;
-}
+std::vector<double> least_squares(const Matrix& A, const std::vector<double>& b) { return qr_solve(A, b); }
 
-Calibration calibrate(const std::vector<RoundTrip>& samples, double W) {
-  std::vector<RoundTrip> slow, fast;  // w = W, w = 0
-  for (const auto& r : samples) (r.w > 0 ? slow : fast).push_back(r);
-  auto by_k = [](const RoundTrip& a, const RoundTrip& b) { return a.k < b.k; };
-  std::sort(slow.begin(), slow.end(), by_k);
-  std::sort(fast.begin(), fast.end(), by_k);
-  if (slow.size() < 4 || fast.size() < 4) throw ParamError("calibration: fewer than four sizes measured");
-  Calibration c;
-  // S: sends at or below it return at once while the receiver computes for W
-  size_t last_eager = 0;
-  bool any_eager = false;
-  for (size_t i = 0; i < slow.size() && slow[i].send_ns < W / 2; i++) last_eager = i, any_eager = true;
-  if (!any_eager) throw ParamError("calibration: even the smallest send waited for its receiver");
-  c.S = slow[last_eager].k;
-  c.S_next = last_eager + 1 < slow.size() ? slow[last_eager + 1].k : 0;
-  // s: the split of the w = 0 curve below S that most reduces the residuals of two lines against one
-  std::vector<std::pair<double, double>> xy;
-  for (const auto& r : fast)
-    if (r.k <= c.S) xy.emplace_back(static_cast<double>(r.k), r.rtt_ns);
-  auto sse = [](const std::vector<std::pair<double, double>>& pts, size_t from, size_t to) {
-    std::vector<std::pair<double, double>> part(pts.begin() + from, pts.begin() + to);
-    Line l = least_squares(part);
-    double e = 0;
-    for (const auto& [x, y] : part) e += (y - l.intercept - l.slope * x) * (y - l.intercept - l.slope * x);
-    return e;
+std::vector<double> nnls(const Matrix& A, const std::vector<double>& b) {
+  const size_t n = A.cols;
+  std::vector<double> x(n, 0.0);
+  std::vector<bool> passive(n, false), usable(n, true);
+  for (size_t j = 0; j < n; j++) usable[j] = column_norm(A, j) > 0;
+  double bnorm = 0;
+  for (double v : b) bnorm += v * v;
+  bnorm = std::sqrt(bnorm);
+  // the solution of the least-squares problem over the passive columns, 0 elsewhere
+  auto solve_passive = [&]() {
+    std::vector<double> zp = qr_solve(columns(A, passive), b), z(n, 0.0);
+    size_t c = 0;
+    for (size_t j = 0; j < n; j++)
+      if (passive[j]) z[j] = zp[c++];
+    return z;
   };
-  c.s = c.S;
-  if (xy.size() >= 6) {
-    double one = sse(xy, 0, xy.size()), best = one;
-    size_t best_split = xy.size();
-    for (size_t j = 3; j + 3 <= xy.size(); j++) {
-      double two = sse(xy, 0, j) + sse(xy, j, xy.size());
-      if (two < best) best = two, best_split = j;
+  for (size_t outer = 0; outer < 3 * n + 10; outer++) {
+    // the gradient of -|Ax - b|^2 / 2: a column that would lower the residual by growing from 0
+    std::vector<double> r = residual(A, x, b);
+    size_t t = n;
+    double best = 0;
+    for (size_t j = 0; j < n; j++) {
+      if (passive[j] || !usable[j]) continue;
+      double g = 0;
+      for (size_t i = 0; i < A.rows; i++) g += A(i, j) * r[i];
+      g /= column_norm(A, j);  // per unit of the column, as the tolerance is
+      if (g > best) best = g, t = j;
     }
-    if (best_split < xy.size() && best < 0.25 * one) c.s = static_cast<uint64_t>(xy[best_split - 1].first);
+    if (t == n || best <= 1e-12 * bnorm) break;
+    passive[t] = true;
+    for (size_t inner = 0; inner < 3 * n + 10; inner++) {
+      std::vector<double> z = solve_passive();
+      if (inner == 0 && z[t] <= 0) {  // rounding: the new column adds nothing after all
+        passive[t] = usable[t] = false;
+        break;
+      }
+      bool feasible = true;
+      double alpha = 1;
+      for (size_t j = 0; j < n; j++)
+        if (passive[j] && z[j] <= 0) {
+          feasible = false;
+          alpha = std::min(alpha, x[j] > z[j] ? x[j] / (x[j] - z[j]) : 0.0);
+        }
+      if (feasible) {
+        x = z;
+        break;
+      }
+      for (size_t j = 0; j < n; j++) {
+        if (!passive[j]) continue;
+        x[j] += alpha * (z[j] - x[j]);
+        if (x[j] <= 0 || (z[j] <= 0 && x[j] <= 1e-15 * std::fabs(z[j]))) x[j] = 0, passive[j] = false;
+      }
+    }
   }
-  CalibrationSides sides = fit_sides(samples, c.s, c.S, W);
-  c.params = solve_calibration(sides, c.clamped);
-  LogGPS m(c.params);
-  double sum = 0;
-  for (const auto& r : samples) {
-    double e = (m.round_trip(r.k, r.w) - r.rtt_ns) / r.rtt_ns;
-    sum += e * e;
-  }
-  c.residual_rms = std::sqrt(sum / static_cast<double>(samples.size()));
-  return c;
+  return x;
 }
 
-EagerTerms fit_eager_terms(const std::vector<RoundTrip>& all_eager, double W) {
-  std::vector<std::pair<double, double>> send, slow, fast;
-  EagerTerms e;
-  std::set<uint64_t> waited;
-  for (const auto& r : all_eager)
-    if (r.w > 0 && r.send_ns >= W / 2) waited.insert(r.k);
-  e.left_out = waited.size();
-  for (const auto& r : all_eager) {
-    if (waited.count(r.k)) continue;
-    const double k = static_cast<double>(r.k);
-    e.largest = std::max(e.largest, r.k);
-    (r.w > 0 ? slow : fast).emplace_back(k, r.rtt_ns);
-    if (r.w > 0 && r.send_ns > 0) send.emplace_back(k, r.send_ns);
+// ---- the measurements -------------------------------------------------------------------------------------
+double median(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+RoundTrip from_repetitions(uint64_t k, double w, const std::vector<double>& rtt_ns, const std::vector<double>& send_ns) {
+  if (rtt_ns.empty()) throw ParamError(fmt::format("calibration: no round trips of {} bytes with w = {:.0f} ns", k, w));
+  return RoundTrip{k, w, median(rtt_ns), send_ns.empty() ? 0.0 : median(send_ns)};
+}
+
+// ---- the fit ------------------------------------------------------------------------------------------------
+double& fitted_param(LogGPSParams& p, size_t i) {
+  double* fields[] = {&p.L, &p.o, &p.Oss, &p.Ors, &p.Osl, &p.Orl, &p.Gs, &p.Gl};
+  return *fields[i];
+}
+double fitted_param(const LogGPSParams& p, size_t i) { return fitted_param(const_cast<LogGPSParams&>(p), i); }
+
+namespace {
+
+constexpr size_t kParams = kFittedNames.size();
+
+// A step in each parameter for the model's differences: the model is affine in it within a branch, so
+// any step that keeps the branch gives the exact slope; these keep rounding below 1e-6 of it.
+double step(size_t i) { return i < 2 ? 1.0 : 1e-3; }
+
+// What a row of the fit measures: a round trip, or the time of an eager MPI_Send.
+struct Row {
+  const RoundTrip* sample;
+  uint64_t s, S;
+  bool send;
+};
+
+std::vector<Row> rows_of(const std::vector<Sweep>& sweeps) {
+  std::vector<Row> rows;
+  for (const auto& sw : sweeps)
+    for (const auto& r : sw.samples)
+      if (r.rtt_ns > 0) rows.push_back({&r, sw.s, sw.S, false});
+  for (const auto& sw : sweeps)
+    for (const auto& r : sw.samples)
+      if (r.send_ns > 0 && r.k <= sw.S) rows.push_back({&r, sw.s, sw.S, true});
+  return rows;
+}
+
+double model_value(const Row& row, LogGPSParams p) {
+  p.s = row.s;
+  p.S = row.S;
+  LogGPS m(p);
+  return row.send ? m.send(row.sample->k, 0, 0) : m.round_trip(row.sample->k, row.sample->w);
+}
+
+double measured(const Row& row) { return row.send ? row.sample->send_ns : row.sample->rtt_ns; }
+
+// The part of a measurement the model's parameters explain: the round trip less the computation (with a
+// floor, for a noisy period shorter than w), or the send's time.
+double weight_scale(const Row& row) {
+  const double y = measured(row), comm = row.send ? y : y - row.sample->w;
+  return std::max({comm, 0.01 * y, 1.0});
+}
+
+LinearProblem linearise_rows(const std::vector<Row>& rows, const LogGPSParams& at) {
+  LinearProblem lp;
+  lp.A = Matrix(rows.size(), kParams);
+  lp.b.assign(rows.size(), 0.0);
+  for (size_t i = 0; i < rows.size(); i++) {
+    const double f0 = model_value(rows[i], at), scale = weight_scale(rows[i]);
+    double offset = f0;
+    for (size_t j = 0; j < kParams; j++) {
+      LogGPSParams q = at;
+      fitted_param(q, j) += step(j);
+      const double slope = (model_value(rows[i], q) - f0) / step(j);
+      lp.A(i, j) = slope / scale;
+      offset -= slope * fitted_param(at, j);
+    }
+    lp.b[i] = (measured(rows[i]) - offset) / scale;
+    if (!rows[i].send) lp.round_trip_rows = i + 1;
   }
-  if (send.size() < 2 || slow.size() < 2 || fast.size() < 2)
-    throw ParamError("calibration: fewer than two sizes were sent eagerly in the sweep with the eager limit raised");
-  auto clamp = [&](double v, const char* name) {
-    if (v >= 0) return v;
-    e.clamped.push_back(fmt::format("{} = {}", name, v));
-    return 0.0;
-  };
-  const double oss = least_squares(send).slope, both = least_squares(slow).slope, all = least_squares(fast).slope / 2;
-  e.Oss = clamp(oss, "Oss");
-  e.Ors = clamp(both - e.Oss, "Ors");
-  e.Gs = clamp(all - e.Oss - e.Ors, "Gs");
-  return e;
+  return lp;
+}
+
+double weighted_sse(const std::vector<Row>& rows, const LogGPSParams& p) {
+  double s = 0;
+  for (const auto& row : rows) {
+    const double e = (model_value(row, p) - measured(row)) / weight_scale(row);
+    s += e * e;
+  }
+  return s;
+}
+
+}  // namespace
+
+LinearProblem linearise(const std::vector<Sweep>& sweeps, const LogGPSParams& at) {
+  return linearise_rows(rows_of(sweeps), at);
+}
+
+namespace {
+
+struct Solution {
+  LogGPSParams params;
+  double sse = std::numeric_limits<double>::infinity();
+  int rounds = 0;
+};
+
+// The fit of the rows: linearise, NNLS, again while a sample's branch changes.
+Solution solve(const std::vector<Row>& rows) {
+  // a start whose branches are those of any real machine's: the w = 0 round trips longer than the
+  // computation, those with w = W (W above the communication) shorter
+  LogGPSParams p;
+  p.L = p.o = 1000;
+  p.Oss = p.Ors = p.Osl = p.Orl = p.Gs = p.Gl = 0.01;
+  Solution best;
+  best.params = p;
+  for (int round = 1; round <= 10; round++) {
+    LinearProblem lp = linearise_rows(rows, p);
+    std::vector<double> x = nnls(lp.A, lp.b);
+    LogGPSParams next = p;
+    double change = 0;
+    for (size_t j = 0; j < kParams; j++) {
+      change = std::max(change, std::fabs(x[j] - fitted_param(p, j)) / (std::fabs(x[j]) + step(j)));
+      fitted_param(next, j) = x[j];
+    }
+    const double sse = weighted_sse(rows, next);
+    if (sse < best.sse) best = {next, sse, round};
+    p = next;
+    if (change < 1e-9) break;  // the same branches again: the fixed point
+  }
+  return best;
+}
+
+// The weighted error of a row under p.
+double weighted_error(const Row& row, const LogGPSParams& p) {
+  return (model_value(row, p) - measured(row)) / weight_scale(row);
+}
+
+}  // namespace
+
+Fit fit_params(const std::vector<Sweep>& sweeps) {
+  if (sweeps.empty()) throw ParamError("calibration: no sweep to fit");
+  const std::vector<Row> all = rows_of(sweeps);
+  size_t all_round_trips = 0;
+  for (const auto& r : all) all_round_trips += !r.send;
+  if (all_round_trips == 0) throw ParamError("calibration: no round trips to fit");
+  // Disturbed samples out: a rank descheduled for most of a (w, k)'s repetitions (a loaded machine
+  // runs both ranks on one core now and then) makes its median milliseconds long. Fit, leave out the
+  // rows whose error is beyond both 4 robust standard deviations (1.4826 times the median absolute
+  // error) and 25%, fit again, until the rows left out stay the same.
+  std::vector<bool> kept(all.size(), true);
+  std::vector<Row> rows = all;
+  Solution sol = solve(rows);
+  for (int pass = 0; pass < 4; pass++) {
+    std::vector<double> abs_err;
+    for (const auto& row : rows) abs_err.push_back(std::fabs(weighted_error(row, sol.params)));
+    const double limit = std::max(4 * 1.4826 * median(abs_err), 0.25);
+    std::vector<bool> next(all.size());
+    for (size_t i = 0; i < all.size(); i++) next[i] = std::fabs(weighted_error(all[i], sol.params)) <= limit;
+    if (next == kept) break;
+    kept = next;
+    rows.clear();
+    for (size_t i = 0; i < all.size(); i++)
+      if (kept[i]) rows.push_back(all[i]);
+    sol = solve(rows);
+  }
+  Fit fit;
+  for (size_t i = 0; i < all.size(); i++)
+    if (!kept[i])
+      fit.left_out.push_back({all[i].sample->k, all[i].sample->w, all[i].send, measured(all[i]), model_value(all[i], sol.params)});
+  const LogGPSParams& best = sol.params;
+  fit.params = best;
+  fit.params.s = sweeps.front().s;
+  fit.params.S = sweeps.front().S;
+  fit.weighted_sse = sol.sse;
+  fit.rounds = sol.rounds;
+  fit.rows = rows.size();
+  // the uncertainties, from the linear problem at the solution
+  LinearProblem lp = linearise_rows(rows, best);
+  std::vector<bool> free(kParams);
+  size_t n_free = 0;
+  for (size_t j = 0; j < kParams; j++) {
+    fit.determined[j] = column_norm(lp.A, j) > 0;
+    free[j] = fit.determined[j] && fitted_param(best, j) > 0;
+    fit.at_bound[j] = fit.determined[j] && !free[j];
+    n_free += free[j];
+  }
+  const double sigma2 = rows.size() > n_free ? sol.sse / static_cast<double>(rows.size() - n_free) : kNaN;
+  const std::vector<double> inv = inverse_normal(lp.A, free);
+  for (size_t j = 0; j < kParams; j++) {
+    fit.std_error[j] = kNaN;
+    if (free[j] && !inv.empty()) fit.std_error[j] = std::sqrt(sigma2 * inv[j * kParams + j]), fit.separable[j] = true;
+    if (fit.at_bound[j]) {
+      std::vector<bool> with = free;
+      with[j] = true;
+      const std::vector<double> inv_j = inverse_normal(lp.A, with);
+      if (!inv_j.empty()) fit.std_error[j] = std::sqrt(sigma2 * inv_j[j * kParams + j]), fit.separable[j] = true;
+    }
+  }
+  // where w did not make the receiver late, the w > 0 round trip equals the w = 0 one under the model
+  for (const auto& row : rows) {
+    if (row.send || row.sample->w <= 0) continue;
+    RoundTrip at_zero = *row.sample;
+    at_zero.w = 0;
+    const Row zero_row{&at_zero, row.s, row.S, false};
+    const double with_w = model_value(row, best), without = model_value(zero_row, best);
+    if (std::fabs(with_w - without) <= 1e-9 * with_w &&
+        (fit.receiver_not_late_from == 0 || row.sample->k < fit.receiver_not_late_from))
+      fit.receiver_not_late_from = row.sample->k;
+  }
+  double sum_rtt = 0, sum_comm = 0;
+  size_t round_trips = 0;
+  for (const auto& row : rows) {
+    if (row.send) continue;
+    const double e = model_value(row, best) - measured(row);
+    sum_rtt += (e / measured(row)) * (e / measured(row));
+    sum_comm += (e / weight_scale(row)) * (e / weight_scale(row));
+    round_trips++;
+  }
+  if (round_trips == 0) throw ParamError("calibration: every round trip was left out as disturbed");
+  fit.residual_rtt = std::sqrt(sum_rtt / static_cast<double>(round_trips));
+  fit.residual_comm = std::sqrt(sum_comm / static_cast<double>(round_trips));
+  return fit;
+}
+
+Calibration calibrate(std::vector<Sweep> sweeps, bool fix_s_to_S) {
+  if (sweeps.empty()) throw ParamError("calibration: no sweep to fit");
+  Calibration c;
+  Sweep& first = sweeps.front();
+  std::vector<uint64_t> candidates{first.S};
+  if (!fix_s_to_S)
+    for (const auto& r : first.samples)
+      if (r.k > 0 && r.k < first.S && std::find(candidates.begin(), candidates.end(), r.k) == candidates.end())
+        candidates.push_back(r.k);
+  first.s = first.S;
+  const Fit one_segment = fit_params(sweeps);
+  c.fit = one_segment;
+  c.s_tried.push_back(first.S);
+  // one more parameter (s) is worth it when m ln(MSE_S / MSE_s) exceeds ln m (the Bayesian criterion
+  // for Gaussian errors; mean squared errors, as each fit may leave out other disturbed samples)
+  auto mse = [](const Fit& f) { return f.weighted_sse / static_cast<double>(f.rows); };
+  const double m = static_cast<double>(one_segment.rows);
+  for (size_t i = 1; i < candidates.size(); i++) {
+    first.s = candidates[i];
+    Fit f = fit_params(sweeps);
+    c.s_tried.push_back(candidates[i]);
+    if (mse(f) < mse(c.fit) && (mse(f) == 0 || m * std::log(mse(one_segment) / mse(f)) > std::log(m))) c.fit = f;
+  }
+  std::sort(c.s_tried.begin(), c.s_tried.end());
+  return c;
 }
 
 }  // namespace mpiadvise

@@ -1,8 +1,19 @@
-// Calibration by the paper's method (sections 4.1, 4.2): round trips of k bytes with w = 0 and with a
-// dummy computation of W ns before one side receives give two intercepts and five slopes, and the send
-// time at k = S one more value; the eight equations of ../shared/docs/loggps.md then give the parameters.
+// Calibration by the paper's round trips (sections 4.1, 4.2), fitted as a whole. The benchmark bounces a
+// k-byte message between two ranks, one of them computing w ns before each receive (w = 0 and w = W):
+// the loop whose period is the model's LogGPS::round_trip, equations (12)-(14). Instead of the paper's
+// eight equations solved from separate line fits (whose noisy differences gave negative latencies and
+// gaps), the parameters are the non-negative least-squares fit of round_trip, and of MPI_Send's time
+// for eager sizes (which alone splits Oss from Ors), to every sample at once.
+//
+// Why a linear method suffices: once s and S are fixed and each sample's branch of the max() in
+// (12)-(14) is known, round_trip is affine in (L, o', Oss, Ors, Osl, Orl, Gs, Gl). The fit takes the
+// affine map from the model itself (differences of round_trip in each parameter: no equation of the
+// model is restated here), solves the weighted problem by Lawson and Hanson's active-set NNLS, and
+// repeats while a sample's branch changes under the new parameters (a fixed point after one or two
+// rounds). s, a discrete parameter, is chosen by fitting each candidate.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,70 +22,102 @@
 
 namespace mpiadvise {
 
-// The right-hand sides of the eight equations, ns and ns per byte.
-struct CalibrationSides {
-  double W = 0;                 // the dummy computation
-  double intercept_w0 = 0;      // 4o' + 2L
-  double intercept_wW = 0;      // 2o' + W
-  double slope_wW_eager = 0;    // Oss + Ors                (w = W, k <= S)
-  double slope_w0_short = 0;    // 2(Oss + Ors + Gs)        (w = 0, k <= s)
-  double slope_w0_eager = 0;    // 2(Oss + Ors + Gl)        (w = 0, s < k <= S); unused when s = S
-  double slope_w0_rndv = 0;     // 2(Osl + Orl + Gl)        (w = 0, k > S)
-  double slope_wW_rndv = 0;     // 2Osl + Orl + Gl          (w = W, k > S)
-  double send_at_S = 0;         // o' + S Oss               (MPI_Send time of an S-byte message)
+// ---- the linear algebra ------------------------------------------------------------------------------------
+// A dense m x n matrix, row-major.
+struct Matrix {
+  size_t rows = 0, cols = 0;
+  std::vector<double> a;
+  Matrix(size_t m, size_t n) : rows(m), cols(n), a(m * n, 0.0) {}
+  double& operator()(size_t i, size_t j) { return a[i * cols + j]; }
+  double operator()(size_t i, size_t j) const { return a[i * cols + j]; }
+};
+
+// min |Ax - b| by Householder QR; columns that are zero or dependent on earlier ones get 0.
+std::vector<double> least_squares(const Matrix& A, const std::vector<double>& b);
+// min |Ax - b| subject to x >= 0: Lawson and Hanson's active-set method (Solving Least Squares
+// Problems, 1974, ch. 23). Exact up to rounding, in at most a few passes per column.
+std::vector<double> nnls(const Matrix& A, const std::vector<double>& b);
+
+// ---- the measurements -------------------------------------------------------------------------------------
+// One (w, k) of a sweep: the typical round trip and MPI_Send time of its repetitions.
+struct RoundTrip {
+  uint64_t k = 0;      // bytes
+  double w = 0;        // ns computed before each receive
+  double rtt_ns = 0;   // round trip
+  double send_ns = 0;  // rank 0's blocking send (0: not measured)
+};
+
+// The median: in the benchmark's loop a rank descheduled during one round trip lengthens that period
+// and shortens the next, so the middle value, not the smallest, is the undisturbed one.
+double median(std::vector<double> v);
+// A (w, k) from its repetitions (their medians). Throws ParamError when there are none.
+RoundTrip from_repetitions(uint64_t k, double w, const std::vector<double>& rtt_ns, const std::vector<double>& send_ns);
+
+// The samples of one run of the benchmark, at one eager limit, and the s and S its rows are modelled
+// with (S: the run's effective S, found by bisection).
+struct Sweep {
+  std::vector<RoundTrip> samples;
   uint64_t s = 0, S = 0;
 };
 
-// Solves the eight equations. When s = S there is no eager segment above s, Gl and Orl appear only
-// as their sum, and the sum is put in Gl (as the paper's Cenju-4 row gives only Orl + Gl). Throws
-// ParamError when the sides give a negative parameter (the curves do not follow the model).
-LogGPSParams solve_calibration(const CalibrationSides& sides);
-// The same, but a parameter the sides make negative is set to 0 and named in clamped (real curves,
-// such as loopback TCP's, follow the model only roughly).
-LogGPSParams solve_calibration(const CalibrationSides& sides, std::vector<std::string>& clamped);
+// ---- the fit ------------------------------------------------------------------------------------------------
+// The fitted parameters, in this order.
+constexpr std::array<const char*, 8> kFittedNames = {"L", "o", "Oss", "Ors", "Osl", "Orl", "Gs", "Gl"};
+double& fitted_param(LogGPSParams& p, size_t i);
+double fitted_param(const LogGPSParams& p, size_t i);
 
-// One measurement of the benchmark.
-struct RoundTrip {
-  uint64_t k = 0;     // bytes
-  double w = 0;       // ns of computation before the receive
-  double rtt_ns = 0;  // round-trip time
-  double send_ns = 0; // time of the blocking send (0 where not measured)
+// The weighted linear problem at one point: row i is sample i's model value as J_i . x + offset_i,
+// all divided by the sample's weight scale (the measured time less the computation w: the part of it
+// the model explains, so that every row counts by its relative error).
+struct LinearProblem {
+  Matrix A{0, 8};
+  std::vector<double> b;
+  size_t round_trip_rows = 0;  // the first rows; the others are eager MPI_Send times
+};
+LinearProblem linearise(const std::vector<Sweep>& sweeps, const LogGPSParams& at);
+
+// A sample the fit left out as disturbed.
+struct LeftOut {
+  uint64_t k = 0;
+  double w = 0;
+  bool send = false;  // an MPI_Send time, else a round trip
+  double measured_ns = 0, model_ns = 0;
 };
 
-// Least squares over every size: a line per segment (k <= s, s < k <= S, k > S) and per w, whose
-// intercepts and slopes are the sides. Needs at least two sizes in each segment it uses. The method's
-// premise: W exceeds the round trip's communication below S (T1 + 2T2' + T3 at k = S), so that the
-// w = W curve there is W plus the overheads alone.
-CalibrationSides fit_sides(const std::vector<RoundTrip>& samples, uint64_t s, uint64_t S, double W);
+struct Fit {
+  LogGPSParams params;               // s and S: the first sweep's
+  std::array<double, 8> std_error{};  // one standard error each, ns or ns/B; NaN where not determined
+  std::array<bool, 8> at_bound{};     // held at 0 by the constraint (unconstrained it would go negative)
+  std::array<bool, 8> determined{};   // some sample depends on the parameter
+  std::array<bool, 8> separable{};    // the samples tell it from the others (else only a sum is known)
+  uint64_t receiver_not_late_from = 0;  // the smallest size whose w > 0 round trip is the w = 0 one (the
+                                        // communication outlasts w, max() > 0 in (12)-(14)); 0: none
+  double residual_rtt = 0;   // RMS of (model - measured) / measured over the round trips
+  double residual_comm = 0;  // the same relative to the round trip less w (the communication alone)
+  double weighted_sse = 0;   // what the fit minimised
+  size_t rows = 0;                // samples fitted
+  std::vector<LeftOut> left_out;  // samples left out as disturbed
+  int rounds = 0;            // linearisations until no sample changed branch
+};
 
-// What a calibration run found.
+// The fit of every sweep's samples at once, each sweep's rows with its own s and S; the result's s
+// and S are the first sweep's. Uncertainties: the covariance of the weighted linear fit at the
+// solution, sigma^2 (A_F^T A_F)^-1 over the free parameters F with sigma^2 the residual variance (so
+// they include the model's misfit as if it were noise); for a parameter held at 0, the same with it
+// freed. Samples whose error is far beyond the others' (a descheduled rank: more than 4 robust standard
+// deviations and 25% of the communication) are left out and listed. Throws ParamError when there are no
+// round trips.
+Fit fit_params(const std::vector<Sweep>& sweeps);
+
+// What a calibration found.
 struct Calibration {
-  LogGPSParams params;
-  uint64_t s = 0;                 // largest message sent as one packet (a breakpoint of the w = 0 curve)
-  uint64_t S = 0;                 // effective S: the largest size whose send returned without its receiver
-  uint64_t S_next = 0;            // the next size of the sweep, whose send waited (0: none waited)
-  double residual_rms = 0;        // relative RMS of the model's round trips against the measured ones
-  std::vector<std::string> clamped;
+  Fit fit;
+  std::vector<uint64_t> s_tried;  // the candidates for s that were fitted
 };
 
-// From the benchmark's samples: S from the send times with w = W (a send that waits takes about W),
-// s by the change point of the w = 0 curve below S (two lines against one, by residuals), then the fit.
-Calibration calibrate(const std::vector<RoundTrip>& samples, double W);
-
-// The eager terms over the whole range of sizes, from a sweep run with the eager limit raised above the
-// largest size (every send eager): the slope of the send time is Oss, that of the w = W round trip
-// Oss + Ors, that of the w = 0 round trip 2(Oss + Ors + Gs). A what-if that raises S makes messages
-// eager that the sweep at the configured limit sent by rendezvous; these price them. The premise, as
-// for fit_sides: W exceeds the communication of the largest size. A term the slopes make negative is
-// set to 0 and named in clamped.
-// Sizes whose send with w = W took W/2 or more waited for their receiver (not eager: the raised limit
-// did not reach them) and are left out; fewer than two eager sizes left is a ParamError.
-struct EagerTerms {
-  double Oss = 0, Ors = 0, Gs = 0;
-  uint64_t largest = 0;  // the largest eager size of the sweep
-  size_t left_out = 0;   // sizes left out because their send waited
-  std::vector<std::string> clamped;
-};
-EagerTerms fit_eager_terms(const std::vector<RoundTrip>& all_eager, double W);
+// The fit, choosing s for the first sweep among its sizes below S and S itself (one eager segment),
+// unless fix_s_to_S: the fit with the lowest weighted residual, s < S only when it lowers the residual
+// by more than a Bayesian information criterion charges for one more parameter.
+Calibration calibrate(std::vector<Sweep> sweeps, bool fix_s_to_S);
 
 }  // namespace mpiadvise

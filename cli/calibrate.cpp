@@ -28,7 +28,7 @@ namespace {
 struct CalibrateOptions {
   std::string output = "calibrated.toml";
   bool quick = false;
-  double W_us = 2000;
+  double W_us = 500;
   int reps = 0;
   std::string max_size = "1M";
   std::string bench;
@@ -47,7 +47,8 @@ uint64_t parse_bytes(const std::string& what, const std::string& v) {
   return static_cast<uint64_t>(x);
 }
 
-// Powers of two with three points between each: dense enough to place S within a quarter octave.
+// Powers of two with three points between each (one with --quick): the curves' shape; S itself is
+// bisected between two of them.
 std::vector<uint64_t> sweep(uint64_t max_size, bool quick) {
   std::vector<uint64_t> out{0};
   for (uint64_t p = 256; p <= max_size; p *= 2)
@@ -67,41 +68,27 @@ fs::path bench_path(const std::string& given) {
   throw std::runtime_error("cannot find mpiadvise-calibrate-bench next to the mpiadvise command; give it with --bench");
 }
 
-std::string params_toml(const Calibration& c, const nlohmann::json& facts, double W) {
-  const auto& p = c.params;
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", std::localtime(&now));
-  std::string lib = facts.value("mpi_library", "");
-  std::string library = lib.find("Open MPI") != std::string::npos ? "Open MPI" : lib.find("MPICH") != std::string::npos ? "MPICH" : lib.substr(0, lib.find(','));
-  std::ostringstream o;
-  std::string hosts;
-  for (const auto& h : facts.value("hosts", nlohmann::json::array())) hosts += (hosts.empty() ? "" : " and ") + h.get<std::string>();
-  o << "# LogGPS parameters calibrated by mpiadvise calibrate on " << date << " between ranks 0 and 1 on " << hosts
-    << "\n# " << lib << "\n";
-  o << fmt::format("# round trips with w = 0 and w = {:.0f} ns; effective S between {} and {} bytes; residual RMS {:.1f}%\n", W,
-                   c.S, c.S_next ? std::to_string(c.S_next) : std::string("(no larger size waited)"), 100 * c.residual_rms);
-  for (const auto& cl : c.clamped) o << "# the fit gave " << cl << ": set to 0 (the curves follow the model only roughly)\n";
-  const nlohmann::json cvars = facts.value("cvars", nlohmann::json::object());
-  for (const auto& [k, v] : cvars.items()) o << "# MPI_T " << k << " = " << v.dump() << "\n";
-  o << fmt::format("description = \"calibrated on {} ({})\"\n", facts.value("hostname", ""), date);
-  o << fmt::format("library = \"{}\"\n", library);
-  o << "transport = \"" << facts.value("transport", "") << "\"\n\n[loggps]\n";
-  o << fmt::format("L_ns = {:.3f}\no_ns = {:.3f}\nOss_ns_per_byte = {:.6f}\nOrs_ns_per_byte = {:.6f}\n", p.L, p.o, p.Oss, p.Ors);
-  o << fmt::format("Osl_ns_per_byte = {:.6f}\nOrl_ns_per_byte = {:.6f}\nGs_ns_per_byte = {:.6f}\nGl_ns_per_byte = {:.6f}\n", p.Osl,
-                   p.Orl, p.Gs, p.Gl);
-  o << fmt::format("s_bytes = {}\nS_bytes = {}\n", p.s, p.S);
-  return o.str();
-}
-
 // What one run of the benchmark printed.
 struct BenchOutput {
   nlohmann::json facts, persistent;
-  std::vector<RoundTrip> samples;
+  Sweep sweep;               // its samples, and S from its bisection (s = S until the fit chooses)
+  std::optional<uint64_t> S_next;  // the smallest size whose send waited; none when no size of the sweep waited
+  int probes = 0;            // round-trip probes of the bisection
 };
 
+// The bisection's line: S is the largest size whose send returned while the receiver computed, S_next
+// the smallest that waited (null: none of the sweep did); S = -1 when even the smallest waited.
+void read_bisection(const nlohmann::json& j, BenchOutput& b) {
+  const auto S = j.value("S", int64_t{-1});
+  if (S < 0) throw std::runtime_error("the benchmark's smallest send waited for its receiver: no size is sent eagerly");
+  b.sweep.S = b.sweep.s = static_cast<uint64_t>(S);
+  if (j.contains("S_next") && j["S_next"].is_number()) b.S_next = j["S_next"].get<uint64_t>();
+  b.probes = j.value("probes", 0);
+}
+
 // Runs the benchmark under the launcher (argv), with one more environment variable when env is
-// NAME=VALUE (Open MPI's mpirun passes OMPI_MCA_* on to the ranks), and reads what it printed.
+// NAME=VALUE (Open MPI's mpirun and MPICH's Hydra pass the environment on to the ranks), and reads what
+// it printed.
 BenchOutput run_bench(const std::vector<std::string>& command, const std::string& env) {
   std::vector<std::string> argv = command;
   int fds[2];
@@ -130,16 +117,94 @@ BenchOutput run_bench(const std::vector<std::string>& command, const std::string
     throw std::runtime_error(fmt::format("the benchmark failed (exit status {}): see its messages above",
                                          WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
   BenchOutput b;
+  bool bisected = false;
   std::istringstream lines(out);
   for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line[0] != '{') continue;
     auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded()) continue;
+    if (j.is_discarded()) throw std::runtime_error("the benchmark printed a line that is not JSON: " + line.substr(0, 80));
     if (j.value("facts", false)) b.facts = j;
     else if (j.value("persistent", false)) b.persistent = j;
-    else b.samples.push_back(RoundTrip{j.value("k", uint64_t{0}), j.value("w", 0.0), j.value("rtt_ns", 0.0), j.value("send_ns", 0.0)});
+    else if (j.value("bisection", false)) read_bisection(j, b), bisected = true;
+    else if (j.contains("k") && j.contains("rtt_ns") && j["rtt_ns"].is_array())
+      b.sweep.samples.push_back(from_repetitions(j["k"].get<uint64_t>(), j.value("w", 0.0),
+                                                 j["rtt_ns"].get<std::vector<double>>(),
+                                                 j.value("send_ns", std::vector<double>{})));
   }
+  if (b.facts.is_null()) throw std::runtime_error("the benchmark printed no facts line: is it mpiadvise-calibrate-bench?");
+  if (!bisected) throw std::runtime_error("the benchmark printed no effective S: is it mpiadvise-calibrate-bench of this version?");
+  if (b.sweep.samples.size() < 8) throw std::runtime_error("the benchmark printed too few measurements");
   return b;
+}
+
+// A parameter with its standard error, as printed and written.
+std::string with_error(const Fit& f, size_t i, int decimals) {
+  const double v = fitted_param(f.params, i), e = f.std_error[i];
+  std::string text = fmt::format("{:.{}f}", v, decimals);
+  if (!f.determined[i]) return text + " (no sample depends on it)";
+  if (!f.separable[i]) return text + " (not told apart from the others by these samples: only their sum is known)";
+  text += fmt::format(" +- {:.{}f}", e, decimals);
+  if (f.at_bound[i]) text += " (held at 0: the fit would make it negative)";
+  return text;
+}
+
+std::string left_out_text(const LeftOut& l) {
+  return fmt::format("{} of {} bytes with w = {}: {} measured, {} modelled", l.send ? "MPI_Send" : "round trip", l.k,
+                     duration_text(l.w), duration_text(l.measured_ns), duration_text(l.model_ns));
+}
+
+std::string params_toml(const Calibration& c, const BenchOutput& run, const std::string& transport, double W,
+                        const std::string& method) {
+  const Fit& f = c.fit;
+  const auto& p = f.params;
+  const nlohmann::json& facts = run.facts;
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", std::localtime(&now));
+  std::string lib = facts.value("mpi_library", "");
+  std::string first_line = lib.substr(0, lib.find_first_of("\r\n"));
+  std::string library = lib.find("Open MPI") != std::string::npos ? "Open MPI" : lib.find("MPICH") != std::string::npos ? "MPICH" : first_line.substr(0, first_line.find(','));
+  std::ostringstream o;
+  std::string hosts;
+  for (const auto& h : facts.value("hosts", nlohmann::json::array())) hosts += (hosts.empty() ? "" : " and ") + h.get<std::string>();
+  o << "# LogGPS parameters calibrated by mpiadvise calibrate on " << date << " between ranks 0 and 1 on " << hosts << "\n# "
+    << first_line << "\n";
+  o << fmt::format("# round trips with w = 0 and w = {:.0f} ns, fitted by non-negative least squares ({} samples){}\n", W, f.rows,
+                   method);
+  o << fmt::format("# residual RMS {:.1f}% of the round trips, {:.1f}% of their communication (round trip less w)\n",
+                   100 * f.residual_rtt, 100 * f.residual_comm);
+  o << "# +- : one standard error, from the fit's covariance (the misfit counted as noise)\n";
+  for (const auto& l : f.left_out) o << "# left out as disturbed: " << left_out_text(l) << "\n";
+  if (f.receiver_not_late_from)
+    o << "# from " << f.receiver_not_late_from << " bytes the communication outlasts w: those round trips add nothing to w = 0's\n";
+  o << "# effective S by bisection: a " << p.S << "-byte send returned while its receiver computed, "
+    << (run.S_next ? fmt::format("a {}-byte one waited", *run.S_next) : std::string("no size of the sweep waited")) << "\n";
+  const nlohmann::json cvars = facts.value("cvars", nlohmann::json::object());
+  for (const auto& [k, v] : cvars.items()) o << "# MPI_T " << k << " = " << v.dump() << "\n";
+  o << fmt::format("description = \"calibrated on {} ({})\"\n", facts.value("hostname", ""), date);
+  o << fmt::format("library = \"{}\"\n", library);
+  o << "transport = \"" << transport << "\"\n\n[loggps]\n";
+  const char* keys[] = {"L_ns", "o_ns", "Oss_ns_per_byte", "Ors_ns_per_byte", "Osl_ns_per_byte", "Orl_ns_per_byte", "Gs_ns_per_byte",
+                        "Gl_ns_per_byte"};
+  for (size_t i = 0; i < kFittedNames.size(); i++) {
+    const int decimals = i < 2 ? 3 : 6;
+    std::string value = with_error(f, i, decimals);
+    const size_t space = value.find(' ');
+    o << fmt::format("{} = {}", keys[i], value.substr(0, space));
+    if (space != std::string::npos) o << "  # " << value.substr(space + 1);
+    o << "\n";
+  }
+  o << fmt::format("s_bytes = {}\nS_bytes = {}\n", p.s, p.S);
+  return o.str();
+}
+
+// The environment variable that raises the eager limit above every size of the sweep, where one is
+// known to: Open MPI's TCP BTL limit, and UCX's rendezvous threshold (MPICH 4's ch4 device over UCX;
+// its MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE changes nothing there). Empty otherwise.
+std::string raising_env(const std::string& transport, uint64_t raised) {
+  if (transport == "tcp") return fmt::format("OMPI_MCA_btl_tcp_eager_limit={}", raised);
+  if (transport == "ucx") return fmt::format("UCX_RNDV_THRESH={}", raised);
+  return "";
 }
 
 int run_calibrate(const CalibrateOptions& o) {
@@ -155,112 +220,100 @@ int run_calibrate(const CalibrateOptions& o) {
     if (!existed) fs::remove(o.output);
   }
   double W = o.W_us * 1e3;
-  int reps = o.reps > 0 ? o.reps : o.quick ? 5 : 21;
+  int reps = o.reps > 0 ? o.reps : o.quick ? 9 : 21;
   auto sizes = sweep(max_size, o.quick);
   std::vector<std::string> argv = o.command;
   argv.push_back(bench_path(o.bench).string());
+  if (isatty(STDERR_FILENO)) argv.push_back("--progress");  // one line updated in place, on a terminal only
   argv.push_back(fmt::format("{:.0f}", W));
   argv.push_back(std::to_string(reps));
   for (auto k : sizes) argv.push_back(std::to_string(k));
   std::fprintf(stderr, "mpiadvise calibrate: %zu sizes up to %s, w = 0 and w = %.0f us, %d repetitions\n", sizes.size(),
                bytes_text(max_size).c_str(), o.W_us, reps);
   BenchOutput run1 = run_bench(argv, "");
-  nlohmann::json facts = run1.facts, persistent = run1.persistent;
-  std::vector<RoundTrip> samples = run1.samples;
-  if (samples.size() < 8) throw std::runtime_error("the benchmark printed too few measurements");
-  Calibration c = calibrate(samples, W);
+  const nlohmann::json& facts = run1.facts;
   const auto cvars = facts.value("cvars", nlohmann::json::object());
   std::string transport;
+  const std::string lib = facts.value("mpi_library", "");
   if (cvars.contains("btl_tcp_eager_limit") && !cvars.contains("btl_vader_eager_limit")) transport = "tcp";
-  facts["transport"] = transport;
-  // The eager terms again, over every size, with the limit raised above the largest: what a what-if on
-  // S needs (a fit below the configured S alone can misprice larger eager messages several-fold).
-  // Only where raising the limit is known to make sends eager: Open MPI over TCP, MPICH's cvar.
-  std::string limit_env;
+  else if (cvars.contains("btl_vader_eager_limit") && !cvars.contains("btl_tcp_eager_limit")) transport = "vader";
+  else if (lib.find("MPICH") != std::string::npos && lib.find("ch4:ucx") != std::string::npos) transport = "ucx";
+  // The same sweep again with the eager limit raised above the largest size, every size eager: the
+  // eager terms over the whole range, which a what-if raising S needs (a fit below the configured S
+  // alone can misprice larger eager messages several-fold). Fitted together with the first sweep, each
+  // sweep's rows with its own S, and s = S (one eager segment, as LogGPSParams::move_S expects).
   const uint64_t raised = uint64_t{1} << static_cast<int>(std::ceil(std::log2(static_cast<double>(max_size) * 2)));
-  if (transport == "tcp") limit_env = fmt::format("OMPI_MCA_btl_tcp_eager_limit={}", raised);
-  for (const auto& [name, v] : cvars.items())
-    if (name.find("EAGER_MAX_MSG_SIZE") != std::string::npos)
-      limit_env = fmt::format("{}{}={}", name.rfind("MPIR_CVAR_", 0) == 0 ? "" : "MPIR_CVAR_", name, raised);
-  std::optional<EagerTerms> eager;
-  std::string eager_note;  // why the eager terms come from the first sweep after all
+  std::string limit_env = raising_env(transport, raised);
+  std::string eager_note;  // why there is no second sweep in the fit
+  std::optional<BenchOutput> run2;
   if (raised > (uint64_t{1} << 28)) limit_env.clear(), eager_note = "the sweep is too large to raise the eager limit above it";
+  if (limit_env.empty() && eager_note.empty() && !o.no_eager_sweep)
+    eager_note = "no way to raise this library's eager limit is known: the eager terms come from the sizes up to S";
   if (!limit_env.empty() && !o.no_eager_sweep) {
-    std::fprintf(stderr, "mpiadvise calibrate: the eager terms over every size, with %s\n", limit_env.c_str());
+    std::fprintf(stderr, "mpiadvise calibrate: the same sweep with %s\n", limit_env.c_str());
     try {
-      BenchOutput run2 = run_bench(argv, limit_env);
-      const std::string name = limit_env.substr(0, limit_env.find('='));
-      const std::string cvar_name = name.rfind("OMPI_MCA_", 0) == 0 ? name.substr(9) : name;
-      const auto got = run2.facts.value("cvars", nlohmann::json::object());
-      const bool raised_there = got.contains(cvar_name) && got[cvar_name].is_number() &&
-                                got[cvar_name].get<double>() == static_cast<double>(raised);
-      if (!raised_there) {
-        eager_note = fmt::format("{} did not reach the ranks (an --mca {} in the launcher's command wins over the "
-                                 "environment): the eager terms are the first sweep's", limit_env, cvar_name);
-      } else {
-        eager = fit_eager_terms(run2.samples, W);
-      }
+      BenchOutput r = run_bench(argv, limit_env);
+      if (r.sweep.S <= run1.sweep.S)
+        eager_note = fmt::format("{} did not raise the effective S ({} bytes again; an --mca or -env of the launcher's "
+                                 "command wins over the environment): the eager terms come from the sizes up to S",
+                                 limit_env, r.sweep.S);
+      else
+        run2 = std::move(r);
     } catch (const std::exception& e) {
-      eager_note = fmt::format("the sweep with {} failed ({}): the eager terms are the first sweep's", limit_env, e.what());
+      eager_note = fmt::format("the sweep with {} failed ({}): the eager terms come from the sizes up to S", limit_env, e.what());
     }
   }
-  if (eager) {
-    c.params.Oss = eager->Oss;
-    c.params.Ors = eager->Ors;
-    c.params.Gs = eager->Gs;
-    c.params.s = c.s = c.params.S;  // one eager segment: Gs up to S, Gl beyond
-    std::erase_if(c.clamped, [](const std::string& cl) {  // the first fit's eager terms are replaced
-      return cl.rfind("Oss ", 0) == 0 || cl.rfind("Ors ", 0) == 0 || cl.rfind("Gs ", 0) == 0;
-    });
-    LogGPS m(c.params);
-    double sum = 0;
-    for (const auto& r : samples) {
-      double e = (m.round_trip(r.k, r.w) - r.rtt_ns) / r.rtt_ns;
-      sum += e * e;
-    }
-    c.residual_rms = std::sqrt(sum / static_cast<double>(samples.size()));
-  }
+  std::vector<Sweep> sweeps{run1.sweep};
+  if (run2) sweeps.push_back(run2->sweep);
+  Calibration c = calibrate(sweeps, run2.has_value());
+  const Fit& f = c.fit;
   // a 0-byte exchange is two calls (a send and a receive) on two requests
+  const nlohmann::json& persistent = run1.persistent;
   std::optional<double> saving;
   if (persistent.contains("exchange_ns") && persistent.contains("persistent_exchange_ns"))
     saving = (persistent["exchange_ns"].get<double>() - persistent["persistent_exchange_ns"].get<double>()) / 2;
+  std::string method;
+  if (run2)
+    method = fmt::format("\n# with a second sweep with {} (eager up to {} bytes{}) fitted together, s = S",
+                         limit_env, run2->sweep.S, run2->S_next ? fmt::format(", {} waited", *run2->S_next) : std::string());
+  else if (f.params.s < f.params.S)
+    method = fmt::format("\n# s chosen among {} candidates by the residual (a Bayesian criterion for the extra breakpoint)", c.s_tried.size());
   std::ofstream file(o.output);
-  std::string text = params_toml(c, facts, W);
-  if (eager) {
-    std::string note = fmt::format("# Oss, Ors and Gs from a second sweep with {} (sizes sent eagerly, up to {} bytes)",
-                                   limit_env, eager->largest);
-    for (const auto& cl : eager->clamped) note += "\n# that sweep gave " + cl + ": set to 0";
-    text.insert(text.find("\ndescription = "), "\n" + note);
-  }
-  file << text;
+  file << params_toml(c, run1, transport, W, method);
   if (saving)
     file << fmt::format("\n# MPI_Isend + MPI_Irecv + MPI_Waitall of 0 bytes took {:.0f} ns, MPI_Startall + MPI_Waitall on\n"
                         "# persistent requests {:.0f} ns: per call, a persistent request saves\n[mpi]\npersistent_saving_ns = {:.1f}\n",
                         persistent["exchange_ns"].get<double>(), persistent["persistent_exchange_ns"].get<double>(), *saving);
   if (!file) throw std::runtime_error(o.output + ": cannot write the parameter file");
-  const auto& p = c.params;
-  fmt::print("mpiadvise calibrate: {}\n", facts.value("mpi_library", "").substr(0, 60));
-  fmt::print("  L {:.0f} ns, o' {:.0f} ns, Oss {:.3f}, Ors {:.3f}, Osl {:.3f}, Orl {:.3f}, Gs {:.3f}, Gl {:.3f} ns/B\n", p.L,
-             p.o, p.Oss, p.Ors, p.Osl, p.Orl, p.Gs, p.Gl);
-  fmt::print("  s {} bytes; effective S {} bytes (a {}-byte send waited); residual RMS {:.1f}%\n", c.s, c.S,
-             c.S_next ? std::to_string(c.S_next) : std::string("no"), 100 * c.residual_rms);
+  fmt::print("mpiadvise calibrate: {}\n", lib.substr(0, std::min(lib.find_first_of("\r\n"), size_t{60})));
+  for (size_t i = 0; i < kFittedNames.size(); i++)
+    fmt::print("  {:<3} {} {}\n", kFittedNames[i], with_error(f, i, i < 2 ? 0 : 4), i < 2 ? "ns" : "ns/B");
+  fmt::print("  residual RMS {:.1f}% of the round trips, {:.1f}% of their communication (round trip less w); {} samples\n",
+             100 * f.residual_rtt, 100 * f.residual_comm, f.rows);
+  if (f.receiver_not_late_from)
+    fmt::print("  note: from {} bytes the communication outlasts w = {}: those round trips with w tell nothing beyond the "
+               "w = 0 ones; a larger --w would\n", f.receiver_not_late_from, duration_text(W));
+  if (!f.left_out.empty()) {
+    fmt::print("  {} samples left out as disturbed (a rank descheduled during most of their repetitions), e.g. {}\n",
+               f.left_out.size(), left_out_text(f.left_out.front()));
+  }
+  fmt::print("  s {} bytes; effective S {} bytes ({}; {} bisection probes)\n", f.params.s, f.params.S,
+             run1.S_next ? fmt::format("a {}-byte send waited", *run1.S_next) : std::string("no size of the sweep waited"),
+             run1.probes);
   for (const auto& [k, v] : cvars.items()) {
     if (!v.is_number()) continue;
     uint64_t limit = v.get<uint64_t>();
-    bool agrees = limit >= c.S && (c.S_next == 0 || limit < c.S_next + 64);
+    bool agrees = limit >= f.params.S && (!run1.S_next || limit < *run1.S_next + 64);
     fmt::print("  MPI_T {} = {}{}\n", k, limit,
                agrees ? "  (agrees with the effective S)" : "  (differs from the effective S: another transport, or not the limit in force)");
   }
   if (saving)
     fmt::print("  a persistent request saves {:.0f} ns per call{}\n", *saving,
                *saving < 0 ? " (it costs more: the library's persistent path is the slower one)" : "");
-  if (eager)
-    fmt::print("  Oss, Ors, Gs from the sweep with {}: eager up to {} bytes{}\n", limit_env, eager->largest,
-               eager->left_out ? fmt::format(" ({} larger sizes still waited, left out)", eager->left_out) : std::string());
+  if (run2)
+    fmt::print("  fitted with the sweep with {}: eager up to {} bytes{}\n", limit_env, run2->sweep.S,
+               run2->S_next ? fmt::format(" (a {}-byte send still waited)", *run2->S_next) : std::string());
   if (!eager_note.empty()) fmt::print("  note: {}\n", eager_note);
-  for (const auto& cl : c.clamped) fmt::print("  note: the fit gave {}: set to 0\n", cl);
-  if (eager)
-    for (const auto& cl : eager->clamped) fmt::print("  note: the sweep with the limit raised gave {}: set to 0\n", cl);
   fmt::print("  written to {}\n", o.output);
   return kOk;
 }
@@ -272,12 +325,12 @@ std::function<int()> add_calibrate(CLI::App& app) {
   auto* sub = app.add_subcommand("calibrate", "Measure the LogGPS parameters and the effective S: mpiadvise calibrate -- mpirun -np 2 ...");
   sub->add_option("-o,--output", o->output, "Parameter file to write (default calibrated.toml)");
   sub->add_flag("--quick", o->quick, "Fewer sizes and repetitions (for tests)");
-  sub->add_option("--w", o->W_us, "The dummy computation W in us (default 2000; must exceed a round trip below S)");
-  sub->add_option("--reps", o->reps, "Round trips per size and w; the median is kept (default 21, --quick 5)")
+  sub->add_option("--w", o->W_us, "The computation W in us before each receive (default 500, the paper's; should exceed a round trip below S)");
+  sub->add_option("--reps", o->reps, "Round trips per size and w; the median is kept (default 21, --quick 9)")
       ->check(CLI::Range(1, 10000));
   sub->add_option("--max-size", o->max_size, "Largest message of the sweep (default 1M; 4K to 1G)");
   sub->add_flag("--no-eager-sweep", o->no_eager_sweep,
-                "Skip the second sweep with the eager limit raised (the eager terms then come from sizes up to S)");
+                "Skip the second sweep with the eager limit raised (the eager terms then come from the sizes up to S)");
   sub->add_option("--bench", o->bench, "The benchmark program (default: mpiadvise-calibrate-bench beside mpiadvise)");
   sub->add_option("command", o->command, "The launcher and its arguments, after --, for 2 ranks")->required();
   return [o] { return run_calibrate(*o); };

@@ -1,9 +1,16 @@
 /* mpiadvise-calibrate-bench: the paper's round-trip benchmark (sections 4.1, 4.2), run by
- * `mpiadvise calibrate` under the user's launcher. Ranks 0 and 1 bounce a k-byte message with blocking
- * MPI_Send/MPI_Recv, with w = 0 and with w = W ns of computation on rank 1 before it receives.
+ * `mpiadvise calibrate` under the user's launcher.
  *   mpiadvise-calibrate-bench W_NS REPS SIZE [SIZE ...]
- * Prints JSON lines on stdout from rank 0: first the run's facts, then one line per (w, k) with the
- * median round trip and the median time of rank 0's MPI_Send. Progress goes to stderr. */
+ * Ranks 0 and 1 bounce a k-byte message with blocking MPI_Send/MPI_Recv in a loop without barriers, rank
+ * 1 computing w ns after each of its sends and before its next receive: the loop of the paper's Table 6,
+ * whose round trip is equations (12)-(14). Rank 1 thus computes while rank 0's message arrives, and rank
+ * 0's send meets a receiver w ns late. w = 0 and w = W, every size.
+ * Then the effective S: the sweep brackets it (the largest size whose send with w = W returned at once,
+ * and the next one, whose send waited for the receiver); rank 0 bisects between them, telling rank 1 the
+ * next size, until the two are one byte apart. Each probe is a few round trips with w = W; a send that
+ * waits takes about W, an eager one microseconds, and the majority of the probe's sends decides.
+ * Prints JSON lines on stdout from rank 0: the run's facts, one line per (w, k) with every repetition's
+ * round trip and send time, the bisection, the persistent-request timing. Progress goes to stderr. */
 #define _GNU_SOURCE /* strcasestr */
 #include <mpi.h>
 #include <stdio.h>
@@ -27,16 +34,17 @@ static void compute(double ns)
   }
 }
 
-static int by_value(const void *a, const void *b)
+/* s as a JSON string: quotes, backslashes and every control character escaped (MPICH's library version
+ * holds TABs and newlines; JSON allows none of them raw) */
+static void print_json_string(const char *s)
 {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-  qsort(v, (size_t)n, sizeof *v, by_value);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  putchar('"');
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\') printf("\\%c", *p);
+    else if (*p < 0x20 || *p == 0x7f) printf("\\u%04x", *p);
+    else putchar(*p);
+  }
+  putchar('"');
 }
 
 /* the eager and rendezvous limits the library reports through MPI_T */
@@ -71,10 +79,64 @@ static void print_cvars(void)
       ok = MPI_T_cvar_read(h, &x) == MPI_SUCCESS, v = x;
     }
     MPI_T_cvar_handle_free(&h);
-    if (ok) printf("%s\"%s\":%llu", first ? "" : ",", name, v), first = 0;
+    if (ok) {
+      printf("%s", first ? "" : ",");
+      print_json_string(name);
+      printf(":%llu", v);
+      first = 0;
+    }
   }
   MPI_T_finalize();
   printf("}");
+}
+
+enum { kWarmup = 2 }; /* round trips before the loop is in its steady state (rank 1 computing after its send) */
+
+/* n round trips of k bytes (after kWarmup more), rank 1 computing w ns before each receive. Rank 0 keeps
+ * in rtt the period of its loop, from one send's call to the next one's (the time of a round trip in the
+ * steady state), and in snd each send's time. A rank descheduled between two round trips lengthens the
+ * period it falls in; timing from send to receive alone would instead shorten the round trip by the
+ * time rank 1 computed unseen. */
+static void round_trips(char *buf, int k, double w, int n, double *rtt, double *snd, int rank)
+{
+  double start = 0;
+  for (int r = 0; r <= n + kWarmup; r++) {
+    if (rank == 0) {
+      double t0 = now_ns();
+      if (r > kWarmup) rtt[r - kWarmup - 1] = t0 - start;
+      start = t0;
+      if (r == n + kWarmup) break; /* the last call only closes the last period */
+      MPI_Send(buf, k, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+      double t1 = now_ns();
+      MPI_Recv(buf, k, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (r >= kWarmup) snd[r - kWarmup] = t1 - t0;
+    } else if (rank == 1) {
+      if (r == n + kWarmup) break;
+      if (w > 0) compute(w);
+      MPI_Recv(buf, k, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf, k, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+    }
+  }
+}
+
+/* whether the sends of a probe waited for their receiver: most of them took more than W/2 (a send that
+ * waits takes about W, an eager one microseconds; a descheduled rank can make one send of either kind
+ * look like the other, not most of them) */
+static int waited(const double *snd, int n, double W)
+{
+  int slow = 0;
+  for (int i = 0; i < n; i++) slow += snd[i] > W / 2;
+  return 2 * slow > n;
+}
+
+static void print_samples(int k, double w, const double *rtt, const double *snd, int n)
+{
+  printf("{\"k\":%d,\"w\":%.0f,\"rtt_ns\":[", k, w);
+  for (int i = 0; i < n; i++) printf("%s%.0f", i ? "," : "", rtt[i]);
+  printf("],\"send_ns\":[");
+  for (int i = 0; i < n; i++) printf("%s%.0f", i ? "," : "", snd[i]);
+  printf("]}\n");
+  fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -87,16 +149,33 @@ int main(int argc, char **argv)
     fprintf(stderr, "mpiadvise calibrate: the benchmark needs 2 ranks, the job has %d\n", size);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
+  /* --progress: mpiadvise calibrate's stderr is a terminal (a rank's never is, under mpirun) */
+  int progress = argc > 1 && strcmp(argv[1], "--progress") == 0;
+  if (progress) argv++, argc--;
   if (argc < 4) {
-    if (rank == 0) fprintf(stderr, "usage: mpiadvise-calibrate-bench W_NS REPS SIZE...\n");
+    if (rank == 0) fprintf(stderr, "usage: mpiadvise-calibrate-bench [--progress] W_NS REPS SIZE...\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   double W = atof(argv[1]);
   int reps = atoi(argv[2]), nsizes = argc - 3;
+  if (!(W > 0) || reps < 1) {
+    if (rank == 0) fprintf(stderr, "mpiadvise calibrate: bad W_NS %s or REPS %s\n", argv[1], argv[2]);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  int *sizes = malloc(sizeof(int) * (size_t)nsizes);
   long max_k = 0;
-  for (int i = 0; i < nsizes; i++) max_k = atol(argv[3 + i]) > max_k ? atol(argv[3 + i]) : max_k;
+  for (int i = 0; i < nsizes; i++) {
+    sizes[i] = atoi(argv[3 + i]);
+    if (sizes[i] > max_k) max_k = sizes[i];
+    if (i > 0 && sizes[i] <= sizes[i - 1]) {
+      if (rank == 0) fprintf(stderr, "mpiadvise calibrate: the sizes must increase (%s after %s)\n", argv[3 + i], argv[2 + i]);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
+  const int probe_reps = 5; /* round trips per bisection probe */
+  int nbuf = reps > probe_reps ? reps : probe_reps;
   char *buf = calloc((size_t)max_k + 1, 1);
-  double *rtt = malloc(sizeof(double) * (size_t)reps), *snd = malloc(sizeof(double) * (size_t)reps);
+  double *rtt = malloc(sizeof(double) * (size_t)nbuf), *snd = malloc(sizeof(double) * (size_t)nbuf);
   char host[256] = "", peer_host[256] = "";
   gethostname(host, sizeof host - 1);
   if (rank == 1) MPI_Send(host, sizeof host, MPI_CHAR, 0, 2, MPI_COMM_WORLD);
@@ -105,10 +184,15 @@ int main(int argc, char **argv)
     int len;
     MPI_Recv(peer_host, sizeof peer_host, MPI_CHAR, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Get_library_version(lib, &len);
-    for (char *p = lib; *p; p++)
-      if (*p == '"' || *p == '\\' || *p == '\n') *p = ' ';
-    printf("{\"facts\":true,\"hostname\":\"%s\",\"hosts\":[\"%s\",\"%s\"],\"mpi_library\":\"%s\",\"ranks\":%d,", host,
-           host, peer_host, lib, size);
+    printf("{\"facts\":true,\"hostname\":");
+    print_json_string(host);
+    printf(",\"hosts\":[");
+    print_json_string(host);
+    printf(",");
+    print_json_string(peer_host);
+    printf("],\"mpi_library\":");
+    print_json_string(lib);
+    printf(",\"ranks\":%d,", size);
     print_cvars();
     printf("}\n");
     fflush(stdout);
@@ -123,48 +207,59 @@ int main(int argc, char **argv)
       MPI_Send(buf, (int)max_k, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
     }
   }
+  /* the sweep; rank 0 notes the bracket of S from the sends with w = W */
+  int eager_below = -1, waited_above = -1; /* sizes; -1: none yet */
   for (int pass = 0; pass < 2; pass++) {
     double w = pass ? W : 0;
     for (int i = 0; i < nsizes; i++) {
-      int k = atoi(argv[3 + i]);
-      for (int r = 0; r < reps + 2; r++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = now_ns(), t1 = 0;
-        if (rank == 0) {
-          MPI_Send(buf, k, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
-          t1 = now_ns();
-          MPI_Recv(buf, k, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        } else if (rank == 1) {
-          if (w > 0) compute(w);
-          MPI_Recv(buf, k, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-          MPI_Send(buf, k, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
-        }
-        if (r >= 2) { /* two more warm-up round trips per size */
-          rtt[r - 2] = now_ns() - t0;
-          snd[r - 2] = t1 - t0;
-        }
-      }
+      MPI_Barrier(MPI_COMM_WORLD); /* between sizes only: the round trips run back to back */
+      round_trips(buf, sizes[i], w, reps, rtt, snd, rank);
       if (rank == 0) {
-        printf("{\"k\":%d,\"w\":%.0f,\"rtt_ns\":%.1f,\"send_ns\":%.1f}\n", k, w, median(rtt, reps), median(snd, reps));
-        fflush(stdout);
-        fprintf(stderr, "\rmpiadvise calibrate: w = %.0f us, %d of %d sizes", w / 1e3, i + 1, nsizes);
+        print_samples(sizes[i], w, rtt, snd, reps);
+        if (pass == 1 && waited_above < 0) {
+          if (waited(snd, reps, W)) waited_above = sizes[i];
+          else eager_below = sizes[i];
+        }
+        if (progress) fprintf(stderr, "\rmpiadvise calibrate: w = %.0f us, %d of %d sizes", w / 1e3, i + 1, nsizes);
       }
     }
   }
-  if (rank == 0) fprintf(stderr, "\n");
+  if (rank == 0 && progress) fprintf(stderr, "\n");
+  /* the bisection: rank 0 decides each next size and sends it to every rank (0 ends it) */
+  {
+    int lo = eager_below, hi = waited_above, probes = 0;
+    int next;
+    for (;;) {
+      next = rank == 0 && lo >= 0 && hi > lo + 1 ? lo + (hi - lo) / 2 : 0;
+      MPI_Bcast(&next, 1, MPI_INT, 0, MPI_COMM_WORLD);
+      if (next == 0) break;
+      round_trips(buf, next, W, probe_reps, rtt, snd, rank);
+      if (rank == 0) {
+        probes++;
+        if (waited(snd, probe_reps, W)) hi = next;
+        else lo = next;
+      }
+    }
+    if (rank == 0) {
+      if (hi < 0) printf("{\"bisection\":true,\"S\":%d,\"S_next\":null,\"probes\":0}\n", lo);
+      else printf("{\"bisection\":true,\"S\":%d,\"S_next\":%d,\"probes\":%d}\n", lo, hi, probes);
+      fflush(stdout);
+    }
+  }
   /* what a persistent request saves: 0-byte exchanges by MPI_Irecv + MPI_Isend + MPI_Waitall against
    * MPI_Startall + MPI_Waitall on requests made once, interleaved, the fastest of five batches each */
   if (rank < 2) {
     int peer = 1 - rank, n = reps * 20;
     double best[2] = {1e300, 1e300};
     MPI_Request req[2];
+    MPI_Status status[2]; /* not MPI_STATUSES_IGNORE: MPICH's (a cast 1) trips gcc's -Wstringop-overflow */
     for (int batch = 0; batch < 5; batch++) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = now_ns();
       for (int i = 0; i < n; i++) {
         MPI_Irecv(buf, 0, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &req[0]);
         MPI_Isend(buf, 0, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &req[1]);
-        MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+        MPI_Waitall(2, req, status);
       }
       double t1 = now_ns();
       MPI_Recv_init(buf, 0, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &req[0]);
@@ -173,7 +268,7 @@ int main(int argc, char **argv)
       double t2 = now_ns();
       for (int i = 0; i < n; i++) {
         MPI_Startall(2, req);
-        MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+        MPI_Waitall(2, req, status);
       }
       double t3 = now_ns();
       MPI_Request_free(&req[0]);
@@ -191,6 +286,7 @@ int main(int argc, char **argv)
       MPI_Barrier(MPI_COMM_WORLD);
     }
   }
+  free(sizes);
   free(buf);
   free(rtt);
   free(snd);

@@ -1,4 +1,4 @@
-// mpiadvise calibrate on this machine: the real benchmark under Open MPI's TCP transport.
+// mpiadvise calibrate on this machine: the real benchmark under Open MPI (TCP, shared memory) and MPICH.
 #include <catch2/catch.hpp>
 
 #include <regex>
@@ -19,26 +19,41 @@ std::string tcp(const std::string& eager_limit) {
 
 }  // namespace
 
-TEST_CASE("calibration finds the effective S within one step of the sweep for two eager limits", "[calibrate]") {
-  // --quick sweeps 2^n and 1.5 x 2^n: one step is at most half an octave. Open MPI counts about 48
-  // bytes of headers in btl_tcp_eager_limit, so the effective S lies just below the limit.
+TEST_CASE("calibration pins the effective S by bisection for two eager limits", "[calibrate]") {
+  // ob1 counts 56 bytes of headers in btl_tcp_eager_limit (mpi_run_facts pins 65480 for 65536): the
+  // largest size a send returns without its receiver is the limit less 56. The sweep (2^n and
+  // 1.5 x 2^n) brackets it; the bisection closes the bracket to one byte.
   for (uint64_t limit : {16384u, 65536u}) {
+    INFO("btl_tcp_eager_limit " << limit);
     fs::path out = fresh_dir("calibrate") / "p.toml";
     auto r = run_command(mpiadvise_cmd() + " calibrate --quick --max-size 256K -o " + out.string() + " -- " +
                          tcp(std::to_string(limit)));
     INFO(r.out << r.err);
     REQUIRE(r.status == 0);
     std::smatch m;
-    REQUIRE(std::regex_search(r.out, m, std::regex(R"(effective S (\d+) bytes \(a (\d+)-byte send waited\))")));
-    uint64_t S = std::stoull(m[1]), next = std::stoull(m[2]);
-    CHECK(S <= limit - 56);
-    CHECK(next > limit - 56);
-    CHECK(next <= S * 3 / 2 + 1);  // adjacent points of the sweep
-    auto p = mpiadvise::load_params(out);
+    REQUIRE(std::regex_search(r.out, m, std::regex(R"(effective S (\d+) bytes \(a (\d+)-byte send waited; (\d+) bisection probes\))")));
+    const uint64_t S = std::stoull(m[1]), next = std::stoull(m[2]);
+    CHECK(next == S + 1);
+    CHECK(S + 64 >= limit - 56);
+    CHECK(S <= limit - 56 + 64);
+    CHECK(std::stoi(m[3]) >= 10);  // a bracket of a third of an octave or more, halved to one byte
+    auto p = mpiadvise::load_params(out);  // refuses a negative parameter
     CHECK(p.S == S);
     CHECK(p.o > 0);
     CHECK(r.out.find("MPI_T btl_tcp_eager_limit = " + std::to_string(limit) + "  (agrees with the effective S)") !=
           std::string::npos);
+    // each parameter with its uncertainty, and the residual, in the output and the file
+    const std::string text = read_text(out);
+    for (const char* key : {"L_ns", "o_ns", "Oss_ns_per_byte", "Ors_ns_per_byte", "Osl_ns_per_byte", "Orl_ns_per_byte",
+                            "Gs_ns_per_byte", "Gl_ns_per_byte"}) {
+      INFO(key);
+      CHECK(std::regex_search(text, std::regex(std::string("\n") + key + R"( = [0-9.]+  # (\+- [0-9.]+|not told apart))")));
+    }
+    CHECK(std::regex_search(text, std::regex(R"(# residual RMS [0-9.]+% of the round trips, [0-9.]+% of their communication)")));
+    CHECK(text.find("a " + std::to_string(S) + "-byte send returned while its receiver computed, a " +
+                    std::to_string(S + 1) + "-byte one waited") != std::string::npos);
+    CHECK(std::regex_search(r.out, std::regex(R"(\n  o   [0-9]+ \+- [0-9]+ ns\n)")));
+    CHECK(std::regex_search(r.out, std::regex(R"(residual RMS [0-9.]+% of the round trips)")));
   }
 }
 
@@ -60,31 +75,75 @@ TEST_CASE("calibrated parameters predict a traced run of the same machine within
   CHECK(std::abs(predicted - measured) / measured < 0.10);
 }
 
-TEST_CASE("over TCP the eager terms come from a second sweep with btl_tcp_eager_limit raised", "[calibrate]") {
+TEST_CASE("over TCP a second sweep with btl_tcp_eager_limit raised is fitted together with the first", "[calibrate]") {
   fs::path params = fresh_dir("calibrated-eager") / "here.toml";
   // the launcher without its own btl_tcp_eager_limit: the raised one reaches the ranks through the environment
   const std::string launcher = "mpirun --allow-run-as-root -np 2 --mca pml ob1 --mca btl self,tcp";
   auto cal = run_command(mpiadvise_cmd() + " calibrate --quick --max-size 256K -o " + params.string() + " -- " + launcher);
   INFO(cal.out << cal.err);
   REQUIRE(cal.status == 0);
-  CHECK(cal.out.find("Oss, Ors, Gs from the sweep with OMPI_MCA_btl_tcp_eager_limit=524288: eager up to 262144 bytes") !=
+  CHECK(cal.out.find("fitted with the sweep with OMPI_MCA_btl_tcp_eager_limit=524288: eager up to 262144 bytes") !=
         std::string::npos);
   const std::string text = read_text(params);
-  CHECK(text.find("# Oss, Ors and Gs from a second sweep with OMPI_MCA_btl_tcp_eager_limit=524288") != std::string::npos);
+  CHECK(text.find("# with a second sweep with OMPI_MCA_btl_tcp_eager_limit=524288 (eager up to 262144 bytes) fitted "
+                  "together, s = S") != std::string::npos);
   auto p = mpiadvise::load_params(params);
   CHECK(p.s == p.S);  // one eager segment
   CHECK(p.S < 65536);  // the effective S is still the configured limit's, not the raised one
   CHECK(p.Oss < 1.0);  // ns per byte: fitted over eager sends only (a waited send would make it microseconds)
-  // an --mca btl_tcp_eager_limit of the launcher wins over the environment: said, and the first sweep kept
+  // an --mca btl_tcp_eager_limit of the launcher wins over the environment: said, and the first sweep alone fitted
   auto fixed = run_command(mpiadvise_cmd() + " calibrate --quick --max-size 256K -o " + params.string() + " -- " + tcp("65536"));
   INFO(fixed.out << fixed.err);
   REQUIRE(fixed.status == 0);
-  CHECK(fixed.out.find("did not reach the ranks") != std::string::npos);
-  CHECK(fixed.out.find("from the sweep with") == std::string::npos);
+  CHECK(fixed.out.find("OMPI_MCA_btl_tcp_eager_limit=524288 did not raise the effective S") != std::string::npos);
+  CHECK(fixed.out.find("fitted with the sweep with") == std::string::npos);
   auto skip = run_command(mpiadvise_cmd() + " calibrate --quick --no-eager-sweep --max-size 256K -o " + params.string() +
                           " -- " + launcher);
   REQUIRE(skip.status == 0);
-  CHECK(skip.out.find("from the sweep with") == std::string::npos);
+  CHECK(skip.out.find("fitted with the sweep with") == std::string::npos);
+  CHECK(skip.err.find("the same sweep with") == std::string::npos);
+}
+
+TEST_CASE("over shared memory (vader) the effective S is bisected too", "[calibrate]") {
+  fs::path params = fresh_dir("calibrated-vader") / "here.toml";
+  auto cal = run_command(mpiadvise_cmd() + " calibrate --quick --max-size 256K -o " + params.string() +
+                         " -- mpirun --allow-run-as-root -np 2 --mca pml ob1 --mca btl self,vader");
+  INFO(cal.out << cal.err);
+  REQUIRE(cal.status == 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(cal.out, m, std::regex(R"(effective S (\d+) bytes \(a (\d+)-byte send waited)")));
+  CHECK(std::stoull(m[2]) == std::stoull(m[1]) + 1);
+  auto p = mpiadvise::load_params(params);
+  CHECK(p.transport == "vader");
+  CHECK(p.S == std::stoull(m[1]));
+  CHECK(p.S <= 4096);  // at most btl_vader_eager_limit (platform-notes: sends above 256 bytes may wait)
+}
+
+TEST_CASE("under MPICH: the library version's TABs and newlines reach the file, S is UCX's", "[calibrate][mpich]") {
+  // MPI_Get_library_version under MPICH 4 holds TABs and newlines: the benchmark must escape them in
+  // its JSON (it used to print the TABs raw, and the facts line was lost)
+  INFO("MPICH (scripts/deps.sh installs it) must be installed");
+  REQUIRE(std::system("command -v mpicc.mpich >/dev/null 2>&1 && command -v mpirun.mpich >/dev/null 2>&1") == 0);
+  fs::path dir = fresh_dir("calibrate-mpich");
+  const fs::path bench = dir / "bench";
+  auto cc = run_command("mpicc.mpich -O2 -o " + bench.string() + " " + MPA_SOURCE_DIR + "/cli/calibrate_bench.c");
+  REQUIRE(cc.status == 0);
+  auto cal = run_command(mpiadvise_cmd() + " calibrate --quick --max-size 256K --bench " + bench.string() + " -o " +
+                         (dir / "p.toml").string() + " -- mpirun.mpich -np 2");
+  INFO(cal.out << cal.err);
+  REQUIRE(cal.status == 0);
+  CHECK(cal.out.find("mpiadvise calibrate: MPICH Version:\t4") != std::string::npos);
+  const std::string text = read_text(dir / "p.toml");
+  CHECK(text.find("\nlibrary = \"MPICH\"\n") != std::string::npos);
+  CHECK(text.find("\ntransport = \"ucx\"\n") != std::string::npos);
+  CHECK(text.find("# MPICH Version:\t4") != std::string::npos);
+  std::smatch m;
+  REQUIRE(std::regex_search(cal.out, m, std::regex(R"(effective S (\d+) bytes \(a (\d+)-byte send waited)")));
+  CHECK(std::stoull(m[2]) == std::stoull(m[1]) + 1);
+  // platform-notes: over shared memory UCX sends up to 8255 bytes without the receiver
+  CHECK(std::stoull(m[1]) == 8255);
+  CHECK(cal.err.find("the same sweep with UCX_RNDV_THRESH=524288") != std::string::npos);
+  mpiadvise::load_params(dir / "p.toml");
 }
 
 TEST_CASE("calibrate refuses too few ranks, sizes out of range and an unwritable output", "[calibrate][errors]") {
