@@ -69,6 +69,22 @@ JobResult traced_run(const std::string& example, const std::vector<std::string>&
   return run;
 }
 
+// This machine's parameter set over TCP, calibrated once per run of the tests. The shipped set was
+// measured on another host of the same kind, and loopback TCP differs from host to host (the halo
+// example ran 41% slower than that set priced it on one, 1.4% on another): the advice these tests check
+// against reruns here is priced with what TCP costs here, as a user's would be after mpiadvise calibrate.
+const std::string& here_params() {
+  static const std::string option = [] {
+    const fs::path file = fresh_dir("calibrated-here") / "tcp.toml";
+    auto r = run_command(mpiadvise_cmd() + " calibrate --quick -o " + file.string() +
+                         " -- mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml ob1 --mca btl self,tcp");
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    return "--params " + file.string();
+  }();
+  return option;
+}
+
 double measured_ns(const fs::path& dir) { return report_of(dir)["model"]["measured_ns"].get<double>(); }
 
 // The measured cut of a change: new runs with it (after) alternating with runs as they were (before),
@@ -124,7 +140,7 @@ TEST_CASE("each example's report names the author's call site, and the eager lim
     DYNAMIC_SECTION(ex.program) {
       const std::string program = ex.program.substr(0, ex.program.size() - 2);
       auto run = traced_run(program, ex.args, ex.limit);
-      json report = report_of(run.dir);
+      json report = report_of(run.dir, here_params());
       INFO(report.dump(1));
       if (ex.send_waits) {
         bool named = false;
@@ -157,7 +173,7 @@ TEST_CASE("the non-blocking send and the split messages the report advises for t
           "[report][examples]") {
   const std::vector<std::string> args = {"131072", "40", "2"};
   auto run = traced_run("pipeline", args, 0);
-  json report = report_of(run.dir);
+  json report = report_of(run.dir, here_params());
   INFO(report.dump(1));
   const std::string send_site = "pipeline.c:" + std::to_string(line_of("pipeline.c", "MPI_Send(item"));
   // the receiver does not call MPI while it computes: an early MPI_Irecv is matched no sooner
@@ -188,7 +204,7 @@ TEST_CASE("a log without symbols names call sites by module and offset", "[repor
   s.mpirun_options = kTcp;
   auto run = run_job(s);
   REQUIRE(run.status == 0);
-  json report = report_of(run.dir);
+  json report = report_of(run.dir, here_params());
   REQUIRE(!report["hot_spots"].empty());
   const json& top = report["hot_spots"][0];
   CHECK_FALSE(top["where"].contains("file"));
