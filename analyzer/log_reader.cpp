@@ -359,7 +359,19 @@ JobLog::JobLog(const fs::path& dir) : dir_(dir) {
   if (ec) throw LogError(dir.string(), std::nullopt, "cannot list: " + ec.message());
   if (files.empty()) throw LogError(dir.string(), std::nullopt, "no rank-NNNNN.mpa logs in this directory");
   std::sort(files.begin(), files.end());
+  std::set<int> died_before_tracing;  // ranks whose log is empty: killed inside MPI_Init
   for (const auto& f : files) {
+    std::error_code size_ec;
+    const std::string digits = f.filename().string().substr(5, f.filename().string().size() - 9);
+    if (fs::file_size(f, size_ec) == 0 && !size_ec && digits.size() <= 9) {
+      int r = std::stoi(digits);
+      died_before_tracing.insert(r);
+      own_problems_.push_back({f.string(), std::nullopt,
+                               fmt::format("empty: rank {} died before tracing started (inside MPI_Init); the other "
+                                           "ranks are analysed without it", r),
+                               false});
+      continue;
+    }
     try {
       ranks_.push_back(std::make_unique<RankLog>(f));
     } catch (const LogError& e) {
@@ -367,6 +379,21 @@ JobLog::JobLog(const fs::path& dir) : dir_(dir) {
     }
   }
   if (ranks_.empty()) throw LogError(dir.string(), std::nullopt, own_problems_.empty() ? "no readable logs" : own_problems_[0].text());
+  // Logs of two jobs (each header names its job) are not one run: say which files are whose.
+  std::map<std::string, std::vector<const RankLog*>> jobs;
+  for (const auto& r : ranks_) {
+    const auto it = r->header().find("job");
+    jobs[it != r->header().end() && it->is_string() ? it->get<std::string>() : std::string()].push_back(r.get());
+  }
+  if (jobs.size() > 1) {
+    std::string which;
+    for (const auto& [id, logs] : jobs)
+      which += fmt::format("{}{} log{} of job {} ({}{})", which.empty() ? "" : "; ", logs.size(), logs.size() == 1 ? "" : "s",
+                           id.empty() ? "without an id" : id, logs[0]->path().filename().string(), logs.size() > 1 ? ", ..." : "");
+    throw LogError(dir.string(), std::nullopt,
+                   fmt::format("holds the logs of {} jobs, not one: {}; move each job's logs to a directory of its own",
+                               jobs.size(), which));
+  }
   std::sort(ranks_.begin(), ranks_.end(), [](const auto& a, const auto& b) { return a->rank() < b->rank(); });
   for (size_t i = 1; i < ranks_.size();) {  // two files claiming one rank: keep the first, say so
     if (ranks_[i]->rank() == ranks_[i - 1]->rank()) {
@@ -384,7 +411,7 @@ JobLog::JobLog(const fs::path& dir) : dir_(dir) {
   for (const auto& r : ranks_) present.insert(r->rank());
   std::vector<int> missing;
   for (int r = 0; r < world_size_; r++)
-    if (!present.count(r)) missing.push_back(r);
+    if (!present.count(r) && !died_before_tracing.count(r)) missing.push_back(r);
   if (!missing.empty())
     own_problems_.push_back({dir.string(), std::nullopt,
                              fmt::format("{} of {} ranks have no readable log (rank {}{})", missing.size(), world_size_,

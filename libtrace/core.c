@@ -4,6 +4,7 @@
  * Rule for everything here: the application's results and exit status are those of the untraced run.
  * Every failure turns tracing off for the rank concerned (or for the job) with one warning, never more. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -27,7 +28,7 @@ static int g_started, g_finished, g_paused, g_enabled;
 static int g_joined; /* takes part in the tracer's collectives at init and finalize */
 static int g_fd = -1;
 static MPI_Comm g_comm = MPI_COMM_NULL; /* our own traffic at init and finalize only */
-static char g_path[PATH_MAX];
+static char g_path[sizeof mpa_cfg.dir + 32];
 static char g_hosts_differ;
 
 static void update_active(void) { mpa_active = g_enabled && g_started && !g_finished && !g_paused; }
@@ -158,7 +159,36 @@ static void program_name(char *out, size_t cap)
   snprintf(out, cap, "%s", base);
 }
 
-/* Rank 0 chooses mpiadvise-PROGRAM-YYYYMMDD-HHMMSS (with .N if taken); everyone gets it by broadcast. */
+static int g_dir_err; /* rank 0's failure to make the default directory, else 0 */
+
+/* Whether dir holds a rank log already; names the first one found. */
+static int dir_holds_trace(const char *dir, char *found, size_t cap)
+{
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int holds = 0;
+  for (struct dirent *e; !holds && (e = readdir(d));) {
+    size_t n = strlen(e->d_name);
+    holds = n > 9 && !strncmp(e->d_name, "rank-", 5) && !strcmp(e->d_name + n - 4, ".mpa");
+    if (holds) snprintf(found, cap, "%s", e->d_name);
+  }
+  closedir(d);
+  return holds;
+}
+
+/* Creates this rank's log, which must not exist, and writes its head with one write(). 0 or errno. */
+static int create_log(const uint8_t *head, size_t len)
+{
+  snprintf(g_path, sizeof g_path, "%s/rank-%05d.mpa", mpa_cfg.dir, mpa_rank);
+  g_fd = open(g_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0666);
+  if (g_fd < 0) return errno;
+  ssize_t w = write(g_fd, head, len);
+  if (w == (ssize_t)len) return 0;
+  return w < 0 ? errno : EIO;
+}
+
+/* Rank 0 chooses mpiadvise-PROGRAM-YYYYMMDD-HHMMSS (with .N if taken) and makes it, exclusively so that
+ * two jobs started in the same second get one each; everyone gets it by broadcast. */
 static void choose_dir(void)
 {
   if (!mpa_cfg.dir_given && mpa_rank == 0) {
@@ -169,9 +199,11 @@ static void choose_dir(void)
     localtime_r(&now, &tm);
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
     snprintf(mpa_cfg.dir, sizeof mpa_cfg.dir, "mpiadvise-%s-%s", prog, stamp);
-    struct stat st;
-    for (int i = 1; stat(mpa_cfg.dir, &st) == 0 && i < 1000; i++)
+    g_dir_err = mkdir(mpa_cfg.dir, 0777) ? errno : 0;
+    for (int i = 1; g_dir_err == EEXIST && i < 1000; i++) {
       snprintf(mpa_cfg.dir, sizeof mpa_cfg.dir, "mpiadvise-%s-%s.%d", prog, stamp, i);
+      g_dir_err = mkdir(mpa_cfg.dir, 0777) ? errno : 0;
+    }
   }
   PMPI_Bcast(mpa_cfg.dir, (int)sizeof mpa_cfg.dir, MPI_CHAR, 0, g_comm);
 }
@@ -358,42 +390,75 @@ static void start(uint32_t call, uint64_t t0, void *ra)
    * can write its own log. */
   g_joined = 1;
   choose_dir();
-  int err = mkdir_p(mpa_cfg.dir);
-  if (!err) {
-    snprintf(g_path, sizeof g_path, "%s/rank-%05d.mpa", mpa_cfg.dir, mpa_rank);
-    g_fd = open(g_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
-    if (g_fd < 0) err = errno;
-  }
+  int err = mpa_cfg.dir_given ? mkdir_p(mpa_cfg.dir) : g_dir_err;
   int any_err = 0;
   PMPI_Allreduce(&err, &any_err, 1, MPI_INT, MPI_MAX, g_comm);
   mpa_warn_once_per_job(err != 0, "cannot write logs in %s: %s; tracing is off", mpa_cfg.dir,
                         strerror(any_err));
 
+  /* The job's identity, in every rank's header: a reader tells the logs of two jobs apart by it. */
+  char job[128] = "";
+  if (mpa_rank == 0) {
+    char host[64] = "";
+    struct timespec wall;
+    gethostname(host, sizeof host - 1);
+    clock_gettime(CLOCK_REALTIME, &wall);
+    snprintf(job, sizeof job, "%s-%d-%lld", host, (int)getpid(), (long long)wall.tv_sec * 1000000000ll + wall.tv_nsec);
+  }
+  PMPI_Bcast(job, (int)sizeof job, MPI_CHAR, 0, g_comm);
+
   int level = MPI_THREAD_SINGLE;
   PMPI_Query_thread(&level);
   const char *method;
   int64_t offset = clock_offset(&method);
+  /* The whole head of the log (file header and header JSON) is made before the file and written with
+   * one write() right after creating it: a rank killed in between leaves no log at all rather than an
+   * empty one, except for that one system call. */
+  mpa_bytes head = {0};
   if (!err) {
     mpa_papi_init(mpa_rank);
     uint64_t sync_tick, sync_ns;
     mpa_clock_sync(&sync_tick, &sync_ns);
     mpa_bytes json = {0};
-    mpa_header_json(&json, mpa_rank, mpa_size, level, mpa_clock_is_tsc ? "tsc" : "monotonic", offset,
+    mpa_header_json(&json, mpa_rank, mpa_size, level, job, mpa_clock_is_tsc ? "tsc" : "monotonic", offset,
                     method, sync_tick, sync_ns);
     mpa_file_header h;
     memcpy(h.magic, MPA_FILE_MAGIC, 8);
     h.version = MPA_FORMAT_VERSION;
     h.json_bytes = (uint32_t)json.len;
-    int ok = write(g_fd, &h, sizeof h) == (ssize_t)sizeof h &&
-             write(g_fd, json.data, json.len) == (ssize_t)json.len;
+    if (json.len && mpa_bytes_reserve(&head, sizeof h + json.len) == 0) {
+      memcpy(head.data, &h, sizeof h);
+      memcpy(head.data + sizeof h, json.data, json.len);
+      head.len = sizeof h + json.len;
+    } else {
+      err = ENOMEM;
+    }
     mpa_bytes_free(&json);
-    if (!ok) err = errno ? errno : EIO;
-    else if (mpa_writer_start(g_fd) != 0) err = ENOMEM;
   }
-  int header_err = err && !any_err ? err : 0;
-  mpa_warn_once_per_job(header_err != 0, "cannot write logs in %s: %s; tracing is off", mpa_cfg.dir,
-                        strerror(header_err ? header_err : EIO));
-  if (err) {
+  /* One job per directory: rank 0 claims it by creating its log exclusively, unless it holds a trace
+   * already (of an earlier job, or of one running now); then the other ranks create theirs. */
+  int claim = err;
+  if (mpa_rank == 0 && !err) {
+    char found[256];
+    if (dir_holds_trace(mpa_cfg.dir, found, sizeof found)) {
+      claim = EEXIST;
+      mpa_warn("%s already holds a trace (%s): tracing is off; give each job its own MPIADVISE_DIR", mpa_cfg.dir,
+               found);
+    } else if ((claim = create_log(head.data, head.len)) == EEXIST) {
+      mpa_warn("%s already holds a trace (rank-00000.mpa, of a job started at the same time): tracing is off; "
+               "give each job its own MPIADVISE_DIR", mpa_cfg.dir);
+    }
+  }
+  PMPI_Bcast(&claim, 1, MPI_INT, 0, g_comm);
+  int refused = claim == EEXIST;
+  if (mpa_rank != 0 && !err && !refused) err = create_log(head.data, head.len);
+  if (mpa_rank == 0 && !err) err = claim;
+  mpa_bytes_free(&head);
+  if (!err && !refused && mpa_writer_start(g_fd) != 0) err = ENOMEM;
+  int late_err = err && !any_err && !refused ? err : 0;
+  mpa_warn_once_per_job(late_err != 0, "cannot write logs in %s: %s; tracing is off", mpa_cfg.dir,
+                        strerror(late_err ? late_err : EIO));
+  if (err || refused) {
     if (g_fd >= 0) close(g_fd);
     g_fd = -1;
     g_enabled = 0;

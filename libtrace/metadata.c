@@ -201,7 +201,7 @@ static const char *thread_level_name(int level)
   return "unknown";
 }
 
-void mpa_header_json(mpa_bytes *b, int rank, int size, int thread_level, const char *clock_name,
+void mpa_header_json(mpa_bytes *b, int rank, int size, int thread_level, const char *job, const char *clock_name,
                      int64_t clock_offset_ns, const char *offset_method, uint64_t sync_tick, uint64_t sync_ns)
 {
   char host[256] = "", lib[MPI_MAX_LIBRARY_VERSION_STRING] = "", exe[4096] = "";
@@ -214,8 +214,9 @@ void mpa_header_json(mpa_bytes *b, int rank, int size, int thread_level, const c
   struct timespec wall;
   clock_gettime(CLOCK_REALTIME, &wall);
 
-  mpa_json_fmt(b, "{\"format\":%u,\"tool\":\"mpiadvise %s\",\"rank\":%d,\"size\":%d,\"pid\":%d,\"hostname\":",
-               MPA_FORMAT_VERSION, MPA_TOOL_VERSION, rank, size, (int)getpid());
+  mpa_json_fmt(b, "{\"format\":%u,\"tool\":\"mpiadvise %s\",\"job\":", MPA_FORMAT_VERSION, MPA_TOOL_VERSION);
+  mpa_json_str(b, job);
+  mpa_json_fmt(b, ",\"rank\":%d,\"size\":%d,\"pid\":%d,\"hostname\":", rank, size, (int)getpid());
   mpa_json_str(b, host);
   mpa_json_raw(b, ",\"program\":");
   mpa_json_str(b, exe);

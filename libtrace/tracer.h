@@ -120,7 +120,7 @@ void mpa_comm_tables_json(mpa_bytes *out);
 void mpa_json_str(mpa_bytes *b, const char *s);     /* appends a JSON string literal */
 void mpa_json_raw(mpa_bytes *b, const char *s);
 void mpa_json_fmt(mpa_bytes *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void mpa_header_json(mpa_bytes *b, int rank, int size, int thread_level, const char *clock_name,
+void mpa_header_json(mpa_bytes *b, int rank, int size, int thread_level, const char *job, const char *clock_name,
                      int64_t clock_offset_ns, const char *offset_method, uint64_t sync_tick,
                      uint64_t sync_ns);
 

@@ -4,6 +4,8 @@
 
 #include <sys/mount.h>
 
+#include <fstream>
+#include <future>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -273,5 +275,106 @@ TEST_CASE("a child forked by a traced rank writes nothing into its parent's log"
         CHECK(count_calls(evs, "MPI_Finalize") == 1);
       }
     }
+  }
+}
+
+namespace {
+
+std::map<std::string, std::string> log_bytes(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& f : fs::directory_iterator(dir)) out[f.path().filename().string()] = read_text(f.path());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a job given the directory of an earlier trace leaves it as it was and says so in one line", "[harm][jobdir]") {
+  JobSpec s;
+  s.program = "ring";
+  s.args = {"50", "3"};
+  s.log_dir = (fresh_dir("rerun") / "logs").string();
+  auto first = run_job(s);
+  REQUIRE(first.status == 3);
+  const auto before = log_bytes(s.log_dir);
+  REQUIRE(before.size() == 2);
+  auto again = run_job(s);
+  auto plain = untraced(s);
+  CHECK(again.status == plain.status);
+  CHECK(again.out == plain.out);
+  auto lines = tracer_lines(again.err);
+  INFO(again.err);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find(s.log_dir + " already holds a trace") != std::string::npos);
+  CHECK(log_bytes(s.log_dir) == before);  // the earlier trace, byte for byte
+}
+
+TEST_CASE("two jobs started at once into one directory: one is traced whole, the other says so", "[harm][jobdir]") {
+  JobSpec a;
+  a.program = "ring";
+  a.args = {"2000", "0"};
+  a.log_dir = (fresh_dir("concurrent") / "logs").string();
+  JobSpec b = a;
+  b.args = {"3000", "0"};
+  auto job_b = std::async(std::launch::async, [&] { return run_job(b); });
+  auto ra = run_job(a);
+  auto rb = job_b.get();
+  CHECK(ra.status == 0);
+  CHECK(rb.status == 0);
+  auto lines = tracer_lines(ra.err + rb.err);
+  INFO(ra.err << rb.err);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("already holds a trace") != std::string::npos);
+  mpiadvise::JobLog job(a.log_dir);
+  CHECK(job.problems().empty());
+  REQUIRE(job.ranks().size() == 2);
+  // every log is of the job that wrote rank 0's: 2 Sendrecv_replace per iteration of 2000 or 3000
+  const bool a_traced = tracer_lines(ra.err).empty();
+  for (int r = 0; r < 2; r++) {
+    REQUIRE(job.rank(r));
+    CHECK(job.rank(r)->complete());
+    CHECK(count_calls(events_of(a.log_dir, r), "MPI_Sendrecv_replace") == (a_traced ? 4000 : 6000));
+  }
+}
+
+TEST_CASE("a rank whose log is empty died before tracing started: the others are analysed", "[harm][jobdir]") {
+  JobSpec s;
+  s.np = 3;
+  s.program = "ring";
+  s.args = {"20", "0"};
+  auto run = run_job(s);
+  REQUIRE(run.status == 0);
+  // what a rank killed inside MPI_Init leaves, at worst: its log created, nothing written
+  std::ofstream(run.dir / "rank-00001.mpa", std::ios::trunc).close();
+  mpiadvise::JobLog job(run.dir);
+  CHECK(job.ranks().size() == 2);
+  auto problems = job.problems();
+  REQUIRE(problems.size() == 1);
+  CHECK(!problems[0].corrupt);
+  CHECK(problems[0].text().find("rank-00001.mpa: empty: rank 1 died before tracing started") != std::string::npos);
+  auto report = run_command((build_dir() / "bin" / "mpiadvise").string() + " report " + run.dir.string());
+  INFO(report.err);
+  CHECK(report.status == 0);
+  CHECK(report.out.find("rank 1 died before tracing started") != std::string::npos);
+  CHECK(report.out.find("corrupt") == std::string::npos);
+}
+
+TEST_CASE("a directory holding the logs of two jobs is refused in one line naming them", "[harm][jobdir]") {
+  JobSpec s;
+  s.program = "ring";
+  s.args = {"20", "0"};
+  auto one = run_job(s);
+  auto two = run_job(s);
+  REQUIRE(one.status == 0);
+  REQUIRE(two.status == 0);
+  fs::copy_file(two.dir / "rank-00001.mpa", one.dir / "rank-00001.mpa", fs::copy_options::overwrite_existing);
+  try {
+    mpiadvise::JobLog job(one.dir);
+    FAIL("a mix of two jobs was read as one");
+  } catch (const mpiadvise::LogError& e) {
+    std::string what = e.what();
+    CHECK(what.find("holds the logs of 2 jobs") != std::string::npos);
+    CHECK(what.find("rank-00000.mpa") != std::string::npos);
+    CHECK(what.find("rank-00001.mpa") != std::string::npos);
+    CHECK(what.find('\n') == std::string::npos);
   }
 }
