@@ -30,11 +30,12 @@ struct Analysed {
   WaitStates waits;
 };
 
-Analysed analyse(const fs::path& dir) {
+// params: a set's name or file, "" for the one mpiadvise chooses
+Analysed analyse(const fs::path& dir, const std::string& params = "") {
   Analysed a;
   a.job = std::make_unique<JobLog>(dir);
   a.trace = build_trace(*a.job);
-  a.chosen = choose_params(run_facts(*a.job), "", fs::path(MPA_SOURCE_DIR) / "share" / "params");
+  a.chosen = choose_params(run_facts(*a.job), params, fs::path(MPA_SOURCE_DIR) / "share" / "params");
   a.waits = measure_waits(a.trace, a.chosen.params.S);
   return a;
 }
@@ -82,7 +83,7 @@ TEST_CASE("the simulated run time and the send-wait at the late receivers' call 
           "[replay][accuracy]") {
   auto run = pingpong("65536");
   REQUIRE(run.status == 0);
-  auto a = analyse(run.dir);
+  auto a = analyse(run.dir, calibrated_tcp_params().string());
   ReplayOptions o;
   o.params = a.chosen.params;
   auto r = replay(a.trace, o);
@@ -107,7 +108,7 @@ TEST_CASE("with S raised above the message size the replay predicts the wait gon
           "[replay][accuracy]") {
   auto before = pingpong("65536");
   REQUIRE(before.status == 0);
-  auto a = analyse(before.dir);
+  auto a = analyse(before.dir, calibrated_tcp_params().string());
   uint32_t site = send_site(a);
   ReplayOptions o;
   o.params = a.chosen.params;
@@ -119,7 +120,7 @@ TEST_CASE("with S raised above the message size the replay predicts the wait gon
 
   auto after = pingpong("131072");
   REQUIRE(after.status == 0);
-  auto b = analyse(after.dir);
+  auto b = analyse(after.dir, calibrated_tcp_params().string());
   double measured_after = measured_send_wait(b, 0, send_site(b));
   INFO("send-wait before " << measured_before << " ns, after raising S " << measured_after << " ns");
   CHECK(measured_after < 0.15 * measured_before);

@@ -69,21 +69,8 @@ JobResult traced_run(const std::string& example, const std::vector<std::string>&
   return run;
 }
 
-// This machine's parameter set over TCP, calibrated once per run of the tests. The shipped set was
-// measured on another host of the same kind, and loopback TCP differs from host to host (the halo
-// example ran 41% slower than that set priced it on one, 1.4% on another): the advice these tests check
-// against reruns here is priced with what TCP costs here, as a user's would be after mpiadvise calibrate.
-const std::string& here_params() {
-  static const std::string option = [] {
-    const fs::path file = fresh_dir("calibrated-here") / "tcp.toml";
-    auto r = run_command(mpiadvise_cmd() + " calibrate --quick -o " + file.string() +
-                         " -- mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml ob1 --mca btl self,tcp");
-    INFO(r.out << r.err);
-    REQUIRE(r.status == 0);
-    return "--params " + file.string();
-  }();
-  return option;
-}
+// the examples' advice is checked against reruns here: priced with this machine's TCP
+std::string here_params() { return "--params " + calibrated_tcp_params().string(); }
 
 double measured_ns(const fs::path& dir) { return report_of(dir)["model"]["measured_ns"].get<double>(); }
 
