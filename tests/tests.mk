@@ -64,3 +64,41 @@ unit: $(UNIT_BINS)
 
 .PRECIOUS: $(TEST_DIR)/obj/%.o
 .PHONY: tests unit
+
+# ---- fuzzing (libFuzzer with clang): the log reader on whole files, and the header parser ------------------
+# make fuzz-smoke runs each target for FUZZ_SECONDS (60) from the committed seeds in tests/fuzz/corpus, after
+# every committed regression input in tests/fuzz/regressions; new inputs go to $(BUILD)/fuzz/corpus-*.
+FUZZ_CXX      ?= clang++
+FUZZ_CC       ?= clang
+FUZZ_SECONDS  ?= 60
+FUZZ_DIR      := $(BUILD)/fuzz
+FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_TARGETS  := log_reader header
+FUZZ_READER   := analyzer/log_reader.cpp analyzer/log_events.cpp analyzer/log_header.cpp analyzer/request_table.cpp \
+                 analyzer/text_escape.cpp
+
+$(FUZZ_DIR)/codec.o: libtrace/codec.c libtrace/codec.h libtrace/format.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) -Ilibtrace -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.cpp tests/fuzz/targets.hpp $(FUZZ_READER) $(wildcard analyzer/*.hpp) \
+                    $(FUZZ_DIR)/codec.o $(BUILD)/gen/call_ids.h
+	$(FUZZ_CXX) -std=c++20 -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) $(CXX_INC) -Itests/fuzz $< $(FUZZ_READER) \
+	  $(FUZZ_DIR)/codec.o -lzstd -lfmt -o $@
+
+fuzz: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+
+fuzz-smoke: fuzz
+	@for t in $(FUZZ_TARGETS); do \
+	  log=$(FUZZ_DIR)/fuzz_$$t.log; \
+	  echo "== fuzz_$$t: the regression inputs, then $(FUZZ_SECONDS) s from tests/fuzz/corpus/$$t"; \
+	  if ls tests/fuzz/regressions/$$t/* >/dev/null 2>&1; then \
+	    $(FUZZ_DIR)/fuzz_$$t tests/fuzz/regressions/$$t/* >$$log 2>&1 || { tail -n 40 $$log; exit 1; }; fi; \
+	  mkdir -p $(FUZZ_DIR)/corpus-$$t; \
+	  $(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/corpus-$$t tests/fuzz/corpus/$$t >$$log 2>&1; status=$$?; \
+	  grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb)' $$log; \
+	  test $$status -eq 0 || { tail -n 60 $$log; exit 1; }; \
+	done
+
+.PHONY: fuzz fuzz-smoke

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Writes the committed seed corpus again from the log fixtures (tests/fixtures): whole logs for
+# fuzz_log_reader, and the JSON of headers, trailers and META chunks for fuzz_header.
+set -eu
+cd "$(dirname "$0")"
+fixtures=../fixtures
+rm -rf corpus
+mkdir -p corpus/log_reader corpus/header
+for f in "$fixtures"/{halo-procnull,p2p-all,job-strings,halo-damaged,header-only}/rank-*.mpa; do
+  cp "$f" "corpus/log_reader/$(basename "$(dirname "$f")")-$(basename "$f")"
+done
+python3 - "$fixtures" <<'PY'
+import os, struct, subprocess, sys
+fixtures = sys.argv[1]
+for name in ("halo-procnull", "p2p-all", "job-strings"):
+    data = open(os.path.join(fixtures, name, "rank-00000.mpa"), "rb").read()
+    n = struct.unpack_from("<I", data, 12)[0]
+    open("corpus/header/%s-header.json" % name, "wb").write(data[16:16 + n])
+    off = 16 + n
+    while off + 32 <= len(data):
+        magic, ctype, codec, thread, raw, stored = struct.unpack_from("<IBBHII", data, off)
+        if ctype == 4:  # TRAILER
+            frame = data[off + 32:off + 32 + stored]
+            out = subprocess.run(["zstd", "-dc"], input=frame, stdout=subprocess.PIPE, check=True).stdout
+            open("corpus/header/%s-trailer.json" % name, "wb").write(out)
+        off += 32 + stored
+open("corpus/header/minimal.json", "w").write('{"rank":0,"size":1,"calls":["MPI_Init"]}')
+open("corpus/header/meta-abort.json", "w").write('{"aborted":true,"errorcode":7}')
+PY
+ls corpus/* | head -40
