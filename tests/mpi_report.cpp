@@ -74,6 +74,19 @@ std::string here_params() { return "--params " + calibrated_tcp_params().string(
 
 double measured_ns(const fs::path& dir) { return report_of(dir)["model"]["measured_ns"].get<double>(); }
 
+// A traced run and its report, priced with this machine's set, taken from a run the model explains: the
+// report rightly withholds advice whose saving is below the run's own error, and on a shared machine a
+// 60 ms run is now and then slowed by more than the 13% the halo's advice saves (1 run in 3 here); such a
+// run is traced again, up to three times.
+std::pair<JobResult, json> explained_run(const std::function<JobResult()>& run_once) {
+  for (int attempt = 1;; attempt++) {
+    JobResult run = run_once();
+    json report = report_of(run.dir, here_params());
+    if (report["model"]["fit"]["explained"].get<bool>() || attempt == 3) return {run, report};
+    WARN("run " << attempt << " not explained by the model (error " << report["model"]["error"] << "): traced again");
+  }
+}
+
 // The measured cut of a change: new runs with it (after) alternating with runs as they were (before),
 // compared by the fastest of each (noise on a shared machine only ever adds time); up to four rounds of
 // three pairs, stopping once the cut reaches 70% of the predicted one. first: the run the report was of.
@@ -126,8 +139,7 @@ TEST_CASE("each example's report names the author's call site, and the eager lim
   for (const auto& ex : examples) {
     DYNAMIC_SECTION(ex.program) {
       const std::string program = ex.program.substr(0, ex.program.size() - 2);
-      auto run = traced_run(program, ex.args, ex.limit);
-      json report = report_of(run.dir, here_params());
+      auto [run, report] = explained_run([&] { return traced_run(program, ex.args, ex.limit); });
       INFO(report.dump(1));
       if (ex.send_waits) {
         bool named = false;
@@ -159,8 +171,7 @@ TEST_CASE("the non-blocking send and the split messages the report advises for t
           "measured time by at least 70% of the predicted cut; pre-posting its receive is not advised",
           "[report][examples]") {
   const std::vector<std::string> args = {"131072", "40", "2"};
-  auto run = traced_run("pipeline", args, 0);
-  json report = report_of(run.dir, here_params());
+  auto [run, report] = explained_run([&] { return traced_run("pipeline", args, 0); });
   INFO(report.dump(1));
   const std::string send_site = "pipeline.c:" + std::to_string(line_of("pipeline.c", "MPI_Send(item"));
   // the receiver does not call MPI while it computes: an early MPI_Irecv is matched no sooner
