@@ -118,6 +118,7 @@ check-tracer-sanitize: $(TRACE_GEN) $(TEST_DIR)/programs/threads
 
 bench: all
 	@./bench/run.sh
+	@./bench/gate.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \

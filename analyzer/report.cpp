@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "advice.hpp"
+#include "gate.hpp"
 #include "model_fit.hpp"
 #include "replay.hpp"
 
@@ -283,6 +284,7 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
                          {"measured_wait_ns", x.measured_wait}});
   }
   j["sites"] = site_list;
+  if (options.gate_figures) j["gate"] = gate::figures_json(gate::run_figures(a));  // what mpiadvise gate compares
 
   // ---- advice, each from a what-if replay
   json advice = json::array(), considered = json::array();

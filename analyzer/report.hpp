@@ -16,6 +16,7 @@ inline constexpr const char* kReportSchema = "mpiadvise-report/1";
 
 struct ReportOptions {
   size_t top = 10;        // hot spots listed, and candidate sites replayed per kind of advice
+  bool gate_figures = true;  // the "gate" object: what mpiadvise gate compares (17 more replays)
 };
 
 nlohmann::json build_report(const Analysis& a, const ReportOptions& options);

@@ -288,6 +288,7 @@ int run_report(const ReportCommand& c) {
   }
   ReportOptions options;
   options.top = c.top;
+  options.gate_figures = c.format == "json";  // only JSON holds them (for mpiadvise gate --baseline report.json)
   json j = build_report(a, options);
   // names and paths from the job: JSON in the lossless string form, text and Markdown escaped for a terminal
   std::string text = c.format == "json" ? dump_json(j, 2) + "\n"

@@ -1,0 +1,336 @@
+// The figures of one run that mpiadvise gate compares, and their JSON (the "gate" object of a report).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "gate.hpp"
+#include "replay.hpp"
+#include "steady_trace.hpp"
+#include "text_escape.hpp"
+
+namespace mpiadvise::gate {
+
+namespace {
+
+using json = nlohmann::json;
+
+// The time figures of one replay.
+struct Sample {
+  double predicted = 0, send_wait = 0, recv_wait = 0;
+  std::map<SiteKey, double> site_wait;
+};
+
+Sample sample_of(const Trace& t, const ReplayResult& r) {
+  Sample s;
+  s.predicted = r.predicted_ns;
+  for (const auto& rr : r.ranks) {
+    s.send_wait += rr.predicted.send_wait;
+    s.recv_wait += rr.predicted.recv_wait;
+  }
+  for (const auto& sr : r.sites) s.site_wait[t.site(sr.rank, sr.callsite)] += sr.predicted.send_wait + sr.predicted.recv_wait;
+  return s;
+}
+
+double standard_deviation(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / static_cast<double>(v.size() - 1));
+}
+
+template <typename Get>
+TimeFigure time_figure(const Sample& steady, const Sample& floor, const std::vector<Sample>& noisy, Get get) {
+  std::vector<double> v;
+  for (const auto& s : noisy) v.push_back(get(s));
+  return {get(steady), standard_deviation(v), std::fabs(get(steady) - get(floor))};
+}
+
+double site_wait(const Sample& s, const SiteKey& key) {
+  auto it = s.site_wait.find(key);
+  return it == s.site_wait.end() ? 0 : it->second;
+}
+
+// Calls whose number the timing decides: how many requests one call completes, or whether a test or
+// probe found something.
+bool calls_timed(uint32_t call) {
+  switch (call) {
+    case MPA_CALL_Waitsome: case MPA_CALL_Test: case MPA_CALL_Testall: case MPA_CALL_Testany: case MPA_CALL_Testsome:
+    case MPA_CALL_Iprobe: case MPA_CALL_Improbe:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Fixed: the same log gives the same noise band.
+constexpr uint64_t kNoiseSeed = 0x6d70616761746531;
+
+}  // namespace
+
+RunFigures run_figures(const Analysis& a) {
+  const Trace& t = a.trace;
+  RunFigures f;
+  f.source = a.dir;
+  f.params = a.chosen.params.name;
+  f.ranks = t.world_size;
+  ReplayOptions options;
+  options.params = a.chosen.params;
+  const LogGPS model(options.params);
+
+  // The steady replay: the repeated intervals at their steady values, the one-offs at nothing. A one-off
+  // (set-up before the first call, a phase run once, the end before MPI_Finalize) cannot be told from a
+  // pause of the machine: on a loaded machine the end of examples/halo.c took 2.8 to 7.2 ms in runs of
+  // 14 ms, which no band narrower than the run could hold. The gate compares the program's steady
+  // state; the report's prediction keeps the one-offs. The floor: every repeated interval cut to its
+  // median, what is left when no pause lengthened any; kNoiseReplays in which every repeated interval
+  // moves by its noise.
+  const SteadyIntervals intervals = steady_intervals(t);
+  f.intervals = intervals.measured;
+  f.repeated_intervals = intervals.repeated;
+  f.replaced_intervals = intervals.replaced;
+  std::vector<std::vector<double>> values(intervals.ranks.size());
+  for (size_t r = 0; r < intervals.ranks.size(); r++)
+    for (const auto& x : intervals.ranks[r]) values[r].push_back(x.repeated ? std::min(x.steady_ns, x.median_ns) : 0.0);
+  const Sample floor = sample_of(t, replay(retimed(t, intervals, values), options));
+  for (size_t r = 0; r < intervals.ranks.size(); r++)
+    for (size_t i = 0; i < intervals.ranks[r].size(); i++)
+      values[r][i] = intervals.ranks[r][i].repeated ? intervals.ranks[r][i].steady_ns : 0.0;
+  const Sample steady = sample_of(t, replay(retimed(t, intervals, values), options));
+  std::vector<Sample> noisy;
+  std::mt19937_64 rng(kNoiseSeed);
+  std::normal_distribution<double> normal;
+  for (int k = 0; k < kNoiseReplays; k++) {
+    // every number drawn whether used or not: the same log, the same draws
+    for (size_t r = 0; r < intervals.ranks.size(); r++) {
+      const double speed = 1 + kRankSpeedNoise * normal(rng);
+      std::vector<double> shift(intervals.intervals[r]);
+      for (auto& x : shift) x = kIntervalShiftNs * normal(rng);
+      for (size_t i = 0; i < intervals.ranks[r].size(); i++) {
+        const MeasuredInterval& x = intervals.ranks[r][i];
+        const double z = normal(rng);
+        values[r][i] = x.repeated ? std::max(0.0, x.steady_ns * speed + shift[x.interval] + x.noise_ns * z) : 0.0;
+      }
+    }
+    noisy.push_back(sample_of(t, replay(retimed(t, intervals, values), options)));
+  }
+  f.predicted = time_figure(steady, floor, noisy, [](const Sample& s) { return s.predicted; });
+  f.send_wait = time_figure(steady, floor, noisy, [](const Sample& s) { return s.send_wait; });
+  f.recv_wait = time_figure(steady, floor, noisy, [](const Sample& s) { return s.recv_wait; });
+
+  // measured, for information
+  uint64_t t0 = UINT64_MAX, stop = 0;
+  for (int r = 0; r < t.world_size; r++) {
+    if (t.ranks[r].ops.empty()) continue;
+    const ReplayWindow w = replay_window(t.ranks[r]);
+    t0 = std::min(t0, w.start_ns);
+    stop = std::max(stop, w.stop_ns);
+    f.measured_send_wait_ns += a.measured.send_wait_ns(r);
+    f.measured_recv_wait_ns += a.measured.recv_wait_ns(r);
+  }
+  f.measured_ns = stop > t0 && t0 != UINT64_MAX ? static_cast<double>(stop - t0) : 0;
+
+  // per call site: what the program does there, and its waiting
+  struct Site {
+    int rank = -1;
+    uint32_t callsite = 0, call = 0;
+    bool communicates = false;
+    std::set<std::pair<int, uint32_t>> members;  // (rank, callsite id)
+    SiteFigures fig;
+  };
+  std::map<SiteKey, Site> sites;
+  for (int r = 0; r < t.world_size; r++)
+    for (const Op& op : t.ranks[r].ops) {
+      Site& s = sites[t.site(r, op.callsite)];
+      if (s.rank < 0) s.rank = r, s.callsite = op.callsite, s.call = op.call;
+      s.members.insert({r, op.callsite});
+      s.communicates |= op.kind != OpKind::Other;
+      if (op.kind != OpKind::Polling) s.fig.calls++;
+      s.fig.calls_timed |= calls_timed(op.call);
+    }
+  for (const auto& m : t.messages) {
+    if (!m.matched()) continue;
+    Site& s = sites[t.site(m.src, t.op(m.src, m.send_op).callsite)];
+    const bool rendezvous = m.synchronous || !model.eager(m.bytes);
+    (rendezvous ? s.fig.rendezvous_messages : s.fig.eager_messages)++;
+    (rendezvous ? s.fig.rendezvous_bytes : s.fig.eager_bytes) += m.bytes;
+    s.communicates = true;
+  }
+  // sites of one name (one line reached through several return addresses) are one site
+  std::map<std::string, SiteFigures> named;
+  for (auto& [key, s] : sites) {
+    if (!s.communicates) continue;  // MPI_Init, MPI_Comm_rank, sends to MPI_PROC_NULL, ...
+    const SourceLocation loc = a.locate(s.rank, s.callsite);
+    const std::string where = loc.module.empty() && loc.file.empty() ? std::string("?") : loc.text();
+    SiteFigures& x = s.fig;
+    x.call = call_name(static_cast<int>(s.call));
+    x.name = where + " " + x.call;
+    x.file = loc.file;
+    x.function = loc.function;
+    x.line = loc.line;
+    x.wait = time_figure(steady, floor, noisy, [&key](const Sample& s) { return site_wait(s, key); });
+    for (const auto& [r, cs] : s.members) x.measured_wait_ns += a.measured.site_send_wait_ns(r, cs) + a.measured.site_recv_wait_ns(r, cs);
+    auto [it, fresh] = named.try_emplace(x.name, x);
+    if (!fresh) {
+      SiteFigures& y = it->second;
+      y.calls += x.calls;
+      y.calls_timed |= x.calls_timed;
+      y.eager_messages += x.eager_messages, y.eager_bytes += x.eager_bytes;
+      y.rendezvous_messages += x.rendezvous_messages, y.rendezvous_bytes += x.rendezvous_bytes;
+      y.wait.ns += x.wait.ns;
+      y.wait.noise_ns = std::hypot(y.wait.noise_ns, x.wait.noise_ns);
+      y.wait.pause_ns += x.wait.pause_ns;
+      y.measured_wait_ns += x.measured_wait_ns;
+    }
+  }
+  for (auto& [name, x] : named) {
+    if (!x.calls_timed) f.calls += x.calls;
+    f.messages += x.messages();
+    f.bytes += x.bytes();
+    f.rendezvous_messages += x.rendezvous_messages;
+    f.rendezvous_bytes += x.rendezvous_bytes;
+    f.sites.push_back(std::move(x));
+  }
+  return f;
+}
+
+// ---- JSON ---------------------------------------------------------------------------------------------------
+json figures_json(const RunFigures& f) {
+  json sites = json::array();
+  for (const auto& s : f.sites)
+    sites.push_back({{"name", s.name},
+                     {"file", s.file},
+                     {"function", s.function},
+                     {"line", s.line},
+                     {"call", s.call},
+                     {"calls", s.calls},
+                     {"calls_timed", s.calls_timed},
+                     {"eager_messages", s.eager_messages},
+                     {"eager_bytes", s.eager_bytes},
+                     {"rendezvous_messages", s.rendezvous_messages},
+                     {"rendezvous_bytes", s.rendezvous_bytes},
+                     {"wait_ns", s.wait.ns},
+                     {"wait_noise_ns", s.wait.noise_ns},
+                     {"wait_pause_ns", s.wait.pause_ns},
+                     {"measured_wait_ns", s.measured_wait_ns}});
+  return {{"schema", kFiguresSchema},
+          {"source", f.source},
+          {"params", f.params},
+          {"ranks", f.ranks},
+          {"calls", f.calls},
+          {"messages", f.messages},
+          {"bytes", f.bytes},
+          {"rendezvous_messages", f.rendezvous_messages},
+          {"rendezvous_bytes", f.rendezvous_bytes},
+          {"predicted_ns", f.predicted.ns},
+          {"predicted_noise_ns", f.predicted.noise_ns},
+          {"predicted_pause_ns", f.predicted.pause_ns},
+          {"send_wait_ns", f.send_wait.ns},
+          {"send_wait_noise_ns", f.send_wait.noise_ns},
+          {"send_wait_pause_ns", f.send_wait.pause_ns},
+          {"recv_wait_ns", f.recv_wait.ns},
+          {"recv_wait_noise_ns", f.recv_wait.noise_ns},
+          {"recv_wait_pause_ns", f.recv_wait.pause_ns},
+          {"measured_ns", f.measured_ns},
+          {"measured_send_wait_ns", f.measured_send_wait_ns},
+          {"measured_recv_wait_ns", f.measured_recv_wait_ns},
+          {"intervals", {{"measured", f.intervals}, {"repeated", f.repeated_intervals}, {"replaced", f.replaced_intervals}}},
+          {"sites", sites}};
+}
+
+namespace {
+
+// Reads typed values out of a JSON object, naming the key's path in errors.
+struct Reader {
+  const std::string& where;
+  const json& field(const json& o, const char* key, const std::string& path) const {
+    if (!o.is_object() || !o.contains(key))
+      throw FiguresError(fmt::format("{}: {}{} is missing", where, path, key));
+    return o[key];
+  }
+  double number(const json& o, const char* key, const std::string& path) const {
+    const json& v = field(o, key, path);
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+      throw FiguresError(fmt::format("{}: {}{} is not a number of at least 0", where, path, key));
+    return v.get<double>();
+  }
+  uint64_t count(const json& o, const char* key, const std::string& path) const {
+    const json& v = field(o, key, path);
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) throw FiguresError(fmt::format("{}: {}{} is not a count", where, path, key));
+    return v.get<uint64_t>();
+  }
+  std::string text(const json& o, const char* key, const std::string& path) const {
+    const json& v = field(o, key, path);
+    if (!v.is_string()) throw FiguresError(fmt::format("{}: {}{} is not a string", where, path, key));
+    return v.get<std::string>();
+  }
+  bool flag(const json& o, const char* key, const std::string& path) const {
+    const json& v = field(o, key, path);
+    if (!v.is_boolean()) throw FiguresError(fmt::format("{}: {}{} is not true or false", where, path, key));
+    return v.get<bool>();
+  }
+};
+
+}  // namespace
+
+RunFigures figures_from_json(const json& j, const std::string& where) {
+  const Reader in{where};
+  if (!j.is_object()) throw FiguresError(where + ": gate is not an object");
+  const std::string p = "gate.";
+  const json& schema = in.field(j, "schema", p);
+  if (!schema.is_string() || schema.get<std::string>() != kFiguresSchema)
+    throw FiguresError(fmt::format("{}: gate.schema is {}, this mpiadvise reads {}", where,
+                                   terminal_text(dump_json(schema)), kFiguresSchema));
+  RunFigures f;
+  f.source = in.text(j, "source", p);
+  f.params = in.text(j, "params", p);
+  f.ranks = static_cast<int>(std::min<uint64_t>(in.count(j, "ranks", p), INT32_MAX));
+  f.calls = in.count(j, "calls", p);
+  f.messages = in.count(j, "messages", p);
+  f.bytes = in.count(j, "bytes", p);
+  f.rendezvous_messages = in.count(j, "rendezvous_messages", p);
+  f.rendezvous_bytes = in.count(j, "rendezvous_bytes", p);
+  f.predicted = {in.number(j, "predicted_ns", p), in.number(j, "predicted_noise_ns", p), in.number(j, "predicted_pause_ns", p)};
+  f.send_wait = {in.number(j, "send_wait_ns", p), in.number(j, "send_wait_noise_ns", p), in.number(j, "send_wait_pause_ns", p)};
+  f.recv_wait = {in.number(j, "recv_wait_ns", p), in.number(j, "recv_wait_noise_ns", p), in.number(j, "recv_wait_pause_ns", p)};
+  f.measured_ns = in.number(j, "measured_ns", p);
+  f.measured_send_wait_ns = in.number(j, "measured_send_wait_ns", p);
+  f.measured_recv_wait_ns = in.number(j, "measured_recv_wait_ns", p);
+  const json& iv = in.field(j, "intervals", p);
+  f.intervals = in.count(iv, "measured", p + "intervals.");
+  f.repeated_intervals = in.count(iv, "repeated", p + "intervals.");
+  f.replaced_intervals = in.count(iv, "replaced", p + "intervals.");
+  const json& sites = in.field(j, "sites", p);
+  if (!sites.is_array()) throw FiguresError(where + ": gate.sites is not an array");
+  for (size_t i = 0; i < sites.size(); i++) {
+    const json& s = sites[i];
+    const std::string at = fmt::format("gate.sites[{}].", i);
+    SiteFigures x;
+    x.name = in.text(s, "name", at);
+    x.file = in.text(s, "file", at);
+    x.function = in.text(s, "function", at);
+    const json& line = in.field(s, "line", at);
+    if (!line.is_number_integer() || line.get<int64_t>() < 0 || line.get<int64_t>() > INT32_MAX)
+      throw FiguresError(fmt::format("{}: {}line is not a line number", where, at));
+    x.line = line.get<int>();
+    x.call = in.text(s, "call", at);
+    x.calls = in.count(s, "calls", at);
+    x.calls_timed = in.flag(s, "calls_timed", at);
+    x.eager_messages = in.count(s, "eager_messages", at);
+    x.eager_bytes = in.count(s, "eager_bytes", at);
+    x.rendezvous_messages = in.count(s, "rendezvous_messages", at);
+    x.rendezvous_bytes = in.count(s, "rendezvous_bytes", at);
+    x.wait = {in.number(s, "wait_ns", at), in.number(s, "wait_noise_ns", at), in.number(s, "wait_pause_ns", at)};
+    x.measured_wait_ns = in.number(s, "measured_wait_ns", at);
+    f.sites.push_back(std::move(x));
+  }
+  return f;
+}
+
+}  // namespace mpiadvise::gate

@@ -1,0 +1,144 @@
+#include "steady_trace.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+namespace mpiadvise {
+
+ReplayWindow replay_window(const RankTrace& r) {
+  ReplayWindow w;
+  w.end = static_cast<uint32_t>(r.ops.size());
+  if (r.ops.empty()) return w;
+  if (r.ops.front().call == MPA_CALL_Init || r.ops.front().call == MPA_CALL_Init_thread) w.first = 1;
+  if (w.end > w.first && r.ops[w.end - 1].call == MPA_CALL_Finalize) w.end--;
+  w.start_ns = w.first ? r.ops[0].t_exit : r.ops[0].t_enter;
+  w.stop_ns = w.end < r.ops.size() ? r.ops[w.end].t_enter : r.ops.back().t_exit;
+  return w;
+}
+
+namespace {
+
+// Ops the replay gives their measured duration.
+bool replayed_as_measured(OpKind k) { return k == OpKind::Probe || k == OpKind::Polling || k == OpKind::Other; }
+
+// q-quantile of sorted values, interpolated
+double quantile(const std::vector<double>& sorted, double q) {
+  const double at = q * static_cast<double>(sorted.size() - 1);
+  const size_t i = static_cast<size_t>(at);
+  if (i + 1 >= sorted.size()) return sorted.back();
+  return sorted[i] + (at - static_cast<double>(i)) * (sorted[i + 1] - sorted[i]);
+}
+
+constexpr double kSpreadFloorNs = 1000;     // 1 us: below it, clock and cache effects
+constexpr double kSpreadFloorShare = 0.05;  // of the median
+constexpr double kFence = 3;                // Tukey's far-out fence, in spreads above Q3
+constexpr double kIqrToSd = 1.349;          // IQR of a normal distribution, in standard deviations
+
+// Steady values and noise of the instances of one interval.
+void settle(std::vector<MeasuredInterval*>& instances) {
+  if (instances.size() < kMinRepeats) {
+    for (auto* x : instances) x->steady_ns = x->median_ns = x->measured_ns;
+    return;
+  }
+  std::vector<double> v;
+  v.reserve(instances.size());
+  for (auto* x : instances) v.push_back(x->measured_ns);
+  std::sort(v.begin(), v.end());
+  const double median = quantile(v, 0.5), q1 = quantile(v, 0.25), q3 = quantile(v, 0.75);
+  const double spread = std::max({q3 - q1, kSpreadFloorShare * median, kSpreadFloorNs});
+  const double fence = q3 + kFence * spread;
+  for (auto* x : instances) {
+    x->repeated = true;
+    x->replaced = x->measured_ns > fence;
+    x->steady_ns = x->replaced ? median : x->measured_ns;
+    x->median_ns = median;
+    x->noise_ns = spread / kIqrToSd;
+  }
+}
+
+}  // namespace
+
+SteadyIntervals steady_intervals(const Trace& trace) {
+  SteadyIntervals out;
+  out.ranks.resize(trace.ranks.size());
+  out.intervals.resize(trace.ranks.size());
+  for (size_t r = 0; r < trace.ranks.size(); r++) {
+    const auto& ops = trace.ranks[r].ops;
+    const ReplayWindow w = replay_window(trace.ranks[r]);
+    auto& list = out.ranks[r];
+    // the gaps before each replayed op and before MPI_Finalize (the replay runs up to its entry)
+    const uint32_t last_gap = w.end < ops.size() ? w.end : w.end - 1;
+    for (uint32_t i = w.first; i <= last_gap && i < ops.size(); i++) {
+      if (i > 0) {
+        MeasuredInterval gap;
+        gap.op = i;
+        gap.measured_ns = ops[i].t_enter > ops[i - 1].t_exit ? static_cast<double>(ops[i].t_enter - ops[i - 1].t_exit) : 0;
+        list.push_back(gap);
+      }
+      if (i < w.end && replayed_as_measured(ops[i].kind)) {
+        MeasuredInterval d;
+        d.op = i;
+        d.duration = true;
+        d.measured_ns = ops[i].t_exit > ops[i].t_enter ? static_cast<double>(ops[i].t_exit - ops[i].t_enter) : 0;
+        list.push_back(d);
+      }
+    }
+    // the instances of each interval: a gap between the same two call sites, a duration at one site
+    std::map<std::tuple<bool, uint32_t, uint32_t>, std::vector<MeasuredInterval*>> intervals;
+    for (auto& x : list) {
+      const Op& op = ops[x.op];
+      intervals[{x.duration, x.duration ? op.call : ops[x.op - 1].callsite, op.callsite}].push_back(&x);
+    }
+    for (auto& [key, instances] : intervals) {
+      for (auto* x : instances) x->interval = out.intervals[r];
+      out.intervals[r]++;
+      settle(instances);
+    }
+    for (const auto& x : list) {
+      out.measured++;
+      out.repeated += x.repeated;
+      out.replaced += x.replaced;
+    }
+  }
+  return out;
+}
+
+Trace retimed(const Trace& trace, const SteadyIntervals& intervals, const std::vector<std::vector<double>>& values) {
+  Trace t = trace;
+  // far enough from 0 that MPI_Init's measured duration fits before the common start
+  uint64_t start = 0;
+  for (const auto& rank : trace.ranks)
+    if (!rank.ops.empty()) start = std::max(start, rank.ops.front().t_exit - rank.ops.front().t_enter);
+  start += 1;
+  for (size_t r = 0; r < t.ranks.size(); r++) {
+    auto& ops = t.ranks[r].ops;
+    if (ops.empty()) continue;
+    const auto& orig = trace.ranks[r].ops;
+    std::vector<double> gap(ops.size()), duration(ops.size());
+    for (size_t i = 0; i < ops.size(); i++) {
+      gap[i] = i > 0 && orig[i].t_enter > orig[i - 1].t_exit ? static_cast<double>(orig[i].t_enter - orig[i - 1].t_exit) : 0;
+      duration[i] = orig[i].t_exit > orig[i].t_enter ? static_cast<double>(orig[i].t_exit - orig[i].t_enter) : 0;
+    }
+    const auto& list = intervals.ranks[r];
+    for (size_t k = 0; k < list.size() && k < values[r].size(); k++)
+      (list[k].duration ? duration : gap)[list[k].op] = std::max(0.0, values[r][k]);
+    // MPI_Init returns at the common start (a rank without it starts there); every later op follows its
+    // gap and duration
+    const uint64_t first_ns = static_cast<uint64_t>(duration[0]);
+    const bool init = orig[0].call == MPA_CALL_Init || orig[0].call == MPA_CALL_Init_thread;
+    ops[0].t_enter = init ? start - first_ns : start;
+    ops[0].t_exit = init ? start : start + first_ns;
+    double exit = static_cast<double>(ops[0].t_exit);
+    for (size_t i = 1; i < ops.size(); i++) {
+      const double enter = exit + gap[i];
+      exit = enter + duration[i];
+      ops[i].t_enter = static_cast<uint64_t>(std::llround(enter));
+      ops[i].t_exit = std::max(ops[i].t_enter, static_cast<uint64_t>(std::llround(exit)));
+    }
+  }
+  return t;
+}
+
+}  // namespace mpiadvise

@@ -1,0 +1,66 @@
+// The measured part of a trace, and how much of it is the machine's noise.
+//
+// The replay models the time of MPI calls, but it takes two things from the run as measured: the
+// computation between one MPI call and the next, and the duration of the calls it does not model
+// (probes, polling, MPI_Comm_rank, ...). Both carry the noise of the machine: a rank descheduled for
+// 30 ms in a 30 us interval, a free() that waits for other CPUs, a launcher that starts one rank later.
+// Two runs of an unchanged program then replay to different figures.
+//
+// Each such time is an interval of a rank, and the intervals of a rank between the same two call sites
+// (the computation from site A to site B, or the duration of a call at site C) are instances of one
+// interval: a loop repeats them. Where an interval has at least kMinRepeats instances, the bulk of them
+// says what it takes, and an instance far above the bulk is a pause of the machine:
+//   spread = max(IQR, 5% of the median, 1 us)      (IQR: the interquartile range of the instances)
+//   an instance above Q3 + 3 spread (Tukey's far-out fence) is replaced by the median
+//   its noise is spread / 1.349 (a standard deviation, for normal noise)
+// Instances between the median and the fence may hold shorter pauses, and an interval with fewer
+// instances (a one-off: set-up before the first call, a phase run once) cannot be told from a pause
+// at all: both are kept as measured, and the gate bounds what pauses in them could have added by
+// cutting every interval to its median, every one-off to nothing (mpiadvise-gate(1)).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "trace.hpp"
+
+namespace mpiadvise {
+
+inline constexpr size_t kMinRepeats = 5;
+
+// The ops a replay runs, [first, end): after MPI_Init, before MPI_Finalize; and when they start and stop
+// as measured (MPI_Init's exit, MPI_Finalize's entry).
+struct ReplayWindow {
+  uint32_t first = 0, end = 0;
+  uint64_t start_ns = 0, stop_ns = 0;
+};
+ReplayWindow replay_window(const RankTrace& rank);
+
+// One measured time of a rank: the computation before ops[op] (a gap), or the duration of ops[op].
+struct MeasuredInterval {
+  uint32_t op = 0;
+  uint32_t interval = 0;  // which interval of its rank this is an instance of (0, 1, ...)
+  bool duration = false;
+  double measured_ns = 0;
+  double steady_ns = 0;   // the measured time, or its interval's median where it was a pause
+  double median_ns = 0;   // its interval's median (a one-off: its measured time)
+  double noise_ns = 0;    // standard deviation of this time from run to run, as estimated (0 for one-offs)
+  bool repeated = false;  // its interval had at least kMinRepeats instances; else a one-off
+  bool replaced = false;  // taken for a pause and replaced by the median
+};
+
+struct SteadyIntervals {
+  std::vector<std::vector<MeasuredInterval>> ranks;  // by world rank
+  std::vector<uint32_t> intervals;                   // by world rank: how many intervals
+  uint64_t measured = 0, repeated = 0, replaced = 0;
+};
+
+// Every measured interval of the trace, with its steady value and noise.
+SteadyIntervals steady_intervals(const Trace& trace);
+
+// The trace with each rank's intervals set to values[rank][i] (in the order of intervals.ranks[rank])
+// and every rank leaving MPI_Init at the same time: when the launcher started a rank is not the
+// program's doing. Ops outside the replayed window keep their measured durations.
+Trace retimed(const Trace& trace, const SteadyIntervals& intervals, const std::vector<std::vector<double>>& values);
+
+}  // namespace mpiadvise

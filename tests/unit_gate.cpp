@@ -1,0 +1,211 @@
+// The gate's comparison without MPI: steady intervals (a pause taken out, work that varies by design
+// kept), the verdict on typed figures (counts exact, times against the noise band), and figures read
+// back from a report's JSON.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "gate.hpp"
+#include "steady_trace.hpp"
+
+using namespace mpiadvise;
+
+namespace {
+
+// One rank: MPI_Init, then for each gap an MPI_Send at site 2 preceded by that much computation, then
+// MPI_Finalize.
+Trace one_rank(const std::vector<uint64_t>& gaps_ns) {
+  Trace t;
+  t.world_size = 1;
+  t.ranks.resize(1);
+  auto& ops = t.ranks[0].ops;
+  uint64_t now = 1000;
+  auto add = [&](uint32_t call, uint32_t site, OpKind kind, uint64_t gap) {
+    Op op;
+    op.call = call;
+    op.callsite = site;
+    op.kind = kind;
+    op.t_enter = now + gap;
+    op.t_exit = op.t_enter + 100;
+    now = op.t_exit;
+    ops.push_back(op);
+  };
+  add(MPA_CALL_Init, 1, OpKind::Other, 0);
+  for (uint64_t g : gaps_ns) add(MPA_CALL_Send, 2, OpKind::Send, g);
+  add(MPA_CALL_Finalize, 3, OpKind::Other, 500);
+  return t;
+}
+
+gate::RunFigures run(double predicted_ns, double noise_ns, uint64_t rendezvous, double site_wait_ns = 0) {
+  gate::RunFigures f;
+  f.params = "p";
+  f.ranks = 2;
+  f.messages = 10;
+  f.bytes = 10 * 4096;
+  f.rendezvous_messages = rendezvous;
+  f.calls = 20;
+  f.predicted = {predicted_ns, noise_ns, 0};
+  gate::SiteFigures s;
+  s.name = "a.c:12 (main) MPI_Send";
+  s.file = "a.c";
+  s.function = "main";
+  s.call = "MPI_Send";
+  s.line = 12;
+  s.calls = 10;
+  s.eager_messages = 10 - rendezvous;
+  s.rendezvous_messages = rendezvous;
+  s.wait = {site_wait_ns, noise_ns, 0};
+  f.sites.push_back(s);
+  return f;
+}
+
+const gate::FigureCheck& figure(const gate::Verdict& v, const std::string& check, const std::string& fig) {
+  for (const auto& c : v.checks)
+    if (c.name == check)
+      for (const auto& f : c.figures)
+        if (f.figure == fig) return f;
+  FAIL("no figure " << fig << " in check " << check);
+  static gate::FigureCheck none;
+  return none;
+}
+
+}  // namespace
+
+TEST_CASE("a pause in one instance of a repeated interval is replaced by the interval's median", "[gate][unit]") {
+  std::vector<uint64_t> gaps(20, 30'000);
+  for (size_t i = 0; i < gaps.size(); i++) gaps[i] += 37 * i;  // a little jitter
+  gaps[7] = 30'000 + 36'000'000;                             // descheduled for 36 ms
+  const SteadyIntervals s = steady_intervals(one_rank(gaps));
+  REQUIRE(s.ranks.size() == 1);
+  size_t replaced = 0, one_offs = 0;
+  double steady_total = 0;
+  const uint32_t finalize = static_cast<uint32_t>(gaps.size()) + 1;
+  for (const auto& x : s.ranks[0]) {
+    if (x.op == 1 || x.op == finalize) {
+      // the gap after MPI_Init and the one before MPI_Finalize (the replay runs up to its entry) are
+      // seen once: kept as measured
+      one_offs++;
+      CHECK_FALSE(x.repeated);
+      CHECK(x.steady_ns == x.measured_ns);
+      CHECK(x.noise_ns == 0);
+      continue;
+    }
+    CHECK(x.repeated);
+    replaced += x.replaced;
+    steady_total += x.steady_ns;
+    CHECK(x.noise_ns > 0);
+    CHECK(x.noise_ns < 2000);
+  }
+  CHECK(one_offs == 2);
+  CHECK(replaced == 1);
+  CHECK(s.replaced == 1);
+  CHECK(steady_total < 19 * 31'000);
+}
+
+TEST_CASE("work that varies by design (heavy and light items alternating) is not taken for pauses", "[gate][unit]") {
+  std::vector<uint64_t> gaps;
+  for (int i = 0; i < 40; i++) gaps.push_back(i % 2 ? 3'000'000 : 1'000'000);
+  const SteadyIntervals s = steady_intervals(one_rank(gaps));
+  CHECK(s.replaced == 0);
+  for (const auto& x : s.ranks[0]) CHECK(x.steady_ns == x.measured_ns);
+}
+
+TEST_CASE("the retimed trace has the given intervals and starts every rank at MPI_Init's exit", "[gate][unit]") {
+  const Trace t = one_rank({5000, 6000, 7000, 8000, 9000});
+  const SteadyIntervals s = steady_intervals(t);
+  std::vector<std::vector<double>> values(1);
+  for (size_t i = 0; i < s.ranks[0].size(); i++) values[0].push_back(1000.0 * static_cast<double>(i + 1));
+  const Trace r = retimed(t, s, values);
+  const auto& ops = r.ranks[0].ops;
+  REQUIRE(ops.size() == t.ranks[0].ops.size());
+  for (size_t k = 0; k < s.ranks[0].size(); k++) {
+    const uint32_t i = s.ranks[0][k].op;
+    CHECK(ops[i].t_enter - ops[i - 1].t_exit == 1000 * (k + 1));
+    CHECK(ops[i].t_exit - ops[i].t_enter == 100);  // the measured duration of a modelled call is kept
+  }
+}
+
+TEST_CASE("counts compare exactly; a time compares against the noise band", "[gate][unit]") {
+  const std::vector<gate::RunFigures> base = {run(10e6, 100e3, 0, 1e6)};
+  gate::GateOptions o;
+  o.max_regression = 0.05;
+
+  SECTION("an unchanged count passes; one more rendezvous message fails, naming the site") {
+    gate::Verdict same = gate::compare(base, {run(10e6, 100e3, 0, 1e6)}, o);
+    CHECK_FALSE(same.failed);
+    gate::Verdict grown = gate::compare(base, {run(10e6, 100e3, 1, 1e6)}, o);
+    CHECK(grown.failed);
+    CHECK(figure(grown, "rendezvous_messages", "rendezvous_messages").failed);
+    CHECK(figure(grown, "a.c:12 (main) MPI_Send", "rendezvous_messages").failed);
+    CHECK(figure(grown, "a.c:12 (main) MPI_Send", "rendezvous_messages").limit == 0);
+  }
+  SECTION("the band is 4 standard deviations of the difference") {
+    const auto& f = figure(gate::compare(base, {run(10e6, 100e3, 0)}, o), "predicted_time", "predicted_time");
+    CHECK(f.band == Approx(4 * std::sqrt(2.0) * 100e3));
+    CHECK(f.limit == Approx(10e6 + 4 * std::sqrt(2.0) * 100e3 + 10e3));  // the band is above 5% of 10 ms
+    CHECK_FALSE(gate::compare(base, {run(10.5e6, 100e3, 0)}, o).failed);
+    CHECK(gate::compare(base, {run(10.6e6, 100e3, 0)}, o).failed);
+  }
+  SECTION("a quiet figure is still allowed the --max-regression share") {
+    const std::vector<gate::RunFigures> quiet = {run(10e6, 0, 0)};
+    const auto& f = figure(gate::compare(quiet, {run(10.4e6, 0, 0)}, o), "predicted_time", "predicted_time");
+    CHECK(f.limit == Approx(10.5e6 + 10e3));  // and 0.1% of the predicted time
+    CHECK_FALSE(f.failed);
+  }
+  SECTION("what pauses could have added widens the band by as much, on each side") {
+    gate::RunFigures b = run(10e6, 0, 0), c = run(10.9e6, 0, 0);
+    b.predicted.pause_ns = 300e3;
+    c.predicted.pause_ns = 700e3;
+    const auto& f = figure(gate::compare({b}, {c}, o), "predicted_time", "predicted_time");
+    CHECK(f.band == Approx(1e6));
+    CHECK_FALSE(f.failed);
+  }
+  SECTION("several runs per side: the medians compared, the band from the spread between the runs") {
+    const std::vector<gate::RunFigures> b3 = {run(10e6, 0, 0), run(11e6, 0, 0), run(12e6, 0, 0)};
+    gate::Verdict v = gate::compare(b3, {run(11e6, 0, 0), run(12e6, 0, 0), run(30e6, 0, 0)}, o);
+    const auto& f = figure(v, "predicted_time", "predicted_time");
+    CHECK(f.baseline == 11e6);
+    CHECK(f.candidate == 12e6);  // one slow run does not move the median
+    CHECK(f.band == Approx(4 * std::hypot(1.2533 * 1.4826e6 / std::sqrt(3.0), 1.2533 * 1.4826e6 / std::sqrt(3.0))));
+    CHECK_FALSE(v.failed);
+    CHECK(v.baseline_runs == 3);
+  }
+  SECTION("a count that differs between the baseline's runs is allowed their largest") {
+    gate::RunFigures b1 = run(10e6, 0, 0), b2 = run(10e6, 0, 0);
+    b2.calls = 24;
+    gate::RunFigures c = run(10e6, 0, 0);
+    c.calls = 24;
+    const auto& f = figure(gate::compare({b1, b2}, {c}, o), "calls", "calls");
+    CHECK(f.varies);
+    CHECK(f.limit == 24);
+    CHECK_FALSE(f.failed);
+  }
+  SECTION("a site whose line moved with the code above it is paired with itself") {
+    gate::RunFigures moved = run(10e6, 100e3, 0, 1e6);
+    moved.sites[0].line = 15;
+    moved.sites[0].name = "a.c:15 (main) MPI_Send";
+    gate::Verdict v = gate::compare(base, {moved}, o);
+    CHECK_FALSE(v.failed);
+    size_t sites = 0;
+    for (const auto& c : v.checks) sites += c.group == gate::CheckGroup::Sites;
+    CHECK(sites == 1);
+  }
+}
+
+TEST_CASE("figures read back from JSON are the figures written; a bad one is named", "[gate][unit]") {
+  gate::RunFigures f = run(10e6, 100e3, 3, 2e6);
+  f.sites[0].wait.pause_ns = 5;
+  const nlohmann::json j = gate::figures_json(f);
+  const gate::RunFigures g = gate::figures_from_json(j, "r.json");
+  CHECK(g.predicted.ns == f.predicted.ns);
+  CHECK(g.sites.size() == 1);
+  CHECK(g.sites[0].name == f.sites[0].name);
+  CHECK(g.sites[0].rendezvous_messages == 3);
+  CHECK(g.sites[0].wait.pause_ns == 5);
+  nlohmann::json bad = j;
+  bad["sites"][0]["wait_ns"] = "slow";
+  CHECK_THROWS_WITH(gate::figures_from_json(bad, "r.json"), Catch::Contains("r.json: gate.sites[0].wait_ns"));
+  bad = j;
+  bad.erase("calls");
+  CHECK_THROWS_WITH(gate::figures_from_json(bad, "r.json"), Catch::Contains("gate.calls is missing"));
+}
