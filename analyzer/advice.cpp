@@ -13,6 +13,7 @@ std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size
   std::map<SiteKey, HotSpot> by_key;
   std::map<SiteKey, double> best_rank_ns;
   std::map<SiteKey, std::map<WaitCause, std::map<int, uint64_t>>> sizes_by_cause;
+  std::map<SiteKey, std::map<int, double>> waited_by_rank;
   for (const auto& [rc, s] : waits.sites) {
     SiteKey key = trace.site(s.rank, s.callsite);
     HotSpot& h = by_key[key];
@@ -26,7 +27,7 @@ std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size
       h.rank = s.rank, h.callsite = s.callsite, h.call = s.call;
     }
     h.members.emplace_back(s.rank, s.callsite);
-    if (waited > 0 && std::find(h.ranks.begin(), h.ranks.end(), s.rank) == h.ranks.end()) h.ranks.push_back(s.rank);
+    waited_by_rank[key][s.rank] += waited;
     h.waited_ns += waited;
     for (const auto& [cause, sizes] : s.message_bytes)
       for (uint64_t b : sizes)
@@ -42,7 +43,10 @@ std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size
   std::vector<HotSpot> out;
   for (auto& [key, h] : by_key) {
     if (h.waited_ns <= 0) continue;
-    std::sort(h.ranks.begin(), h.ranks.end());
+    // the ranks that waited there: each with at least kRankShareOfSite of the site's waiting, so that a
+    // rank descheduled once on a loaded machine is not named beside those the program makes wait
+    for (const auto& [rank, ns] : waited_by_rank[key])
+      if (ns > 0 && ns >= kRankShareOfSite * h.waited_ns) h.ranks.push_back(rank);
     double most = -1;
     for (const auto& [cause, ns] : h.waited_by_cause)
       if (ns > most) most = ns, h.cause = cause;
@@ -121,8 +125,12 @@ std::optional<RaiseEagerLimit> advise_eager_limit(const Trace& trace, const RunF
   // each rank that sends to it messages the new limit makes eager
   std::map<int, std::set<int>> senders;
   std::set<std::pair<int, uint32_t>> sites;
+  ReplayOptions raised = base;
+  raised.params.move_S(best.S);
+  const LogGPS before_model(base.params), after_model(raised.params);
   for (const auto& m : trace.messages)
-    if (m.matched() && !m.synchronous && m.bytes > base.params.S && m.bytes <= best.S) {
+    if (m.matched() && before_model.send_waits_for_receive(m.bytes, m.synchronous) &&
+        !after_model.send_waits_for_receive(m.bytes, m.synchronous)) {
       senders[m.dst].insert(m.src);
       sites.insert({m.src, trace.op(m.src, m.send_op).callsite});
       best.messages_made_eager++;
@@ -251,6 +259,7 @@ std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const Wait
     for (const auto& [cause, ns] : w.caused_ns) it->second.weight += ns;
   }
   const uint64_t S = base.params.S;
+  const LogGPS model(base.params);
   for (const auto& m : trace.messages) {
     if (!m.matched()) continue;
     const Op& send = trace.op(m.src, m.send_op);
@@ -260,7 +269,7 @@ std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const Wait
         SiteFacts& f = it->second;
         f.messages++;
         f.largest = std::max(f.largest, m.bytes);
-        if (!m.synchronous && S > 0 && S != LogGPSParams::kInfinite && m.bytes > S)
+        if (!m.synchronous && !model.eager(m.bytes) && S > 0)  // a split into chunks of S would be eager
           f.messages_above_S++, f.extra_chunks += (m.bytes + S - 1) / S - 1;
       }
     }

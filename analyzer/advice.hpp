@@ -15,11 +15,14 @@
 namespace mpiadvise {
 
 // A call site (the same module and offset on every rank that has it) ranked by the time lost there.
+// A rank is named at a hot spot when it did at least this share of the waiting there.
+inline constexpr double kRankShareOfSite = 0.02;
+
 struct HotSpot {
   SiteKey key;
   int rank = 0;             // the rank that lost most there, and its id for the site
   uint32_t callsite = 0;
-  std::vector<int> ranks;   // every rank that waited there
+  std::vector<int> ranks;   // the ranks that waited there (each at least kRankShareOfSite of the site's waiting)
   std::vector<std::pair<int, uint32_t>> members;  // (rank, callsite id) of each
   uint32_t call = 0;
   WaitCause cause = WaitCause::LateSender;  // the cause of most of its waiting

@@ -229,8 +229,10 @@ TEST_CASE("a one-rank job gets a report that says so", "[report][edge]") {
 }
 
 TEST_CASE("a job with collectives only: no point-to-point advice, the collectives' waits as hot spots", "[report][edge]") {
+  // 2 ranks on 2 cores: with 3 the ranks share cores, and a rank descheduled in the middle of a round
+  // can make the slowest rank wait too
   JobSpec s;
-  s.np = 3;
+  s.np = 2;
   s.program = "no_p2p";
   s.args = {"collectives"};
   auto run = run_job(s);
@@ -240,7 +242,7 @@ TEST_CASE("a job with collectives only: no point-to-point advice, the collective
   CHECK(report["summary"]["collectives"] == 5);
   REQUIRE(!report["hot_spots"].empty());
   CHECK(report["hot_spots"][0]["call"] == "MPI_Allreduce");
-  CHECK(report["hot_spots"][0]["ranks"] == json({0, 1}));  // the faster ranks wait for rank 2
+  CHECK(report["hot_spots"][0]["ranks"] == json({0}));  // the faster rank waits for rank 1
   CHECK(report["advice"].empty());  // every kind of advice is about point-to-point messages
   bool noted = false;
   for (const auto& n : report["notes"]) noted |= n.get<std::string>().find("no point-to-point") != std::string::npos;
@@ -250,7 +252,7 @@ TEST_CASE("a job with collectives only: no point-to-point advice, the collective
     CHECK(h["caused_ns"] == 0);  // the late rank's computation kept them waiting, not this call
   }
   auto text = run_command(mpiadvise_cmd() + " report " + run.dir.string());
-  CHECK(text.out.find("MPI_Allreduce  ranks 0,1\n") != std::string::npos);  // who waited; a collective has no peers
+  CHECK(text.out.find("MPI_Allreduce  rank 0\n") != std::string::npos);  // who waited; a collective has no peers
   CHECK(text.out.find("made other ranks wait") == std::string::npos);
 }
 
