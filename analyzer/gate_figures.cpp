@@ -157,7 +157,7 @@ RunFigures run_figures(const Analysis& a) {
   for (const auto& m : t.messages) {
     if (!m.matched()) continue;
     Site& s = sites[t.site(m.src, t.op(m.src, m.send_op).callsite)];
-    const bool rendezvous = m.synchronous || !model.eager(m.bytes);
+    const bool rendezvous = model.send_waits_for_receive(m.bytes, m.synchronous);
     (rendezvous ? s.fig.rendezvous_messages : s.fig.eager_messages)++;
     (rendezvous ? s.fig.rendezvous_bytes : s.fig.eager_bytes) += m.bytes;
     s.communicates = true;

@@ -249,6 +249,15 @@ double LogGPS::recv_completion(uint64_t k, double ts, double tr, int senders, bo
   return tr + std::max(p_.o + p_.L - late, 0.0) + p_.o + T5() + T1p(k, senders) + T2p(k, senders) + T3p(k, senders);
 }
 
+double LogGPS::send_wait(uint64_t k, double ts, double tr, bool synchronous) const {
+  return send_waits_for_receive(k, synchronous) ? std::max(0.0, tr - ts - p_.o - p_.L) : 0.0;
+}
+
+double LogGPS::recv_wait(uint64_t k, double ts, double tr, bool synchronous) const {
+  if (!send_waits_for_receive(k, synchronous)) return std::max(0.0, ts + T1(k) + transfer(k) - tr);  // (7), (8)
+  return std::max(0.0, p_.o + p_.L - (tr - ts));                                                     // (9)
+}
+
 double LogGPS::round_trip(uint64_t k, double w) const {
   if (single_packet(k)) return std::max(T1(k) + 2 * T2(k) + T3(k) - w, 0.0) + w + T1(k) + T3(k);    // (12)
   if (eager(k)) return std::max(T1(k) + 2 * T2p(k) + T3(k) - w, 0.0) + w + T1(k) + T3(k);         // (13)

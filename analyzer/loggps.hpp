@@ -103,6 +103,11 @@ class LogGPS {
   bool send_waits_for_receive(uint64_t k, bool synchronous) const { return synchronous || !eager(k); }
   double send_completion(uint64_t k, double ts, double tr, int senders, bool synchronous) const;  // (4), (5)
   double recv_completion(uint64_t k, double ts, double tr, int senders, bool synchronous) const;  // (7)-(9)
+  // The idle parts of those times, for wait classification: how long the send waits for its receive
+  // to be posted (the handshake's T4 beyond o' + L, in (5); 0 for an eager send), and how long the
+  // receive waits for its data ((7), (8): the message still in flight; (9): the REQ still on its way).
+  double send_wait(uint64_t k, double ts, double tr, bool synchronous) const;
+  double recv_wait(uint64_t k, double ts, double tr, bool synchronous) const;
   // A local reduction of k bytes within a collective: mpiadvise's extension, priced by the optional
   // reduce_ns_per_byte of the parameter set ([mpi] in the files), free where the set has none.
   double reduction(uint64_t k) const { return k * p_.reduce_ns_per_byte.value_or(0.0); }

@@ -226,9 +226,9 @@ class Simulation {
     wake_msg(m);
   }
 
-  bool rendezvous(const Message& m) const { return m.synchronous || !model_.eager(m.bytes); }
+  bool rendezvous(const Message& m) const { return model_.send_waits_for_receive(m.bytes, m.synchronous); }
   bool splits(const Message& m, uint32_t m_id) const {
-    return msg_[m_id].split && !m.synchronous && m.bytes > p_.S && p_.S > 0;
+    return msg_[m_id].split && !m.synchronous && !model_.eager(m.bytes) && p_.S > 0;
   }
 
   // Time the send side completes (the blocking send had it been called at ts), or kUnknown.
@@ -992,13 +992,11 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
         if (l.kind == Link::DoneSend && (op.kind == OpKind::Send || op.kind == OpKind::SyncSend || op.kind == OpKind::SendRecv)) {
           double d = m.synchronous ? model.synchronous_send(m.bytes, ts, tr) : model.send(m.bytes, ts, tr);
           routine = std::max(routine, d);
-          if (m.synchronous || !model.eager(m.bytes)) b.send_wait += std::max(0.0, tr - ts - p.o - p.L);
+          b.send_wait += model.send_wait(m.bytes, ts, tr, m.synchronous);
           modelled = true;
         } else if (l.kind == Link::DoneRecv && (op.kind == OpKind::Recv || op.kind == OpKind::SendRecv)) {
           routine = std::max(routine, model.recv(m.bytes, ts, tr));
-          b.recv_wait += model.eager(m.bytes) && !m.synchronous
-                             ? std::max(0.0, ts + model.T1(m.bytes) + model.transfer(m.bytes) - tr)  // (7), (8)
-                             : std::max(0.0, p.o + p.L - (tr - ts));                                // (9)
+          b.recv_wait += model.recv_wait(m.bytes, ts, tr, m.synchronous);
           modelled = true;
         } else if (l.kind == Link::DoneSend || l.kind == Link::DoneRecv) {  // (11)
           double ti = l.kind == Link::DoneSend ? ts : tr;
@@ -1046,7 +1044,7 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
   }
   for (auto& [k, s] : sites) res.sites.push_back(s);
   for (const auto& m : t.messages)
-    if (m.matched() && (m.synchronous || !model.eager(m.bytes))) res.rendezvous_messages++, res.rendezvous_bytes += m.bytes;
+    if (m.matched() && model.send_waits_for_receive(m.bytes, m.synchronous)) res.rendezvous_messages++, res.rendezvous_bytes += m.bytes;
   return res;
 }
 

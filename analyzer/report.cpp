@@ -167,6 +167,7 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
 
   // ---- the model on the measured run
   const LogGPSParams& p = a.chosen.params;
+  const LogGPS model(p);
   j["params"] = params_json(p);
   j["params"]["why"] = a.chosen.why;
   j["params"]["description"] = p.description;
@@ -260,7 +261,7 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
     if (it == sites.end()) continue;
     it->second.messages++;
     it->second.bytes += m.bytes;
-    if (m.synchronous || (p.S != LogGPSParams::kInfinite && m.bytes > p.S))
+    if (model.send_waits_for_receive(m.bytes, m.synchronous))
       it->second.rendezvous_messages++, it->second.rendezvous_bytes += m.bytes;
   }
   std::vector<std::pair<SiteKey, SiteSum>> ordered(sites.begin(), sites.end());
