@@ -120,6 +120,10 @@ bench: all
 	@./bench/run.sh
 	@./bench/gate.sh
 
+# the replay against real runs of real MPI codes (PETSc, MEEP, our examples): a table, no assertions
+validate: all
+	@./bench/validate.py
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/mpiadvise/params
@@ -136,4 +140,4 @@ install: all
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all examples check check-tracer-sanitize demo bench install clean
+.PHONY: all examples check check-tracer-sanitize demo bench validate install clean

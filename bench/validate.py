@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""make validate: the LogGPS replay against real runs of real MPI codes. A benchmark: it prints figures and
+asserts nothing.
+
+For each application and transport, REPS traced runs at 2 ranks, each reported by mpiadvise with the
+parameter set this machine's calibration gives for that transport (mpiadvise calibrate --quick, once per
+transport at the start). A row: the measured run time (median, and the range over the runs), the
+predicted one, and the replay's error (median over the runs, and its range). Then the advice of the run
+whose measured time is the median: an eager limit S is applied with --mca to REPS new runs, a program
+change where the program takes it as an argument (examples/pipeline.c); the row says the time the
+what-if predicted for the changed run, the median measured one, the what-if's error, and the share of
+the predicted cut that the change realised.
+
+Applications: our examples (halo, gauss, pipeline); the PETSc tutorials KSP ex2 (CG on a 2-D Laplacian)
+and SNES ex5 (Bratu on a DMDA), built from libpetsc3.18-dev-examples; MEEP on a small 2-D waveguide
+(bench/validate/waveguide.ctl); ABINIT when its package and a small input are there. A missing package
+is a row that says so.
+
+Environment: BUILD (build), VALIDATE_REPS (3), VALIDATE_ONLY (comma-separated application names),
+VALIDATE_TRANSPORTS (tcp,vader), MPIRUN (mpirun), BENCH_KEEP=1 keeps the logs in $BUILD/validate.
+"""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.abspath(os.path.join(ROOT, os.environ.get("BUILD", "build")))
+MPIADVISE = os.path.join(BUILD, "bin", "mpiadvise")
+REPS = int(os.environ.get("VALIDATE_REPS", "3"))
+MPIRUN = os.environ.get("MPIRUN", "mpirun")
+OUT = os.path.join(BUILD, "validate")
+PETSC_EXAMPLES = "/usr/share/petsc/3.18/share/petsc/examples/src"
+
+TRANSPORTS = {
+    "tcp": ["--mca", "pml", "ob1", "--mca", "btl", "self,tcp"],
+    "vader": ["--mca", "pml", "ob1", "--mca", "btl", "self,vader"],
+}
+EAGER_SETTING = {"tcp": "btl_tcp_eager_limit", "vader": "btl_vader_eager_limit"}
+
+
+def launcher(transport, extra=()):
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    return [MPIRUN, *root, "--oversubscribe", "-np", "2", *TRANSPORTS[transport], *extra]
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", **kw)
+
+
+# ---- the applications -------------------------------------------------------------------------------------
+def build_petsc(name, source):
+    """Builds a PETSc tutorial; returns the program's path, or None and why not."""
+    src = os.path.join(PETSC_EXAMPLES, source)
+    if not os.path.exists(src):
+        return None, "libpetsc3.18-dev-examples is not installed"
+    exe = os.path.join(OUT, "programs", name)
+    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
+        os.makedirs(os.path.dirname(exe), exist_ok=True)
+        flags = run(["pkg-config", "--cflags", "--libs", "PETSc"])
+        if flags.returncode != 0:
+            return None, "pkg-config finds no PETSc (petsc-dev is not installed)"
+        cc = run(["mpicc", "-O2", "-g", "-o", exe, src, *flags.stdout.split(), "-lm"])
+        if cc.returncode != 0:
+            return None, "mpicc failed: " + cc.stderr.strip().splitlines()[-1]
+    return exe, None
+
+
+def applications():
+    """(name, argv or None, why not, extra mpirun options per transport, program changes)"""
+    ex = os.path.join(BUILD, "examples")
+    apps = [
+        # the paper's program: pivot rows of up to 8200 bytes above a 1 KiB limit (TCP only: the limit is TCP's)
+        ("gauss", [os.path.join(ex, "gauss"), "1024"], None, {"tcp": ["--mca", "btl_tcp_eager_limit", "1024"]}, {}),
+        ("halo", [os.path.join(ex, "halo"), "16384", "200"], None, {}, {}),
+        ("pipeline", [os.path.join(ex, "pipeline"), "131072", "40", "2"], None, {},
+         {"nonblocking_send": lambda a: ["isend"], "split_messages": lambda a: ["split:%d" % a["chunk_bytes"]]}),
+    ]
+    exe, why = build_petsc("petsc-ksp-ex2", "ksp/ksp/tutorials/ex2.c")
+    apps.append(("petsc-ksp-ex2", exe and [exe, "-m", "300", "-n", "300", "-ksp_type", "cg", "-pc_type", "jacobi"],
+                 why, {}, {}))
+    exe, why = build_petsc("petsc-snes-ex5", "snes/tutorials/ex5.c")
+    apps.append(("petsc-snes-ex5", exe and [exe, "-da_grid_x", "150", "-da_grid_y", "150"], why, {}, {}))
+    meep = shutil.which("meep")
+    apps.append(("meep-waveguide", meep and [meep, os.path.join(ROOT, "bench", "validate", "waveguide.ctl")],
+                 None if meep else "meep-openmpi is not installed", {}, {}))
+    abinit = shutil.which("abinit")
+    apps.append(("abinit", None, "abinit is not installed" if not abinit else
+                 "no input small enough for 2 ranks in a minute is chosen yet", {}, {}))
+    return apps
+
+
+# ---- traced runs and their reports ---------------------------------------------------------------------------
+def traced(name, argv, transport, extra, params, tag):
+    d = os.path.join(OUT, "runs", "%s-%s-%s-%d" % (name, transport, tag, time.monotonic_ns()))
+    r = run([MPIADVISE, "run", "--dir", d, "--", *launcher(transport, extra), *argv], cwd=OUT)
+    if r.returncode != 0:
+        raise RuntimeError("%s failed (exit %d): %s" % (" ".join(argv), r.returncode, r.stderr.strip()[-400:]))
+    rep = run([MPIADVISE, "report", "--format", "json", "--params", params, d])
+    if rep.returncode != 0:
+        raise RuntimeError("mpiadvise report %s failed: %s" % (d, rep.stderr.strip()))
+    if os.environ.get("BENCH_KEEP") != "1":
+        shutil.rmtree(d, ignore_errors=True)
+    return json.loads(rep.stdout)
+
+
+def median_run(reports):
+    ordered = sorted(reports, key=lambda r: r["model"]["measured_ns"])
+    return ordered[len(ordered) // 2]
+
+
+def ms(ns):
+    return "%.1f" % (ns / 1e6)
+
+
+def spread(values, fmt):
+    return "%s (%s..%s)" % (fmt(statistics.median(values)), fmt(min(values)), fmt(max(values)))
+
+
+def pct(x):
+    return "%+.1f%%" % (100 * x)
+
+
+def main():
+    if not os.access(MPIADVISE, os.X_OK):
+        sys.exit("validate: %s is missing; build first (make BUILD=%s)" % (MPIADVISE, os.environ.get("BUILD", "build")))
+    os.makedirs(OUT, exist_ok=True)
+    only = set(filter(None, os.environ.get("VALIDATE_ONLY", "").split(",")))
+    transports = [t for t in os.environ.get("VALIDATE_TRANSPORTS", "tcp,vader").split(",") if t in TRANSPORTS]
+    started = time.time()
+    print("mpiadvise validate: %d traced runs per application and transport, 2 ranks, Open MPI; load average %s"
+          % (REPS, open("/proc/loadavg").read().split()[0]))
+
+    params = {}
+    for t in transports:
+        f = os.path.join(OUT, "params-%s.toml" % t)
+        c = run([MPIADVISE, "calibrate", "--quick", "-o", f, "--", *launcher(t)])
+        if c.returncode != 0:
+            sys.exit("validate: mpiadvise calibrate over %s failed: %s" % (t, c.stderr.strip()))
+        params[t] = f
+        residual = next((l.strip() for l in c.stdout.splitlines() if "residual" in l), "")
+        print("  parameters for %s: %s (%s)" % (t, f, residual))
+
+    rows, results = [], []
+    header = ("application", "transport", "measured ms", "predicted ms", "error", "advice", "what-if ms",
+              "rerun ms", "what-if error", "realised")
+    for name, argv, why, extra, changes in applications():
+        if only and name not in only:
+            continue
+        for t in transports:
+            if why or argv is None:
+                rows.append((name, t, "-", "-", "-", "not run: " + (why or "?"), "", "", "", ""))
+                continue
+            opts = extra.get(t, [])
+            if name == "gauss" and t not in extra:
+                continue  # the paper's setting is TCP's eager limit
+            try:
+                reports = [traced(name, argv, t, opts, params[t], "base")
+                           for _ in range(REPS)]
+            except RuntimeError as e:
+                rows.append((name, t, "-", "-", "-", "failed: %s" % e, "", "", "", ""))
+                continue
+            measured = [r["model"]["measured_ns"] for r in reports]
+            predicted = [r["model"]["predicted_ns"] for r in reports]
+            errors = [r["model"]["error"] for r in reports]
+            base = median_run(reports)
+            row = [name, t, spread(measured, ms), ms(statistics.median(predicted)),
+                   "%s (%s..%s)" % (pct(statistics.median(errors)), pct(min(errors)), pct(max(errors)))]
+            result = {"application": name, "transport": t, "measured_ns": measured, "predicted_ns": predicted,
+                      "errors": errors, "advice": []}
+            advised = [a for a in base["advice"] if a["kind"] == "raise_eager_limit" or a["kind"] in changes]
+            if not advised:
+                notes = [n for n in base["notes"] if "no change predicted" in n or "no eager limit" in n or
+                         "at most S" in n]
+                row += ["none" + (": " + notes[0] if notes else ""), "", "", "", ""]
+                rows.append(tuple(row))
+                results.append(result)
+                continue
+            for i, a in enumerate(advised):
+                if a["kind"] == "raise_eager_limit":
+                    label = "S=%d" % a["value"]
+                    new_opts = [o for o in opts]
+                    if EAGER_SETTING[t] in new_opts:
+                        k = new_opts.index(EAGER_SETTING[t])
+                        del new_opts[k - 1:k + 1]
+                    new_opts += ["--mca", EAGER_SETTING[t], str(a["value"])]
+                    after_argv = argv
+                else:
+                    label = a["kind"]
+                    new_opts = opts
+                    after_argv = argv + changes[a["kind"]](a)
+                try:
+                    after = [traced(name, after_argv, t, new_opts, params[t], "after") for _ in range(REPS)]
+                except RuntimeError as e:
+                    row_a = [label + " (saving %s)" % pct(-a["saving"]), "failed: %s" % e, "", "", ""]
+                    rows.append(tuple((row if i == 0 else ["", "", "", "", ""]) + row_a))
+                    continue
+                after_ms = [r["model"]["measured_ns"] for r in after]
+                whatif = a["predicted_ns"]
+                before_med, after_med = statistics.median(measured), statistics.median(after_ms)
+                realised = (1 - after_med / before_med) / a["saving"] if a["saving"] > 0 else float("nan")
+                row_a = [label + " (%s)" % pct(-a["saving"]), ms(whatif), spread(after_ms, ms),
+                         pct((whatif - after_med) / after_med), "%.0f%%" % (100 * realised)]
+                rows.append(tuple((row if i == 0 else ["", "", "", "", ""]) + row_a))
+                result["advice"].append({"kind": a["kind"], "label": label, "saving": a["saving"],
+                                         "whatif_ns": whatif, "rerun_ns": after_ms, "realised": realised})
+            results.append(result)
+
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    widths[5] = min(widths[5], 60)
+    for r in [header] + rows:
+        cells = [str(c) for c in r]
+        print("  " + "  ".join(c.ljust(w) if i in (0, 1, 5) else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip())
+    with open(os.path.join(OUT, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    print("(%d s; load average %s at the end; figures in %s)" % (time.time() - started,
+          open("/proc/loadavg").read().split()[0], os.path.join(OUT, "results.json")))
+
+
+if __name__ == "__main__":
+    main()

