@@ -175,7 +175,9 @@ def main():
             if not advised:
                 notes = [n for n in base["notes"] if "no change predicted" in n or "no eager limit" in n or
                          "at most S" in n]
-                row += ["none" + (": " + notes[0] if notes else ""), "", "", "", ""]
+                reason = notes[0] if notes else ""
+                row += ["none" + (": " + (reason[:57] + "..." if len(reason) > 60 else reason) if reason else ""),
+                        "", "", "", ""]
                 rows.append(tuple(row))
                 results.append(result)
                 continue
@@ -185,7 +187,7 @@ def main():
                     new_opts = [o for o in opts]
                     if EAGER_SETTING[t] in new_opts:
                         k = new_opts.index(EAGER_SETTING[t])
-                        del new_opts[k - 1:k + 1]
+                        del new_opts[k - 1:k + 2]  # --mca NAME VALUE
                     new_opts += ["--mca", EAGER_SETTING[t], str(a["value"])]
                     after_argv = argv
                 else:
@@ -195,7 +197,7 @@ def main():
                 try:
                     after = [traced(name, after_argv, t, new_opts, params[t], "after") for _ in range(REPS)]
                 except RuntimeError as e:
-                    row_a = [label + " (saving %s)" % pct(-a["saving"]), "failed: %s" % e, "", "", ""]
+                    row_a = [label + " (%s)" % pct(-a["saving"]), "", "", "", "rerun failed: %s" % str(e)[:200]]
                     rows.append(tuple((row if i == 0 else ["", "", "", "", ""]) + row_a))
                     continue
                 after_ms = [r["model"]["measured_ns"] for r in after]
