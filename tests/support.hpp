@@ -49,6 +49,7 @@ std::string read_text(const fs::path& file);
 // program by mpiadvise calibrate --quick. The shipped set was measured on another host of this kind, and
 // loopback TCP differs from host to host (a 128 KiB halo exchange ran 41% slower than it priced on one,
 // within 2% on another): tests that compare a prediction with a run here price it with what TCP costs here.
-fs::path calibrated_tcp_params();
+// again: calibrate anew (a calibration made while another job loaded the machine misprices every run).
+fs::path calibrated_tcp_params(bool again = false);
 
 }  // namespace mpa_test
