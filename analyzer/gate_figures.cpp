@@ -174,7 +174,8 @@ RunFigures run_figures(const Analysis& a) {
     x.file = loc.file;
     x.function = loc.function;
     x.line = loc.line;
-    x.wait = time_figure(steady, floor, noisy, [&key](const Sample& s) { return site_wait(s, key); });
+    const SiteKey& site_key = key;  // a structured binding: clang before 16 cannot capture it
+    x.wait = time_figure(steady, floor, noisy, [&site_key](const Sample& sample) { return site_wait(sample, site_key); });
     for (const auto& [r, cs] : s.members) x.measured_wait_ns += a.measured.site_send_wait_ns(r, cs) + a.measured.site_recv_wait_ns(r, cs);
     auto [it, fresh] = named.try_emplace(x.name, x);
     if (!fresh) {

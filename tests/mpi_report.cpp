@@ -245,7 +245,7 @@ TEST_CASE("a job with collectives only: no point-to-point advice, the collective
   CHECK(report["summary"]["collectives"] == 5);
   REQUIRE(!report["hot_spots"].empty());
   CHECK(report["hot_spots"][0]["call"] == "MPI_Allreduce");
-  CHECK(report["hot_spots"][0]["ranks"] == json({0}));  // the faster rank waits for rank 1
+  CHECK(report["hot_spots"][0]["ranks"] == json::array({0}));  // the faster rank waits for rank 1
   CHECK(report["advice"].empty());  // every kind of advice is about point-to-point messages
   bool noted = false;
   for (const auto& n : report["notes"]) noted |= n.get<std::string>().find("no point-to-point") != std::string::npos;
