@@ -140,7 +140,7 @@ TEST_CASE("counts compare exactly; a time compares against the noise band", "[ga
     CHECK(figure(grown, "a.c:12 (main) MPI_Send", "rendezvous_messages").limit == 0);
   }
   SECTION("the band is 4 standard deviations of the difference") {
-    const auto& f = figure(gate::compare(base, {run(10e6, 100e3, 0)}, o), "predicted_time", "predicted_time");
+    const gate::FigureCheck f = figure(gate::compare(base, {run(10e6, 100e3, 0)}, o), "predicted_time", "predicted_time");  // a copy: the verdict is a temporary
     CHECK(f.band == Approx(4 * std::sqrt(2.0) * 100e3));
     CHECK(f.limit == Approx(10e6 + 4 * std::sqrt(2.0) * 100e3 + 10e3));  // the band is above 5% of 10 ms
     CHECK_FALSE(gate::compare(base, {run(10.5e6, 100e3, 0)}, o).failed);
@@ -148,7 +148,7 @@ TEST_CASE("counts compare exactly; a time compares against the noise band", "[ga
   }
   SECTION("a quiet figure is still allowed the --max-regression share") {
     const std::vector<gate::RunFigures> quiet = {run(10e6, 0, 0)};
-    const auto& f = figure(gate::compare(quiet, {run(10.4e6, 0, 0)}, o), "predicted_time", "predicted_time");
+    const gate::FigureCheck f = figure(gate::compare(quiet, {run(10.4e6, 0, 0)}, o), "predicted_time", "predicted_time");  // a copy: the verdict is a temporary
     CHECK(f.limit == Approx(10.5e6 + 10e3));  // and 0.1% of the predicted time
     CHECK_FALSE(f.failed);
   }
@@ -156,7 +156,7 @@ TEST_CASE("counts compare exactly; a time compares against the noise band", "[ga
     gate::RunFigures b = run(10e6, 0, 0), c = run(10.9e6, 0, 0);
     b.predicted.pause_ns = 300e3;
     c.predicted.pause_ns = 700e3;
-    const auto& f = figure(gate::compare({b}, {c}, o), "predicted_time", "predicted_time");
+    const gate::FigureCheck f = figure(gate::compare({b}, {c}, o), "predicted_time", "predicted_time");  // a copy: the verdict is a temporary
     CHECK(f.band == Approx(1e6));
     CHECK_FALSE(f.failed);
   }
@@ -175,7 +175,7 @@ TEST_CASE("counts compare exactly; a time compares against the noise band", "[ga
     b2.calls = 24;
     gate::RunFigures c = run(10e6, 0, 0);
     c.calls = 24;
-    const auto& f = figure(gate::compare({b1, b2}, {c}, o), "calls", "calls");
+    const gate::FigureCheck f = figure(gate::compare({b1, b2}, {c}, o), "calls", "calls");  // a copy: the verdict is a temporary
     CHECK(f.varies);
     CHECK(f.limit == 24);
     CHECK_FALSE(f.failed);
