@@ -13,6 +13,17 @@
 
 namespace mpiadvise {
 
+ReplayWindow replay_window(const RankTrace& r) {
+  ReplayWindow w;
+  w.end = static_cast<uint32_t>(r.ops.size());
+  if (r.ops.empty()) return w;
+  if (r.ops.front().call == MPA_CALL_Init || r.ops.front().call == MPA_CALL_Init_thread) w.first = 1;
+  if (w.end > w.first && r.ops[w.end - 1].call == MPA_CALL_Finalize) w.end--;
+  w.start_ns = w.first ? r.ops[0].t_exit : r.ops[0].t_enter;
+  w.stop_ns = w.end < r.ops.size() ? r.ops[w.end].t_enter : r.ops.back().t_exit;
+  return w;
+}
+
 Breakdown& Breakdown::operator+=(const Breakdown& b) {
   computation += b.computation;
   send_overhead += b.send_overhead;
@@ -29,25 +40,8 @@ namespace {
 
 constexpr double kUnknown = -1;
 
-// The replay window of a rank: from MPI_Init's exit to MPI_Finalize's enter.
-struct Window {
-  uint32_t first = 0, end = 0;  // ops [first, end) are replayed
-  uint64_t start_ns = 0, stop_ns = 0;
-};
-
-Window window_of(const RankTrace& r) {
-  Window w;
-  w.end = static_cast<uint32_t>(r.ops.size());
-  if (r.ops.empty()) return w;
-  if (r.ops.front().call == MPA_CALL_Init || r.ops.front().call == MPA_CALL_Init_thread) w.first = 1;
-  if (w.end > w.first && r.ops[w.end - 1].call == MPA_CALL_Finalize) w.end--;
-  w.start_ns = w.first ? r.ops[0].t_exit : r.ops[0].t_enter;
-  w.stop_ns = w.end < r.ops.size() ? r.ops[w.end].t_enter : r.ops.back().t_exit;
-  return w;
-}
-
 // The computation after a rank's last replayed call, up to MPI_Finalize (output, freeing, a last step).
-double tail_gap(const RankTrace& r, const Window& w) {
+double tail_gap(const RankTrace& r, const ReplayWindow& w) {
   if (w.end <= w.first) return 0;
   return std::max(0.0, static_cast<double>(w.stop_ns) - static_cast<double>(r.ops[w.end - 1].t_exit));
 }
@@ -98,7 +92,7 @@ class Simulation {
     res.params = p_;
     uint64_t t0 = std::numeric_limits<uint64_t>::max();
     for (size_t r = 0; r < t_.ranks.size(); r++) {
-      ranks_[r].w = window_of(t_.ranks[r]);
+      ranks_[r].w = replay_window(t_.ranks[r]);
       if (ranks_[r].w.end > ranks_[r].w.first) t0 = std::min(t0, ranks_[r].w.start_ns);
     }
     for (size_t r = 0; r < t_.ranks.size(); r++) {
@@ -170,7 +164,7 @@ class Simulation {
     int senders = 1;                      // messages sharing the receiver's bandwidth
   };
   struct RankState {
-    Window w;
+    ReplayWindow w;
     uint32_t i = 0;
     double now = 0;
     bool gap_done = false, posted = false, force = false;
@@ -958,9 +952,9 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
   res.model = o.model;
   res.params = p;
   uint64_t t0 = std::numeric_limits<uint64_t>::max();
-  std::vector<Window> w(t.ranks.size());
+  std::vector<ReplayWindow> w(t.ranks.size());
   for (size_t r = 0; r < t.ranks.size(); r++) {
-    w[r] = window_of(t.ranks[r]);
+    w[r] = replay_window(t.ranks[r]);
     if (w[r].end > w[r].first) t0 = std::min(t0, w[r].start_ns);
   }
   std::map<std::pair<int, uint32_t>, SiteReplay> sites;

@@ -13,6 +13,15 @@
 
 namespace mpiadvise {
 
+// The ops a replay runs, [first, end): after MPI_Init, before MPI_Finalize; and when they start and stop
+// as measured (MPI_Init's exit, MPI_Finalize's entry).
+struct ReplayWindow {
+  uint32_t first = 0, end = 0;
+  uint64_t start_ns = 0, stop_ns = 0;
+};
+ReplayWindow replay_window(const RankTrace& rank);
+
+
 enum class ReplayMode { Simulate, Paper };
 enum class ModelKind { LogGPS, LogGP };
 

@@ -22,19 +22,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "replay.hpp"
 #include "trace.hpp"
 
 namespace mpiadvise {
 
 inline constexpr size_t kMinRepeats = 5;
-
-// The ops a replay runs, [first, end): after MPI_Init, before MPI_Finalize; and when they start and stop
-// as measured (MPI_Init's exit, MPI_Finalize's entry).
-struct ReplayWindow {
-  uint32_t first = 0, end = 0;
-  uint64_t start_ns = 0, stop_ns = 0;
-};
-ReplayWindow replay_window(const RankTrace& rank);
 
 // One measured time of a rank: the computation before ops[op] (a gap), or the duration of ops[op].
 struct MeasuredInterval {
