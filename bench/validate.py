@@ -13,11 +13,13 @@ the predicted cut that the change realised.
 
 Applications: our examples (halo, gauss, pipeline); the PETSc tutorials KSP ex2 (CG on a 2-D Laplacian)
 and SNES ex5 (Bratu on a DMDA), built from libpetsc3.18-dev-examples; MEEP on a small 2-D waveguide
-(bench/validate/waveguide.ctl); ABINIT when its package and a small input are there. A missing package
-is a row that says so.
+(bench/validate/waveguide.ctl); ABINIT (the Debian packages abinit and abinit-data) on bulk silicon, an
+SCF ground state with 60 k-points shared between the ranks (bench/validate/abinit-si.abi; each run in an
+empty working directory). A missing package is a row that says so.
 
 Environment: BUILD (build), VALIDATE_REPS (3), VALIDATE_ONLY (comma-separated application names),
-VALIDATE_TRANSPORTS (tcp,vader), MPIRUN (mpirun), BENCH_KEEP=1 keeps the logs in $BUILD/validate.
+VALIDATE_TRANSPORTS (tcp,vader), MPIRUN (mpirun), BENCH_KEEP=1 keeps the logs (and ABINIT's working
+directories) in $BUILD/validate.
 """
 import json
 import os
@@ -34,6 +36,9 @@ REPS = int(os.environ.get("VALIDATE_REPS", "3"))
 MPIRUN = os.environ.get("MPIRUN", "mpirun")
 OUT = os.path.join(BUILD, "validate")
 PETSC_EXAMPLES = "/usr/share/petsc/3.18/share/petsc/examples/src"
+ABINIT_PSEUDO = "/usr/share/abinit/psp/Pseudodojo_nc_sr_04_pw_standard_psp8/Si.psp8"
+# applications that write their output files into the working directory: each run gets an empty one
+OWN_CWD = {"abinit"}
 
 TRANSPORTS = {
     "tcp": ["--mca", "pml", "ob1", "--mca", "btl", "self,tcp"],
@@ -88,15 +93,22 @@ def applications():
     apps.append(("meep-waveguide", meep and [meep, os.path.join(ROOT, "bench", "validate", "waveguide.ctl")],
                  None if meep else "meep-openmpi is not installed", {}, {}))
     abinit = shutil.which("abinit")
-    apps.append(("abinit", None, "abinit is not installed" if not abinit else
-                 "no input small enough for 2 ranks in a minute is chosen yet", {}, {}))
+    apps.append(("abinit", abinit and [abinit, os.path.join(ROOT, "bench", "validate", "abinit-si.abi")],
+                 "abinit is not installed" if not abinit else
+                 None if os.path.exists(ABINIT_PSEUDO) else "abinit-data is not installed", {}, {}))
     return apps
 
 
 # ---- traced runs and their reports ---------------------------------------------------------------------------
 def traced(name, argv, transport, extra, params, tag):
     d = os.path.join(OUT, "runs", "%s-%s-%s-%d" % (name, transport, tag, time.monotonic_ns()))
-    r = run([MPIADVISE, "run", "--dir", d, "--", *launcher(transport, extra), *argv], cwd=OUT)
+    cwd = OUT
+    if name in OWN_CWD:
+        cwd = d + ".cwd"
+        os.makedirs(cwd)
+    r = run([MPIADVISE, "run", "--dir", d, "--", *launcher(transport, extra), *argv], cwd=cwd)
+    if cwd != OUT and os.environ.get("BENCH_KEEP") != "1":
+        shutil.rmtree(cwd, ignore_errors=True)
     if r.returncode != 0:
         raise RuntimeError("%s failed (exit %d): %s" % (" ".join(argv), r.returncode, r.stderr.strip()[-400:]))
     rep = run([MPIADVISE, "report", "--format", "json", "--params", params, d])
