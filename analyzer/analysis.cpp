@@ -64,7 +64,7 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
   a.trace = build_trace(*a.job);
   a.facts = run_facts(*a.job);
   a.chosen = choose_params(a.facts, params, default_params_dir());
-  a.measured = measure_waits(a.trace, a.chosen.params.S);
+  a.measured = measure_waits(a.trace, LogGPS(a.chosen.params));
   a.symbols.resize(static_cast<size_t>(a.trace.world_size));
   for (const auto& r : a.job->ranks())
     if (r->rank() >= 0 && r->rank() < a.trace.world_size)

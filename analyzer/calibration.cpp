@@ -444,4 +444,42 @@ Calibration calibrate(std::vector<Sweep> sweeps, bool fix_s_to_S) {
   return c;
 }
 
+EagerBufferFit fit_eager_buffer(const std::vector<Flood>& floods) {
+  EagerBufferFit f;
+  struct Point {
+    uint64_t k, c;
+    bool waited;
+  };
+  std::vector<Point> pts;
+  for (const auto& fl : floods) {
+    if (fl.through.empty() || fl.k == 0) continue;
+    std::vector<double> v(fl.through.begin(), fl.through.end());
+    const auto c = static_cast<uint64_t>(std::llround(median(v)));
+    f.counts.emplace_back(fl.k, c);
+    pts.push_back({fl.k, c, c < fl.sent});
+  }
+  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.k < b.k; });
+  std::vector<Point> waited;
+  for (const auto& p : pts)
+    if (p.waited) waited.push_back(p);
+  if (waited.empty()) return f;  // every send went through: no limit the floods could see
+  if (waited.size() >= 2) {
+    const Point& a = waited[waited.size() - 2];
+    const Point& b = waited.back();
+    const double num = static_cast<double>(b.c) * b.k - static_cast<double>(a.c) * a.k;
+    if (a.c > b.c && num > 0) f.header = static_cast<uint64_t>(std::llround(num / static_cast<double>(a.c - b.c)));
+  }
+  auto held = [&](const Point& p) { return p.c * (p.k + f.header); };
+  const Point& smallest = waited.front();
+  uint64_t others = std::numeric_limits<uint64_t>::max();  // the bytes the larger sizes got through
+  for (size_t i = 1; i < waited.size(); i++) others = std::min(others, held(waited[i]));
+  if (waited.size() >= 2 && static_cast<double>(held(smallest)) < 0.8 * static_cast<double>(others)) {
+    f.messages = smallest.c;  // the smallest size ran out of messages before bytes
+    f.bytes = others;
+  } else {
+    f.bytes = std::min(others, held(smallest));
+  }
+  return f;
+}
+
 }  // namespace mpiadvise

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,5 +120,27 @@ struct Calibration {
 // unless fix_s_to_S: the fit with the lowest weighted residual, s < S only when it lowers the residual
 // by more than a Bayesian information criterion charges for one more parameter.
 Calibration calibrate(std::vector<Sweep> sweeps, bool fix_s_to_S);
+
+// ---- the eager buffer --------------------------------------------------------------------------------------
+// One flood of the benchmark: `sent` eager sends of k bytes to a receiver that computes first; `through`:
+// how many returned before the first one that waited for it, in each repetition.
+struct Flood {
+  uint64_t k = 0, sent = 0;
+  std::vector<uint64_t> through;
+};
+
+// The eager buffer the floods show (LogGPSParams::eager_buffer_*). Per size, the median count c(k).
+//  - A size whose every send went through says no more than "at least sent": when all do, no limit.
+//  - Bytes: from the two largest sizes, c(k) (k + h) = C, i.e. h = (c2 k2 - c1 k1) / (c1 - c2) (0 when the
+//    two give no positive h), and C the smallest c(k) (k + h) over the sizes that waited (the buffer the
+//    job can count on).
+//  - Messages: where the smallest size got through fewer than 80% of the bytes the larger ones did, the
+//    buffer ran out of messages first: its count is the limit, and C comes from the larger sizes.
+struct EagerBufferFit {
+  std::optional<uint64_t> bytes, messages;
+  uint64_t header = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> counts;  // (k, median through), as measured
+};
+EagerBufferFit fit_eager_buffer(const std::vector<Flood>& floods);
 
 }  // namespace mpiadvise

@@ -140,6 +140,22 @@ LogGPSParams load_params(const fs::path& file) {
       }
     }
   }
+  if (const toml::table* eager = doc["eager"].as_table()) {
+    for (const auto& [k, v] : *eager) {
+      std::string key(k.str());
+      if (key != "buffer_bytes" && key != "buffer_messages" && key != "header_bytes")
+        throw ParamError(fmt::format("{}: [eager] {}: unknown key (the keys are buffer_bytes, buffer_messages, header_bytes)",
+                                     where, key));
+      std::optional<int64_t> value = v.value_exact<int64_t>();
+      if (!value || *value < 0 || static_cast<double>(*value) > kMaxBytes)
+        throw ParamError(fmt::format("{}: [eager] {}: not a whole number of {} from 0 to 2^62", where, key,
+                                     key == "buffer_messages" ? "messages" : "bytes"));
+      const auto n = static_cast<uint64_t>(*value);
+      if (key == "buffer_bytes") p.eager_buffer_bytes = n;
+      else if (key == "buffer_messages") p.eager_buffer_messages = n;
+      else p.eager_header_bytes = n;
+    }
+  }
   p.validate(where);
   return p;
 }
@@ -234,19 +250,86 @@ double LogGPS::wait(double t_blocking, double tw_minus_ti) const {
   return std::max(t_blocking - tw_minus_ti, p_.o);  // (11), erratum applied
 }
 
-double LogGPS::send_completion(uint64_t k, double ts, double tr, int senders, bool synchronous) const {
-  if (!send_waits_for_receive(k, synchronous)) return ts + T1(k, senders);  // (4)
-  return ts + T4(tr - ts) + T5() + T1p(k, senders);                          // (5)
+SideCost LogGPS::send_side(uint64_t k, double ts, double tr, int senders, bool synchronous) const {
+  SideCost c;
+  if (!send_waits_for_receive(k, synchronous)) {  // (4)
+    c.overhead = T1(k, senders);
+    c.done = ts + c.overhead;
+    return c;
+  }
+  // (5): T4 is the REQ's way and the wait for the receive beyond it, T5 the ACK's way back
+  double t4 = T4(tr - ts), t5 = T5();
+  c.wait = send_wait(k, ts, tr, synchronous);
+  c.synchronisation = t4 - c.wait + t5;
+  c.overhead = T1p(k, senders);
+  c.done = ts + t4 + t5 + c.overhead;
+  return c;
 }
 
-double LogGPS::recv_completion(uint64_t k, double ts, double tr, int senders, bool synchronous) const {
-  double late = tr - ts;
+SideCost LogGPS::recv_side(uint64_t k, double ts, double tr, int senders, bool synchronous) const {
+  SideCost c;
   if (!send_waits_for_receive(k, synchronous)) {  // (7), (8): the data arrives at ts + T1 + T2(')
-    double arrive = T1(k, senders) + transfer(k, senders);
-    return tr + std::max(arrive - late, 0.0) + T3(k, senders);
+    c.wait = std::max(0.0, eager_arrival(k, ts, senders) - tr);
+    c.overhead = T3(k, senders);
+  } else {  // (9): the REQ reaches the receiver, the ACK goes back, then the data
+    c.wait = recv_wait(k, ts, tr, synchronous);
+    c.synchronisation = p_.o + T5() + T1p(k, senders) + T2p(k, senders);
+    c.overhead = T3p(k, senders);
   }
-  // (9): the REQ reaches the receiver, the ACK goes back, then the data
-  return tr + std::max(p_.o + p_.L - late, 0.0) + p_.o + T5() + T1p(k, senders) + T2p(k, senders) + T3p(k, senders);
+  c.done = tr + c.wait + c.synchronisation + c.overhead;
+  return c;
+}
+
+uint64_t LogGPS::chunks_buffered(uint64_t c) const {
+  uint64_t n = std::numeric_limits<uint64_t>::max();
+  if (p_.eager_buffer_bytes) n = std::min(n, *p_.eager_buffer_bytes / std::max<uint64_t>(buffered_bytes(c), 1));
+  if (p_.eager_buffer_messages) n = std::min(n, *p_.eager_buffer_messages);
+  return std::max<uint64_t>(n, 1);  // the first chunk always goes: a buffer too small for it still passes one
+}
+
+// The chunks in step (chunk i starts at S_i, arrives at A_i, is taken by the receiver from R_i; B chunks
+// fit the buffer): S_i = ts + i T1 for i < B, then S_i = max(S_(i-1) + T1, R_(i-B) + T3); R_0 = max(tr, A_0),
+// R_i = max(R_(i-1) + T3, A_i). In step the cycle is the slower of the two sides' overheads (or a chunk's
+// round through the buffer shared by B chunks), which gives the last chunk's times in closed form.
+namespace {
+struct SplitTimes {
+  double last_start, last_taken, t1, t3;
+  uint64_t n;
+};
+SplitTimes split_times(const LogGPS& m, uint64_t k, uint64_t chunk, double ts, double tr, int senders) {
+  SplitTimes st;
+  st.n = m.chunks(k, chunk);
+  st.t1 = m.T1(chunk, senders);
+  st.t3 = m.T3(chunk, senders);
+  const double tx = m.eager_arrival(chunk, 0, senders) - st.t1;
+  const uint64_t b = m.chunks_buffered(chunk);
+  st.last_start = ts + (st.n - 1) * st.t1;
+  if (st.n > b) {
+    const double cycle = std::max({st.t1, st.t3, (st.t3 + st.t1 + tx) / static_cast<double>(b)});
+    const double first_taken = std::max(tr, ts + st.t1 + tx);
+    st.last_start = std::max(st.last_start, first_taken + st.t3 + (st.n - 1 - b) * cycle);
+  }
+  st.last_taken = std::max(tr + (st.n - 1) * st.t3, st.last_start + st.t1 + tx);
+  return st;
+}
+}  // namespace
+
+SideCost LogGPS::split_send_side(uint64_t k, uint64_t chunk, double ts, double tr, int senders) const {
+  SplitTimes st = split_times(*this, k, chunk, ts, tr, senders);
+  SideCost c;
+  c.overhead = st.n * st.t1;
+  c.done = st.last_start + st.t1;
+  c.wait = std::max(0.0, c.done - ts - c.overhead);  // for room in the buffer
+  return c;
+}
+
+SideCost LogGPS::split_recv_side(uint64_t k, uint64_t chunk, double ts, double tr, int senders) const {
+  SplitTimes st = split_times(*this, k, chunk, ts, tr, senders);
+  SideCost c;
+  c.overhead = st.n * st.t3;
+  c.done = st.last_taken + st.t3;
+  c.wait = std::max(0.0, c.done - tr - c.overhead);
+  return c;
 }
 
 double LogGPS::send_wait(uint64_t k, double ts, double tr, bool synchronous) const {
@@ -254,7 +337,7 @@ double LogGPS::send_wait(uint64_t k, double ts, double tr, bool synchronous) con
 }
 
 double LogGPS::recv_wait(uint64_t k, double ts, double tr, bool synchronous) const {
-  if (!send_waits_for_receive(k, synchronous)) return std::max(0.0, ts + T1(k) + transfer(k) - tr);  // (7), (8)
+  if (!send_waits_for_receive(k, synchronous)) return std::max(0.0, eager_arrival(k, ts) - tr);  // (7), (8)
   return std::max(0.0, p_.o + p_.L - (tr - ts));                                                     // (9)
 }
 

@@ -33,6 +33,14 @@ struct LogGPSParams {
   // What a local reduction (MPI_SUM of doubles) costs per byte, inside Reduce, Allreduce, Scan, ...;
   // unknown (taken as free) when empty.
   std::optional<double> reduce_ns_per_byte;
+  // The library's buffer for eager messages that reached a receiver before their receive ([eager] in the
+  // files): a sender may have at most eager_buffer_bytes (each message counted with eager_header_bytes
+  // more) and at most eager_buffer_messages such messages outstanding to one receiver; the next eager
+  // send waits until the receiver takes one. Unlimited when empty. Measured by calibrate (a flood of
+  // eager sends to a late receiver): Open MPI's shared memory holds 4 KiB (the per-peer fast box),
+  // loopback TCP about a thousand messages or a few MiB (the sockets' buffers).
+  std::optional<uint64_t> eager_buffer_bytes, eager_buffer_messages;
+  uint64_t eager_header_bytes = 0;
   static constexpr uint64_t kInfinite = std::numeric_limits<uint64_t>::max();
 
   // Throws ParamError naming what is wrong (negative values, s > S, ...).
@@ -60,6 +68,15 @@ std::vector<std::filesystem::path> list_params(const std::filesystem::path& para
 // Where share/params is: beside the build, or installed under the prefix.
 std::filesystem::path default_params_dir();
 
+// One side of one operation as the model prices it: when it completes, and how its time divides (the
+// parts add up to the time from the call to `done`).
+struct SideCost {
+  double done = 0;
+  double overhead = 0;         // the side's own CPU work: o' and the per-byte copies
+  double wait = 0;             // idle for the partner: a late receive, a late send, a full eager buffer
+  double synchronisation = 0;  // the protocol's own steps: the handshake's messages, the data in flight
+};
+
 // The model's terms for one k-byte message (Table 3). senders: processes sending to the same receiver
 // at once; their bandwidth is shared by dividing 1/G by it, for the largest of the three per-byte terms.
 class LogGPS {
@@ -79,6 +96,8 @@ class LogGPS {
   double T4(double tr_minus_ts) const;            // max(o' + L, tr - ts) + o'   REQ seen by the receiver
   double T5() const;                              // o' + L + o'          ACK back to the sender
   double transfer(uint64_t k, int senders = 1) const;  // T2 or T2', whichever k calls for
+  // when an eager message sent at ts reaches its receiver: after the send overhead and the transfer
+  double eager_arrival(uint64_t k, double ts, int senders = 1) const { return ts + T1(k, senders) + transfer(k, senders); }
 
   // Equations (1)-(3): communication time of a k-byte message sent at ts, received (called) at tr.
   double communication(uint64_t k, double ts, double tr, int senders = 1) const;
@@ -101,8 +120,34 @@ class LogGPS {
   // the receive (its completion needs tr); an eager send does not (tr unused). The receive needs ts.
   // Used for every step of a collective (analyzer/collectives.hpp).
   bool send_waits_for_receive(uint64_t k, bool synchronous) const { return synchronous || !eager(k); }
-  double send_completion(uint64_t k, double ts, double tr, int senders, bool synchronous) const;  // (4), (5)
-  double recv_completion(uint64_t k, double ts, double tr, int senders, bool synchronous) const;  // (7)-(9)
+  double send_completion(uint64_t k, double ts, double tr, int senders, bool synchronous) const {  // (4), (5)
+    return send_side(k, ts, tr, senders, synchronous).done;
+  }
+  double recv_completion(uint64_t k, double ts, double tr, int senders, bool synchronous) const {  // (7)-(9)
+    return recv_side(k, ts, tr, senders, synchronous).done;
+  }
+  // The same with the parts of each side's time. For an eager send, ts is when it starts (after any wait
+  // for room in the eager buffer, which the replay adds, since it needs the other messages).
+  SideCost send_side(uint64_t k, double ts, double tr, int senders, bool synchronous) const;
+  SideCost recv_side(uint64_t k, double ts, double tr, int senders, bool synchronous) const;
+
+  // A k-byte message sent as ceil(k / chunk) eager messages of at most chunk bytes and received as many
+  // (the split transformation). While the chunks fit the eager buffer the sender streams them; beyond
+  // that each further chunk waits until the receiver took an earlier one, so the two sides go in step.
+  uint64_t chunks(uint64_t k, uint64_t chunk) const { return chunk ? (k + chunk - 1) / chunk : 1; }
+  bool split_waits_for_receive(uint64_t k, uint64_t chunk) const { return chunks(k, chunk) > chunks_buffered(chunk); }
+  SideCost split_send_side(uint64_t k, uint64_t chunk, double ts, double tr, int senders) const;
+  SideCost split_recv_side(uint64_t k, uint64_t chunk, double ts, double tr, int senders) const;
+
+  // The eager buffer (LogGPSParams::eager_buffer_*): the bytes a k-byte eager message takes in it, whether
+  // `bytes` in `messages` messages fit, and how many c-byte messages fit (unlimited: the largest count).
+  bool eager_buffer_limited() const { return p_.eager_buffer_bytes || p_.eager_buffer_messages; }
+  uint64_t buffered_bytes(uint64_t k) const { return k + p_.eager_header_bytes; }
+  bool eager_buffer_holds(uint64_t bytes, uint64_t messages) const {
+    return (!p_.eager_buffer_bytes || bytes <= *p_.eager_buffer_bytes) &&
+           (!p_.eager_buffer_messages || messages <= *p_.eager_buffer_messages);
+  }
+  uint64_t chunks_buffered(uint64_t c) const;
   // The idle parts of those times, for wait classification: how long the send waits for its receive
   // to be posted (the handshake's T4 beyond o' + L, in (5); 0 for an eager send), and how long the
   // receive waits for its data ((7), (8): the message still in flight; (9): the REQ still on its way).

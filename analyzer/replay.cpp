@@ -83,6 +83,7 @@ class Simulation {
     run_state_.assign(t.collectives.size(), RunState::Undecided);
     library_ = mpi_library(o.mpi_library.empty() ? o.params.library : o.mpi_library);
     senders_at_receiver();
+    if (model_.eager_buffer_limited()) build_channels();
   }
 
   ReplayResult run() {
@@ -160,6 +161,7 @@ class Simulation {
  private:
   struct MsgState {
     double ts = kUnknown, tr = kUnknown;  // send and receive post times
+    double start = kUnknown;              // an eager send's start: ts, or later when the eager buffer was full
     bool split = false, counted = false;
     int senders = 1;                      // messages sharing the receiver's bandwidth
   };
@@ -174,6 +176,25 @@ class Simulation {
     std::set<SiteKey> preposting;          // posted, but matched only at the rank's next MPI call
     bool preposted_now = false;
     Breakdown b;
+    // when the rank was in MPI (each replayed call's start and end), kept while the eager buffer is
+    // limited: a message reaching it is taken out of the buffer then
+    std::vector<std::pair<double, double>> in_mpi;
+    // what the rank waits for while parked in its current call (none: it runs, or is ready to)
+    enum class Parked { None, Message, Rank, Collective } parked = Parked::None;
+    uint32_t parked_id = 0;
+  };
+  // The eager messages from one rank to another, in the sender's order, and the first of them that may
+  // still be in the receiver's eager buffer.
+  struct Channel {
+    std::vector<uint32_t> messages;
+    size_t head = 0, computed = 0;   // [head, computed): started, maybe still in the buffer
+    uint64_t bytes = 0, count = 0;   // what [head, computed) takes in the buffer
+    double head_taken = 0, last_start = 0;  // when the last message before head was taken; the last start
+  };
+  // What a rank that cannot go on waits for: a message's other side, or another rank's progress.
+  struct Block {
+    bool on_rank = false;
+    uint32_t id = 0;
   };
 
   const Trace& t_;
@@ -183,7 +204,11 @@ class Simulation {
   std::vector<MsgState> msg_;
   std::vector<std::vector<double>> coll_arrive_;
   std::vector<std::vector<double>> coll_done_;
-  std::vector<std::vector<int>> waiting_msg_, waiting_coll_;
+  std::vector<std::vector<int>> waiting_msg_, waiting_coll_, waiting_rank_;
+  std::vector<Channel> channels_;
+  std::vector<uint32_t> channel_of_, channel_pos_;  // per message, kNone when not eager
+  Block blocked_on_;
+  int running_ = -1;  // the rank being stepped
   std::vector<RankState> ranks_;
   std::deque<int> ready_;
   std::map<std::pair<int, uint32_t>, SiteReplay> sites_;
@@ -201,6 +226,90 @@ class Simulation {
           if (l.kind == Link::DoneRecv && l.id != kNone) msg_[l.id].senders = n;
         }
       }
+  }
+
+  // The eager messages of each sender-receiver pair in the order the sender posted them.
+  void build_channels() {
+    waiting_rank_.resize(t_.ranks.size());
+    channel_of_.assign(t_.messages.size(), kNone);
+    channel_pos_.assign(t_.messages.size(), 0);
+    std::map<std::pair<int, int>, uint32_t> index;
+    for (size_t r = 0; r < t_.ranks.size(); r++)
+      for (const auto& op : t_.ranks[r].ops)
+        for (uint32_t k = 0; k < op.n_links; k++) {
+          const Link& l = t_.links[op.first_link + k];
+          if (l.kind != Link::PostSend || l.id == kNone) continue;
+          const Message& m = t_.messages[l.id];
+          if (rendezvous(m) || m.dst < 0 || m.dst >= static_cast<int>(t_.ranks.size())) continue;
+          auto [it, fresh] = index.try_emplace({m.src, m.dst}, static_cast<uint32_t>(channels_.size()));
+          if (fresh) channels_.emplace_back();
+          channel_of_[l.id] = it->second;
+          channel_pos_[l.id] = static_cast<uint32_t>(channels_[it->second].messages.size());
+          channels_[it->second].messages.push_back(l.id);
+        }
+  }
+
+  // When an eager message is taken out of the receiver's buffer: the receiver drains it whenever it is
+  // in MPI, so at its arrival if the receiver is in a call then, else at the receiver's next call. kUnknown
+  // (and blocked_on_ set) while the receiver's replay has not reached that time. A receiver parked in a
+  // call since before the arrival, for a message this sender has yet to post or in a collective, is in
+  // that call when the message arrives (it cannot leave it before the sender goes on).
+  double taken(uint32_t m_id) {
+    const Message& m = t_.messages[m_id];
+    const double arrival = model_.eager_arrival(m.bytes, msg_[m_id].start, msg_[m_id].senders);
+    if (m.recv_op == kNone) return arrival;  // no receiver in the logs
+    const RankState& d = ranks_[m.dst];
+    auto it = std::lower_bound(d.in_mpi.begin(), d.in_mpi.end(), arrival,
+                               [](const std::pair<double, double>& span, double t) { return span.second < t; });
+    if (it != d.in_mpi.end()) return std::max(arrival, it->first);  // spans end in order
+    if (d.i >= d.w.end) return arrival;  // past its last call: MPI_Finalize drains it
+    if (d.gap_done && d.op_start >= arrival) return d.op_start;
+    if (d.gap_done && m.dst == running_) return arrival;  // the receiver asks, in a call that needs this message or a later one
+    if (d.gap_done && (d.parked == RankState::Parked::Collective ||
+                       (d.parked == RankState::Parked::Message && msg_[d.parked_id].ts == kUnknown &&
+                        t_.messages[d.parked_id].src == m.src)))
+      return arrival;
+    blocked_on_ = {true, static_cast<uint32_t>(m.dst)};
+    return kUnknown;
+  }
+
+  // When an eager send starts: when posted, unless the receiver's eager buffer holds no room for it then;
+  // it then waits until the receiver took enough of the earlier ones, in order (and it never starts before
+  // an earlier message of the pair). kUnknown (blocked_on_ set) while that needs a time not replayed yet.
+  // The earlier messages' starts come first; the buffer's content is kept as running sums.
+  double eager_start(uint32_t m_id) {
+    MsgState& s = msg_[m_id];
+    if (s.start != kUnknown) return s.start;
+    if (s.ts == kUnknown) {
+      blocked_on_ = {false, m_id};
+      return kUnknown;
+    }
+    if (channel_of_.empty() || channel_of_[m_id] == kNone) return s.start = s.ts;
+    Channel& c = channels_[channel_of_[m_id]];
+    const size_t pos = channel_pos_[m_id];
+    while (c.computed < pos)
+      if (eager_start(c.messages[c.computed]) == kUnknown) return kUnknown;
+    auto pop = [&](double when) {
+      c.bytes -= model_.buffered_bytes(t_.messages[c.messages[c.head]].bytes);
+      c.count--;
+      c.head_taken = std::max(c.head_taken, when);
+      c.head++;
+    };
+    while (c.head < pos) {  // what the receiver took by the time this one is posted
+      double when = taken(c.messages[c.head]);
+      if (when == kUnknown || when > s.ts) break;
+      pop(when);
+    }
+    const uint64_t own = model_.buffered_bytes(t_.messages[m_id].bytes);
+    while (c.head < pos && !model_.eager_buffer_holds(c.bytes + own, c.count + 1)) {  // room made by waiting
+      double when = taken(c.messages[c.head]);
+      if (when == kUnknown) return kUnknown;
+      pop(when);
+    }
+    s.start = std::max({s.ts, c.last_start, c.head_taken});
+    c.bytes += own, c.count++, c.computed++;
+    c.last_start = s.start;
+    return s.start;
   }
 
   bool at(const std::set<SiteKey>& sites, int rank, uint32_t callsite) const {
@@ -225,71 +334,59 @@ class Simulation {
     return msg_[m_id].split && !m.synchronous && !model_.eager(m.bytes) && p_.S > 0;
   }
 
-  // Time the send side completes (the blocking send had it been called at ts), or kUnknown.
-  // Fills the parts of that time when asked.
+  static void add(Breakdown* parts, const SideCost& c, bool send) {
+    if (!parts) return;
+    (send ? parts->send_overhead : parts->recv_overhead) += c.overhead;
+    (send ? parts->send_wait : parts->recv_wait) += c.wait;
+    parts->synchronisation += c.synchronisation;
+  }
+
+  // Time the send side completes (the blocking send had it been called at ts), or kUnknown (and
+  // blocked_on_ says what it needs). Fills the parts of that time when asked.
   double send_done(uint32_t m_id, Breakdown* parts) {
     const Message& m = t_.messages[m_id];
     const MsgState& s = msg_[m_id];
-    int senders = s.senders;
+    blocked_on_ = {false, m_id};
     if (splits(m, m_id)) {
-      uint64_t chunk = p_.S, n = (m.bytes + chunk - 1) / chunk;
-      double t = n * model_.T1(chunk, senders);
-      if (parts) parts->send_overhead += t;
-      return s.ts + t;
+      if (model_.split_waits_for_receive(m.bytes, p_.S) && m.recv_op != kNone && s.tr == kUnknown) return kUnknown;
+      SideCost c = model_.split_send_side(m.bytes, p_.S, s.ts, m.recv_op == kNone ? s.ts : s.tr, s.senders);
+      add(parts, c, true);
+      return c.done;
     }
     if (!rendezvous(m)) {
-      double t = model_.T1(m.bytes, senders);  // (4)
-      if (parts) parts->send_overhead += t;
-      return s.ts + t;
+      double start = eager_start(m_id);
+      if (start == kUnknown) return kUnknown;
+      SideCost c = model_.send_side(m.bytes, start, kUnknown, s.senders, false);  // (4)
+      c.wait += start - s.ts;  // for room in the receiver's eager buffer
+      add(parts, c, true);
+      return c.done;
     }
-    if (m.recv_op == kNone) return s.ts + model_.T1p(m.bytes, senders);  // no receiver in the logs
+    if (m.recv_op == kNone) return s.ts + model_.T1p(m.bytes, s.senders);  // no receiver in the logs
     if (s.tr == kUnknown) return kUnknown;
-    double t4 = model_.T4(s.tr - s.ts), t5 = model_.T5(), t1 = model_.T1p(m.bytes, senders);  // (5)
-    if (parts) {
-      double wait = std::max(0.0, (s.tr - s.ts) - (p_.o + p_.L));  // the send-wait LogGP cannot see
-      parts->send_wait += wait;
-      parts->synchronisation += t4 - wait + t5;
-      parts->send_overhead += t1;
-    }
-    return s.ts + t4 + t5 + t1;
+    SideCost c = model_.send_side(m.bytes, s.ts, s.tr, s.senders, m.synchronous);  // (5)
+    add(parts, c, true);
+    return c.done;
   }
 
   // Time the receive side completes (the blocking receive had it been called at tr), or kUnknown.
   double recv_done(uint32_t m_id, Breakdown* parts) {
     const Message& m = t_.messages[m_id];
     const MsgState& s = msg_[m_id];
-    int senders = s.senders;
+    blocked_on_ = {false, m_id};
     if (m.send_op == kNone) return kUnknown;
     if (s.ts == kUnknown) return kUnknown;
-    double late = s.tr - s.ts;
+    SideCost c;
     if (splits(m, m_id)) {
-      uint64_t chunk = p_.S, n = (m.bytes + chunk - 1) / chunk;
-      double last_arrival = s.ts + n * model_.T1(chunk, senders) + model_.transfer(chunk, senders);
-      double start = std::max(last_arrival, s.tr + (n - 1) * model_.T3(chunk, senders));
-      if (parts) {
-        parts->recv_wait += std::max(0.0, start - s.tr - (n - 1) * model_.T3(chunk, senders));
-        parts->recv_overhead += n * model_.T3(chunk, senders);
-      }
-      return start + model_.T3(chunk, senders);
+      c = model_.split_recv_side(m.bytes, p_.S, s.ts, s.tr, s.senders);
+    } else if (!rendezvous(m)) {
+      double start = eager_start(m_id);
+      if (start == kUnknown) return kUnknown;
+      c = model_.recv_side(m.bytes, start, s.tr, s.senders, false);  // (7), (8)
+    } else {
+      c = model_.recv_side(m.bytes, s.ts, s.tr, s.senders, m.synchronous);  // (9)
     }
-    if (!rendezvous(m)) {
-      double arrive = model_.T1(m.bytes, senders) + model_.transfer(m.bytes, senders);
-      double wait = std::max(arrive - late, 0.0), t3 = model_.T3(m.bytes, senders);  // (7), (8)
-      if (parts) {
-        parts->recv_wait += wait;
-        parts->recv_overhead += t3;
-      }
-      return s.tr + wait + t3;
-    }
-    double req_wait = std::max(p_.o + p_.L - late, 0.0);  // (9)
-    double sync = p_.o + model_.T5() + model_.T1p(m.bytes, senders) + model_.T2p(m.bytes, senders);
-    double t3 = model_.T3p(m.bytes, senders);
-    if (parts) {
-      parts->recv_wait += req_wait;
-      parts->synchronisation += sync;
-      parts->recv_overhead += t3;
-    }
-    return s.tr + req_wait + sync + t3;
+    add(parts, c, false);
+    return c.done;
   }
 
   // The closed-formula fallback, for the instances no algorithm could be followed for (another
@@ -402,6 +499,7 @@ class Simulation {
   // A rank whose collective is not done yet: an algorithm's rank is parked on the message it waits for
   // already; the closed formula's waits for the last arrival.
   void wait_for_collective(uint32_t c_id, int rank) {
+    ranks_[rank].parked = RankState::Parked::Collective;
     if (run_state_[c_id] != RunState::Algorithm) waiting_coll_[c_id].push_back(rank);
   }
 
@@ -734,6 +832,8 @@ class Simulation {
   bool step(int r) {
     RankState& s = ranks_[r];
     if (s.i >= s.w.end) return false;
+    s.parked = RankState::Parked::None;
+    running_ = r;
     const auto& ops = t_.ranks[r].ops;
     const Op& op = ops[s.i];
     if (!s.gap_done) {
@@ -757,6 +857,7 @@ class Simulation {
         s.deferred_send_done = kUnknown;
       }
       s.op_start = s.now;
+      wake_rank(r);  // in MPI from now: a sender waiting for room in its buffer may go on
     }
     Breakdown parts;
     double end = kUnknown;
@@ -788,7 +889,7 @@ class Simulation {
             if (nonblocking_now) {
               double d = send_done(l.id, nullptr);
               if (d == kUnknown && !s.force) {
-                waiting_msg_[l.id].push_back(r);
+                park(r);
                 return false;
               }
               s.deferred_send_done = d == kUnknown ? s.now : d;
@@ -808,7 +909,7 @@ class Simulation {
           if (done == kUnknown) {
             if (!s.force) {
               if (l.kind == Link::DoneColl) wait_for_collective(l.id, r);
-              else waiting_msg_[l.id].push_back(r);
+              else park(r);
               return false;
             }
             end = kUnknown;
@@ -923,9 +1024,25 @@ class Simulation {
     SiteReplay& sr = site(r, op, true);
     sr.predicted += parts;
     s.now = std::max(end, s.now);
+    if (!channels_.empty()) {
+      s.in_mpi.emplace_back(s.op_start, s.now);
+      wake_rank(r);
+    }
     s.i++;
     s.gap_done = s.posted = s.force = s.preposted_now = false;
     return true;
+  }
+
+  void park(int r) {
+    ranks_[r].parked = blocked_on_.on_rank ? RankState::Parked::Rank : RankState::Parked::Message;
+    ranks_[r].parked_id = blocked_on_.id;
+    auto& w = blocked_on_.on_rank ? waiting_rank_[blocked_on_.id] : waiting_msg_[blocked_on_.id];
+    if (std::find(w.begin(), w.end(), r) == w.end()) w.push_back(r);
+  }
+  void wake_rank(int r) {
+    if (waiting_rank_.empty() || waiting_rank_[r].empty()) return;
+    for (int q : waiting_rank_[r]) ready_.push_back(q);
+    waiting_rank_[r].clear();
   }
 
   SiteReplay& site(int r, const Op& op, bool count_call) {
@@ -959,6 +1076,9 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
   }
   std::map<std::pair<int, uint32_t>, SiteReplay> sites;
   auto post_time = [&](uint32_t op_rank, uint32_t op) { return static_cast<double>(t.op(op_rank, op).t_enter); };
+  auto blocking_send = [&](const Message& m, double ts, double tr) {  // (4), (5)
+    return m.synchronous ? model.synchronous_send(m.bytes, ts, tr) : model.send(m.bytes, ts, tr);
+  };
   for (size_t r = 0; r < t.ranks.size(); r++) {
     const auto& ops = t.ranks[r].ops;
     RankReplay rr;
@@ -984,8 +1104,7 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
         double ts = post_time(m.src, m.send_op), tr = post_time(m.dst, m.recv_op);
         double tw = static_cast<double>(op.t_enter);
         if (l.kind == Link::DoneSend && (op.kind == OpKind::Send || op.kind == OpKind::SyncSend || op.kind == OpKind::SendRecv)) {
-          double d = m.synchronous ? model.synchronous_send(m.bytes, ts, tr) : model.send(m.bytes, ts, tr);
-          routine = std::max(routine, d);
+          routine = std::max(routine, blocking_send(m, ts, tr));
           b.send_wait += model.send_wait(m.bytes, ts, tr, m.synchronous);
           modelled = true;
         } else if (l.kind == Link::DoneRecv && (op.kind == OpKind::Recv || op.kind == OpKind::SendRecv)) {
@@ -994,9 +1113,7 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
           modelled = true;
         } else if (l.kind == Link::DoneSend || l.kind == Link::DoneRecv) {  // (11)
           double ti = l.kind == Link::DoneSend ? ts : tr;
-          double blocking = l.kind == Link::DoneSend ? (m.synchronous ? model.synchronous_send(m.bytes, ts, tr)
-                                                                       : model.send(m.bytes, ts, tr))
-                                                     : model.recv(m.bytes, ts, tr);
+          double blocking = l.kind == Link::DoneSend ? blocking_send(m, ts, tr) : model.recv(m.bytes, ts, tr);
           double d = model.wait(blocking, tw - ti);
           routine = std::max(routine, d);
           (l.kind == Link::DoneSend ? b.send_wait : b.recv_wait) += std::max(0.0, d - p.o);

@@ -54,7 +54,7 @@ double WaitStates::site_recv_wait_ns(int rank, uint32_t callsite) const {
   return c == it->second.waited_ns.end() ? 0 : c->second;
 }
 
-WaitStates measure_waits(const Trace& t, uint64_t eager_limit) {
+WaitStates measure_waits(const Trace& t, const LogGPS& model) {
   WaitStates w;
   w.rank_ns.resize(t.ranks.size());
   auto site = [&](int rank, uint32_t op) -> SiteWaits& {
@@ -83,8 +83,8 @@ WaitStates measure_waits(const Trace& t, uint64_t eager_limit) {
       double enter = static_cast<double>(d.t_enter), exit = static_cast<double>(d.t_exit);
       if (enter < tr && exit >= tr) {
         WaitCause cause = m.synchronous ? WaitCause::LateReceiverSynchronous
-                          : m.bytes > eager_limit ? WaitCause::LateReceiverRendezvous
-                                                  : WaitCause::LateReceiverOther;
+                          : model.send_waits_for_receive(m.bytes, false) ? WaitCause::LateReceiverRendezvous
+                                                                         : WaitCause::LateReceiverOther;
         charge(m.src, m.send_done_op, m.dst, m.recv_op, cause, tr - enter, m.bytes);
       }
     }

@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "loggps.hpp"
 #include "trace.hpp"
 
 namespace mpiadvise {
@@ -43,7 +44,8 @@ struct WaitStates {
   double site_recv_wait_ns(int rank, uint32_t callsite) const;
 };
 
-// eager_limit: the S that separates rendezvous sends from the rest.
-WaitStates measure_waits(const Trace& trace, uint64_t eager_limit);
+// The measured waits, a late receiver's classified by what the model says the send waits for (the
+// rendezvous above S, a synchronous send, or neither: a full eager buffer, a library's own progress).
+WaitStates measure_waits(const Trace& trace, const LogGPS& model);
 
 }  // namespace mpiadvise

@@ -74,6 +74,7 @@ struct BenchOutput {
   Sweep sweep;               // its samples, and S from its bisection (s = S until the fit chooses)
   std::optional<uint64_t> S_next;  // the smallest size whose send waited; none when no size of the sweep waited
   int probes = 0;            // round-trip probes of the bisection
+  std::vector<Flood> floods; // eager sends to a late receiver
 };
 
 // The bisection's line: S is the largest size whose send returned while the receiver computed, S_next
@@ -126,6 +127,8 @@ BenchOutput run_bench(const std::vector<std::string>& command, const std::string
     if (j.value("facts", false)) b.facts = j;
     else if (j.value("persistent", false)) b.persistent = j;
     else if (j.value("bisection", false)) read_bisection(j, b), bisected = true;
+    else if (j.value("flood", false) && j["through"].is_array())
+      b.floods.push_back({j.value("k", uint64_t{0}), j.value("sent", uint64_t{0}), j["through"].get<std::vector<uint64_t>>()});
     else if (j.contains("k") && j.contains("rtt_ns") && j["rtt_ns"].is_array())
       b.sweep.samples.push_back(from_repetitions(j["k"].get<uint64_t>(), j.value("w", 0.0),
                                                  j["rtt_ns"].get<std::vector<double>>(),
@@ -196,6 +199,34 @@ std::string params_toml(const Calibration& c, const BenchOutput& run, const std:
   }
   o << fmt::format("s_bytes = {}\nS_bytes = {}\n", p.s, p.S);
   return o.str();
+}
+
+std::string eager_buffer_text(const EagerBufferFit& b) {
+  std::string counts;
+  for (const auto& [k, c] : b.counts) counts += fmt::format("{}{} x {} B", counts.empty() ? "" : ", ", c, k);
+  if (counts.empty()) return "not measured";
+  if (!b.bytes && !b.messages) return fmt::format("no limit seen ({} sent at once)", counts);
+  std::string text = b.bytes ? fmt::format("{} bytes", *b.bytes) : std::string();
+  if (b.header) text += fmt::format(" (each message {} bytes more)", b.header);
+  if (b.messages) text += fmt::format("{}at most {} messages", text.empty() ? "" : ", ", *b.messages);
+  return text + fmt::format(" (sends that returned before one waited: {})", counts);
+}
+
+// The [eager] table of the parameter file, with the floods it comes from.
+std::string eager_toml(const EagerBufferFit& b, const std::vector<Flood>& floods) {
+  if (floods.empty()) return "";
+  std::string o = "\n# The eager buffer: floods of eager MPI_Sends to a receiver that computes 20 ms first; the sends that\n"
+                  "# returned before the first one that waited (three floods each):\n";
+  for (const auto& f : floods) {
+    std::string t;
+    for (auto c : f.through) t += (t.empty() ? "" : ", ") + std::to_string(c);
+    o += fmt::format("#   {} bytes: {} of {} sent\n", f.k, t, f.sent);
+  }
+  if (!b.bytes && !b.messages) return o + "# every send of every flood returned at once: no limit seen, none written\n";
+  o += "# (analyzer/calibration.hpp, fit_eager_buffer, says how the limits follow from them)\n[eager]\n";
+  if (b.bytes) o += fmt::format("buffer_bytes = {}\nheader_bytes = {}\n", *b.bytes, b.header);
+  if (b.messages) o += fmt::format("buffer_messages = {}\n", *b.messages);
+  return o;
 }
 
 // The environment variable that raises the eager limit above every size of the sweep, where one is
@@ -284,6 +315,8 @@ int run_calibrate(const CalibrateOptions& o) {
     file << fmt::format("\n# MPI_Isend + MPI_Irecv + MPI_Waitall of 0 bytes took {:.0f} ns, MPI_Startall + MPI_Waitall on\n"
                         "# persistent requests {:.0f} ns: per call, a persistent request saves\n[mpi]\npersistent_saving_ns = {:.1f}\n",
                         persistent["exchange_ns"].get<double>(), persistent["persistent_exchange_ns"].get<double>(), *saving);
+  const EagerBufferFit buffer = fit_eager_buffer(run1.floods);
+  file << eager_toml(buffer, run1.floods);
   if (!file) throw std::runtime_error(o.output + ": cannot write the parameter file");
   fmt::print("mpiadvise calibrate: {}\n", lib.substr(0, std::min(lib.find_first_of("\r\n"), size_t{60})));
   for (size_t i = 0; i < kFittedNames.size(); i++)
@@ -314,6 +347,7 @@ int run_calibrate(const CalibrateOptions& o) {
     fmt::print("  fitted with the sweep with {}: eager up to {} bytes{}\n", limit_env, run2->sweep.S,
                run2->S_next ? fmt::format(" (a {}-byte send still waited)", *run2->S_next) : std::string());
   if (!eager_note.empty()) fmt::print("  note: {}\n", eager_note);
+  fmt::print("  eager buffer for a late receiver: {}\n", eager_buffer_text(buffer));
   fmt::print("  written to {}\n", o.output);
   return kOk;
 }

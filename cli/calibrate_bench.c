@@ -9,8 +9,12 @@
  * and the next one, whose send waited for the receiver); rank 0 bisects between them, telling rank 1 the
  * next size, until the two are one byte apart. Each probe is a few round trips with w = W; a send that
  * waits takes about W, an eager one microseconds, and the majority of the probe's sends decides.
+ * Then the eager buffer: rank 0 floods rank 1, which computes 20 ms first, with up to FLOOD_MAX eager
+ * sends of k bytes (k = 64, S/2 and S, at most S); the sends that returned before the first one that
+ * waited went into the library's buffer for a late receiver. Three floods per size.
  * Prints JSON lines on stdout from rank 0: the run's facts, one line per (w, k) with every repetition's
- * round trip and send time, the bisection, the persistent-request timing. Progress goes to stderr. */
+ * round trip and send time, the bisection, the floods, the persistent-request timing. Progress goes to
+ * stderr. */
 #define _GNU_SOURCE /* strcasestr */
 #include <mpi.h>
 #include <stdio.h>
@@ -19,6 +23,8 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+
+#define FLOOD_MAX 4096 /* eager sends per flood at most */
 
 static double now_ns(void)
 {
@@ -209,6 +215,7 @@ int main(int argc, char **argv)
   }
   /* the sweep; rank 0 notes the bracket of S from the sends with w = W */
   int eager_below = -1, waited_above = -1; /* sizes; -1: none yet */
+  int eager_limit_found = 0;               /* the bisection's S, on rank 0 */
   for (int pass = 0; pass < 2; pass++) {
     double w = pass ? W : 0;
     for (int i = 0; i < nsizes; i++) {
@@ -240,11 +247,49 @@ int main(int argc, char **argv)
         else lo = next;
       }
     }
+    eager_limit_found = lo;
     if (rank == 0) {
       if (hi < 0) printf("{\"bisection\":true,\"S\":%d,\"S_next\":null,\"probes\":0}\n", lo);
       else printf("{\"bisection\":true,\"S\":%d,\"S_next\":%d,\"probes\":%d}\n", lo, hi, probes);
       fflush(stdout);
     }
+  }
+  /* the eager buffer: how many k-byte eager sends a receiver 20 ms late lets through */
+  {
+    int S = 0;
+    if (rank == 0) {
+      S = eager_limit_found;
+    }
+    MPI_Bcast(&S, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    int ks[3] = {S < 64 ? S : 64, S / 2, S}, nk = 0;
+    for (int i = 0; i < 3; i++) /* increasing, distinct, at least 1 byte */
+      if (ks[i] > 0 && (nk == 0 || ks[i] > ks[nk - 1])) ks[nk++] = ks[i];
+    const double delay = 20e6;
+    const long budget = 64L << 20; /* bytes per flood at most */
+    for (int i = 0; i < nk && rank < 2; i++) {
+      int k = ks[i], n = budget / k < FLOOD_MAX ? (int)(budget / k) : FLOOD_MAX, through[3];
+      for (int rep = 0; rep < 3; rep++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        through[rep] = n;
+        if (rank == 0) {
+          for (int j = 0; j < n; j++) {
+            double t0 = now_ns();
+            MPI_Send(buf, k, MPI_BYTE, 1, 4, MPI_COMM_WORLD);
+            if (through[rep] == n && now_ns() - t0 > delay / 2) through[rep] = j;
+          }
+        } else {
+          compute(delay);
+          for (int j = 0; j < n; j++) MPI_Recv(buf, k, MPI_BYTE, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+      }
+      if (rank == 0) {
+        printf("{\"flood\":true,\"k\":%d,\"sent\":%d,\"delay_ns\":%.0f,\"through\":[%d,%d,%d]}\n", k, n, delay,
+               through[0], through[1], through[2]);
+        fflush(stdout);
+      }
+    }
+    for (int i = 0; i < nk && rank >= 2; i++)
+      for (int rep = 0; rep < 3; rep++) MPI_Barrier(MPI_COMM_WORLD);
   }
   /* what a persistent request saves: 0-byte exchanges by MPI_Irecv + MPI_Isend + MPI_Waitall against
    * MPI_Startall + MPI_Waitall on requests made once, interleaved, the fastest of five batches each */

@@ -20,7 +20,7 @@ TEST_CASE("the late receivers' send is the top hot spot, and raising btl_tcp_eag
   Trace trace = build_trace(job);
   RunFacts facts = run_facts(job);
   ChosenParams chosen = choose_params(facts, "", fs::path(MPA_SOURCE_DIR) / "share" / "params");
-  WaitStates waits = measure_waits(trace, chosen.params.S);
+  WaitStates waits = measure_waits(trace, LogGPS(chosen.params));
 
   auto spots = hot_spots(trace, waits, 5);
   REQUIRE(!spots.empty());

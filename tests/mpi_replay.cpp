@@ -36,7 +36,7 @@ Analysed analyse(const fs::path& dir, const std::string& params = "") {
   a.job = std::make_unique<JobLog>(dir);
   a.trace = build_trace(*a.job);
   a.chosen = choose_params(run_facts(*a.job), params, fs::path(MPA_SOURCE_DIR) / "share" / "params");
-  a.waits = measure_waits(a.trace, a.chosen.params.S);
+  a.waits = measure_waits(a.trace, LogGPS(a.chosen.params));
   return a;
 }
 

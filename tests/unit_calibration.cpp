@@ -309,3 +309,34 @@ TEST_CASE("medians of repetitions, and what the fit refuses", "[calibration][err
   CHECK_THROWS_WITH(fit_params({Sweep{}}), Catch::Contains("no round trips"));
   CHECK_THROWS_AS(calibrate({}, true), ParamError);
 }
+
+TEST_CASE("the eager buffer follows from the floods: bytes with a header per message, or a message count",
+          "[calibration][eager-buffer]") {
+  SECTION("shared memory: the counts of three calibrations here") {
+    // 43 x (64 + h) = 26 x (128 + h) = 15 x (256 + h): from the two largest, h = (15 256 - 26 128) / 11 = 46.9
+    EagerBufferFit f = fit_eager_buffer({{64, 4096, {43, 43, 43}}, {128, 4096, {26, 26, 27}}, {256, 4096, {14, 15, 15}}});
+    CHECK(f.header == 47);
+    REQUIRE(f.bytes);
+    CHECK(*f.bytes == std::min<uint64_t>({43 * (64 + 47), 26 * (128 + 47), 15 * (256 + 47)}));
+    CHECK_FALSE(f.messages);
+  }
+  SECTION("loopback TCP on a fresh connection: the small messages run out of messages first") {
+    // 1183 x 64 B is 76 KB, far below the 1.1 MB the large ones got through: a message limit
+    EagerBufferFit f = fit_eager_buffer({{64, 4096, {1183, 1183, 1190}}, {16384, 4096, {142, 140, 142}}, {65000, 1024, {17, 17, 17}}});
+    REQUIRE(f.messages);
+    CHECK(*f.messages == 1183);
+    CHECK(f.header == 0);  // the two large sizes give no positive header
+    REQUIRE(f.bytes);
+    CHECK(*f.bytes == 17 * 65000);
+  }
+  SECTION("a size whose every send went through bounds nothing; no size waiting: no limit") {
+    EagerBufferFit f = fit_eager_buffer({{64, 4096, {4096, 4096, 4096}}, {32740, 2049, {127, 127, 119}}, {65480, 1024, {63, 63, 63}}});
+    CHECK_FALSE(f.messages);
+    REQUIRE(f.bytes);
+    CHECK(*f.bytes == 63 * 65480);
+    EagerBufferFit none = fit_eager_buffer({{64, 100, {100, 100, 100}}, {256, 100, {100, 100, 100}}});
+    CHECK_FALSE(none.bytes);
+    CHECK_FALSE(none.messages);
+    CHECK(none.counts.size() == 2);
+  }
+}

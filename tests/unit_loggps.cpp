@@ -2,7 +2,10 @@
 // and parameter files.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
@@ -155,4 +158,58 @@ TEST_CASE("bad parameter files and values are refused with the file, the key and
   std::string saving = std::string(kComplete) + "[mpi]\npersistent_saving_ns = 1e200\n";
   CHECK_THROWS_WITH(load_params(write_params(saving)), Catch::Contains("persistent_saving_ns"));
   CHECK_THROWS_WITH(find_params("no-such-set", params_dir()), Catch::Contains("myrinet-mpich-score"));
+}
+
+TEST_CASE("a split message goes in step with a late receiver once its chunks fill the eager buffer", "[loggps][split]") {
+  LogGPSParams p;
+  p.L = 1000, p.o = 500, p.Oss = p.Ors = 0.1, p.Gs = p.Gl = 0.2;
+  p.s = p.S = 1000;
+  // 10 chunks of 1000 bytes: T1 = T3 = 600, transfer 1200. The receiver posts at tr = 100000.
+  LogGPS unlimited(p);
+  CHECK(unlimited.chunks(10000, 1000) == 10);
+  CHECK_FALSE(unlimited.split_waits_for_receive(10000, 1000));
+  SideCost s = unlimited.split_send_side(10000, 1000, 0, 100000, 1);
+  CHECK(s.done == Approx(10 * 600));  // streams every chunk into the buffer
+  CHECK(s.wait == Approx(0));
+  SideCost r = unlimited.split_recv_side(10000, 1000, 0, 100000, 1);
+  CHECK(r.done == Approx(100000 + 10 * 600));  // every chunk is there: ten receive overheads
+  p.eager_buffer_bytes = 3000;  // three chunks
+  LogGPS limited(p);
+  CHECK(limited.chunks_buffered(1000) == 3);
+  CHECK(limited.split_waits_for_receive(10000, 1000));
+  s = limited.split_send_side(10000, 1000, 0, 100000, 1);
+  // chunk 3 waits until the receiver took chunk 0 (at 100000, done 100600); then one chunk per cycle
+  // max(T1, T3, (T1 + T3 + transfer) / 3) = 800: the last (chunk 9) starts at 100600 + 6 x 800
+  CHECK(s.done == Approx(100600 + 6 * 800 + 600));
+  CHECK(s.overhead == Approx(6000));
+  CHECK(s.wait == Approx(s.done - 6000));
+  r = limited.split_recv_side(10000, 1000, 0, 100000, 1);
+  // the last chunk arrives at 105400 + 600 + 1200 = 107200 and is received by 107800
+  CHECK(r.done == Approx(107800));
+}
+
+TEST_CASE("the eager buffer is read from [eager], and bad values are refused naming the key", "[loggps][params]") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("mpiadvise-eager-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string model =
+      "[loggps]\nL_ns = 1\no_ns = 1\nOss_ns_per_byte = 0\nOrs_ns_per_byte = 0\nOsl_ns_per_byte = 0\n"
+      "Orl_ns_per_byte = 0\nGs_ns_per_byte = 0\nGl_ns_per_byte = 0\ns_bytes = 256\nS_bytes = 256\n";
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << model << text;
+    return dir / name;
+  };
+  LogGPSParams p = load_params(write("ok.toml", "[eager]\nbuffer_bytes = 4545\nheader_bytes = 47\n"));
+  REQUIRE(p.eager_buffer_bytes);
+  CHECK(*p.eager_buffer_bytes == 4545);
+  CHECK(p.eager_header_bytes == 47);
+  CHECK_FALSE(p.eager_buffer_messages);
+  CHECK_FALSE(load_params(write("none.toml", "")).eager_buffer_bytes);
+  CHECK_THROWS_WITH(load_params(write("neg.toml", "[eager]\nbuffer_bytes = -1\n")),
+                    Catch::Contains("[eager] buffer_bytes: not a whole number"));
+  CHECK_THROWS_WITH(load_params(write("frac.toml", "[eager]\nbuffer_messages = 2.5\n")),
+                    Catch::Contains("[eager] buffer_messages"));
+  CHECK_THROWS_WITH(load_params(write("key.toml", "[eager]\nbufer_bytes = 1\n")),
+                    Catch::Contains("[eager] bufer_bytes: unknown key"));
+  fs::remove_all(dir);
 }

@@ -139,3 +139,46 @@ TEST_CASE("the computation after a rank's last call, up to MPI_Finalize, is part
     }
   }
 }
+
+TEST_CASE("an eager send waits for room in a late receiver's eager buffer, and goes on once the receiver is in MPI",
+          "[replay][eager-buffer]") {
+  // Rank 0 sends five 100-byte messages with MPI_Send, one every 1000 ns (each call 100 ns, 900 ns of
+  // computation between); rank 1 computes until 100000 ns, then receives them, one call every 200 ns.
+  // The buffer holds 300 bytes, each message taking 100 + 50: two messages.
+  Trace t = empty_trace(2);
+  for (uint32_t i = 0; i < 5; i++) {
+    Message m;
+    m.src = 0, m.dst = 1, m.bytes = 100, m.tag = 0;
+    m.send_op = m.send_done_op = i;
+    m.recv_op = m.recv_done_op = i;
+    t.messages.push_back(m);
+    add_op(t, 0, 1000 + 1000 * i, 1100 + 1000 * i, MPA_CALL_Send, OpKind::Send,
+           {Link{Link::PostSend, i}, Link{Link::DoneSend, i}});
+    add_op(t, 1, 100000 + 200 * i, 100100 + 200 * i, MPA_CALL_Recv, OpKind::Recv,
+           {Link{Link::PostRecv, i}, Link{Link::DoneRecv, i}});
+  }
+  ReplayOptions o;
+  o.params = some_params();  // o' 500, L 1000, Oss = Ors 0.1, Gs 0.2: T1 = T3 = 510, transfer 1020
+  SECTION("unlimited: every send returns after its overhead") {
+    ReplayResult r = replay(t, o);
+    CHECK(r.ranks[0].predicted.send_wait == Approx(0));
+    CHECK(r.ranks[0].predicted_ns == Approx(4 * (510 + 900) + 510));
+  }
+  SECTION("a buffer of two messages") {
+    o.params.eager_buffer_bytes = 300;
+    o.params.eager_header_bytes = 50;
+    ReplayResult r = replay(t, o);
+    // Times from rank 0's start. Sends 0 and 1 start at 0 and 1410 and fill the buffer. Send 2, posted at
+    // 2820, waits until rank 1 first enters MPI (at 99000: its first receive, 100000 - 1000) and takes
+    // message 0: 96180 ns of send-wait, done at 99510. Send 3, posted at 100410, finds messages 0 and 1
+    // taken at 99000 and only message 2 (arriving at 100530) in the buffer: no wait. Send 4, at 101820,
+    // finds message 2 taken at its arrival (rank 1 is in its receive from 100220) and 3 not yet.
+    CHECK(r.ranks[0].predicted.send_wait == Approx(99000 - 2820));
+    CHECK(r.ranks[0].predicted_ns == Approx(99000 + 510 + 900 + 510 + 900 + 510));
+  }
+  SECTION("a buffer counted in messages") {
+    o.params.eager_buffer_messages = 2;
+    ReplayResult r = replay(t, o);
+    CHECK(r.ranks[0].predicted.send_wait == Approx(99000 - 2820));
+  }
+}

@@ -10,6 +10,13 @@ using Catch::Detail::Approx;
 
 namespace {
 
+// A model whose only concern here is S: sends above it wait for their receiver.
+LogGPS eager_limit(uint64_t S) {
+  LogGPSParams p;
+  p.s = p.S = S;
+  return LogGPS(p);
+}
+
 struct Builder {
   Trace t;
   explicit Builder(int ranks) {
@@ -58,7 +65,7 @@ TEST_CASE("a send site's hot spot lists the sizes of the waits of its main cause
     b.message(131072, now, now + 100'000, now + 120'000);
     now += 200'000;
   }
-  WaitStates w = measure_waits(b.t, 65536);
+  WaitStates w = measure_waits(b.t, eager_limit(65536));
   auto spots = hot_spots(b.t, w, 10);
   const HotSpot* send = nullptr;
   for (const auto& h : spots)
@@ -84,7 +91,7 @@ TEST_CASE("waiting at a collective is charged to the waiting ranks, and no site 
   for (int r = 0; r < 3; r++)
     c.members.emplace_back(r, b.op(r, enter[r], 1'010'000, MPA_CALL_Allreduce, OpKind::Collective, 7, {{Link::PostColl, 0}}));
   b.t.collectives.push_back(c);
-  WaitStates w = measure_waits(b.t, 65536);
+  WaitStates w = measure_waits(b.t, eager_limit(65536));
   CHECK(w.total(WaitCause::Collective) == Approx(1'000'000 + 900'000));
   auto spots = hot_spots(b.t, w, 10);
   REQUIRE(!spots.empty());
