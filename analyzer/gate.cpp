@@ -277,7 +277,8 @@ Verdict compare(const std::vector<RunFigures>& baseline, const std::vector<RunFi
 
   if (!baseline.empty()) {
     // a time growing by less than this is no regression (a wait from nothing to a few nanoseconds)
-    const double floor_ns = kTimeFloorShare * median(each(baseline, [](const RunFigures& f) { return f.predicted.ns; }));
+    const double run_ns = median(each(baseline, [](const RunFigures& f) { return f.predicted.ns; }));
+    const double floor_ns = kTimeFloorShare * run_ns, wait_floor_ns = kWaitFloorShare * run_ns;
     for (const auto& m : metrics()) {
       if (m.metric == Metric::Sites || !wanted(m.metric)) continue;
       Check c;
@@ -286,7 +287,7 @@ Verdict compare(const std::vector<RunFigures>& baseline, const std::vector<RunFi
       if (m.time) {
         FigureCheck f = time_check(m.name, each(baseline, [&](const RunFigures& r) { return time_of(r, m.metric); }),
                                    each(candidate, [&](const RunFigures& r) { return time_of(r, m.metric); }),
-                                   options.max_regression, floor_ns);
+                                   options.max_regression, m.metric == Metric::PredictedTime ? floor_ns : wait_floor_ns);
         f.measured_baseline = median(each(baseline, [&](const RunFigures& r) { return measured_of(r, m.metric); }));
         f.measured_candidate = median(each(candidate, [&](const RunFigures& r) { return measured_of(r, m.metric); }));
         c.figures.push_back(f);
@@ -300,7 +301,7 @@ Verdict compare(const std::vector<RunFigures>& baseline, const std::vector<RunFi
     const auto base_sites = side_sites(baseline), cand_sites = side_sites(candidate);  // the pairs point into them
     if (wanted(Metric::Sites))
       for (const auto& p : pair_sites(base_sites, cand_sites)) {
-        Check c = site_check(p, baseline.size(), candidate.size(), options.max_regression, floor_ns);
+        Check c = site_check(p, baseline.size(), candidate.size(), options.max_regression, wait_floor_ns);
         if (!c.figures.empty()) v.checks.push_back(c);
       }
   }

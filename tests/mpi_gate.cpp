@@ -106,16 +106,19 @@ std::string python_reads(const std::string& code, const fs::path& file) {
 }  // namespace
 
 TEST_CASE("an unchanged rerun of an example passes the gate with the cores loaded by another job", "[gate][noise]") {
+  // Over TCP one run a side. Over the default transport (shared memory) the prediction is mostly the
+  // measured computation, whose speed on a loaded machine moves between runs more than within one: two
+  // runs a side, as mpiadvise-gate(1) says to gate such a program.
   for (const auto& transport : {std::vector<std::string>{}, kTcp}) {
-    fs::path base, rerun;
+    const int runs = transport.empty() ? 2 : 1;
+    std::string sides;
     {
       Load load;
-      base = traced_example("halo", transport);
-      rerun = traced_example("halo", transport);
+      for (int i = 0; i < runs; i++) sides += " --baseline " + traced_example("halo", transport).string();
+      for (int i = 0; i < runs; i++) sides += " --candidate " + traced_example("halo", transport).string();
     }
     const fs::path out = fresh_dir("gate-rerun") / "gate.json";
-    auto g = run_command(mpiadvise_cmd() + " gate --baseline " + base.string() + " --candidate " + rerun.string() +
-                         " --json " + out.string());
+    auto g = run_command(mpiadvise_cmd() + " gate" + sides + " --json " + out.string());
     INFO((transport.empty() ? "default transport" : "tcp") << "\n" << g.out << g.err);
     CHECK(g.status == 0);
     CHECK(g.out.find("mpiadvise gate: passed") != std::string::npos);

@@ -152,6 +152,14 @@ TEST_CASE("counts compare exactly; a time compares against the noise band", "[ga
     CHECK(f.limit == Approx(10.5e6 + 10e3));  // and 0.1% of the predicted time
     CHECK_FALSE(f.failed);
   }
+  SECTION("a wait is always allowed 3% of the predicted run time more") {
+    // a site's wait from 0 to 290 us in a 10 ms run passes; to 310 us fails (no noise: the band is 0)
+    const std::vector<gate::RunFigures> quiet = {run(10e6, 0, 0, 0)};
+    gate::Verdict v = gate::compare(quiet, {run(10e6, 0, 0, 290e3)}, o);
+    CHECK_FALSE(v.failed);
+    gate::Verdict w = gate::compare(quiet, {run(10e6, 0, 0, 310e3)}, o);
+    CHECK(w.failed);
+  }
   SECTION("what pauses could have added widens the band by as much, on each side") {
     gate::RunFigures b = run(10e6, 0, 0), c = run(10.9e6, 0, 0);
     b.predicted.pause_ns = 300e3;
