@@ -177,8 +177,10 @@ class Simulation {
     bool preposted_now = false;
     Breakdown b;
     // when the rank was in MPI (each replayed call's start and end), kept while the eager buffer is
-    // limited: a message reaching it is taken out of the buffer then
+    // limited: a message reaching it is taken out of the buffer then. Those before first_span ended
+    // before any message still to be asked about can arrive.
     std::vector<std::pair<double, double>> in_mpi;
+    size_t first_span = 0;
     // what the rank waits for while parked in its current call (none: it runs, or is ready to)
     enum class Parked { None, Message, Rank, Collective } parked = Parked::None;
     uint32_t parked_id = 0;
@@ -207,6 +209,7 @@ class Simulation {
   std::vector<std::vector<int>> waiting_msg_, waiting_coll_, waiting_rank_;
   std::vector<Channel> channels_;
   std::vector<uint32_t> channel_of_, channel_pos_;  // per message, kNone when not eager
+  std::vector<std::vector<uint32_t>> channels_into_;  // per receiver
   Block blocked_on_;
   int running_ = -1;  // the rank being stepped
   std::vector<RankState> ranks_;
@@ -231,6 +234,7 @@ class Simulation {
   // The eager messages of each sender-receiver pair in the order the sender posted them.
   void build_channels() {
     waiting_rank_.resize(t_.ranks.size());
+    channels_into_.resize(t_.ranks.size());
     channel_of_.assign(t_.messages.size(), kNone);
     channel_pos_.assign(t_.messages.size(), 0);
     std::map<std::pair<int, int>, uint32_t> index;
@@ -242,7 +246,7 @@ class Simulation {
           const Message& m = t_.messages[l.id];
           if (rendezvous(m) || m.dst < 0 || m.dst >= static_cast<int>(t_.ranks.size())) continue;
           auto [it, fresh] = index.try_emplace({m.src, m.dst}, static_cast<uint32_t>(channels_.size()));
-          if (fresh) channels_.emplace_back();
+          if (fresh) channels_.emplace_back(), channels_into_[m.dst].push_back(it->second);
           channel_of_[l.id] = it->second;
           channel_pos_[l.id] = static_cast<uint32_t>(channels_[it->second].messages.size());
           channels_[it->second].messages.push_back(l.id);
@@ -259,7 +263,7 @@ class Simulation {
     const double arrival = model_.eager_arrival(m.bytes, msg_[m_id].start, msg_[m_id].senders);
     if (m.recv_op == kNone) return arrival;  // no receiver in the logs
     const RankState& d = ranks_[m.dst];
-    auto it = std::lower_bound(d.in_mpi.begin(), d.in_mpi.end(), arrival,
+    auto it = std::lower_bound(d.in_mpi.begin() + static_cast<std::ptrdiff_t>(d.first_span), d.in_mpi.end(), arrival,
                                [](const std::pair<double, double>& span, double t) { return span.second < t; });
     if (it != d.in_mpi.end()) return std::max(arrival, it->first);  // spans end in order
     if (d.i >= d.w.end) return arrival;  // past its last call: MPI_Finalize drains it
@@ -1026,11 +1030,34 @@ class Simulation {
     s.now = std::max(end, s.now);
     if (!channels_.empty()) {
       s.in_mpi.emplace_back(s.op_start, s.now);
+      if ((s.in_mpi.size() - s.first_span) % 4096 == 0) forget_spans(r);
       wake_rank(r);
     }
     s.i++;
     s.gap_done = s.posted = s.force = s.preposted_now = false;
     return true;
+  }
+
+  // Drops the spans of rank d that no message still to be asked about can arrive in: every such message
+  // starts no earlier than the first one still in its pair's buffer, or the next one to start, or its
+  // sender's clock.
+  void forget_spans(int d) {
+    double low = std::numeric_limits<double>::max();
+    for (uint32_t c_id : channels_into_[d]) {
+      const Channel& c = channels_[c_id];
+      const RankState& q = ranks_[t_.messages[c.messages.front()].src];
+      double b = q.i < q.w.end ? q.now : std::numeric_limits<double>::max();
+      if (c.head < c.computed) b = std::min(b, msg_[c.messages[c.head]].start);
+      else if (c.computed < c.messages.size() && msg_[c.messages[c.computed]].ts != kUnknown)
+        b = std::min(b, msg_[c.messages[c.computed]].ts);
+      low = std::min(low, b);
+    }
+    RankState& s = ranks_[d];
+    while (s.first_span < s.in_mpi.size() && s.in_mpi[s.first_span].second < low) s.first_span++;
+    if (s.first_span > s.in_mpi.size() / 2) {
+      s.in_mpi.erase(s.in_mpi.begin(), s.in_mpi.begin() + static_cast<std::ptrdiff_t>(s.first_span));
+      s.first_span = 0;
+    }
   }
 
   void park(int r) {

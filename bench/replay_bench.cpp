@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
     facts.transport = "tcp";
     facts.eager_setting = "btl_tcp_eager_limit";
     auto t0 = std::chrono::steady_clock::now();
-    WaitStates waits = measure_waits(t, o.params.S);
+    WaitStates waits = measure_waits(t, LogGPS(o.params));
     ReplayResult baseline = replay(t, o);
     auto advice = advise(t, facts, waits, o, baseline, 10);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

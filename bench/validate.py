@@ -18,7 +18,7 @@ SCF ground state with 60 k-points shared between the ranks (bench/validate/abini
 empty working directory). A missing package is a row that says so.
 
 Environment: BUILD (build), VALIDATE_REPS (3), VALIDATE_ONLY (comma-separated application names),
-VALIDATE_TRANSPORTS (tcp,vader), MPIRUN (mpirun), BENCH_KEEP=1 keeps the logs (and ABINIT's working
+VALIDATE_TRANSPORTS (tcp,vader; the eager-limit sweep runs with tcp, and alone with VALIDATE_ONLY=sweep), MPIRUN (mpirun), BENCH_KEEP=1 keeps the logs (and ABINIT's working
 directories) in $BUILD/validate.
 """
 import json
@@ -117,6 +117,58 @@ def traced(name, argv, transport, extra, params, tag):
     if os.environ.get("BENCH_KEEP") != "1":
         shutil.rmtree(d, ignore_errors=True)
     return json.loads(rep.stdout)
+
+
+def eager_sweep(params):
+    """Eager is not free: the halo example over TCP at message sizes from 128 KiB to 2 MiB, each traced at
+    the default limit (rendezvous) and replayed with S raised to the message size (mpiadvise whatif --set
+    S=...), against REPS real runs with btl_tcp_eager_limit raised as far. A row: the predicted and the
+    measured change of the run time, and whether they agree in sign (a what-if must never predict a gain
+    that the real run reverses)."""
+    rows = []
+    for doubles in (16384, 65536, 131072, 262144):
+        k = doubles * 8
+        argv = [os.path.join(BUILD, "examples", "halo"), str(doubles), "50"]
+        dirs = []
+        for _ in range(REPS):
+            d = os.path.join(OUT, "runs", "sweep-%d-%d" % (k, time.monotonic_ns()))
+            r = run([MPIADVISE, "run", "--dir", d, "--", *launcher("tcp"), *argv], cwd=OUT)
+            if r.returncode != 0:
+                rows.append((k, "failed: " + r.stderr.strip()[-200:]))
+                break
+            rep = json.loads(run([MPIADVISE, "report", "--format", "json", "--params", params, d]).stdout)
+            dirs.append((rep["model"]["measured_ns"], d))
+        if len(dirs) < REPS:
+            continue
+        dirs.sort()
+        base_ns, base_dir = dirs[len(dirs) // 2]
+        w = run([MPIADVISE, "whatif", "--json", "--params", params, "--set", "S=%d" % k, base_dir])
+        b = run([MPIADVISE, "whatif", "--json", "--params", params, base_dir])
+        if w.returncode != 0 or b.returncode != 0:
+            rows.append((k, "whatif failed: " + (w.stderr or b.stderr).strip()[-200:]))
+            continue
+        predicted = json.loads(w.stdout)["predicted_ns"] / json.loads(b.stdout)["predicted_ns"] - 1
+        try:
+            after = [traced("sweep", argv, "tcp", ["--mca", "btl_tcp_eager_limit", str(k + 56)], params, "after")
+                     ["model"]["measured_ns"] for _ in range(REPS)]
+        except RuntimeError as e:
+            rows.append((k, "rerun failed: " + str(e)[:200]))
+            continue
+        measured = statistics.median(after) / statistics.median([m for m, _ in dirs]) - 1
+        rows.append((k, predicted, measured))
+        if os.environ.get("BENCH_KEEP") != "1":
+            for _, d in dirs:
+                shutil.rmtree(d, ignore_errors=True)
+    print("  eager-limit sweep, halo over TCP (50 iterations; S raised to the message size; the change of the"
+          " median measured run time over %d traced runs each):" % REPS)
+    print("    %10s  %10s  %10s  %s" % ("bytes", "what-if", "measured", "agree"))
+    for r in rows:
+        if len(r) == 2:
+            print("    %10d  %s" % r)
+        else:
+            k, p, m = r
+            print("    %10d  %10s  %10s  %s" % (k, pct(p), pct(m), "yes" if (p < 0) == (m < 0) or abs(p) < 0.01 else "NO"))
+    return rows
 
 
 def median_run(reports):
@@ -223,13 +275,16 @@ def main():
                                          "whatif_ns": whatif, "rerun_ns": after_ms, "realised": realised})
             results.append(result)
 
+    sweep = []
+    if "tcp" in params and (not only or "sweep" in only):
+        sweep = eager_sweep(params["tcp"])
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     widths[5] = min(widths[5], 60)
-    for r in [header] + rows:
+    for r in ([header] + rows) if rows else []:
         cells = [str(c) for c in r]
         print("  " + "  ".join(c.ljust(w) if i in (0, 1, 5) else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip())
     with open(os.path.join(OUT, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
+        json.dump({"rows": results, "eager_sweep": [list(r) for r in sweep]}, f, indent=1)
     print("(%d s; load average %s at the end; figures in %s)" % (time.time() - started,
           open("/proc/loadavg").read().split()[0], os.path.join(OUT, "results.json")))
 
