@@ -2,9 +2,9 @@
 """make validate: the LogGPS replay against real runs of real MPI codes. A benchmark: it prints figures and
 asserts nothing.
 
-For each application and transport, REPS traced runs at 2 ranks, each reported by mpiadvise with the
-parameter set this machine's calibration gives for that transport (mpiadvise calibrate --quick, once per
-transport at the start). A row: the measured run time (median, and the range over the runs), the
+For each application, transport and rank count (2 and 4), REPS traced runs, each reported by mpiadvise
+with the parameter set this machine's calibration gives for that transport (mpiadvise calibrate --quick,
+once per transport at the start, between 2 ranks). A row: the measured run time (median, and the range over the runs), the
 predicted one, and the replay's error (median over the runs, and its range). Then the advice of the run
 whose measured time is the median: an eager limit S is applied with --mca to REPS new runs, a program
 change where the program takes it as an argument (examples/pipeline.c); the row says the time the
@@ -17,7 +17,8 @@ and SNES ex5 (Bratu on a DMDA), built from libpetsc3.18-dev-examples; MEEP on a 
 SCF ground state with 60 k-points shared between the ranks (bench/validate/abinit-si.abi; each run in an
 empty working directory). A missing package is a row that says so.
 
-Environment: BUILD (build), VALIDATE_REPS (3), VALIDATE_ONLY (comma-separated application names),
+Environment: BUILD (build), VALIDATE_REPS (3), VALIDATE_RANKS (2,4: the rank counts; 4 ranks on 2 cores
+share them), VALIDATE_ONLY (comma-separated application names),
 VALIDATE_TRANSPORTS (tcp,vader; the eager-limit sweep runs with tcp, and alone with VALIDATE_ONLY=sweep), MPIRUN (mpirun), BENCH_KEEP=1 keeps the logs (and ABINIT's working
 directories) in $BUILD/validate.
 """
@@ -33,6 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(os.path.join(ROOT, os.environ.get("BUILD", "build")))
 MPIADVISE = os.path.join(BUILD, "bin", "mpiadvise")
 REPS = int(os.environ.get("VALIDATE_REPS", "3"))
+NPS = [int(n) for n in os.environ.get("VALIDATE_RANKS", "2,4").split(",") if n.strip()]
 MPIRUN = os.environ.get("MPIRUN", "mpirun")
 OUT = os.path.join(BUILD, "validate")
 PETSC_EXAMPLES = "/usr/share/petsc/3.18/share/petsc/examples/src"
@@ -47,9 +49,9 @@ TRANSPORTS = {
 EAGER_SETTING = {"tcp": "btl_tcp_eager_limit", "vader": "btl_vader_eager_limit"}
 
 
-def launcher(transport, extra=()):
+def launcher(transport, extra=(), np=2):
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    return [MPIRUN, *root, "--oversubscribe", "-np", "2", *TRANSPORTS[transport], *extra]
+    return [MPIRUN, *root, "--oversubscribe", "-np", str(np), *TRANSPORTS[transport], *extra]
 
 
 def run(cmd, **kw):
@@ -100,13 +102,13 @@ def applications():
 
 
 # ---- traced runs and their reports ---------------------------------------------------------------------------
-def traced(name, argv, transport, extra, params, tag):
+def traced(name, argv, transport, extra, params, tag, np=2):
     d = os.path.join(OUT, "runs", "%s-%s-%s-%d" % (name, transport, tag, time.monotonic_ns()))
     cwd = OUT
     if name in OWN_CWD:
         cwd = d + ".cwd"
         os.makedirs(cwd)
-    r = run([MPIADVISE, "run", "--dir", d, "--", *launcher(transport, extra), *argv], cwd=cwd)
+    r = run([MPIADVISE, "run", "--dir", d, "--", *launcher(transport, extra, np), *argv], cwd=cwd)
     if cwd != OUT and os.environ.get("BENCH_KEEP") != "1":
         shutil.rmtree(cwd, ignore_errors=True)
     if r.returncode != 0:
@@ -188,6 +190,58 @@ def pct(x):
     return "%+.1f%%" % (100 * x)
 
 
+def advice_rerun(a, argv, t, opts, changes):
+    """The label of a piece of advice, and the launcher options and program arguments that apply it."""
+    if a["kind"] == "raise_eager_limit":
+        new_opts = list(opts)
+        if EAGER_SETTING[t] in new_opts:
+            k = new_opts.index(EAGER_SETTING[t])
+            del new_opts[k - 1:k + 2]  # --mca NAME VALUE
+        return "S=%d" % a["value"], new_opts + ["--mca", EAGER_SETTING[t], str(a["value"])], argv
+    return a["kind"], opts, argv + changes[a["kind"]](a)
+
+
+def validate_one(name, argv, t, np, opts, changes, params):
+    """REPS traced runs of one application on one transport at np ranks, and each piece of advice applied to
+    REPS new runs: the table's rows, and the figures for results.json (None when the runs failed)."""
+    try:
+        reports = [traced(name, argv, t, opts, params, "base", np) for _ in range(REPS)]
+    except RuntimeError as e:
+        return [(name, t, np, "-", "-", "-", "failed: %s" % e, "", "", "", "")], None
+    measured = [r["model"]["measured_ns"] for r in reports]
+    predicted = [r["model"]["predicted_ns"] for r in reports]
+    errors = [r["model"]["error"] for r in reports]
+    base = median_run(reports)
+    row = [name, t, np, spread(measured, ms), ms(statistics.median(predicted)),
+           "%s (%s..%s)" % (pct(statistics.median(errors)), pct(min(errors)), pct(max(errors)))]
+    result = {"application": name, "transport": t, "ranks": np, "measured_ns": measured, "predicted_ns": predicted,
+              "errors": errors, "advice": []}
+    advised = [a for a in base["advice"] if a["kind"] == "raise_eager_limit" or a["kind"] in changes]
+    if not advised:
+        notes = [n for n in base["notes"] if "no change predicted" in n or "no eager limit" in n or "at most S" in n]
+        reason = notes[0] if notes else ""
+        row += ["none" + (": " + (reason[:57] + "..." if len(reason) > 60 else reason) if reason else ""), "", "", "", ""]
+        return [tuple(row)], result
+    rows = []
+    for i, a in enumerate(advised):
+        lead = row if i == 0 else [""] * len(row)
+        label, new_opts, after_argv = advice_rerun(a, argv, t, opts, changes)
+        try:
+            after = [traced(name, after_argv, t, new_opts, params, "after", np) for _ in range(REPS)]
+        except RuntimeError as e:
+            rows.append(tuple(lead + [label + " (%s)" % pct(-a["saving"]), "", "", "", "rerun failed: %s" % str(e)[:200]]))
+            continue
+        after_ms = [r["model"]["measured_ns"] for r in after]
+        whatif = a["predicted_ns"]
+        before_med, after_med = statistics.median(measured), statistics.median(after_ms)
+        realised = (1 - after_med / before_med) / a["saving"] if a["saving"] > 0 else float("nan")
+        rows.append(tuple(lead + [label + " (%s)" % pct(-a["saving"]), ms(whatif), spread(after_ms, ms),
+                                  pct((whatif - after_med) / after_med), "%.0f%%" % (100 * realised)]))
+        result["advice"].append({"kind": a["kind"], "label": label, "saving": a["saving"], "whatif_ns": whatif,
+                                 "rerun_ns": after_ms, "realised": realised})
+    return rows, result
+
+
 def main():
     if not os.access(MPIADVISE, os.X_OK):
         sys.exit("validate: %s is missing; build first (make BUILD=%s)" % (MPIADVISE, os.environ.get("BUILD", "build")))
@@ -195,8 +249,8 @@ def main():
     only = set(filter(None, os.environ.get("VALIDATE_ONLY", "").split(",")))
     transports = [t for t in os.environ.get("VALIDATE_TRANSPORTS", "tcp,vader").split(",") if t in TRANSPORTS]
     started = time.time()
-    print("mpiadvise validate: %d traced runs per application and transport, 2 ranks, Open MPI; load average %s"
-          % (REPS, open("/proc/loadavg").read().split()[0]))
+    print("mpiadvise validate: %d traced runs per application, transport and rank count (%s), Open MPI; load average %s"
+          % (REPS, ",".join(map(str, NPS)), open("/proc/loadavg").read().split()[0]))
 
     params = {}
     for t in transports:
@@ -209,80 +263,29 @@ def main():
         print("  parameters for %s: %s (%s)" % (t, f, residual))
 
     rows, results = [], []
-    header = ("application", "transport", "measured ms", "predicted ms", "error", "advice", "what-if ms",
+    header = ("application", "transport", "ranks", "measured ms", "predicted ms", "error", "advice", "what-if ms",
               "rerun ms", "what-if error", "realised")
-    for name, argv, why, extra, changes in applications():
-        if only and name not in only:
-            continue
-        for t in transports:
-            if why or argv is None:
-                rows.append((name, t, "-", "-", "-", "not run: " + (why or "?"), "", "", "", ""))
+    for np in NPS:
+        for name, argv, why, extra, changes in applications():
+            if only and name not in only:
                 continue
-            opts = extra.get(t, [])
-            if name == "gauss" and t not in extra:
-                continue  # the paper's setting is TCP's eager limit
-            try:
-                reports = [traced(name, argv, t, opts, params[t], "base")
-                           for _ in range(REPS)]
-            except RuntimeError as e:
-                rows.append((name, t, "-", "-", "-", "failed: %s" % e, "", "", "", ""))
-                continue
-            measured = [r["model"]["measured_ns"] for r in reports]
-            predicted = [r["model"]["predicted_ns"] for r in reports]
-            errors = [r["model"]["error"] for r in reports]
-            base = median_run(reports)
-            row = [name, t, spread(measured, ms), ms(statistics.median(predicted)),
-                   "%s (%s..%s)" % (pct(statistics.median(errors)), pct(min(errors)), pct(max(errors)))]
-            result = {"application": name, "transport": t, "measured_ns": measured, "predicted_ns": predicted,
-                      "errors": errors, "advice": []}
-            advised = [a for a in base["advice"] if a["kind"] == "raise_eager_limit" or a["kind"] in changes]
-            if not advised:
-                notes = [n for n in base["notes"] if "no change predicted" in n or "no eager limit" in n or
-                         "at most S" in n]
-                reason = notes[0] if notes else ""
-                row += ["none" + (": " + (reason[:57] + "..." if len(reason) > 60 else reason) if reason else ""),
-                        "", "", "", ""]
-                rows.append(tuple(row))
-                results.append(result)
-                continue
-            for i, a in enumerate(advised):
-                if a["kind"] == "raise_eager_limit":
-                    label = "S=%d" % a["value"]
-                    new_opts = [o for o in opts]
-                    if EAGER_SETTING[t] in new_opts:
-                        k = new_opts.index(EAGER_SETTING[t])
-                        del new_opts[k - 1:k + 2]  # --mca NAME VALUE
-                    new_opts += ["--mca", EAGER_SETTING[t], str(a["value"])]
-                    after_argv = argv
-                else:
-                    label = a["kind"]
-                    new_opts = opts
-                    after_argv = argv + changes[a["kind"]](a)
-                try:
-                    after = [traced(name, after_argv, t, new_opts, params[t], "after") for _ in range(REPS)]
-                except RuntimeError as e:
-                    row_a = [label + " (%s)" % pct(-a["saving"]), "", "", "", "rerun failed: %s" % str(e)[:200]]
-                    rows.append(tuple((row if i == 0 else ["", "", "", "", ""]) + row_a))
-                    continue
-                after_ms = [r["model"]["measured_ns"] for r in after]
-                whatif = a["predicted_ns"]
-                before_med, after_med = statistics.median(measured), statistics.median(after_ms)
-                realised = (1 - after_med / before_med) / a["saving"] if a["saving"] > 0 else float("nan")
-                row_a = [label + " (%s)" % pct(-a["saving"]), ms(whatif), spread(after_ms, ms),
-                         pct((whatif - after_med) / after_med), "%.0f%%" % (100 * realised)]
-                rows.append(tuple((row if i == 0 else ["", "", "", "", ""]) + row_a))
-                result["advice"].append({"kind": a["kind"], "label": label, "saving": a["saving"],
-                                         "whatif_ns": whatif, "rerun_ns": after_ms, "realised": realised})
-            results.append(result)
+            for t in transports:
+                if why or argv is None:
+                    rows.append((name, t, np, "-", "-", "-", "not run: " + (why or "?"), "", "", "", ""))
+                elif name != "gauss" or t in extra:  # gauss: the paper's setting is TCP's eager limit
+                    row_list, result = validate_one(name, argv, t, np, extra.get(t, []), changes, params[t])
+                    rows += row_list
+                    if result:
+                        results.append(result)
 
     sweep = []
     if "tcp" in params and (not only or "sweep" in only):
         sweep = eager_sweep(params["tcp"])
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-    widths[5] = min(widths[5], 60)
+    widths[6] = min(widths[6], 60)
     for r in ([header] + rows) if rows else []:
         cells = [str(c) for c in r]
-        print("  " + "  ".join(c.ljust(w) if i in (0, 1, 5) else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip())
+        print("  " + "  ".join(c.ljust(w) if i in (0, 1, 6) else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip())
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump({"rows": results, "eager_sweep": [list(r) for r in sweep]}, f, indent=1)
     print("(%d s; load average %s at the end; figures in %s)" % (time.time() - started,
