@@ -129,6 +129,7 @@ HeaderFacts check_header(json& h, const std::string& file, uint64_t offset, std:
 
   Checker c{"header", file, offset, problems};
   c.check(h, {{"format", Kind::Unsigned}, {"tool", Kind::String}, {"pid", Kind::Integer}, {"hostname", Kind::String},
+              {"host_cpus", Kind::Unsigned},
               {"program", Kind::String}, {"mpi_library", Kind::String}, {"mpi_version", Kind::String},
               {"thread_level", Kind::String}, {"start_unix_ns", Kind::Integer}, {"clock", Kind::Object},
               {"stack_depth", Kind::Integer}, {"buffer_bytes", Kind::Unsigned}, {"papi", Kind::Array},

@@ -15,6 +15,7 @@ const char* miss_reason_name(MissReason r) {
     case MissReason::SlowCalls: return "slow_calls";
     case MissReason::Collectives: return "collectives";
     case MissReason::SlowMessages: return "slow_messages";
+    case MissReason::Oversubscribed: return "oversubscribed";
   }
   return "?";
 }
@@ -117,6 +118,23 @@ ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& p
                                         params.transport.empty() ? "an unnamed transport" : params.transport,
                                         facts.library.empty() ? "an unknown library" : facts.library,
                                         facts.transport.empty() ? "an unknown transport" : facts.transport)});
+  {  // ranks sharing cores: one that waits in MPI polls on a core another needs to compute
+    std::map<std::string, std::pair<int, uint32_t>> hosts;  // host -> ranks, CPUs
+    for (const auto& r : t.ranks) {
+      auto& h = hosts[r.hostname];
+      h.first++;
+      h.second = std::max(h.second, r.host_cpus);
+    }
+    for (const auto& [host, h] : hosts)
+      if (h.second > 0 && static_cast<uint32_t>(h.first) > h.second) {
+        fit.suspects.push_back({MissReason::Oversubscribed, 1.0,
+                                fmt::format("{} ranks share the {} CPUs of {}: a rank waiting in MPI polls on a core "
+                                            "another needs to compute, which the model (a core for each rank) does "
+                                            "not price",
+                                            h.first, h.second, host.empty() ? "their host" : host)});
+        break;
+      }
+  }
   if (polling_ns > 0.02 * ranks_ns) {
     auto most = std::max_element(polling_at.begin(), polling_at.end(),
                                  [](const auto& a, const auto& b) { return a.second < b.second; });

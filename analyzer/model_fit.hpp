@@ -23,6 +23,7 @@ enum class MissReason : uint8_t {
   Collectives,   // much of the time is in collectives, where the replay follows the library least closely
   SlowMessages,  // point-to-point calls take longer than the set prices their messages: a loaded machine,
                  // or a set that does not fit it
+  Oversubscribed,  // more ranks on a host than it has CPUs: they share cores, and the model gives each its own
 };
 const char* miss_reason_name(MissReason r);
 

@@ -123,6 +123,8 @@ struct Builder {
   void read_rank(const RankLog& log) {
     RankTrace& rt = t.ranks[log.rank()];
     rt.hostname = log.header().value("hostname", "");
+    if (auto c = log.header().find("host_cpus"); c != log.header().end() && c->is_number_unsigned())
+      rt.host_cpus = static_cast<uint32_t>(std::min<uint64_t>(c->get<uint64_t>(), UINT32_MAX));
     const int rank = log.rank();
     std::unordered_map<uint64_t, Pending> pending;  // request id -> what it stands for
     std::unordered_map<uint32_t, uint32_t> coll_seq; // comm -> collectives so far

@@ -94,6 +94,7 @@ struct TraceComm {
 struct RankTrace {
   int rank = 0;
   std::string hostname;
+  uint32_t host_cpus = 0;  // CPUs online on its host (0: not in the log)
   std::vector<Op> ops;
 };
 

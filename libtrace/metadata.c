@@ -218,6 +218,9 @@ void mpa_header_json(mpa_bytes *b, int rank, int size, int thread_level, const c
   mpa_json_str(b, job);
   mpa_json_fmt(b, ",\"rank\":%d,\"size\":%d,\"pid\":%d,\"hostname\":", rank, size, (int)getpid());
   mpa_json_str(b, host);
+  /* the host's CPUs: more ranks than these on one host share cores, which the model does not price */
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus > 0) mpa_json_fmt(b, ",\"host_cpus\":%ld", cpus);
   mpa_json_raw(b, ",\"program\":");
   mpa_json_str(b, exe);
   mpa_json_raw(b, ",\"mpi_library\":");

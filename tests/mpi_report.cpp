@@ -10,6 +10,8 @@
 #include <functional>
 #include <limits>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "support.hpp"
@@ -425,4 +427,35 @@ TEST_CASE("over shared memory a split is priced as the real split run goes: no g
   INFO("predicted change " << predicted << ", measured " << measured);
   CHECK(measured > -0.1);
   CHECK(std::fabs(measured - predicted) < 0.1);
+}
+
+TEST_CASE("more ranks than the host has CPUs: the report suspects that they share cores", "[report][fit]") {
+  // The host's CPUs, from the logs (host_cpus); two more ranks than that share them
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  REQUIRE(cpus > 0);
+  auto suspects_oversubscription = [](const json& report) {
+    for (const auto& s : report["model"]["fit"]["suspects"])
+      if (s["reason"] == "oversubscribed") return true;
+    return false;
+  };
+  JobSpec s;
+  s.program = (build_dir() / "examples" / "halo").string();
+  s.args = {"4096", "20"};
+  s.np = static_cast<int>(cpus) + 2;
+  auto crowded = run_job(s);
+  INFO(crowded.err);
+  REQUIRE(crowded.status == 0);
+  json report = report_of(crowded.dir);
+  CHECK(suspects_oversubscription(report));
+  // the text names the suspects when the model misses the run
+  auto text = run_command(mpiadvise_cmd() + " report " + crowded.dir.string());
+  const bool named =
+      text.out.find(std::to_string(cpus + 2) + " ranks share the " + std::to_string(cpus) + " CPUs of ") != std::string::npos;
+  CHECK(named == !report["model"]["fit"]["explained"].get<bool>());
+  if (cpus >= 2) {  // as many ranks as CPUs: nothing to suspect there
+    s.np = 2;
+    auto roomy = run_job(s);
+    REQUIRE(roomy.status == 0);
+    CHECK_FALSE(suspects_oversubscription(report_of(roomy.dir)));
+  }
 }
