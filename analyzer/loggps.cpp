@@ -301,7 +301,7 @@ SplitTimes split_times(const LogGPS& m, uint64_t k, uint64_t chunk, double ts, d
   st.n = m.chunks(k, chunk);
   st.t1 = m.T1(chunk, senders);
   st.t3 = m.T3(chunk, senders);
-  const double tx = m.eager_arrival(chunk, 0, senders) - st.t1;
+  const double tx = m.transfer(chunk, senders);
   const uint64_t b = m.chunks_buffered(chunk);
   st.last_start = ts + (st.n - 1) * st.t1;
   if (st.n > b) {
