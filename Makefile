@@ -1,5 +1,6 @@
 # mpiadvise: top-level build.
-#   make            build/lib/libmpiadvise.so, build/bin/mpiadvise
+#   make            build/bin/mpiadvise, and for every MPI found (Open MPI, MPICH) its tracing library
+#                   build/lib/mpiadvise/MPI/libmpiadvise.so, calibration benchmark and examples
 #   make check      every test; ends with "tests: N passed, M failed"
 #   make demo       install what is missing, build, trace an example, print its report
 #   make bench      tracer overhead and log size, measured side by side (asserts nothing)
@@ -13,7 +14,6 @@ PREFIX    ?= /usr/local
 SANITIZE  ?=
 comma     := ,
 BUILD     ?= $(if $(SANITIZE),build-san-$(subst $(comma),-,$(SANITIZE)),build)
-MPICC     ?= mpicc
 CXX       ?= g++
 PYTHON    ?= python3
 
@@ -31,13 +31,43 @@ SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recove
 SAN_LDFLAGS := $(SAN_FLAGS)
 endif
 
-MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null || $(MPICC) -compile-info 2>/dev/null | cut -d' ' -f2-)
+# ---- the MPIs: one tracing library per MPI, built side by side -----------------------------------------
+# A library built against one MPI cannot trace a job of another (Open MPI's handles are pointers, MPICH's
+# ints; its libmpi would be loaded beside the job's). MPIS lists the MPIs to build for, each with its
+# compiler wrappers MPICC_<mpi>, MPICXX_<mpi>, MPIF90_<mpi> and launcher MPIRUN_<mpi>: by default every
+# MPI whose Debian-named wrappers (mpicc.openmpi, mpicc.mpich) are found, Open MPI first; with neither,
+# the one plain mpicc is. The first of MPIS is the default: build/lib/libmpiadvise.so and build/examples
+# are links to its builds.
+have = $(shell command -v $(1) 2>/dev/null)
+MPICC_openmpi  ?= mpicc.openmpi
+MPICXX_openmpi ?= mpicxx.openmpi
+MPIF90_openmpi ?= mpif90.openmpi
+MPIRUN_openmpi ?= mpirun.openmpi
+MPICC_mpich    ?= mpicc.mpich
+MPICXX_mpich   ?= mpicxx.mpich
+MPIF90_mpich   ?= mpif90.mpich
+MPIRUN_mpich   ?= mpirun.mpich
+ifeq ($(origin MPIS),undefined)
+MPIS := $(strip $(if $(call have,$(MPICC_openmpi)),openmpi) $(if $(call have,$(MPICC_mpich)),mpich))
+ifeq ($(MPIS),)
+MPIS := $(shell mpicc -showme:version >/dev/null 2>&1 && echo openmpi || echo mpich)
+MPICC_$(MPIS) := mpicc
+MPICXX_$(MPIS) := mpicxx
+MPIF90_$(MPIS) := mpif90
+MPIRUN_$(MPIS) := mpirun
+endif
+endif
+MPI_DEFAULT := $(firstword $(MPIS))
 
 TRACE_SRC := libtrace/core.c libtrace/buffers.c libtrace/comm.c libtrace/callsite.c \
              libtrace/metadata.c libtrace/papi.c libtrace/support.c libtrace/clock.c
 TRACE_GEN := $(BUILD)/gen/wrappers.c $(BUILD)/gen/call_ids.h
-TRACE_OBJ := $(patsubst libtrace/%.c,$(BUILD)/obj/libtrace/%.o,$(TRACE_SRC)) $(BUILD)/obj/libtrace/wrappers.o
-TRACE_LIB := $(BUILD)/lib/libmpiadvise.so
+# per MPI: $(BUILD)/lib/mpiadvise/MPI/{libmpiadvise.so,mpiadvise-calibrate-bench}, $(BUILD)/MPI/examples
+mpi_libdir  = $(BUILD)/lib/mpiadvise/$(1)
+TRACE_LIBS := $(foreach m,$(MPIS),$(call mpi_libdir,$(m))/libmpiadvise.so)
+CALIBRATE_BENCHES := $(foreach m,$(MPIS),$(call mpi_libdir,$(m))/mpiadvise-calibrate-bench)
+EXAMPLE_NAMES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
+EXAMPLES := $(foreach m,$(MPIS),$(addprefix $(BUILD)/$(m)/examples/,$(EXAMPLE_NAMES)))
 
 ANALYZER_SRC := $(wildcard analyzer/*.cpp)
 # the event codec's decoder (libtrace/codec.c) is C, shared with the tracer's encoder (codec.h)
@@ -45,32 +75,50 @@ ANALYZER_OBJ := $(patsubst analyzer/%.cpp,$(BUILD)/obj/analyzer/%.o,$(ANALYZER_S
 ANALYZER_LIB := $(BUILD)/lib/libmpiadvise-analyzer.a
 
 CLI_SRC := $(wildcard cli/*.cpp)
-CALIBRATE_BENCH := $(BUILD)/bin/mpiadvise-calibrate-bench
 CLI_OBJ := $(patsubst cli/%.cpp,$(BUILD)/obj/cli/%.o,$(CLI_SRC))
 CLI_BIN := $(BUILD)/bin/mpiadvise
 
 CXX_INC  := -Ianalyzer -Ilibtrace -I$(BUILD)/gen
 CXX_LIBS := -lzstd -lfmt -ldw -lelf -ltomlplusplus
 
-all: $(TRACE_LIB) $(CLI_BIN) $(CALIBRATE_BENCH) examples
+all: $(TRACE_LIBS) $(CLI_BIN) $(CALIBRATE_BENCHES) examples default-links
+
+# the default MPI's builds where a single-MPI layout had them
+default-links: $(TRACE_LIBS) $(EXAMPLES)
+	@ln -sfn mpiadvise/$(MPI_DEFAULT)/libmpiadvise.so $(BUILD)/lib/libmpiadvise.so
+	@if [ -e $(BUILD)/examples ] && [ ! -L $(BUILD)/examples ]; then rm -rf $(BUILD)/examples; fi
+	@ln -sfn $(MPI_DEFAULT)/examples $(BUILD)/examples
 
 # ---- libtrace: the LD_PRELOAD library ------------------------------------------------------------------
 $(BUILD)/gen/wrappers.c $(BUILD)/gen/call_ids.h: libtrace/calls.py libtrace/gen_wrappers.py
 	@mkdir -p $(BUILD)/gen
 	$(PYTHON) libtrace/gen_wrappers.py $(BUILD)/gen
 
-$(BUILD)/obj/libtrace/%.o: libtrace/%.c $(wildcard libtrace/*.h) $(BUILD)/gen/call_ids.h
-	@mkdir -p $(dir $@)
-	$(MPICC) -std=gnu11 $(CFLAGS) $(WARN_C) -fPIC -fvisibility=default -Ilibtrace -I$(BUILD)/gen -c $< -o $@
+# the rules of one MPI ($(1)): its tracing library, calibration benchmark and examples
+define MPI_RULES
+$(BUILD)/obj/libtrace/$(1)/%.o: libtrace/%.c $(wildcard libtrace/*.h) $(BUILD)/gen/call_ids.h
+	@mkdir -p $$(dir $$@)
+	$(MPICC_$(1)) -std=gnu11 $(CFLAGS) $(WARN_C) -fPIC -fvisibility=default -Ilibtrace -I$(BUILD)/gen -c $$< -o $$@
 
-$(BUILD)/obj/libtrace/wrappers.o: $(BUILD)/gen/wrappers.c $(wildcard libtrace/*.h)
-	@mkdir -p $(dir $@)
-	$(MPICC) -std=gnu11 $(CFLAGS) $(WARN_C) -Wno-unused-variable -Wno-unused-but-set-variable -fPIC \
-	  -Ilibtrace -I$(BUILD)/gen -c $< -o $@
+$(BUILD)/obj/libtrace/$(1)/wrappers.o: $(BUILD)/gen/wrappers.c $(wildcard libtrace/*.h)
+	@mkdir -p $$(dir $$@)
+	$(MPICC_$(1)) -std=gnu11 $(CFLAGS) $(WARN_C) -Wno-unused-variable -Wno-unused-but-set-variable -fPIC \
+	  -Ilibtrace -I$(BUILD)/gen -c $$< -o $$@
 
-$(TRACE_LIB): $(TRACE_OBJ)
-	@mkdir -p $(dir $@)
-	$(MPICC) -shared -o $@ $(TRACE_OBJ) -lzstd -lunwind -lpapi -ldl -lpthread
+$(call mpi_libdir,$(1))/libmpiadvise.so: $(patsubst libtrace/%.c,$(BUILD)/obj/libtrace/$(1)/%.o,$(TRACE_SRC)) \
+                                         $(BUILD)/obj/libtrace/$(1)/wrappers.o
+	@mkdir -p $$(dir $$@)
+	$(MPICC_$(1)) -shared -o $$@ $$^ -lzstd -lunwind -lpapi -ldl -lpthread
+
+$(call mpi_libdir,$(1))/mpiadvise-calibrate-bench: cli/calibrate_bench.c
+	@mkdir -p $$(dir $$@)
+	$(MPICC_$(1)) -O2 -g $(WARN_C) -o $$@ $$<
+
+$(BUILD)/$(1)/examples/%: examples/%.c examples/compute.h
+	@mkdir -p $$(dir $$@)
+	$(MPICC_$(1)) -O2 -g -o $$@ $$< -lm
+endef
+$(foreach m,$(MPIS),$(eval $(call MPI_RULES,$(m))))
 
 # ---- analyzer: the offline library -----------------------------------------------------------------------
 $(BUILD)/obj/analyzer/codec.o: libtrace/codec.c libtrace/codec.h libtrace/format.h
@@ -94,16 +142,8 @@ $(CLI_BIN): $(CLI_OBJ) $(ANALYZER_LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(SAN_LDFLAGS) -o $@ $(CLI_OBJ) $(ANALYZER_LIB) $(CXX_LIBS)
 
-$(CALIBRATE_BENCH): cli/calibrate_bench.c
-	@mkdir -p $(dir $@)
-	$(MPICC) -O2 -g $(WARN_C) -o $@ $<
-
 # ---- examples ----------------------------------------------------------------------------------------------
-EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 examples: $(EXAMPLES)
-$(BUILD)/examples/%: examples/%.c examples/compute.h
-	@mkdir -p $(dir $@)
-	$(MPICC) -O2 -g -o $@ $< -lm
 
 # ---- tests -------------------------------------------------------------------------------------------------
 include tests/tests.mk
@@ -114,10 +154,12 @@ demo:
 
 # the tracing library built with ThreadSanitizer, then ASan+UBSan, inside a traced MPI_THREAD_MULTIPLE job
 check-tracer-sanitize: $(TRACE_GEN) $(TEST_DIR)/programs/threads
-	@MPICC=$(MPICC) ./scripts/check-tracer-sanitize.sh $(BUILD)
+	@MPICC=$(MPICC_$(MPI_DEFAULT)) ./scripts/check-tracer-sanitize.sh $(BUILD) $(TEST_DIR)/programs/$(MPI_DEFAULT)/threads
 
+# the tracer's overhead under each MPI built (the replay's throughput once, with the first)
 bench: all
-	@./bench/run.sh
+	@$(foreach m,$(MPIS),BENCH_MPI=$(m) MPICC="$(MPICC_$(m))" MPIRUN="$(MPIRUN_$(m))" \
+	  BENCH_REPLAY=$(if $(filter $(m),$(MPI_DEFAULT)),1,0) ./bench/run.sh && echo &&) true
 	@./bench/gate.sh
 
 # the replay against real runs of real MPI codes (PETSc, MEEP, our examples): a table, no assertions
@@ -127,8 +169,13 @@ validate: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/mpiadvise/params
-	install -m 755 $(TRACE_LIB) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(CLI_BIN) $(CALIBRATE_BENCH) $(DESTDIR)$(PREFIX)/bin/
+	for m in $(MPIS); do \
+	  install -d $(DESTDIR)$(PREFIX)/lib/mpiadvise/$$m && \
+	  install -m 755 $(BUILD)/lib/mpiadvise/$$m/libmpiadvise.so $(BUILD)/lib/mpiadvise/$$m/mpiadvise-calibrate-bench \
+	    $(DESTDIR)$(PREFIX)/lib/mpiadvise/$$m/ || exit 1; \
+	done
+	ln -sfn mpiadvise/$(MPI_DEFAULT)/libmpiadvise.so $(DESTDIR)$(PREFIX)/lib/libmpiadvise.so
+	install -m 755 $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
@@ -140,4 +187,4 @@ install: all
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all examples check check-tracer-sanitize demo bench validate install clean
+.PHONY: all default-links examples check check-tracer-sanitize demo bench validate install clean

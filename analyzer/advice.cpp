@@ -72,10 +72,8 @@ double send_wait(const ReplayResult& r) {
   return t;
 }
 
-// Bytes the library counts in its limit on top of the message (run_facts.cpp has the measurement).
-uint64_t header_bytes(const RunFacts& f) {
-  return f.configured_S && f.effective_S && *f.configured_S > *f.effective_S ? *f.configured_S - *f.effective_S : 0;
-}
+// Bytes the library counts in its limit on top of the message (run_facts.cpp has the measurements).
+uint64_t header_bytes(const RunFacts& f) { return f.setting_overhead; }
 
 }  // namespace
 

@@ -23,15 +23,80 @@ std::optional<uint64_t> cvar(const nlohmann::json& h, const std::string& name) {
   return std::nullopt;
 }
 
+// UCX's memory units as its configuration parser reads them: a number with an optional k, m, g (powers
+// of 1024; a trailing b allowed), or "inf"; nullopt for anything else, "auto" included.
+std::optional<uint64_t> ucx_memunits(std::string v) {
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (v == "inf") return LogGPSParams::kInfinite;
+  if (!v.empty() && v.back() == 'b') v.pop_back();
+  uint64_t unit = 1;
+  if (!v.empty() && (v.back() == 'k' || v.back() == 'm' || v.back() == 'g')) {
+    unit = v.back() == 'k' ? 1ull << 10 : v.back() == 'm' ? 1ull << 20 : 1ull << 30;
+    v.pop_back();
+  }
+  if (v.empty() || v.size() > 12 || v.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoull(v) * unit;
+}
+
+// MPICH's ch4 device over UCX (Debian's MPICH 4.0): the eager/rendezvous switch is UCX's, not an MPICH
+// cvar (the ch3 CH3_EAGER_MAX_MSG_SIZE that MPI_T still lists changes nothing there; measured). Measured
+// here with mpiadvise calibrate (a receiver 20 ms late): UCX_RNDV_THRESH=N makes sends up to N - 1 bytes
+// eager (16384, 65536, 10000 and 10k alike, over TCP and shared memory); left at "auto", the largest
+// eager send was 8191 bytes over TCP and 8255 over shared memory, one less than UCX's fragment sizes
+// UCX_TCP_TX_SEG_SIZE (8K) and UCX_POSIX_SEG_SIZE (8256) as `ucx_info -c` prints their defaults.
+void ucx_facts(const nlohmann::json& env, size_t nhosts, RunFacts& f) {
+  // UCX_TLS: "all" (the default), a list of transports, or with a leading ^ the ones to leave out
+  std::string tls = env.value("UCX_TLS", "all");
+  const bool exclude = !tls.empty() && tls[0] == '^';
+  std::set<std::string> named;
+  for (size_t at = exclude ? 1 : 0; at <= tls.size();) {
+    size_t comma = tls.find(',', at);
+    if (comma == std::string::npos) comma = tls.size();
+    if (comma > at) named.insert(tls.substr(at, comma - at));
+    at = comma + 1;
+  }
+  auto allowed = [&](std::initializer_list<const char*> names) {
+    bool any = false;
+    for (const char* n : names) any |= named.count(n) > 0;
+    return exclude ? !any : any || named.count("all");
+  };
+  const bool shared_memory = nhosts <= 1 && allowed({"sm", "shm", "posix", "sysv", "xpmem", "knem", "cma"});
+  f.transport = shared_memory ? "ucx-sm" : allowed({"tcp"}) ? "ucx-tcp" : "unknown";
+  f.eager_setting = "UCX_RNDV_THRESH";
+  f.setting_overhead = 1;
+  const std::string thresh = env.value("UCX_RNDV_THRESH", "auto");
+  if (auto v = ucx_memunits(thresh); v && *v > 0) {
+    f.configured_S = v;
+    f.effective_S = *v == LogGPSParams::kInfinite ? *v : *v - 1;
+    f.effective_S_note = fmt::format("UCX_RNDV_THRESH {}: sends from {} bytes go by rendezvous", thresh, *v);
+  } else if (f.transport != "unknown") {
+    const char* seg_name = shared_memory ? "UCX_POSIX_SEG_SIZE" : "UCX_TCP_TX_SEG_SIZE";
+    auto seg = ucx_memunits(env.value(seg_name, shared_memory ? "8256" : "8k"));
+    if (seg && *seg > 1) {
+      f.effective_S = *seg - 1;
+      f.effective_S_note = fmt::format("UCX_RNDV_THRESH {}: the largest eager send is one byte less than {} ({}), "
+                                       "as measured here", thresh, seg_name, *seg);
+    }
+  }
+}
+
 }  // namespace
 
 RunFacts run_facts(const JobLog& job) {
-  RunFacts f;
   std::set<std::string> hosts;
   for (const auto& r : job.ranks()) hosts.insert(r->header().value("hostname", ""));
+  if (job.ranks().empty()) {
+    RunFacts f;
+    f.hosts.assign(hosts.begin(), hosts.end());
+    return f;
+  }
+  return run_facts(job.ranks().front()->header(), std::vector<std::string>(hosts.begin(), hosts.end()));
+}
+
+RunFacts run_facts(const nlohmann::json& h, const std::vector<std::string>& hosts_in) {
+  RunFacts f;
+  std::set<std::string> hosts(hosts_in.begin(), hosts_in.end());
   f.hosts.assign(hosts.begin(), hosts.end());
-  if (job.ranks().empty()) return f;
-  const auto& h = job.ranks().front()->header();
   std::string lib = h.value("mpi_library", "");
   if (lib.find("Open MPI") != std::string::npos) {
     f.library = "Open MPI";
@@ -39,6 +104,15 @@ RunFacts run_facts(const JobLog& job) {
     if (v != std::string::npos) f.library_version = lib.substr(v + 2, lib.find_first_of(", ", v + 2) - v - 2);
   } else if (lib.find("MPICH") != std::string::npos) {
     f.library = "MPICH";
+    // "MPICH Version:\t4.0.2\nMPICH Release date: ...\nMPICH Device:\tch4:ucx\n..."
+    auto field = [&](const std::string& key) {
+      auto at = lib.find(key);
+      if (at == std::string::npos) return std::string();
+      at = lib.find_first_not_of(" \t", at + key.size());
+      return at == std::string::npos ? std::string() : lib.substr(at, lib.find_first_of(" \t\r\n", at) - at);
+    };
+    f.library_version = field("MPICH Version:");
+    f.device = field("MPICH Device:");
   } else {
     f.library = lib.substr(0, lib.find(','));
   }
@@ -56,12 +130,13 @@ RunFacts run_facts(const JobLog& job) {
     }
     auto usable = [&](const char* b) { return btl.empty() || (exclude ? !named.count(b) : named.count(b) > 0); };
     const bool shared_memory = usable("vader") || usable("sm");
-    if (pml == "ucx") f.transport = "ucx";
+    if (pml == "ucx") ucx_facts(env, hosts.size(), f);
     else if (hosts.size() <= 1 && shared_memory) f.transport = "vader";
     else f.transport = "tcp";
     if (f.transport == "tcp") {
       f.eager_setting = "btl_tcp_eager_limit";
       f.configured_S = cvar(h, "btl_tcp_eager_limit");
+      f.setting_overhead = kOb1TcpHeaderBytes;
       if (f.configured_S && *f.configured_S > kOb1TcpHeaderBytes) {
         f.effective_S = *f.configured_S - kOb1TcpHeaderBytes;
         f.effective_S_note = fmt::format("btl_tcp_eager_limit {} less {} bytes of headers", *f.configured_S,
@@ -82,17 +157,19 @@ RunFacts run_facts(const JobLog& job) {
         f.effective_S_note = fmt::format("btl_vader_max_inline_send {}: on shared memory a larger send can wait for its "
                                          "receiver whatever btl_vader_eager_limit says", *inline_send);
       }
-    } else if (f.transport == "ucx") {
-      f.eager_setting = "UCX_RNDV_THRESH";
     }
+  } else if (f.library == "MPICH" && f.device.rfind("ch4:ucx", 0) == 0) {
+    ucx_facts(env, hosts.size(), f);
   } else if (f.library == "MPICH") {
-    // MPICH's eager limit is a control variable of its device: ch3's CH3_EAGER_MAX_MSG_SIZE, ch4 OFI's
-    // CH4_OFI_EAGER_MAX_MSG_SIZE; the tracer logged whichever the library has (set as MPIR_CVAR_<name>)
+    // Elsewhere MPICH's eager limit is a control variable of its device: ch3's CH3_EAGER_MAX_MSG_SIZE,
+    // ch4 OFI's CH4_OFI_EAGER_MAX_MSG_SIZE (set as MPIR_CVAR_<name>); MPI_T may list the other device's
+    // too, so the device's own is taken when the version string names the device
     f.transport = "unknown";
+    const std::string want = f.device.rfind("ch3", 0) == 0 ? "CH3_" : f.device.rfind("ch4:ofi", 0) == 0 ? "CH4_OFI_" : "";
     const nlohmann::json cvars = h.value("cvars", nlohmann::json::object());  // items() of a temporary dangles
     for (const auto& [name, value] : cvars.items()) {
       std::string bare = name.rfind("MPIR_CVAR_", 0) == 0 ? name.substr(10) : name;
-      if (bare.find("EAGER_MAX_MSG_SIZE") == std::string::npos) continue;
+      if (bare.find("EAGER_MAX_MSG_SIZE") == std::string::npos || bare.rfind(want, 0) != 0) continue;
       f.eager_setting = "MPIR_CVAR_" + bare;
       f.configured_S = cvar(h, name);
       if (f.configured_S) {

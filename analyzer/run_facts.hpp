@@ -16,17 +16,27 @@ namespace mpiadvise {
 struct RunFacts {
   std::string library;        // "Open MPI", "MPICH", ... or the version string's first words
   std::string library_version;
-  std::string transport;      // "tcp", "vader" (shared memory), "ucx", or "unknown"
+  // Open MPI: "tcp", "vader" (shared memory), "ucx"; MPICH's ch4 over UCX: "ucx-tcp", "ucx-sm" (UCX's
+  // shared-memory transports); ch3, ch4 over OFI: "ch3", "ofi"; else "unknown"
+  std::string transport;
+  std::string device;         // MPICH's device, e.g. "ch4:ucx"; "" for Open MPI
   std::vector<std::string> hosts;
   std::string eager_setting;  // the setting that controls S, e.g. "btl_tcp_eager_limit"
   std::optional<uint64_t> configured_S;  // its value in the log
   std::optional<uint64_t> effective_S;   // the size above which a send waits for its receiver
   std::string effective_S_note;          // how effective_S follows from configured_S
+  // Bytes the setting counts beyond a message's data: a setting of effective_S + setting_overhead makes
+  // messages up to effective_S eager (ob1 over TCP: 56 bytes of headers; UCX_RNDV_THRESH: 1, the threshold
+  // is the smallest size sent by rendezvous)
+  uint64_t setting_overhead = 0;
   // Why raising eager_setting would not stop sends waiting, where that was measured; empty elsewhere
   std::string eager_setting_futile;
 };
 
 RunFacts run_facts(const JobLog& job);
+// The same from one rank's header (mpi_library, cvars, env) and the job's hosts: the calibration
+// benchmark's facts line has the same keys.
+RunFacts run_facts(const nlohmann::json& header, const std::vector<std::string>& hosts);
 
 struct ChosenParams {
   LogGPSParams params;

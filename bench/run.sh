@@ -10,15 +10,20 @@
 #   (d) replay throughput of the analyzer on a synthetic trace of 64 ranks x 1 M events, and the cost of the
 #       report's advice in simulations of that trace (bench/replay_bench.cpp).
 #
-# Environment: BUILD (default build), MPICC (mpicc), MPIRUN (mpirun), PYTHON (python3),
+# (a)-(c) run under the MPI named by BENCH_MPI (openmpi or mpich; `make bench` runs them under each MPI
+# built), with the tracing library built for it; BENCH_REPLAY=0 leaves (d) out.
+#
+# Environment: BUILD (default build), BENCH_MPI (openmpi), MPICC and MPIRUN (that MPI's: mpicc.openmpi,
+#   mpirun.openmpi; mpicc.mpich, mpirun.mpich), PYTHON (python3),
 #   BENCH_REPS (5), BENCH_ITERS (loop iterations per run; 3 calls each; default 200000),
 #   BENCH_HALO_ITERS (20000; 6 calls each), BENCH_KEEP=1 keeps the logs in $BUILD/bench/runs.
 set -eu
 cd "$(dirname "$0")/.."
 
 BUILD="${BUILD:-build}"
-MPICC="${MPICC:-mpicc}"
-MPIRUN="${MPIRUN:-mpirun}"
+MPI="${BENCH_MPI:-openmpi}"
+MPICC="${MPICC:-mpicc.$MPI}"
+MPIRUN="${MPIRUN:-mpirun.$MPI}"
 PYTHON="${PYTHON:-python3}"
 REPS="${BENCH_REPS:-5}"
 ITERS="${BENCH_ITERS:-200000}"
@@ -27,14 +32,14 @@ HALO_ITERS="${BENCH_HALO_ITERS:-20000}"
 HALO_CELLS=2000
 
 case "$BUILD" in /*) build_abs="$BUILD" ;; *) build_abs="$PWD/$BUILD" ;; esac
-lib="$build_abs/lib/libmpiadvise.so"
+lib="$build_abs/lib/mpiadvise/$MPI/libmpiadvise.so"
 if [ ! -f "$lib" ]; then
   echo "bench: $lib is missing; build first (make BUILD=$BUILD)" >&2
   exit 1
 fi
 
 # ---- the bench programs ------------------------------------------------------------------------------
-bin="$build_abs/bench"
+bin="$build_abs/bench/$MPI"
 mkdir -p "$bin"
 for p in p2p_loop halo; do
   if [ ! -x "$bin/$p" ] || [ "bench/$p.c" -nt "$bin/$p" ] || [ bench/bench_common.h -nt "$bin/$p" ]; then
@@ -61,14 +66,20 @@ results="$runs/results.txt"
 run_one() {
   local name=$1 rep=$2 mode=$3 np=$4
   shift 4
-  local dir="$runs/$name-$mode-$rep" env=()
+  local dir="$runs/$name-$mode-$rep" env=() vars=() v
   case "$mode" in
     untraced) ;;
-    traced) env=(-x "LD_PRELOAD=$lib" -x "MPIADVISE_DIR=$dir") ;;
-    depth4) env=(-x "LD_PRELOAD=$lib" -x "MPIADVISE_DIR=$dir" -x MPIADVISE_STACK_DEPTH=4) ;;
+    traced) vars=("LD_PRELOAD=$lib" "MPIADVISE_DIR=$dir") ;;
+    depth4) vars=("LD_PRELOAD=$lib" "MPIADVISE_DIR=$dir" MPIADVISE_STACK_DEPTH=4) ;;
   esac
+  # Open MPI's mpirun forwards a variable with -x NAME=VALUE, MPICH's Hydra with -genv NAME VALUE
+  for v in ${vars[@]+"${vars[@]}"}; do
+    if [ "$MPI" = openmpi ]; then env+=(-x "$v"); else env+=(-genv "${v%%=*}" "${v#*=}"); fi
+  done
+  local over=()
+  [ "$MPI" = openmpi ] && over=(--oversubscribe)
   local out
-  if ! out=$(timeout 120 "$MPIRUN" --oversubscribe -np "$np" ${env[@]+"${env[@]}"} "$@" 2>"$runs/stderr")
+  if ! out=$(timeout 120 "$MPIRUN" ${over[@]+"${over[@]}"} -np "$np" ${env[@]+"${env[@]}"} "$@" 2>"$runs/stderr")
   then
     echo "bench: this run failed: $MPIRUN -np $np ${env[*]:-} $*" >&2
     cat "$runs/stderr" >&2
@@ -81,7 +92,7 @@ run_one() {
 
 cpus=$(nproc 2>/dev/null || echo "?")
 halo_reps=$(( REPS < 3 ? REPS : 3 ))
-echo "mpiadvise bench: BUILD=$BUILD, $("$MPIRUN" --version 2>/dev/null | head -1), $cpus CPUs," \
+echo "mpiadvise bench: BUILD=$BUILD, $MPI ($("$MPIRUN" --version 2>/dev/null | grep -m1 -iE 'open mpi|version')), $cpus CPUs," \
   "load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?') before the runs"
 echo "  (a), (b): $REPS x (untraced, traced, traced with MPIADVISE_STACK_DEPTH=4)," \
   "$((3 * ITERS)) timed calls per rank per run; (c): $halo_reps x the same, $((6 * HALO_ITERS)) calls per rank"
@@ -108,6 +119,7 @@ echo "($(($(date +%s) - start)) s of runs; load average" \
 if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "logs and raw results kept in $runs"; else rm -rf "$runs"; fi
 
 # ---- (d) the analyzer: replay throughput on a synthetic trace (BENCH_REPLAY_RANKS x BENCH_REPLAY_EVENTS) ----
+[ "${BENCH_REPLAY:-1}" = 0 ] && exit 0
 if [ ! -x "$bin/replay_bench" ] || [ bench/replay_bench.cpp -nt "$bin/replay_bench" ] ||
   [ "$build_abs/lib/libmpiadvise-analyzer.a" -nt "$bin/replay_bench" ]; then
   "${CXX:-g++}" -std=c++20 -O2 -Ianalyzer -Ilibtrace -I"$build_abs/gen" -o "$bin/replay_bench" bench/replay_bench.cpp \

@@ -18,8 +18,10 @@
 #include <optional>
 
 #include "calibration.hpp"
+#include "run_facts.hpp"
 #include "commands.hpp"
 #include "format_units.hpp"
+#include "mpi_choice.hpp"
 
 namespace mpiadvise::cli {
 namespace fs = std::filesystem;
@@ -59,13 +61,10 @@ std::vector<uint64_t> sweep(uint64_t max_size, bool quick) {
   return out;
 }
 
-fs::path bench_path(const std::string& given) {
+// --bench, else the benchmark built for the launcher's MPI
+fs::path bench_path(const std::string& given, const std::vector<std::string>& command) {
   if (!given.empty()) return given;
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  fs::path p = self.parent_path() / "mpiadvise-calibrate-bench";
-  if (!ec && fs::exists(p)) return p;
-  throw std::runtime_error("cannot find mpiadvise-calibrate-bench next to the mpiadvise command; give it with --bench");
+  return mpi_file(choose_mpi(command, "").mpi, "mpiadvise-calibrate-bench");
 }
 
 // What one run of the benchmark printed.
@@ -230,11 +229,11 @@ std::string eager_toml(const EagerBufferFit& b, const std::vector<Flood>& floods
 }
 
 // The environment variable that raises the eager limit above every size of the sweep, where one is
-// known to: Open MPI's TCP BTL limit, and UCX's rendezvous threshold (MPICH 4's ch4 device over UCX;
-// its MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE changes nothing there). Empty otherwise.
-std::string raising_env(const std::string& transport, uint64_t raised) {
-  if (transport == "tcp") return fmt::format("OMPI_MCA_btl_tcp_eager_limit={}", raised);
-  if (transport == "ucx") return fmt::format("UCX_RNDV_THRESH={}", raised);
+// known to: Open MPI's TCP BTL limit, and UCX's rendezvous threshold (MPICH 4's ch4 device over UCX, and
+// Open MPI's pml ucx; MPICH's MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE changes nothing there). Empty otherwise.
+std::string raising_env(const RunFacts& facts, uint64_t raised) {
+  if (facts.library == "Open MPI" && facts.transport == "tcp") return fmt::format("OMPI_MCA_btl_tcp_eager_limit={}", raised);
+  if (facts.eager_setting == "UCX_RNDV_THRESH") return fmt::format("UCX_RNDV_THRESH={}", raised);
   return "";
 }
 
@@ -254,7 +253,7 @@ int run_calibrate(const CalibrateOptions& o) {
   int reps = o.reps > 0 ? o.reps : o.quick ? 9 : 21;
   auto sizes = sweep(max_size, o.quick);
   std::vector<std::string> argv = o.command;
-  argv.push_back(bench_path(o.bench).string());
+  argv.push_back(bench_path(o.bench, o.command).string());
   if (isatty(STDERR_FILENO)) argv.push_back("--progress");  // one line updated in place, on a terminal only
   argv.push_back(fmt::format("{:.0f}", W));
   argv.push_back(std::to_string(reps));
@@ -264,17 +263,16 @@ int run_calibrate(const CalibrateOptions& o) {
   BenchOutput run1 = run_bench(argv, "");
   const nlohmann::json& facts = run1.facts;
   const auto cvars = facts.value("cvars", nlohmann::json::object());
-  std::string transport;
   const std::string lib = facts.value("mpi_library", "");
-  if (cvars.contains("btl_tcp_eager_limit") && !cvars.contains("btl_vader_eager_limit")) transport = "tcp";
-  else if (cvars.contains("btl_vader_eager_limit") && !cvars.contains("btl_tcp_eager_limit")) transport = "vader";
-  else if (lib.find("MPICH") != std::string::npos && lib.find("ch4:ucx") != std::string::npos) transport = "ucx";
+  // the library and transport as the report will see them in a traced run's header
+  const RunFacts run_facts_here = run_facts(facts, facts.value("hosts", std::vector<std::string>{}));
+  const std::string transport = run_facts_here.transport;
   // The same sweep again with the eager limit raised above the largest size, every size eager: the
   // eager terms over the whole range, which a what-if raising S needs (a fit below the configured S
   // alone can misprice larger eager messages several-fold). Fitted together with the first sweep, each
   // sweep's rows with its own S, and s = S (one eager segment, as LogGPSParams::move_S expects).
   const uint64_t raised = uint64_t{1} << static_cast<int>(std::ceil(std::log2(static_cast<double>(max_size) * 2)));
-  std::string limit_env = raising_env(transport, raised);
+  std::string limit_env = raising_env(run_facts_here, raised);
   std::string eager_note;  // why there is no second sweep in the fit
   std::optional<BenchOutput> run2;
   if (raised > (uint64_t{1} << 28)) limit_env.clear(), eager_note = "the sweep is too large to raise the eager limit above it";
@@ -340,6 +338,10 @@ int run_calibrate(const CalibrateOptions& o) {
     fmt::print("  MPI_T {} = {}{}\n", k, limit,
                agrees ? "  (agrees with the effective S)" : "  (differs from the effective S: another transport, or not the limit in force)");
   }
+  if (run_facts_here.effective_S && run_facts_here.eager_setting.rfind("btl_", 0) != 0)  // not an MPI_T one: said above
+    fmt::print("  {} governs the protocol switch here ({}): S {} bytes{}\n", run_facts_here.eager_setting,
+               run_facts_here.effective_S_note, *run_facts_here.effective_S,
+               *run_facts_here.effective_S == f.params.S ? ", as measured" : fmt::format(", but {} was measured", f.params.S));
   if (saving)
     fmt::print("  a persistent request saves {:.0f} ns per call{}\n", *saving,
                *saving < 0 ? " (it costs more: the library's persistent path is the slower one)" : "");
@@ -365,7 +367,7 @@ std::function<int()> add_calibrate(CLI::App& app) {
   sub->add_option("--max-size", o->max_size, "Largest message of the sweep (default 1M; 4K to 1G)");
   sub->add_flag("--no-eager-sweep", o->no_eager_sweep,
                 "Skip the second sweep with the eager limit raised (the eager terms then come from the sizes up to S)");
-  sub->add_option("--bench", o->bench, "The benchmark program (default: mpiadvise-calibrate-bench beside mpiadvise)");
+  sub->add_option("--bench", o->bench, "The benchmark program (default: the one built for the launcher's MPI, lib/mpiadvise/MPI/mpiadvise-calibrate-bench)");
   sub->add_option("command", o->command, "The launcher and its arguments, after --, for 2 ranks")->required();
   return [o] { return run_calibrate(*o); };
 }

@@ -103,6 +103,31 @@ enum { kWarmup = 2 }; /* round trips before the loop is in its steady state (ran
  * steady state), and in snd each send's time. A rank descheduled between two round trips lengthens the
  * period it falls in; timing from send to receive alone would instead shorten the round trip by the
  * time rank 1 computed unseen. */
+/* "env":{...}: the environment that chooses the MPI's transport and protocol switch, as the tracer logs it
+ * (Open MPI's OMPI_MCA_*, UCX's UCX_*, MPICH's MPIR_CVAR_*): mpiadvise reads the run's facts from it */
+static void print_env(void)
+{
+  extern char **environ;
+  static const char *const prefixes[] = {"OMPI_MCA_", "UCX_", "MPIR_CVAR_"};
+  int first = 1;
+  printf("\"env\":{");
+  for (char **e = environ; e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    int relevant = 0;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) relevant |= !strncmp(*e, prefixes[i], strlen(prefixes[i]));
+    if (!relevant || !eq || eq - *e >= 256) continue;
+    char name[256];
+    memcpy(name, *e, (size_t)(eq - *e));
+    name[eq - *e] = 0;
+    printf("%s", first ? "" : ",");
+    first = 0;
+    print_json_string(name);
+    printf(":");
+    print_json_string(eq + 1);
+  }
+  printf("}");
+}
+
 static void round_trips(char *buf, int k, double w, int n, double *rtt, double *snd, int rank)
 {
   double start = 0;
@@ -200,6 +225,8 @@ int main(int argc, char **argv)
     print_json_string(lib);
     printf(",\"ranks\":%d,", size);
     print_cvars();
+    printf(",");
+    print_env();
     printf("}\n");
     fflush(stdout);
   }

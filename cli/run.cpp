@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "mpi_choice.hpp"
 
 extern char** environ;
 
@@ -38,82 +39,20 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 
-enum class Launcher { OpenMPI, Hydra, Other };
-
 volatile pid_t g_job = 0;
 void forward_signal(int sig) {
   if (g_job > 0) kill(g_job, sig);
 }
 
-std::string search_path(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = std::getenv("PATH");
-  std::string p = path ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= p.size()) {
-    size_t end = p.find(':', start);
-    if (end == std::string::npos) end = p.size();
-    fs::path candidate = fs::path(p.substr(start, end - start)) / name;
-    if (access(candidate.c_str(), X_OK) == 0 && fs::is_regular_file(candidate)) return candidate.string();
-    start = end + 1;
-  }
-  return "";
-}
-
-// Output of a command run without a shell (its --version), or "" when it does not run.
-std::string capture(const std::vector<std::string>& argv) {
-  int fds[2];
-  if (pipe(fds) != 0) return "";
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    close(fds[0]);
-    std::vector<char*> a;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    execvp(a[0], a.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  std::string out;
-  std::array<char, 4096> buf;
-  ssize_t n;
-  while ((n = read(fds[0], buf.data(), buf.size())) > 0) out.append(buf.data(), static_cast<size_t>(n));
-  close(fds[0]);
-  int status;
-  waitpid(pid, &status, 0);
-  return out;
-}
-
-Launcher launcher_kind(const std::string& cmd) {
-  std::string base = fs::path(cmd).filename().string();
-  static const std::regex mpi_launcher(R"((mpirun|mpiexec|orterun|oshrun)(\..*)?)");
-  if (!std::regex_match(base, mpi_launcher)) return Launcher::Other;
-  std::string version = capture({cmd, "--version"});
-  if (version.find("Open MPI") != std::string::npos || version.find("OpenRTE") != std::string::npos)
-    return Launcher::OpenMPI;
-  if (version.find("HYDRA") != std::string::npos || version.find("Hydra") != std::string::npos) return Launcher::Hydra;
-  return Launcher::Other;
-}
-
-std::string find_library(const std::string& given) {
+// The tracing library: --lib, else MPIADVISE_LIB, else the one built for the job's MPI.
+std::string find_library(const std::string& given, const std::vector<std::string>& command, const std::string& program) {
   if (!given.empty()) return given;
   if (const char* env = std::getenv("MPIADVISE_LIB"); env && *env) return env;
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  std::vector<fs::path> candidates;
-  if (!ec) candidates.push_back(self.parent_path().parent_path() / "lib" / "libmpiadvise.so");
-#ifdef MPIADVISE_PREFIX
-  candidates.push_back(fs::path(MPIADVISE_PREFIX) / "lib" / "libmpiadvise.so");
-#endif
-  for (const auto& c : candidates)
-    if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec).string();
-  throw std::runtime_error("cannot find libmpiadvise.so next to the mpiadvise command; give it with --lib");
+  return mpi_file(choose_mpi(command, program).mpi, "libmpiadvise.so").string();
 }
 
 // The program the job runs: the first argument after the launcher (and after wrappers such as env or
-// timeout) that is an executable file.
+// timeout) that is an executable file, as PATH finds it; "" when there is none.
 std::string program_of(const std::vector<std::string>& command, Launcher kind) {
   static const std::regex launcher(R"((mpirun|mpiexec|orterun|oshrun|srun|aprun|jsrun|prun|env|timeout|time|nice|numactl|taskset)(\..*)?)");
   size_t from = kind == Launcher::Other ? 0 : 1;
@@ -121,9 +60,10 @@ std::string program_of(const std::vector<std::string>& command, Launcher kind) {
     if (command[i].empty() || command[i][0] == '-') continue;
     if (std::regex_match(fs::path(command[i]).filename().string(), launcher)) continue;
     std::string p = search_path(command[i]);
-    if (!p.empty() && access(p.c_str(), X_OK) == 0 && fs::is_regular_file(p)) return fs::path(p).filename().string();
+    std::error_code ec;
+    if (!p.empty() && access(p.c_str(), X_OK) == 0 && fs::is_regular_file(p, ec)) return p;
   }
-  return "mpi";
+  return "";
 }
 
 std::string default_dir(const std::string& program) {
@@ -149,14 +89,14 @@ int run_job(RunOptions o) {
   if (!o.zstd_level.empty()) check_number("--zstd-level", o.zstd_level, 1, 19);
   if (!o.buffer.empty() && !std::regex_match(o.buffer, std::regex(R"(\d+([kKmMgG](iB|B)?|B)?)")))
     throw CLI::ValidationError("--buffer", o.buffer + " is not a size such as 4M");
-  std::string lib = find_library(o.lib);
-  if (access(lib.c_str(), R_OK) != 0) throw std::runtime_error(lib + ": cannot read the tracing library");
-
   std::string launcher = search_path(o.command[0]);
   if (launcher.empty()) throw std::runtime_error(o.command[0] + ": command not found");
   Launcher kind = launcher_kind(launcher);
+  const std::string program = program_of(o.command, kind);
+  std::string lib = find_library(o.lib, o.command, program);
+  if (access(lib.c_str(), R_OK) != 0) throw std::runtime_error(lib + ": cannot read the tracing library");
   if (const char* exported = std::getenv("MPIADVISE_DIR"); o.dir.empty() && exported && *exported) o.dir = exported;
-  if (o.dir.empty()) o.dir = default_dir(program_of(o.command, kind));
+  if (o.dir.empty()) o.dir = default_dir(program.empty() ? "mpi" : fs::path(program).filename().string());
   o.dir = fs::absolute(o.dir).string();
 
   std::vector<std::pair<std::string, std::string>> env;
@@ -239,7 +179,7 @@ std::function<int()> add_run(CLI::App& app) {
   sub->add_option("--buffer", o->buffer, "Event buffer memory per rank, e.g. 4M (default 4M)");
   sub->add_option("--papi", o->papi, "PAPI events to count over each computation interval, comma-separated");
   sub->add_option("--zstd-level", o->zstd_level, "zstd compression level of the logs, 1 to 19 (default 1)");
-  sub->add_option("--lib", o->lib, "The tracing library (default: ../lib/libmpiadvise.so beside mpiadvise)");
+  sub->add_option("--lib", o->lib, "The tracing library (default: the one built for the job's MPI, lib/mpiadvise/MPI/libmpiadvise.so)");
   sub->add_option("command", o->command, "The launcher and its arguments, after --")->required();
   return [o] { return run_job(*o); };
 }

@@ -5,6 +5,7 @@
  * Every failure turns tracing off for the rank concerned (or for the job) with one warning, never more. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -25,6 +26,8 @@ int mpa_rank = -1, mpa_size = 0;
 int mpa_comms_tracked;
 
 static int g_started, g_finished, g_paused, g_enabled;
+int mpa_foreign_mpi; /* the process runs another MPI than the one this library is built for (wrap.h) */
+static __thread int g_in_fortran; /* inside the library's Fortran entry of a life-cycle call */
 static int g_joined; /* takes part in the tracer's collectives at init and finalize */
 static int g_fd = -1;
 static MPI_Comm g_comm = MPI_COMM_NULL; /* our own traffic at init and finalize only */
@@ -373,7 +376,7 @@ static void record_core_event(uint32_t call, uint64_t t0, uint64_t t1, void *ra,
  * that none of it is counted as the application's computation. */
 static void start(uint32_t call, uint64_t t0, void *ra)
 {
-  if (g_started || g_joined) return;
+  if (g_started || g_joined || mpa_foreign_mpi) return;
   read_settings();
   g_enabled = mpa_cfg.enabled;
   PMPI_Comm_rank(MPI_COMM_WORLD, &mpa_rank);
@@ -526,28 +529,78 @@ static void finish(void *ra)
   if (g_comm != MPI_COMM_NULL) PMPI_Comm_free(&g_comm);
 }
 
-/* ---- C entry points -------------------------------------------------------------------------------- */
-__attribute__((constructor)) static void mpa_load(void) { mpa_clock_init(); }
+/* ---- the MPI of the process --------------------------------------------------------------------------- */
+/* This library is built against one MPI (its mpi.h and its libmpi). Preloaded into a program of another,
+ * its handles mean nothing there: Open MPI's are pointers, MPICH's ints, and MPI_COMM_WORLD of one passed
+ * to the other ended the job with "Invalid communicator" (exit 5) or a segmentation fault. The library
+ * asks the MPI the process runs, before anything is called: the first PMPI_Get_library_version in the
+ * process's lookup order is the program's own MPI (the program and its libraries come before the
+ * libraries this one pulls in). Another MPI: tracing stays off, one line says so, and every wrapper
+ * passes its call straight through. */
+static void check_process_mpi(void)
+{
+  typedef int (*version_fn)(char *, int *);
+  version_fn version = (version_fn)dlsym(RTLD_DEFAULT, "PMPI_Get_library_version");
+  static char v[16384]; /* MPICH's MPI_MAX_LIBRARY_VERSION_STRING is 8192, Open MPI's 256 */
+  int len = 0;
+  if (!version || version(v, &len) != 0) return;
+  v[sizeof v - 1] = 0;
+#ifdef OPEN_MPI
+  const char *ours = "Open MPI";
+  mpa_foreign_mpi = strstr(v, "Open MPI") == NULL;
+#else
+  const char *ours = "MPICH";
+  mpa_foreign_mpi = strstr(v, "Open MPI") != NULL; /* the MPICH ABI: MPICH, Intel MPI, MVAPICH */
+#endif
+  if (!mpa_foreign_mpi) return;
+  /* one line for the job: from its first rank, as the launcher numbers them, or from a singleton */
+  static const char *const rank_vars[] = {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"};
+  for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
+    const char *r = getenv(rank_vars[i]);
+    if (r && *r) {
+      if (strcmp(r, "0") != 0) return;
+      break;
+    }
+  }
+  char theirs[96];
+  size_t n = 0;
+  for (const char *c = v; *c && *c != '\n' && *c != ',' && n + 1 < sizeof theirs; c++) theirs[n++] = *c == '\t' ? ' ' : *c;
+  theirs[n] = 0;
+  Dl_info self;
+  const char *lib = dladdr((void *)check_process_mpi, &self) && self.dli_fname ? self.dli_fname : "libmpiadvise.so";
+  mpa_warn("%s is built for %s but this job runs %s: tracing is off (mpiadvise run preloads the library built for "
+           "the job's MPI)", lib, ours, theirs);
+}
 
-int MPI_Init(int *argc, char ***argv)
+/* ---- C entry points -------------------------------------------------------------------------------- */
+__attribute__((constructor)) static void mpa_load(void)
+{
+  mpa_clock_init();
+  check_process_mpi();
+}
+
+MPA_ENTRY(Init)
+int MPA_C_NAME(Init)(int *argc, char ***argv)
 {
   uint64_t t0 = mpa_now();
   int rc = PMPI_Init(argc, argv);
-  if (rc == MPI_SUCCESS) start(MPA_CALL_Init, t0, __builtin_return_address(0));
+  if (rc == MPI_SUCCESS && !g_in_fortran) start(MPA_CALL_Init, t0, __builtin_return_address(0));
   return rc;
 }
 
-int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+MPA_ENTRY(Init_thread)
+int MPA_C_NAME(Init_thread)(int *argc, char ***argv, int required, int *provided)
 {
   uint64_t t0 = mpa_now();
   int rc = PMPI_Init_thread(argc, argv, required, provided);
-  if (rc == MPI_SUCCESS) start(MPA_CALL_Init_thread, t0, __builtin_return_address(0));
+  if (rc == MPI_SUCCESS && !g_in_fortran) start(MPA_CALL_Init_thread, t0, __builtin_return_address(0));
   return rc;
 }
 
-int MPI_Finalize(void)
+MPA_ENTRY(Finalize)
+int MPA_C_NAME(Finalize)(void)
 {
-  finish(__builtin_return_address(0));
+  if (!g_in_fortran) finish(__builtin_return_address(0));
   return PMPI_Finalize();
 }
 
@@ -564,7 +617,8 @@ static void before_abort(int errorcode, void *ra)
   mpa_write_json_chunk(MPA_CHUNK_META, meta, (size_t)n);
 }
 
-int MPI_Abort(MPI_Comm comm, int errorcode)
+MPA_ENTRY(Abort)
+int MPA_C_NAME(Abort)(MPI_Comm comm, int errorcode)
 {
   before_abort(errorcode, __builtin_return_address(0));
   return PMPI_Abort(comm, errorcode);
@@ -585,13 +639,23 @@ static void pcontrol(int level, void *ra)
   }
 }
 
-int MPI_Pcontrol(const int level, ...)
+MPA_ENTRY(Pcontrol)
+int MPA_C_NAME(Pcontrol)(const int level, ...)
 {
-  pcontrol(level, __builtin_return_address(0));
+  if (!g_in_fortran) pcontrol(level, __builtin_return_address(0));
   return PMPI_Pcontrol(level);
 }
 
 /* ---- Fortran entry points of the life cycle (the rest are generated) -------------------------------- */
+/* MPICH's Fortran bindings call the C functions (MPI_Init, MPI_Pcontrol, ...), and those are ours too:
+ * while a Fortran entry here runs the library's, the C wrappers of the life cycle only pass the call on,
+ * so that the call is recorded once, at the program's call site. */
+#define MPA_FORTRAN_REAL(call) \
+  do {                         \
+    g_in_fortran++;            \
+    call;                      \
+    g_in_fortran--;            \
+  } while (0)
 #define MPA_FORTRAN_ENTRIES(lower, upper, params, args, body)                                          \
   void lower##_ params;                                                                                \
   void lower##_ params { static void *real; void *ra = __builtin_return_address(0);                   \
@@ -616,29 +680,29 @@ typedef void (*fn_pcontrol)(MPI_Fint *);
 
 MPA_FORTRAN_ENTRIES(mpi_init, MPI_INIT, (MPI_Fint *ierr), (ierr), {
   uint64_t t0 = mpa_now();
-  ((fn_ierr)real)(ierr);
+  MPA_FORTRAN_REAL(((fn_ierr)real)(ierr));
   if (!ierr || *ierr == MPI_SUCCESS) start(MPA_CALL_Init, t0, ra);
 })
 
 MPA_FORTRAN_ENTRIES(mpi_init_thread, MPI_INIT_THREAD, (MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr),
                     (required, provided, ierr), {
   uint64_t t0 = mpa_now();
-  ((fn_init_thread)real)(required, provided, ierr);
+  MPA_FORTRAN_REAL(((fn_init_thread)real)(required, provided, ierr));
   if (!ierr || *ierr == MPI_SUCCESS) start(MPA_CALL_Init_thread, t0, ra);
 })
 
 MPA_FORTRAN_ENTRIES(mpi_finalize, MPI_FINALIZE, (MPI_Fint *ierr), (ierr), {
   finish(ra);
-  ((fn_ierr)real)(ierr);
+  MPA_FORTRAN_REAL(((fn_ierr)real)(ierr));
 })
 
 MPA_FORTRAN_ENTRIES(mpi_abort, MPI_ABORT, (MPI_Fint *comm, MPI_Fint *errorcode, MPI_Fint *ierr),
                     (comm, errorcode, ierr), {
   before_abort((int)*errorcode, ra);
-  ((fn_abort)real)(comm, errorcode, ierr);
+  MPA_FORTRAN_REAL(((fn_abort)real)(comm, errorcode, ierr));
 })
 
 MPA_FORTRAN_ENTRIES(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint *level), (level), {
   pcontrol((int)*level, ra);
-  ((fn_pcontrol)real)(level);
+  MPA_FORTRAN_REAL(((fn_pcontrol)real)(level));
 })

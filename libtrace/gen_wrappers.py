@@ -16,6 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from calls import CALLS, CORE  # noqa: E402
 
 FORTRAN_MANGLINGS = ["{l}_", "{l}__", "{l}", "{u}", "{l}_f08_"]
+# MPICH's mpi_f08 entries of the calls with a buffer: TS 29113, the buffer passed as a descriptor
+F08TS_MANGLING = "{l}_f08ts_"
 
 
 class Param:
@@ -210,7 +212,8 @@ def c_wrapper(call):
     proto = ", ".join(p.text for p in params)
     flag = flag_alias(call, params)
     L = []
-    L.append(f"int MPI_{call.name}({proto})")
+    L.append(f"MPA_ENTRY({call.name})")
+    L.append(f"int MPA_C_NAME({call.name})({proto})")
     L.append("{")
     L.append("  mpa_thread *ts = mpa_begin();")
     L += untraced_c(call, args)
@@ -326,7 +329,8 @@ def fortran_outputs(call, params):
                            f"PMPI_Status_f2c({n}_f + (size_t)i * MPA_F_STATUS_SIZE, &{n}[i]);")
             elif b == "int" and n == "array_of_indices":
                 out.append(f"  int *{n}_c = mpa_scratch_indices(ts, mpa_done);")
-                out.append(f"  for (int i = 0; i < mpa_done; i++) {n}_c[i] = {n}[i] - 1;")
+                out.append(f"  const int mpa_base = mpa_fortran == 3 ? mpa_f08_index_base() : 1;")
+                out.append(f"  for (int i = 0; i < mpa_done; i++) {n}_c[i] = {n}[i] - mpa_base;")
                 out.append(f"  {n} = {n}_c;")
             continue
         if b == "MPI_Request *":
@@ -337,7 +341,8 @@ def fortran_outputs(call, params):
             out.append(f"  {n}_c = PMPI_Comm_f2c(*{n}_f);")
         elif b == "int *":
             if n == "index":
-                out.append(f"  {n}_c = (*{n}_f == MPI_UNDEFINED) ? MPI_UNDEFINED : (int)*{n}_f - 1;")
+                out.append(f"  {n}_c = (*{n}_f == MPI_UNDEFINED) ? MPI_UNDEFINED : "
+                           f"(int)*{n}_f - (mpa_fortran == 3 ? mpa_f08_index_base() : 1);")
             else:
                 out.append(f"  {n}_c = (int)*{n}_f;")
                 if n == "outcount":  # trusted only from a call that succeeded, and never past incount
@@ -376,11 +381,10 @@ def fortran_body(call):
     # array_of_indices is an int[] out param: handled as a plain pointer in Fortran
     L = []
     L.append(f"typedef void (*mpa_fn_{call.name})({', '.join(fparams)});")
-    L.append(f"static void mpa_f_{call.name}(mpa_fn_{call.name} real, void *ra, {', '.join(fparams)})")
+    L.append(f"static void mpa_f_{call.name}(mpa_fn_{call.name} real, void *ra, int mpa_fortran, {', '.join(fparams)})")
     L.append("{")
     L.append("  mpa_thread *ts = mpa_begin();")
     L += untraced_fortran(call, fargs)
-    L.append("  const int mpa_fortran = 1; (void)mpa_fortran;")
     L.append("  int mpa_fold_me = 0; (void)mpa_fold_me;")
     L += fortran_inputs(call, params)
     for p in params:
@@ -398,15 +402,18 @@ def fortran_body(call):
     L += post_code(call)
     L.append("  mpa_finish(ts, &ev, mpa_fold_me, ra);")
     L.append("}")
-    for m in FORTRAN_MANGLINGS:
+    has_buffer = any(p.base == "void *" for p in params)
+    for m in FORTRAN_MANGLINGS + ([F08TS_MANGLING] if has_buffer else []):
         sym = m.format(l="mpi_" + call.name.lower(), u="MPI_" + call.name.upper())
+        # mpa_fortran: 1 mpif.h / use mpi, 2 mpi_f08 with buffers as descriptors, 3 mpi_f08
+        kind = 2 if m == F08TS_MANGLING else 3 if m == "{l}_f08_" else 1
         real = "p" + sym if sym[0] == "m" else "P" + sym
         L.append(f"void {sym}({', '.join(fparams)});")
         L.append(f"void {sym}({', '.join(fparams)})")
         L.append("{")
         L.append(f"  static mpa_fn_{call.name} real;")
         L.append(f"  if (!real) real = (mpa_fn_{call.name})mpa_fortran_real(\"{real}\");")
-        L.append(f"  mpa_f_{call.name}(real, __builtin_return_address(0), {', '.join(fargs)});")
+        L.append(f"  mpa_f_{call.name}(real, __builtin_return_address(0), {kind}, {', '.join(fargs)});")
         L.append("}")
     return "\n".join(L)
 

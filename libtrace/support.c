@@ -30,23 +30,49 @@ uint64_t mpa_sum_bytes_w(const int *counts, const void *types, int n, int fortra
   return total;
 }
 
-/* The address of a Fortran sentinel: a common block of Open MPI's Fortran bindings, one copy per
- * process once the dynamic linker has bound every reference to the first definition. Looked up once,
- * whether or not it exists: a library without it must not cost a dlsym on every call. */
-static const char not_looked_up;
-static const void *fortran_sentinel(const char *name, const void **cache)
+/* The addresses of a Fortran sentinel, one copy per process once the dynamic linker has bound every
+ * reference to the first definition. Open MPI's are common blocks of their own (mpi_fortran_in_place_,
+ * ...), one for every binding. MPICH's mpif.h and `use mpi` keep MPI_BOTTOM, MPI_IN_PLACE and
+ * MPI_STATUS_IGNORE in COMMON /MPIPRIV1/, in that order, and MPI_STATUSES_IGNORE first in /MPIPRIV2/
+ * (its mpif.h); its `use mpi_f08` has objects of its own (MPIR_F08_MPI_IN_PLACE, ...). Looked up once,
+ * whether or not they exist: a library without them must not cost a dlsym on every call. */
+typedef struct {
+  const char *common;   /* the mpif.h / use mpi sentinel: a common block */
+  size_t offset;        /* its place in the block, in Fortran integers */
+  const char *f08;      /* the mpi_f08 sentinel, or NULL */
+  int looked_up;
+  const void *at[2];
+} fortran_sentinel;
+
+static int is_sentinel(fortran_sentinel *s, const void *p)
 {
-  if (*cache == &not_looked_up) *cache = dlsym(RTLD_DEFAULT, name);
-  return *cache;
+  if (!__atomic_load_n(&s->looked_up, __ATOMIC_ACQUIRE)) {
+    const char *block = dlsym(RTLD_DEFAULT, s->common);
+    s->at[0] = block ? block + s->offset * sizeof(MPI_Fint) : NULL;
+    s->at[1] = s->f08 ? dlsym(RTLD_DEFAULT, s->f08) : NULL;
+    __atomic_store_n(&s->looked_up, 1, __ATOMIC_RELEASE);
+  }
+  return p && (p == s->at[0] || p == s->at[1]);
 }
 
+#ifdef OPEN_MPI
+static fortran_sentinel in_place_sentinel = {"mpi_fortran_in_place_", 0, NULL, 0, {0}};
+static fortran_sentinel status_ignore_sentinel = {"mpi_fortran_status_ignore_", 0, NULL, 0, {0}};
+static fortran_sentinel statuses_ignore_sentinel = {"mpi_fortran_statuses_ignore_", 0, NULL, 0, {0}};
+#else
+static fortran_sentinel in_place_sentinel = {"mpipriv1_", 1, "MPIR_F08_MPI_IN_PLACE", 0, {0}};
+static fortran_sentinel status_ignore_sentinel = {"mpipriv1_", 2, "MPIR_F08_MPI_STATUS_IGNORE_OBJ", 0, {0}};
+static fortran_sentinel statuses_ignore_sentinel = {"mpipriv2_", 0, "MPIR_F08_MPI_STATUSES_IGNORE_OBJ", 0, {0}};
+#endif
+
+/* fortran: 0 from C, 1 a Fortran buffer argument, 2 a Fortran TS 29113 descriptor (MPICH's mpi_f08
+ * entries named *_f08ts_ take their buffers so: the address is the descriptor's first member) */
 int mpa_in_place(const void *buf, int fortran)
 {
   if (buf == MPI_IN_PLACE) return 1;
   if (!fortran) return 0;
-  static const void *in_place = &not_looked_up;
-  const void *sentinel = fortran_sentinel("mpi_fortran_in_place_", &in_place);
-  return sentinel && buf == sentinel;
+  if (fortran == 2) buf = buf ? *(const void *const *)buf : NULL;
+  return is_sentinel(&in_place_sentinel, buf);
 }
 
 /* A status the wrappers must not convert: PMPI_Status_f2c of MPI_STATUS_IGNORE fails with
@@ -55,25 +81,31 @@ int mpa_in_place(const void *buf, int fortran)
  * own name is kept as a second check. */
 int mpa_fortran_status_ignored(const MPI_Fint *status)
 {
-  static const void *ignore = &not_looked_up;
   if (status == NULL || status == MPI_F_STATUS_IGNORE) return 1;
-  const void *sentinel = fortran_sentinel("mpi_fortran_status_ignore_", &ignore);
-  return sentinel && (const void *)status == sentinel;
+  return is_sentinel(&status_ignore_sentinel, status);
 }
 
 int mpa_fortran_statuses_ignored(const MPI_Fint *statuses)
 {
-  static const void *ignore = &not_looked_up;
   if (statuses == NULL || statuses == MPI_F_STATUSES_IGNORE) return 1;
-  const void *sentinel = fortran_sentinel("mpi_fortran_statuses_ignore_", &ignore);
-  return sentinel && (const void *)statuses == sentinel;
+  return is_sentinel(&statuses_ignore_sentinel, statuses);
 }
 
 /* The MPI library's Fortran entry for one of our Fortran wrappers: the profiling name of the same
  * mangling, else any other mangling of it. Without one the call cannot be made at all. */
 void *mpa_fortran_real(const char *name)
 {
-  void *f = dlsym(RTLD_NEXT, name);
+  void *f;
+#ifndef OPEN_MPI
+  /* MPICH names the profiling entries of its mpi_f08 bindings pmpir_*_f08_ and pmpir_*_f08ts_ (its
+   * src/binding/fortran/use_mpi_f08); Open MPI pmpi_*_f08_ */
+  if (!strncmp(name, "pmpi_", 5) && strstr(name, "_f08")) {
+    char r[160];
+    snprintf(r, sizeof r, "pmpir_%s", name + 5);
+    if ((f = dlsym(RTLD_NEXT, r))) return f;
+  }
+#endif
+  f = dlsym(RTLD_NEXT, name);
   if (f) return f;
   char base[128], alt[160];
   snprintf(base, sizeof base, "%s", name);
@@ -90,6 +122,38 @@ void *mpa_fortran_real(const char *name)
   if ((f = dlsym(RTLD_NEXT, base))) return f;
   fprintf(stderr, "mpiadvise: the MPI library has no Fortran entry %s; the call cannot be made\n", name);
   abort();
+}
+
+/* MPICH 4.0.2's mpi_f08 MPI_Waitany, Testany, Waitsome and Testsome return C's 0-based indices
+ * (measured, untraced: of [MPI_REQUEST_NULL, a receive], the receive came back as index 1, under Open MPI
+ * as 2), where the mpi_f08 binding of later versions adds one. The library is asked once: a message to
+ * itself on MPI_COMM_SELF, waited for with its own mpi_f08 MPI_Waitany. */
+int mpa_f08_index_base(void)
+{
+#ifdef OPEN_MPI
+  return 1;
+#else
+  static int base = -1;
+  int b = __atomic_load_n(&base, __ATOMIC_ACQUIRE);
+  if (b >= 0) return b;
+  typedef void (*waitany_f08)(MPI_Fint *, MPI_Fint *, MPI_Fint *, void *, MPI_Fint *);
+  waitany_f08 waitany = (waitany_f08)dlsym(RTLD_NEXT, "pmpir_waitany_f08_");
+  void *ignore = dlsym(RTLD_DEFAULT, "MPIR_F08_MPI_STATUS_IGNORE_OBJ");
+  b = 1;
+  if (waitany && ignore) {
+    int out = 0, in = 1;
+    MPI_Request r;
+    if (PMPI_Irecv(&out, 1, MPI_INT, 0, 31999, MPI_COMM_SELF, &r) == MPI_SUCCESS) {
+      PMPI_Send(&in, 1, MPI_INT, 0, 31999, MPI_COMM_SELF);
+      MPI_Fint count = 2, index = 0, ierr = 0;
+      MPI_Fint reqs[2] = {PMPI_Request_c2f(MPI_REQUEST_NULL), PMPI_Request_c2f(r)};
+      waitany(&count, reqs, &index, ignore, &ierr);
+      if (ierr == MPI_SUCCESS && index == 1) b = 0;
+    }
+  }
+  __atomic_store_n(&base, b, __ATOMIC_RELEASE);
+  return b;
+#endif
 }
 
 /* ---- scratch arrays, per thread, grown as needed ---------------------------------------------------- */

@@ -23,6 +23,25 @@
 #define MPA_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
 #endif
 
+/* The entry point MPI_X of every C wrapper. When the process runs another MPI than the one this library
+ * is built for (core.c: check_process_mpi), a wrapper's own parameters would already be wrong: Open MPI's
+ * handles are pointers, MPICH's ints, and a pointer passed through an int parameter loses its upper half.
+ * So on x86-64 MPI_X is a few instructions of its own that jump, with the caller's registers and stack
+ * untouched, either to the C wrapper (mpa_c_MPI_X) or straight to the process's PMPI_X, which the
+ * process's MPI defines first in lookup order. Elsewhere the C wrapper is MPI_X itself, and a library
+ * preloaded into another MPI's job passes calls through its wrappers' parameters. */
+extern int mpa_foreign_mpi __attribute__((visibility("hidden")));
+#if defined(__x86_64__) && defined(__ELF__)
+#define MPA_ENTRY(name)                                                                                       \
+  __asm__(".pushsection .text\n.globl MPI_" #name "\n.type MPI_" #name ", @function\n.p2align 4\nMPI_" #name \
+          ":\n\tcmpl $0, mpa_foreign_mpi(%rip)\n\tjne PMPI_" #name "@PLT\n\tjmp mpa_c_MPI_" #name            \
+          "\n.size MPI_" #name ", .-MPI_" #name "\n.popsection");
+#define MPA_C_NAME(name) __attribute__((visibility("hidden"))) mpa_c_MPI_##name
+#else
+#define MPA_ENTRY(name)
+#define MPA_C_NAME(name) MPI_##name
+#endif
+
 /* One intercepted call, as the wrapper describes it to the encoder: mpa_event in codec.h. */
 
 /* Tracing state, read on every call. */
@@ -79,6 +98,9 @@ static inline uint64_t mpa_type_bytes(int count, MPI_Datatype type)
 uint64_t mpa_sum_bytes_v(const int *counts, MPI_Datatype type, int n);
 uint64_t mpa_sum_bytes_w(const int *counts, const void *types, int n, int fortran);
 int mpa_in_place(const void *buf, int fortran);
+/* The first index of the indices the library's mpi_f08 MPI_Waitany, Testany, Waitsome and Testsome
+ * return: 1 as the standard says, 0 from MPICH 4.0.2's (support.c) */
+int mpa_f08_index_base(void);
 
 /* Communicators: ids and definitions (comm.c). */
 uint32_t mpa_comm_id(MPI_Comm comm);

@@ -80,7 +80,7 @@ TEST_CASE("every example and test program prints and exits as it does untraced",
     std::string program;
     std::vector<std::string> args;
   };
-  const fs::path examples = build_dir() / "examples";
+  const fs::path examples = example_path("").parent_path();
   const std::vector<Case> cases = {
       {3, (examples / "gauss").string(), {"256"}},
       {3, (examples / "halo").string(), {"1024", "5"}},

@@ -1,6 +1,7 @@
 // The mpiadvise command as a user types it: run and dump, their output, their errors and exit statuses.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 
@@ -11,7 +12,10 @@ using namespace mpa_test;
 namespace {
 
 std::string mpiadvise_cmd() { return (build_dir() / "bin" / "mpiadvise").string(); }
-std::string mpirun() { return "mpirun --allow-run-as-root --oversubscribe -np 2 "; }
+std::string mpirun() { return launcher(JobSpec{}) + " "; }
+// the other MPI of the two, when the build has both
+std::string other_mpi() { return mpi().openmpi() ? "mpich" : "openmpi"; }
+bool have_other_mpi() { return fs::exists(build_dir() / "lib" / "mpiadvise" / other_mpi() / "libmpiadvise.so"); }
 
 }  // namespace
 
@@ -62,6 +66,54 @@ TEST_CASE("mpiadvise run refuses bad options with one line and status 2, without
   r = run_command(mpiadvise_cmd() + " run --lib /nonexistent/libmpiadvise.so -- " + mpirun() + "true");
   CHECK(r.status == 2);
   CHECK(r.err.find("/nonexistent/libmpiadvise.so") != std::string::npos);
+}
+
+TEST_CASE("mpiadvise run preloads the library built for the job's MPI", "[cli][mpi-choice]") {
+  fs::path dir = fresh_dir("runchoice") / "logs";
+  auto r = run_command(mpiadvise_cmd() + " run --dir " + dir.string() + " -- " + mpirun() + program_path("ring").string() + " 5");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  mpiadvise::JobLog job(dir);
+  REQUIRE(job.ranks().size() == 2);
+  CHECK(job.ranks().front()->header().value("mpi_library", "").find(mpi().library()) != std::string::npos);
+  // a program of the other MPI under this MPI's launcher: one line naming both, and no job
+  if (have_other_mpi()) {
+    const fs::path foreign = build_dir() / "tests" / "programs" / other_mpi() / "ring";
+    auto bad = run_command(mpiadvise_cmd() + " run --dir " + (dir.string() + "-2") + " -- " + mpirun() + foreign.string() + " 5");
+    INFO(bad.err);
+    CHECK(bad.status == 2);
+    CHECK(bad.out.empty());
+    CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+    CHECK(bad.err.find("ring links ") != std::string::npos);
+    CHECK(bad.err.find("but " + mpi().mpirun + " is " + mpi().library() + "'s launcher") != std::string::npos);
+    CHECK(!fs::exists(dir.string() + "-2"));
+  }
+}
+
+TEST_CASE("a tracer preloaded into another MPI's job says so once and leaves it untouched", "[cli][mpi-choice]") {
+  if (!have_other_mpi()) {
+    WARN("only one MPI is built: nothing to preload by mistake");
+    return;
+  }
+  JobSpec untraced;
+  untraced.program = "ring";
+  untraced.args = {"20", "3"};
+  untraced.traced = false;
+  auto plain = run_job(untraced);
+  JobSpec wrong = untraced;
+  fs::path dir = fresh_dir("wronglib") / "logs";
+  const fs::path lib = build_dir() / "lib" / "mpiadvise" / other_mpi() / "libmpiadvise.so";
+  wrong.env = {{"LD_PRELOAD", lib.string()}, {"MPIADVISE_DIR", dir.string()}};
+  auto r = run_job(wrong);
+  INFO(r.err);
+  CHECK(plain.status == 3);  // ring exits with the status it is given
+  CHECK(r.status == plain.status);
+  CHECK(r.out == plain.out);
+  const std::string other = other_mpi() == "openmpi" ? "Open MPI" : "MPICH";
+  const std::string line = "mpiadvise: " + lib.string() + " is built for " + other + " but this job runs " + mpi().library();
+  CHECK(r.err.find(line) != std::string::npos);
+  CHECK(r.err.find(line, r.err.find(line) + 1) == std::string::npos);  // once for the job, not once per rank
+  CHECK(!fs::exists(dir));
 }
 
 TEST_CASE("mpiadvise dump prints one JSON object per event with the documented fields", "[cli]") {

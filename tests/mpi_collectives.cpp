@@ -585,7 +585,8 @@ const std::vector<std::string> kSizes = {"1", "12", "1000", "4096", "65536", "52
 
 }  // namespace
 
-TEST_CASE("each collective's schedule is the messages Open MPI sent for it, peer by peer", "[coll][schedule]") {
+// Open MPI only: MPICH has no counterpart of the pml monitoring component that counts what was sent
+TEST_CASE("each collective's schedule is the messages Open MPI sent for it, peer by peer", "[coll][schedule][openmpi-only]") {
   for (int np : {3, 4, 5, 9}) {
     INFO(np << " ranks");
     fs::path base = fresh_dir("coll_sizes_np" + std::to_string(np));
@@ -641,12 +642,13 @@ TEST_CASE("a late rank delays the ranks the library's algorithm makes wait for i
   // Open MPI's Reduce of 1 KiB on 4 ranks is a binary tree rooted at 0 (coll_tuned_decision_fixed.c,
   // algorithm 4): 0 receives from 1 and 2, 1 from 3. Rank 3 computes 10 ms longer before each of 10
   // calls: 1 waits for it, and 0 for 1; 2 sends its part eagerly and goes on. (The closed formula this
-  // replaces had every non-root rank done once it had sent.)
+  // replaces had every non-root rank done once it had sent.) MPICH on one node reduces over shared
+  // memory up a 4-ary tree (collectives_mpich.cpp): 0 waits for 3, no other rank does.
   JobSpec s;
   s.np = 4;
   s.program = "coll_late";
   s.args = {"reduce", "1024", "10", "2", "3", "10"};
-  s.mpirun_options = {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp"};
+  s.transport = Transport::Tcp;
   auto run = run_job(s);
   INFO(run.err);
   REQUIRE(run.status == 0);
@@ -656,18 +658,20 @@ TEST_CASE("a late rank delays the ranks the library's algorithm makes wait for i
   mpiadvise::ReplayOptions o;
   o.params = mpiadvise::choose_params(facts, "", fs::path(MPA_SOURCE_DIR) / "share" / "params").params;
   o.mpi_library = facts.library;
-  REQUIRE(facts.library == "Open MPI");
+  REQUIRE(facts.library == mpi().library());
   auto r = mpiadvise::replay(trace, o);
   CHECK(r.collectives_by_algorithm == 10);
-  CHECK(r.collective_algorithms.count(
-            "Open MPI 4.1 coll/tuned binary tree, one segment (coll_base_reduce.c: ompi_coll_base_reduce_intra_binary)") ==
-        1);
+  if (mpi().openmpi())
+    CHECK(r.collective_algorithms.count(
+              "Open MPI 4.1 coll/tuned binary tree, one segment (coll_base_reduce.c: ompi_coll_base_reduce_intra_binary)") ==
+          1);
+  for (const auto& [name, n] : r.collective_algorithms) UNSCOPED_INFO(name << ": " << n);
   auto measured = measured_in(trace, MPA_CALL_Reduce);
   const double delay = 10 * 10e6;  // 10 calls, 10 ms each
   for (int rank = 0; rank < 4; rank++) {
     double predicted = r.ranks[rank].predicted.collectives;
     INFO("rank " << rank << ": in MPI_Reduce measured " << measured[rank] << " ns, replayed " << predicted << " ns");
-    const bool waits = rank == 0 || rank == 1;
+    const bool waits = mpi().openmpi() ? rank == 0 || rank == 1 : rank == 0;
     CHECK((measured[rank] > delay / 2) == waits);
     CHECK((predicted > delay / 2) == waits);
   }

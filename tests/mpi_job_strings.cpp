@@ -33,10 +33,11 @@ const JobResult& strange_run() {
     fs::path dir = fresh_dir("job-strings");
     fs::path source = dir / ("halo_" + kLatin1 + ".c"), program = dir / ("halo_" + kLatin1);
     fs::copy_file(fs::path(MPA_SOURCE_DIR) / "tests" / "programs" / "halo_procnull.c", source);
-    auto cc = run_command("cd " + quoted(dir.string()) + " && mpicc -O1 -g -o " + quoted(program.string()) + " " +
+    auto cc = run_command("cd " + quoted(dir.string()) + " && " + mpi().mpicc + " -O1 -g -o " + quoted(program.string()) + " " +
                           quoted(source.filename().string()));
     REQUIRE(cc.status == 0);
-    // Open MPI's mpirun passes OMPI_MCA_* variables on to the ranks
+    // Open MPI's mpirun passes OMPI_MCA_* variables on to the ranks, MPICH's Hydra the whole environment;
+    // the tracer logs the variables of every MPI's prefixes, whichever MPI runs
     setenv("OMPI_MCA_mpiadvise_note", kNote.c_str(), 1);
     JobSpec s;
     s.np = 2;

@@ -17,9 +17,10 @@ namespace {
 
 JobResult pingpong(const std::string& eager_limit) {
   JobSpec s;
-  s.program = (build_dir() / "examples" / "pingpong_late").string();
+  s.program = example_path("pingpong_late").string();
   s.args = {"65536", "20", "10"};
-  s.mpirun_options = {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp", "--mca", "btl_tcp_eager_limit", eager_limit};
+  s.transport = Transport::Tcp;
+  s.eager_limit = std::stoull(eager_limit);
   return run_job(s);
 }
 
@@ -66,7 +67,7 @@ TEST_CASE("every message of a run is matched, and the late receivers' waits are 
   CHECK(a.trace.unmatched_recvs == 0);
   CHECK(a.trace.messages.size() == 20);
   CHECK(a.trace.collectives.size() == 1);  // the final barrier
-  CHECK(a.chosen.params.S == 65536 - 56);  // from the log's btl_tcp_eager_limit, less the headers
+  CHECK(a.chosen.params.S == effective_S_of_limit(65536));  // from the log's eager limit (ob1's headers, or UCX's)
   uint32_t site = send_site(a);
   const auto& w = a.waits.sites.at({0, site});
   CHECK(w.count.at(WaitCause::LateReceiverRendezvous) == 10);

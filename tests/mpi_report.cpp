@@ -1,5 +1,6 @@
-// mpiadvise report on real runs under Open MPI's TCP transport: each example's report names the call
-// site its author would name, and the eager limit it recommends, applied with --mca on new runs, cuts
+// mpiadvise report on real runs over TCP, under Open MPI and under MPICH: each example's report names the
+// call site its author would name, and the eager limit it recommends, applied on new runs (with --mca
+// under Open MPI, UCX_RNDV_THRESH under MPICH), cuts
 // the measured time by at least 70% of the cut it predicted. Then the edge cases: no symbols, one rank,
 // no point-to-point traffic, no waits, and bad input.
 #include <catch2/catch.hpp>
@@ -22,8 +23,6 @@ using json = nlohmann::json;
 namespace {
 
 std::string mpiadvise_cmd() { return (build_dir() / "bin" / "mpiadvise").string(); }
-
-const std::vector<std::string> kTcp = {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp"};
 
 // Every note of a report is a whole sentence: none stops on a word that needs more after it (one note
 // of every shared-memory report ended "...; the program changes are").
@@ -62,10 +61,10 @@ int line_of(const std::string& example, const std::string& needle) {
 JobResult traced_run(const std::string& example, const std::vector<std::string>& args, uint64_t limit, int np = 2) {
   JobSpec s;
   s.np = np;
-  s.program = (build_dir() / "examples" / example).string();
+  s.program = example_path(example).string();
   s.args = args;
-  s.mpirun_options = kTcp;
-  if (limit) s.mpirun_options.insert(s.mpirun_options.end(), {"--mca", "btl_tcp_eager_limit", std::to_string(limit)});
+  s.transport = Transport::Tcp;
+  if (limit) s.eager_limit = limit;
   auto run = run_job(s);
   INFO(run.err);
   REQUIRE(run.status == 0);
@@ -125,7 +124,7 @@ bool mentions_site(const json& list, const std::string& site) {
 struct Example {
   std::string program;
   std::vector<std::string> args;
-  uint64_t limit;          // btl_tcp_eager_limit of the traced run (0: Open MPI's default)
+  uint64_t limit;          // the eager limit of the traced run (0: the MPI's default)
   std::string send_site;   // the blocking send the author would name
   bool send_waits;         // its rank waits there for a late receiver (a hot spot of that cause)
   // Whether raising S pays depends on how the calibration splits the per-byte costs between the eager
@@ -143,7 +142,8 @@ TEST_CASE("each example's report names the author's call site, and the eager lim
   const std::vector<Example> examples = {
       // the paper's program: pivot rows of up to 8200 bytes above a 1 KiB limit
       {"gauss.c", {"1024"}, 1024, "gauss.c:" + std::to_string(line_of("gauss.c", "MPI_Send(pivot")), true},
-      // 128 KiB halos above Open MPI's default 64 KiB: the exchange runs as a chain of handshakes
+      // 128 KiB halos above the default limits (Open MPI's 64 KiB, UCX's 8 KiB): the exchange runs as a
+      // chain of handshakes
       {"halo.c", {"16384", "200"}, 0, "halo.c:" + std::to_string(line_of("halo.c", "MPI_Send(u, n, MPI_DOUBLE, right")), false,
        true},
       // 128 KiB items: a stage that finished a light item waits for its successor's heavy one
@@ -173,8 +173,13 @@ TEST_CASE("each example's report names the author's call site, and the eager lim
       REQUIRE(raise != nullptr);
       CHECK(mentions_site((*raise)["sites"], ex.send_site));
       const uint64_t value = (*raise)["value"].get<uint64_t>();
-      CHECK((*raise)["mca"] == "--mca btl_tcp_eager_limit " + std::to_string(value));
-      CHECK((*raise)["env"] == "OMPI_MCA_btl_tcp_eager_limit=" + std::to_string(value));
+      if (mpi().openmpi()) {
+        CHECK((*raise)["mca"] == "--mca btl_tcp_eager_limit " + std::to_string(value));
+        CHECK((*raise)["env"] == "OMPI_MCA_btl_tcp_eager_limit=" + std::to_string(value));
+      } else {
+        CHECK((*raise)["setting"] == "UCX_RNDV_THRESH");
+        CHECK((*raise)["env"] == "UCX_RNDV_THRESH=" + std::to_string(value));
+      }
       CHECK((*raise)["memory_per_rank_bytes"].get<uint64_t>() >= value);
       const double predicted_cut = (*raise)["saving"].get<double>();
       CHECK(predicted_cut > (*raise)["model_error"].get<double>());
@@ -219,7 +224,7 @@ TEST_CASE("a log without symbols names call sites by module and offset", "[repor
   JobSpec s;
   s.program = "pipeline_nosym";
   s.args = {"131072", "20", "2"};
-  s.mpirun_options = kTcp;
+  s.transport = Transport::Tcp;
   auto run = run_job(s);
   REQUIRE(run.status == 0);
   json report = report_of(run.dir, here_params());
@@ -322,11 +327,12 @@ TEST_CASE("the report as Markdown and to a file; bad input exits 2 with one line
   CHECK(params.err.find("no-such-set") != std::string::npos);
 }
 
-TEST_CASE("over shared memory (vader) no eager limit is advised, and the report says why", "[report][edge]") {
+// Open MPI's vader only: over UCX's shared memory UCX_RNDV_THRESH moves the switch as over TCP (measured)
+TEST_CASE("over shared memory (vader) no eager limit is advised, and the report says why", "[report][edge][openmpi-only]") {
   JobSpec s;
-  s.program = (build_dir() / "examples" / "pipeline").string();
+  s.program = example_path("pipeline").string();
   s.args = {"131072", "20", "2"};
-  s.mpirun_options = {"--mca", "pml", "ob1", "--mca", "btl", "self,vader"};
+  s.transport = Transport::SharedMemory;
   auto run = run_job(s);
   REQUIRE(run.status == 0);
   json report = report_of(run.dir);
@@ -386,21 +392,23 @@ TEST_CASE("the report says whether the model explains the run, and suspects a pa
   auto text = run_command(mpiadvise_cmd() + " report --params myrinet-mpich-score " + run.dir.string());
   CHECK(text.out.find("  fit          the model ") != std::string::npos);
   // the text names the suspects when the model misses
-  const bool named = text.out.find("measured for MPICH-SCore over myrinet; this run is Open MPI over tcp") != std::string::npos;
+  const std::string transport = own["summary"]["transport"].get<std::string>();
+  const bool named = text.out.find("measured for MPICH-SCore over myrinet; this run is " + mpi().library() + " over " +
+                                   transport) != std::string::npos;
   CHECK(named == !other["model"]["fit"]["explained"].get<bool>());
 }
 
-TEST_CASE("over shared memory a split is priced as the real split run goes: no gain", "[report][eager-buffer]") {
+TEST_CASE("over shared memory a split is priced as the real split run goes: no gain",
+          "[report][eager-buffer][openmpi-only]") {
   // Without the eager buffer the model predicted 27% off for 256-byte chunks, and the real split run
-  // was 8% slower (shared memory lets 4 KiB of eager data wait at a late receiver, then each send
+  // was 8% slower (Open MPI's vader lets 4 KiB of eager data wait at a late receiver, then each send
   // waits for it to enter MPI).
-  const std::vector<std::string> vader = {"--mca", "pml", "ob1", "--mca", "btl", "self,vader"};
   auto pipeline = [&](const std::vector<std::string>& extra) {
     JobSpec s;
-    s.program = (build_dir() / "examples" / "pipeline").string();
+    s.program = example_path("pipeline").string();
     s.args = {"131072", "20", "2"};
     s.args.insert(s.args.end(), extra.begin(), extra.end());
-    s.mpirun_options = vader;
+    s.transport = Transport::SharedMemory;
     auto run = run_job(s);
     INFO(run.err);
     REQUIRE(run.status == 0);
@@ -439,7 +447,7 @@ TEST_CASE("more ranks than the host has CPUs: the report suspects that they shar
     return false;
   };
   JobSpec s;
-  s.program = (build_dir() / "examples" / "halo").string();
+  s.program = example_path("halo").string();
   s.args = {"4096", "20"};
   s.np = static_cast<int>(cpus) + 2;
   auto crowded = run_job(s);

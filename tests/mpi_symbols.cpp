@@ -32,7 +32,7 @@ JobResult staged_run(const std::string& program) {
   JobSpec s;
   s.program = program;
   s.args = {"262144", std::to_string(kSteps), "2"};
-  s.mpirun_options = {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp"};
+  s.transport = Transport::Tcp;
   auto run = run_job(s);
   INFO(run.err);
   REQUIRE(run.status == 0);

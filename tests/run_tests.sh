@@ -1,20 +1,37 @@
 #!/usr/bin/env bash
-# Runs each Catch2 binary given and prints the total: "tests: N passed, M failed" (test cases). Each
-# binary's whole output is kept in logs/ beside it; the failures are named again just before the total,
-# so that the last lines of a CI log say what failed and where.
+# Runs each Catch2 binary given and prints the total: "tests: N passed, M failed" (test cases). A binary
+# named mpi_* runs once under each MPI of MPA_TEST_MPIS (e.g. "openmpi mpich"; MPA_TEST_MPI tells it which),
+# its test cases counted each time; there a test tagged [openmpi-only] runs under Open MPI alone and one
+# tagged [mpich-only] under MPICH alone (what it checks exists only in that MPI). Each run's whole output is kept in logs/ beside the binary; the
+# failures are named again just before the total, so that the last lines of a CI log say what failed and
+# where.
 set -u
 passed=0
 failed=0
 failures=""
+runs=()
 for bin in "$@"; do
-  echo "== $(basename "$bin")"
+  case "$(basename "$bin")" in
+    mpi_*) for m in ${MPA_TEST_MPIS:-openmpi}; do runs+=("$bin:$m"); done ;;
+    *) runs+=("$bin:") ;;
+  esac
+done
+for run in "${runs[@]}"; do
+  bin=${run%:*}
+  mpi=${run##*:}
+  name=$(basename "$bin")${mpi:+ ($mpi)}
+  echo "== $name"
   mkdir -p "$(dirname "$bin")/logs"
-  log="$(dirname "$bin")/logs/$(basename "$bin").log"
-  out=$("$bin" 2>&1)
+  log="$(dirname "$bin")/logs/$(basename "$bin")${mpi:+-$mpi}.log"
+  case "$mpi" in
+    openmpi) out=$(MPA_TEST_MPI=$mpi "$bin" '~[mpich-only]' 2>&1) ;;
+    mpich) out=$(MPA_TEST_MPI=$mpi "$bin" '~[openmpi-only]' 2>&1) ;;
+    *) out=$("$bin" 2>&1) ;;
+  esac
   status=$?
   printf '%s\n' "$out" >"$log"
   if [ "$status" -ne 0 ]; then
-    failures+="-- $(basename "$bin") (whole output: $log)"$'\n'
+    failures+="-- $name (whole output: $log)"$'\n'
     failures+=$(printf '%s\n' "$out" | grep -E -A4 ': FAILED:$|^[^ ].*: (error|fatal error):' | grep -v '^$' | head -n 30)$'\n'
   fi
   printf '%s\n' "$out" | grep -v '^$' | tail -n 40
@@ -27,7 +44,7 @@ for bin in "$@"; do
     passed=$((passed + ${p:-0}))
     failed=$((failed + ${f:-1}))
   else
-    echo "$(basename "$bin"): no result (exit status $status)"
+    echo "$name: no result (exit status $status)"
     failed=$((failed + 1))
   fi
 done

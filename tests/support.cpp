@@ -12,10 +12,28 @@ namespace mpa_test {
 
 fs::path build_dir() { return MPA_BUILD_DIR; }
 
+const Mpi& mpi() {
+  static const Mpi m = [] {
+    Mpi m;
+    const char* env = std::getenv("MPA_TEST_MPI");
+    m.name = env && *env ? env : MPA_DEFAULT_MPI;
+    if (!m.openmpi() && !m.mpich())
+      throw std::runtime_error("MPA_TEST_MPI=" + m.name + ": not an MPI the tests know (openmpi, mpich)");
+    m.mpirun = m.openmpi() ? MPA_MPIRUN_OPENMPI : MPA_MPIRUN_MPICH;
+    m.mpicc = m.openmpi() ? MPA_MPICC_OPENMPI : MPA_MPICC_MPICH;
+    return m;
+  }();
+  return m;
+}
+
 fs::path program_path(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
-  return build_dir() / "tests" / "programs" / name;
+  return build_dir() / "tests" / "programs" / mpi().name / name;
 }
+
+fs::path example_path(const std::string& name) { return build_dir() / mpi().name / "examples" / name; }
+
+fs::path tracer_path() { return build_dir() / "lib" / "mpiadvise" / mpi().name / "libmpiadvise.so"; }
 
 fs::path fresh_dir(const std::string& name) {
   static std::atomic<int> n{0};
@@ -32,7 +50,11 @@ std::string read_text(const fs::path& file) {
   return s.str();
 }
 
+// s as one shell word: bare when it holds only characters the shell takes as they are
 static std::string quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") ==
+                        std::string::npos)
+    return s;
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
@@ -50,16 +72,35 @@ JobResult run_command(const std::string& cmd) {
   return r;
 }
 
+std::string launcher(const JobSpec& spec) {
+  const bool ompi = mpi().openmpi();
+  std::string cmd = mpi().mpirun + (ompi ? " --allow-run-as-root --oversubscribe" : "") + " -np " + std::to_string(spec.np);
+  std::map<std::string, std::string> env = spec.env;
+  const bool shm = spec.transport == Transport::SharedMemory;
+  if (ompi) {
+    if (spec.transport != Transport::Default) cmd += shm ? " --mca pml ob1 --mca btl self,vader" : " --mca pml ob1 --mca btl self,tcp";
+    if (spec.eager_limit)
+      cmd += (shm ? " --mca btl_vader_eager_limit " : " --mca btl_tcp_eager_limit ") + std::to_string(*spec.eager_limit);
+  } else {
+    // UCX's transports: TCP or shared memory between ranks, and self for a rank's messages to itself
+    if (spec.transport != Transport::Default) env.emplace("UCX_TLS", shm ? "sm,self" : "tcp,self");
+    if (spec.eager_limit) env.emplace("UCX_RNDV_THRESH", std::to_string(*spec.eager_limit));
+  }
+  for (const auto& o : spec.mpirun_options) cmd += " " + quote(o);
+  for (const auto& [k, v] : env) cmd += ompi ? " -x " + quote(k + "=" + v) : " -genv " + quote(k) + " " + quote(v);
+  return cmd;
+}
+
+uint64_t effective_S_of_limit(uint64_t limit) { return mpi().openmpi() ? limit - 56 : limit - 1; }
+
 JobResult run_job(const JobSpec& spec) {
   fs::path dir = spec.log_dir.empty() ? fresh_dir(fs::path(spec.program).filename().string()) / "logs" : fs::path(spec.log_dir);
-  std::string cmd = "timeout " + std::to_string(spec.timeout_s) + " mpirun --allow-run-as-root --oversubscribe -np " +
-                    std::to_string(spec.np);
-  for (const auto& o : spec.mpirun_options) cmd += " " + quote(o);
+  JobSpec with = spec;
   if (spec.traced) {
-    cmd += " -x " + quote("LD_PRELOAD=" + (build_dir() / "lib" / "libmpiadvise.so").string());
-    cmd += " -x " + quote("MPIADVISE_DIR=" + dir.string());
+    with.env.emplace("LD_PRELOAD", tracer_path().string());
+    with.env.emplace("MPIADVISE_DIR", dir.string());
   }
-  for (const auto& [k, v] : spec.env) cmd += " -x " + quote(k + "=" + v);
+  std::string cmd = "timeout " + std::to_string(spec.timeout_s) + " " + launcher(with);
   cmd += " " + quote(program_path(spec.program).string());
   for (const auto& a : spec.args) cmd += " " + quote(a);
   JobResult r = run_command(cmd);
@@ -91,8 +132,10 @@ fs::path calibrated_tcp_params(bool again) {
   static fs::path file;
   if (file.empty() || again) {
     const fs::path f = fresh_dir("calibrated-here") / "tcp.toml";
-    auto r = run_command((build_dir() / "bin" / "mpiadvise").string() + " calibrate --quick -o " + f.string() +
-                         " -- mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml ob1 --mca btl self,tcp");
+    JobSpec tcp;
+    tcp.transport = Transport::Tcp;
+    auto r = run_command((build_dir() / "bin" / "mpiadvise").string() + " calibrate --quick -o " + f.string() + " -- " +
+                         launcher(tcp));
     if (r.status != 0 || !fs::exists(f))
       throw std::runtime_error("mpiadvise calibrate --quick failed (status " + std::to_string(r.status) + "): " + r.err);
     file = f;

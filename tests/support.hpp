@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,12 +14,33 @@ namespace mpa_test {
 
 namespace fs = std::filesystem;
 
+// The MPI a test binary runs its jobs under: MPA_TEST_MPI ("openmpi" or "mpich"; tests/run_tests.sh sets
+// it), else the build's default. Its programs, tracing library and launcher are the ones built for it.
+struct Mpi {
+  std::string name;      // "openmpi" or "mpich"
+  std::string mpirun;    // its launcher: mpirun.openmpi, or mpirun.mpich (Hydra)
+  std::string mpicc;     // its C compiler wrapper
+  bool openmpi() const { return name == "openmpi"; }
+  bool mpich() const { return name == "mpich"; }
+  std::string library() const { return openmpi() ? "Open MPI" : "MPICH"; }  // as run facts name it
+};
+const Mpi& mpi();
+
+// How the ranks reach each other. Tcp: Open MPI's ob1 over its TCP BTL (--mca pml ob1 --mca btl self,tcp);
+// MPICH's UCX over TCP (UCX_TLS=tcp,self). SharedMemory: ob1 over vader; UCX over its shared-memory transports.
+// Default: what the MPI picks on one node.
+enum class Transport { Default, Tcp, SharedMemory };
+
 struct JobSpec {
   int np = 2;
-  std::string program;                       // a name in build/tests/programs, or a path
+  std::string program;                       // a name in build/tests/programs/MPI, or a path
   std::vector<std::string> args;
-  std::map<std::string, std::string> env;    // forwarded to the ranks with -x
-  std::vector<std::string> mpirun_options;   // e.g. {"--mca", "btl", "self,tcp"}
+  std::map<std::string, std::string> env;    // forwarded to the ranks (-x, -genv)
+  Transport transport = Transport::Default;
+  // The MPI's own eager limit for the transport, in bytes as its setting takes them: Open MPI's
+  // btl_tcp_eager_limit or btl_vader_eager_limit, UCX's UCX_RNDV_THRESH under MPICH
+  std::optional<uint64_t> eager_limit;
+  std::vector<std::string> mpirun_options;   // more launcher options (the MPI's own, e.g. Open MPI's --mca)
   bool traced = true;
   std::string log_dir;                       // MPIADVISE_DIR; default: a fresh directory
   int timeout_s = 120;
@@ -31,7 +53,17 @@ struct JobResult {
 };
 
 fs::path build_dir();
-fs::path program_path(const std::string& name);
+fs::path program_path(const std::string& name);  // a test program built for mpi()
+fs::path example_path(const std::string& name);  // an example (examples/NAME.c) built for mpi()
+fs::path tracer_path();                          // mpi()'s tracing library
+// The launcher command line, up to the program, for np ranks of mpi() over transport with eager_limit
+// (np, transport, eager limit and options as in JobSpec; env forwarded to the ranks). "" for no
+// transport settings.
+std::string launcher(const JobSpec& spec);
+// The largest message mpi() sends eagerly over Transport::Tcp with JobSpec::eager_limit = limit: ob1
+// counts 56 bytes of headers in btl_tcp_eager_limit; UCX sends from UCX_RNDV_THRESH bytes on by
+// rendezvous (measured: analyzer/run_facts.cpp)
+uint64_t effective_S_of_limit(uint64_t limit);
 fs::path fresh_dir(const std::string& name);  // empty directory under build/tests/tmp
 JobResult run_job(const JobSpec& spec);
 JobResult run_command(const std::string& shell_command);  // status, stdout, stderr
@@ -45,8 +77,8 @@ std::vector<Ev> events_of(const fs::path& dir, int rank);
 std::vector<Ev> calls_named(const std::vector<Ev>& evs, const std::string& call);
 std::string read_text(const fs::path& file);
 
-// This machine's parameter set for Open MPI over loopback TCP (ob1, btl self,tcp), made once per test
-// program by mpiadvise calibrate --quick. The shipped set was measured on another host of this kind, and
+// This machine's parameter set for mpi() over loopback TCP (Transport::Tcp), made once per test program by
+// mpiadvise calibrate --quick. The shipped set was measured on another host of this kind, and
 // loopback TCP differs from host to host (a 128 KiB halo exchange ran 41% slower than it priced on one,
 // within 2% on another): tests that compare a prediction with a run here price it with what TCP costs here.
 // again: calibrate anew (a calibration made while another job loaded the machine misprices every run).

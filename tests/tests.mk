@@ -1,13 +1,18 @@
 # Tests: Catch2 unit tests and integration tests that run real MPI jobs with mpirun.
 TEST_DIR      := $(BUILD)/tests
 TEST_CXXFLAGS := -std=c++20 -O1 -g $(SAN_FLAGS) $(WARN_CXX) $(CXX_INC) -Itests -DMPA_BUILD_DIR='"$(abspath $(BUILD))"' \
-                 -DMPA_SOURCE_DIR='"$(abspath .)"'
+                 -DMPA_SOURCE_DIR='"$(abspath .)"' -DMPA_DEFAULT_MPI='"$(MPI_DEFAULT)"' \
+                 -DMPA_MPIRUN_OPENMPI='"$(MPIRUN_openmpi)"' -DMPA_MPIRUN_MPICH='"$(MPIRUN_mpich)"' \
+                 -DMPA_MPICC_OPENMPI='"$(MPICC_openmpi)"' -DMPA_MPICC_MPICH='"$(MPICC_mpich)"'
 TEST_SUPPORT  := $(TEST_DIR)/obj/catch_main.o $(TEST_DIR)/obj/support.o
 UNIT_SRC      := $(wildcard tests/unit_*.cpp)
 MPI_SRC       := $(wildcard tests/mpi_*.cpp)
 TEST_BINS     := $(patsubst tests/%.cpp,$(TEST_DIR)/%,$(UNIT_SRC) $(MPI_SRC))
-TEST_PROGRAMS := $(patsubst tests/programs/%.c,$(TEST_DIR)/programs/%,$(wildcard tests/programs/*.c)) \
-                 $(patsubst tests/programs/%.f90,$(TEST_DIR)/programs/%,$(wildcard tests/programs/*.f90))
+# the programs the MPI tests run, built once per MPI in $(TEST_DIR)/programs/MPI
+PROGRAM_NAMES := $(patsubst tests/programs/%.c,%,$(wildcard tests/programs/*.c)) \
+                 $(patsubst tests/programs/%.f90,%,$(wildcard tests/programs/*.f90)) pipeline_nosym \
+                 cxx_stages cxx_stages_split cxx_stages_symtab cxx_stages_dynsym
+TEST_PROGRAMS := $(foreach m,$(MPIS),$(addprefix $(TEST_DIR)/programs/$(m)/,$(PROGRAM_NAMES)))
 
 $(TEST_DIR)/obj/%.o: tests/%.cpp tests/support.hpp $(wildcard analyzer/*.hpp) $(BUILD)/gen/call_ids.h
 	@mkdir -p $(dir $@)
@@ -16,45 +21,46 @@ $(TEST_DIR)/obj/%.o: tests/%.cpp tests/support.hpp $(wildcard analyzer/*.hpp) $(
 $(TEST_DIR)/%: $(TEST_DIR)/obj/%.o $(TEST_SUPPORT) $(ANALYZER_LIB)
 	$(CXX) $(SAN_LDFLAGS) -o $@ $< $(TEST_SUPPORT) $(ANALYZER_LIB) $(CXX_LIBS)
 
-$(TEST_DIR)/programs/%: tests/programs/%.c examples/compute.h
-	@mkdir -p $(dir $@)
-	$(MPICC) -O1 -g -Iexamples -o $@ $< -lpthread
-
-$(TEST_DIR)/programs/%: tests/programs/%.f90 $(wildcard tests/programs/*.inc)
-	@mkdir -p $(dir $@)
-	mpif90 -O1 -g -o $@ $< -J $(TEST_DIR)/programs
-
-# an example built without debug information and stripped: the report falls back to module+offset
-$(TEST_DIR)/programs/pipeline_nosym: examples/pipeline.c examples/compute.h
-	@mkdir -p $(dir $@)
-	$(MPICC) -O1 -s -o $@ $<
-TEST_PROGRAMS += $(TEST_DIR)/programs/pipeline_nosym
-
 # a C++ program, its MPI calls in namespaced functions, built as distributions ship programs: with -g;
 # its debug information split off (into .debuginfo, a name libdw does not look for: the tests put it in
 # a build-id tree) and stripped; stripped of debug information only (.symtab kept); exported with
-# -rdynamic and stripped of everything but .dynsym
-MPICXX            ?= mpicxx
+# -rdynamic and stripped of everything but .dynsym. pipeline_nosym: an example built without debug
+# information and stripped (the report falls back to module+offset).
 CXX_PROGRAM_FLAGS := -O1 -g -Iexamples -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX
-$(TEST_DIR)/programs/cxx_stages: tests/programs/cxx_stages.cpp examples/compute.h
-	@mkdir -p $(dir $@)
-	$(MPICXX) $(CXX_PROGRAM_FLAGS) -o $@ $<
-$(TEST_DIR)/programs/cxx_stages_split: $(TEST_DIR)/programs/cxx_stages
-	objcopy --only-keep-debug $< $@.debuginfo
-	strip --strip-all -o $@ $<
-$(TEST_DIR)/programs/cxx_stages_symtab: $(TEST_DIR)/programs/cxx_stages
-	strip --strip-debug -o $@ $<
-$(TEST_DIR)/programs/cxx_stages_dynsym: tests/programs/cxx_stages.cpp examples/compute.h
-	@mkdir -p $(dir $@)
-	$(MPICXX) $(CXX_PROGRAM_FLAGS) -rdynamic -o $@.full $<
-	strip --strip-all -o $@ $@.full
-	rm -f $@.full
-TEST_PROGRAMS += $(foreach v,cxx_stages cxx_stages_split cxx_stages_symtab cxx_stages_dynsym,$(TEST_DIR)/programs/$(v))
+define MPI_TEST_RULES
+$(TEST_DIR)/programs/$(1)/%: tests/programs/%.c examples/compute.h
+	@mkdir -p $$(dir $$@)
+	$(MPICC_$(1)) -O1 -g -Iexamples -o $$@ $$< -lpthread
+
+$(TEST_DIR)/programs/$(1)/%: tests/programs/%.f90 $(wildcard tests/programs/*.inc)
+	@mkdir -p $$(dir $$@)
+	$(MPIF90_$(1)) -O1 -g -o $$@ $$< -J $(TEST_DIR)/programs/$(1)
+
+$(TEST_DIR)/programs/$(1)/pipeline_nosym: examples/pipeline.c examples/compute.h
+	@mkdir -p $$(dir $$@)
+	$(MPICC_$(1)) -O1 -s -o $$@ $$<
+
+$(TEST_DIR)/programs/$(1)/cxx_stages: tests/programs/cxx_stages.cpp examples/compute.h
+	@mkdir -p $$(dir $$@)
+	$(MPICXX_$(1)) $(CXX_PROGRAM_FLAGS) -o $$@ $$<
+$(TEST_DIR)/programs/$(1)/cxx_stages_split: $(TEST_DIR)/programs/$(1)/cxx_stages
+	objcopy --only-keep-debug $$< $$@.debuginfo
+	strip --strip-all -o $$@ $$<
+$(TEST_DIR)/programs/$(1)/cxx_stages_symtab: $(TEST_DIR)/programs/$(1)/cxx_stages
+	strip --strip-debug -o $$@ $$<
+$(TEST_DIR)/programs/$(1)/cxx_stages_dynsym: tests/programs/cxx_stages.cpp examples/compute.h
+	@mkdir -p $$(dir $$@)
+	$(MPICXX_$(1)) $(CXX_PROGRAM_FLAGS) -rdynamic -o $$@.full $$<
+	strip --strip-all -o $$@ $$@.full
+	rm -f $$@.full
+endef
+$(foreach m,$(MPIS),$(eval $(call MPI_TEST_RULES,$(m))))
 
 tests: all $(TEST_BINS) $(TEST_PROGRAMS)
 
+# every test; the MPI tests once under each MPI of MPIS
 check: tests
-	@tests/run_tests.sh $(TEST_BINS)
+	@MPA_TEST_MPIS="$(MPIS)" tests/run_tests.sh $(TEST_BINS)
 
 # every test that needs no MPI (the codec, the reader on the committed fixtures in tests/fixtures, the
 # model, the replay, the report's parts): no mpirun, well under a minute
