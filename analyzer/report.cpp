@@ -132,6 +132,8 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
   s["transport"] = a.facts.transport;
   s["eager_setting"] = a.facts.eager_setting;
   s["configured_S"] = a.facts.configured_S ? json(*a.facts.configured_S) : json(nullptr);
+  s["configured_setting"] = a.facts.configured_S ? json(std::to_string(*a.facts.configured_S))
+                            : a.facts.configured_text.empty() ? json(nullptr) : json(a.facts.configured_text);
   s["effective_S"] = a.facts.effective_S ? json(*a.facts.effective_S) : json(nullptr);
   s["effective_S_note"] = a.facts.effective_S_note;
   double traced = 0, mpi = 0, span = 0;

@@ -70,6 +70,7 @@ void ucx_facts(const nlohmann::json& env, size_t nhosts, RunFacts& f) {
     f.effective_S = *v == LogGPSParams::kInfinite ? *v : *v - 1;
     f.effective_S_note = fmt::format("UCX_RNDV_THRESH {}: sends from {} bytes go by rendezvous", thresh, *v);
   } else if (f.transport != "unknown") {
+    f.configured_text = thresh;
     const char* seg_name = shared_memory ? "UCX_POSIX_SEG_SIZE" : "UCX_TCP_TX_SEG_SIZE";
     auto seg = ucx_memunits(env.value(seg_name, shared_memory ? "8256" : "8k"));
     if (seg && *seg > 1) {

@@ -23,6 +23,7 @@ struct RunFacts {
   std::vector<std::string> hosts;
   std::string eager_setting;  // the setting that controls S, e.g. "btl_tcp_eager_limit"
   std::optional<uint64_t> configured_S;  // its value in the log
+  std::string configured_text;           // the setting as given when it is no number of bytes ("auto")
   std::optional<uint64_t> effective_S;   // the size above which a send waits for its receiver
   std::string effective_S_note;          // how effective_S follows from configured_S
   // Bytes the setting counts beyond a message's data: a setting of effective_S + setting_overhead makes

@@ -82,7 +82,8 @@ std::string job_line(const json& s) {
 std::string eager_line(const json& s) {
   if (s["effective_S"].is_null()) return "not in the log (the model's S is the parameter set's)";
   return fmt::format("{} = {}: S = {} bytes ({})", s["eager_setting"].get<std::string>(),
-                     s["configured_S"].is_null() ? std::string("?") : std::to_string(s["configured_S"].get<uint64_t>()),
+                     s.value("configured_setting", json(nullptr)).is_string() ? s["configured_setting"].get<std::string>()
+                                                                              : std::string("?"),
                      s["effective_S"].get<uint64_t>(), s["effective_S_note"].get<std::string>());
 }
 

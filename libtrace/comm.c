@@ -180,7 +180,9 @@ uint32_t mpa_comm_id(MPI_Comm c)
   uintptr_t h = handle_bits(c);
   mpa_thread *ts = mpa_tls;
   unsigned gen = atomic_load_explicit(&g_generation, memory_order_acquire);
-  unsigned slot = (unsigned)((h >> 4) ^ (h >> 12)) & 63u;
+  /* a multiplicative hash of every bit: MPICH's communicators are ints numbered in their low bits
+   * (0x84000000, 0x84000001, ...), and the bits above the fourth put the first 16 in one slot */
+  unsigned slot = (unsigned)((h * 0x9E3779B97F4A7C15ull) >> 58);
   if (ts) {
     if (ts->comm_generation != gen) {
       memset(ts->comm_handle, 0, sizeof ts->comm_handle);

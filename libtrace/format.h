@@ -76,6 +76,9 @@ enum mpa_field {
  * libraries reuse request objects, so loops code most handles in one byte. */
 static inline unsigned mpa_handle_slot(uint64_t h)
 {
+  /* MPICH's handles are ints numbered in their low bits (requests 0xac000000, 0xac000001, ...): 16 in a
+   * row share a slot, but then each is coded as a delta of a few units from the one before, one byte
+   * too (measured: a loop over four MPICH requests codes to the same bytes with a hash of every bit) */
   return (unsigned)((h >> 4) ^ (h >> 9) ^ (h >> 17)) & 15u;
 }
 
