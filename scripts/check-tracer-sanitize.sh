@@ -3,13 +3,14 @@
 # AddressSanitizer and UndefinedBehaviorSanitizer, and preloaded (after the sanitizer's runtime, which
 # must be loaded first) into a 2-rank MPI_THREAD_MULTIPLE program whose four threads call MPI at once.
 # Passes when every job ends as it does untraced, prints the same checksum, and no sanitizer reports.
-# Usage: scripts/check-tracer-sanitize.sh BUILD_DIR   (BUILD_DIR holds gen/ and tests/programs/threads)
+# Usage: scripts/check-tracer-sanitize.sh BUILD_DIR [PROGRAM]   (BUILD_DIR holds gen/; PROGRAM, by default
+# BUILD_DIR/tests/programs/openmpi/threads, is tests/programs/threads.c built for the MPI of $MPICC)
 set -u
 build=${1:-build}
-cc=${MPICC:-mpicc}
+cc=${MPICC:-mpicc.openmpi}
 src=(libtrace/core.c libtrace/buffers.c libtrace/comm.c libtrace/callsite.c libtrace/metadata.c libtrace/papi.c
      libtrace/support.c libtrace/clock.c "$build/gen/wrappers.c")
-program="$build/tests/programs/threads"
+program=${2:-$build/tests/programs/openmpi/threads}
 [ -x "$program" ] || { echo "check-tracer-sanitize: $program is not built (make tests)"; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun_=(mpirun --oversubscribe -np 2 --mca btl self,vader)

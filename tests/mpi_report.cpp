@@ -65,7 +65,15 @@ JobResult traced_run(const std::string& example, const std::vector<std::string>&
   s.args = args;
   s.transport = Transport::Tcp;
   if (limit) s.eager_limit = limit;
+  s.timeout_s = 60;
   auto run = run_job(s);
+  // MPICH 4.0.2 over UCX's TCP hangs now and then in MPI_Finalize once large messages went eagerly
+  // (measured untraced: 1 run in 20 of the pipeline with UCX_RNDV_THRESH=262144, none at the default;
+  // one rank waits in the process manager's barrier, the other in ucp_worker_progress): run again
+  for (int again = 0; run.status == 124 && mpi().mpich() && again < 2; again++) {
+    WARN("the " << example << " run hung (MPICH's MPI_Finalize over UCX TCP): run again");
+    run = run_job(s);
+  }
   INFO(run.err);
   REQUIRE(run.status == 0);
   return run;
@@ -81,11 +89,15 @@ double measured_ns(const fs::path& dir) { return report_of(dir)["model"]["measur
 // 60 ms run is now and then slowed by more than the 13% the halo's advice saves (1 run in 3 here); such a
 // run is traced again, up to five times. Two runs in a row that miss alike point at the calibration (made
 // once, perhaps while the machine was loaded): the machine is calibrated again before the third.
-std::pair<JobResult, json> explained_run(const std::function<JobResult()>& run_once) {
+// within: the largest error taken (explained: within the model's expected 10%); a case whose advice
+// saves less than 10% asks for less, as the report withholds advice below the run's own error (gauss's
+// raised S saves 8.8%: a run explained at -9.3% got none).
+std::pair<JobResult, json> explained_run(const std::function<JobResult()>& run_once, double within = 1.0) {
   for (int attempt = 1;; attempt++) {
     JobResult run = run_once();
     json report = report_of(run.dir, here_params());
-    if (report["model"]["fit"]["explained"].get<bool>() || attempt == 5) return {run, report};
+    const bool close = std::fabs(report["model"]["error"].get<double>()) <= within;
+    if ((report["model"]["fit"]["explained"].get<bool>() && close) || attempt == 5) return {run, report};
     WARN("run " << attempt << " not explained by the model (error " << report["model"]["error"] << "): traced again"
                 << (attempt == 2 ? ", the machine calibrated again" : ""));
     if (attempt == 2) calibrated_tcp_params(true);
@@ -161,7 +173,7 @@ TEST_CASE("each example's report names the author's call site, and the eager lim
     }
     DYNAMIC_SECTION(ex.program) {
       const std::string program = ex.program.substr(0, ex.program.size() - 2);
-      auto [run, report] = explained_run([&] { return traced_run(program, ex.args, ex.limit); });
+      auto [run, report] = explained_run([&] { return traced_run(program, ex.args, ex.limit); }, 0.06);
       INFO(report.dump(1));
       if (ex.send_waits) {
         bool named = false;
@@ -193,6 +205,13 @@ TEST_CASE("each example's report names the author's call site, and the eager lim
       const double predicted_cut = (*raise)["saving"].get<double>();
       CHECK(predicted_cut > (*raise)["model_error"].get<double>());
 
+      // the setting, applied, changes the protocol: the messages it was to make eager are eager by the
+      // new log's S, and the sends that waited for their receivers (measured) wait less than half as long
+      const json after = report_of(traced_run(program, ex.args, value).dir);
+      CHECK(after["model"]["rendezvous_messages"].get<int64_t>() ==
+            report["model"]["rendezvous_messages"].get<int64_t>() - (*raise)["messages"].get<int64_t>());
+      CHECK(after["model"]["measured_send_wait_ns"].get<double>() <
+            0.5 * report["model"]["measured_send_wait_ns"].get<double>());
       const double cut = measured_cut(run.dir, [&] { return traced_run(program, ex.args, ex.limit); },
                                       [&] { return traced_run(program, ex.args, value); }, predicted_cut);
       INFO(ex.program << ": predicted cut " << predicted_cut << ", measured cut " << cut);
