@@ -130,6 +130,7 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
       }
       const uint8_t* p = s.data.data();
       const uint8_t* end = p + s.data.size();
+      s.state.version = format_version_;
       int rc = mpa_decode_chunk_start(&s.state, &p, end);
       if (rc != MPA_DECODE_OK) {
         if (reported_chunks.insert(c.offset).second)

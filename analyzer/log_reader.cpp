@@ -138,6 +138,7 @@ void RankLog::read_header() {
                    fmt::format("log format version {} is newer than this mpiadvise reads ({}); use a newer mpiadvise",
                                h.version, MPA_FORMAT_VERSION));
   if (h.version == 0) throw LogError(file, 8, "log format version 0 is not valid");
+  format_version_ = h.version;
   if (h.json_bytes > kMaxHeaderBytes)
     throw LogError(file, 12, fmt::format("header JSON of {} bytes: more than the {} a log's header can hold", h.json_bytes,
                                          kMaxHeaderBytes));

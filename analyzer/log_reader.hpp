@@ -118,6 +118,7 @@ class RankLog {
   const std::vector<std::string>& call_names() const { return call_names_; }
   size_t chunk_count() const { return chunks_.size(); }
   uint64_t file_bytes() const { return file_bytes_; }
+  uint32_t format_version() const { return format_version_; }  // the file's MPA_FORMAT_VERSION
 
   // Every event in time order (threads merged). The Event passed is reused between calls.
   void for_each_event(const std::function<void(const Event&)>& fn) const;
@@ -155,6 +156,7 @@ class RankLog {
   std::vector<std::string> call_names_;
   std::vector<int> call_map_;  // file's call id -> this build's id
   uint64_t file_bytes_ = 0;
+  uint32_t format_version_ = MPA_FORMAT_VERSION;
   // tick -> ns: ns = base_ns + (tick - base_tick) * slope - offset(t)
   double slope_ = 1.0;
   uint64_t base_tick_ = 0, base_ns_ = 0;

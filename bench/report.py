@@ -88,7 +88,7 @@ def main():
 
     rows = []
     settings = (("self", "(a) 1 rank to itself", True), ("pair", "(b) 2 ranks exchanging", True),
-                ("halo", f"(c) 1-D halo, 4 ranks on {cpus} CPUs", False))
+                ("halo", f"(c) 1-D halo, {os.environ.get('HALO_NP', '4')} ranks on {cpus} CPUs", False))
     for name, title, timed in settings:
         for mode, label in (("traced", "default"), ("depth4", "STACK_DEPTH=4")):
             c = {k: [] for k in ("untraced", "traced", "added", "cpu", "writer", "bpc", "raw", "extra")}

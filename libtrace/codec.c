@@ -128,7 +128,7 @@ int mpa_decode_event(mpa_codec_state *s, const uint8_t **p, const uint8_t *end, 
       uint64_t code = get_varint(&c);
       if (code == MPA_HANDLE_CODE_WHOLE || !(code & 1)) {
         st.prev_handle = code & 1 ? get_varint(&c) : st.prev_handle + (uint64_t)mpa_unzigzag(code >> 1);
-        st.recent_handles[mpa_handle_slot(st.prev_handle)] = st.prev_handle;
+        st.recent_handles[mpa_handle_slot(st.prev_handle, st.version ? st.version : MPA_FORMAT_VERSION)] = st.prev_handle;
         out->reqs[i] = st.prev_handle;
       } else if (code >> 1 < MPA_HANDLE_CACHE) {
         out->reqs[i] = st.recent_handles[code >> 1];

@@ -40,6 +40,7 @@ typedef struct mpa_codec_state {
   uint64_t prev_exit;   /* delta base for the next event's enter tick */
   uint64_t prev_handle; /* delta base for request handles */
   uint64_t recent_handles[MPA_HANDLE_CACHE]; /* a handle seen again in the chunk costs one byte */
+  uint32_t version;     /* the log's format version (mpa_handle_slot); 0 when decoding: this one's */
 } mpa_codec_state;
 
 /* ---- one event, as the tracer describes it -------------------------------------------------------- */
@@ -72,6 +73,7 @@ static inline uint8_t *mpa_encode_chunk_start(mpa_codec_state *s, uint8_t *p, ui
 {
   s->prev_exit = base_tick;
   s->prev_handle = 0;
+  s->version = MPA_FORMAT_VERSION;
   memset(s->recent_handles, 0, sizeof s->recent_handles);
   return mpa_put_varint(p, base_tick);
 }
@@ -92,7 +94,7 @@ static inline uint8_t *mpa_encode_handles(mpa_codec_state *s, uint8_t *p, const 
 {
   p = mpa_put_varint(p, n);
   for (uint32_t i = 0; i < n; i++) {
-    unsigned slot = mpa_handle_slot(h[i]);
+    unsigned slot = mpa_handle_slot(h[i], s->version);
     if (s->recent_handles[slot] == h[i]) {
       *p++ = (uint8_t)(slot << 1 | 1);
       continue;

@@ -258,7 +258,8 @@ TEST_CASE("the bytes of an event are those mpiadvise-log(5) describes", "[codec]
   p = mpa_encode_event(&st, p, &e, 2, 0, 0, nullptr, 0);
   p = mpa_encode_event(&st, p, &e, 2, 0, 0, nullptr, 0);
   buf.resize(static_cast<size_t>(p - buf.data()));
-  REQUIRE(mpa_handle_slot(handle) == 2);  // (0x120 >> 4) & 15
+  // (0x120 * 0x9E3779B97F4A7C15) mod 2^64, its top 4 bits: 15
+  REQUIRE(mpa_handle_slot(handle, MPA_FORMAT_VERSION) == 15);
   const auto expected = bytes({
       0xe8, 0x07,              // base tick 1000
       17, 0x8f, 0x01,          // call; mask 0x8f = PEER | TAG | COMM | BYTES | REQS
@@ -268,7 +269,7 @@ TEST_CASE("the bytes of an event are those mpiadvise-log(5) describes", "[codec]
       17, 0x8f, 0x01,          // the second event
       0xd7, 0x04, 0xac, 0x02, 0x02,  // gap 1005 - 1305 = -300: zigzag 599
       0x06, 0x01, 0x01, 0x08,
-      0x01, 0x05,              // the handle is in slot 2: code 2 << 1 | 1, one byte
+      0x01, 0x1f,              // the handle is in slot 15: code 15 << 1 | 1, one byte
   });
   CHECK(buf == expected);
   // and back
@@ -280,6 +281,51 @@ TEST_CASE("the bytes of an event are those mpiadvise-log(5) describes", "[codec]
     s.point();
   }
   CHECK(decode_chunk(buf, two, 0) == 2);
+}
+
+TEST_CASE("MPICH's Irecv and Isend requests take their own slots; a format 1 chunk still decodes", "[codec]") {
+  // MPICH's handles are ints: an Irecv's request 0xac000000 and an Isend's 0x6c000001 (measured, a loop
+  // of MPI_Irecv, MPI_Isend, MPI_Waitall). Format 1 put both in slot 0, so that in a loop each evicted
+  // the other and was coded as a 5-byte delta; format 2 gives them slots 10 and 13.
+  CHECK(mpa_handle_slot(0xac000000, 1) == mpa_handle_slot(0x6c000001, 1));
+  CHECK(mpa_handle_slot(0xac000000, 2) == 10);
+  CHECK(mpa_handle_slot(0x6c000001, 2) == 13);
+  const uint64_t reqs[2] = {0xac000000, 0x6c000001};
+  mpa_event e{};
+  e.call = 5;
+  e.mask = MPA_F_REQS;
+  e.t_enter = 1000, e.t_exit = 1001;
+  e.reqs = reqs, e.nreq = 2;
+  auto encoded = [&](uint32_t version) {
+    std::vector<uint8_t> buf(mpa_event_bound(&e, 0) * 3 + 10);
+    mpa_codec_state st;
+    uint8_t* p = mpa_encode_chunk_start(&st, buf.data(), 1000);
+    st.version = version;  // as a tracer of that format wrote it
+    for (int n = 0; n < 3; n++) p = mpa_encode_event(&st, p, &e, 1, 0, 0, nullptr, 0);
+    buf.resize(static_cast<size_t>(p - buf.data()));
+    return buf;
+  };
+  const auto v1_bytes = encoded(1), v2_bytes = encoded(2);
+  // the second and third rounds: 2 one-byte codes each in format 2, two 5-byte deltas each in format 1
+  CHECK(v1_bytes.size() - v2_bytes.size() == 2 * 2 * 4);
+  // each decodes with its own version's slots, and both give the handles back
+  for (uint32_t version : {1u, 2u}) {
+    INFO("format " << version);
+    const auto& buf = version == 1 ? v1_bytes : v2_bytes;
+    mpa_codec_state st{};
+    st.version = version;
+    const uint8_t* p = buf.data();
+    REQUIRE(mpa_decode_chunk_start(&st, &p, buf.data() + buf.size()) == MPA_DECODE_OK);
+    for (int n = 0; n < 3; n++) {
+      uint64_t out[2] = {0, 0};
+      mpa_decoded d{};
+      d.reqs = out, d.reqs_cap = 2;
+      REQUIRE(mpa_decode_event(&st, &p, buf.data() + buf.size(), &d) == MPA_DECODE_OK);
+      REQUIRE(d.nreq == 2);
+      CHECK(out[0] == reqs[0]);
+      CHECK(out[1] == reqs[1]);
+    }
+  }
 }
 
 TEST_CASE("damaged bytes are refused with the error that names them", "[codec]") {
