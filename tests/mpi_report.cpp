@@ -206,12 +206,15 @@ TEST_CASE("each example's report names the author's call site, and the eager lim
       CHECK(predicted_cut > (*raise)["model_error"].get<double>());
 
       // the setting, applied, changes the protocol: the messages it was to make eager are eager by the
-      // new log's S, and the sends that waited for their receivers (measured) wait less than half as long
+      // new log's S, and where sends waited for their receivers (measured) they wait less than half as
+      // long (the halo's sends hardly wait: its loss is the chain of handshakes its receives wait for)
       const json after = report_of(traced_run(program, ex.args, value).dir);
+      CHECK((*raise)["messages"].get<int64_t>() > 0);
       CHECK(after["model"]["rendezvous_messages"].get<int64_t>() ==
             report["model"]["rendezvous_messages"].get<int64_t>() - (*raise)["messages"].get<int64_t>());
-      CHECK(after["model"]["measured_send_wait_ns"].get<double>() <
-            0.5 * report["model"]["measured_send_wait_ns"].get<double>());
+      if (ex.send_waits)
+        CHECK(after["model"]["measured_send_wait_ns"].get<double>() <
+              0.5 * report["model"]["measured_send_wait_ns"].get<double>());
       const double cut = measured_cut(run.dir, [&] { return traced_run(program, ex.args, ex.limit); },
                                       [&] { return traced_run(program, ex.args, value); }, predicted_cut);
       INFO(ex.program << ": predicted cut " << predicted_cut << ", measured cut " << cut);
