@@ -153,7 +153,7 @@ demo:
 	@./scripts/demo.sh
 
 # the tracing library built with ThreadSanitizer, then ASan+UBSan, inside a traced MPI_THREAD_MULTIPLE job
-check-tracer-sanitize: $(TRACE_GEN) $(TEST_DIR)/programs/threads
+check-tracer-sanitize: $(TRACE_GEN) $(TEST_DIR)/programs/$(MPI_DEFAULT)/threads
 	@MPICC=$(MPICC_$(MPI_DEFAULT)) ./scripts/check-tracer-sanitize.sh $(BUILD) $(TEST_DIR)/programs/$(MPI_DEFAULT)/threads
 
 # the tracer's overhead under each MPI built (the replay's throughput once, with the first)

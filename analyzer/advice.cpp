@@ -145,6 +145,13 @@ std::optional<RaiseEagerLimit> advise_eager_limit(const Trace& trace, const RunF
       best.messages_made_eager++;
     }
   if (best.messages_made_eager == 0) return std::nullopt;
+  // measured here: MPICH 4.0.2 over UCX's TCP hung in MPI_Finalize in 1 run of 20 of the pipeline example
+  // with UCX_RNDV_THRESH=262144 (none of 20 at the default), untraced; one rank in the process manager's
+  // barrier, the other in ucp_worker_progress
+  if (facts.library == "MPICH" && facts.library_version.rfind("4.0", 0) == 0 && facts.transport == "ucx-tcp" &&
+      best.value > 65536)
+    best.caution = "MPICH 4.0 over UCX's TCP hung in MPI_Finalize in 1 run of 20 with large eager messages "
+                   "(UCX_RNDV_THRESH=262144, measured untraced): try it on a test run first";
   best.send_sites.assign(sites.begin(), sites.end());
   for (const auto& [dst, srcs] : senders) best.senders_per_rank = std::max(best.senders_per_rank, static_cast<int>(srcs.size()));
   best.memory_per_rank_bytes = static_cast<uint64_t>(best.senders_per_rank) * best.value;

@@ -51,6 +51,7 @@ struct RaiseEagerLimit {
   int senders_per_rank = 0;
   uint64_t messages_made_eager = 0;
   std::vector<std::pair<int, uint32_t>> send_sites;  // (rank, callsite) of the sends it makes eager
+  std::string caution;  // a measured hazard of the setting with this library and transport, or ""
 };
 
 std::optional<RaiseEagerLimit> advise_eager_limit(const Trace& trace, const RunFacts& facts, const ReplayOptions& base);

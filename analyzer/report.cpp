@@ -316,6 +316,7 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
       x["env"] = e.env;
       x["memory_per_rank_bytes"] = e.memory_per_rank_bytes;
       x["senders_per_rank"] = e.senders_per_rank;
+      x["caution"] = e.caution;
       json at = json::array();
       std::set<std::string> seen;
       for (const auto& [r, cs] : e.send_sites) {

@@ -136,6 +136,7 @@ std::vector<std::string> advice_details(const json& a) {
     out.push_back(fmt::format("memory: up to {} of eager buffering per receiving rank ({} sender{} x {})",
                               bytes_text(a["memory_per_rank_bytes"].get<uint64_t>()), a["senders_per_rank"].get<int>(),
                               a["senders_per_rank"].get<int>() == 1 ? "" : "s", bytes_text(a["value"].get<uint64_t>())));
+    if (!a.value("caution", std::string()).empty()) out.push_back("caution: " + a["caution"].get<std::string>());
   } else if (kind == "split_messages") {
     const uint64_t n = a["messages"].get<uint64_t>(), extra = a["extra_messages"].get<uint64_t>();
     out.push_back(fmt::format("the {} messages go as {} chunks ({} more); the extra overhead: {} over all ranks", n,

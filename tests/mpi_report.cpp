@@ -197,9 +197,12 @@ TEST_CASE("each example's report names the author's call site, and the eager lim
       if (mpi().openmpi()) {
         CHECK((*raise)["mca"] == "--mca btl_tcp_eager_limit " + std::to_string(value));
         CHECK((*raise)["env"] == "OMPI_MCA_btl_tcp_eager_limit=" + std::to_string(value));
+        CHECK((*raise)["caution"] == "");
       } else {
         CHECK((*raise)["setting"] == "UCX_RNDV_THRESH");
         CHECK((*raise)["env"] == "UCX_RNDV_THRESH=" + std::to_string(value));
+        // MPICH 4.0 over UCX's TCP now and then hangs in MPI_Finalize with large eager messages: said
+        CHECK((*raise)["caution"].get<std::string>().find("hung in MPI_Finalize") != std::string::npos);
       }
       CHECK((*raise)["memory_per_rank_bytes"].get<uint64_t>() >= value);
       const double predicted_cut = (*raise)["saving"].get<double>();
