@@ -23,6 +23,27 @@ std::optional<uint64_t> cvar(const nlohmann::json& h, const std::string& name) {
   return std::nullopt;
 }
 
+// A component selection as Open MPI's OMPI_MCA_btl and UCX's UCX_TLS both write it: a comma-separated
+// list of the ones to use, or with a leading ^ of the ones to leave out. all: every name counts as listed.
+struct Selection {
+  bool exclude = false;
+  std::set<std::string> named;
+  explicit Selection(const std::string& list) : exclude(!list.empty() && list[0] == '^') {
+    for (size_t at = exclude ? 1 : 0; at <= list.size();) {
+      size_t comma = list.find(',', at);
+      if (comma == std::string::npos) comma = list.size();
+      if (comma > at) named.insert(list.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
+  // whether any of names may be used
+  bool allows(std::initializer_list<const char*> names) const {
+    for (const char* n : names)
+      if (exclude ? named.count(n) == 0 : named.count(n) > 0 || named.count("all") > 0) return true;
+    return false;
+  }
+};
+
 // UCX's memory units as its configuration parser reads them: a number with an optional k, m, g (powers
 // of 1024; a trailing b allowed), or "inf"; nullopt for anything else, "auto" included.
 std::optional<uint64_t> ucx_memunits(std::string v) {
@@ -45,23 +66,9 @@ std::optional<uint64_t> ucx_memunits(std::string v) {
 // eager send was 8191 bytes over TCP and 8255 over shared memory, one less than UCX's fragment sizes
 // UCX_TCP_TX_SEG_SIZE (8K) and UCX_POSIX_SEG_SIZE (8256) as `ucx_info -c` prints their defaults.
 void ucx_facts(const nlohmann::json& env, size_t nhosts, RunFacts& f) {
-  // UCX_TLS: "all" (the default), a list of transports, or with a leading ^ the ones to leave out
-  std::string tls = env.value("UCX_TLS", "all");
-  const bool exclude = !tls.empty() && tls[0] == '^';
-  std::set<std::string> named;
-  for (size_t at = exclude ? 1 : 0; at <= tls.size();) {
-    size_t comma = tls.find(',', at);
-    if (comma == std::string::npos) comma = tls.size();
-    if (comma > at) named.insert(tls.substr(at, comma - at));
-    at = comma + 1;
-  }
-  auto allowed = [&](std::initializer_list<const char*> names) {
-    bool any = false;
-    for (const char* n : names) any |= named.count(n) > 0;
-    return exclude ? !any : any || named.count("all");
-  };
-  const bool shared_memory = nhosts <= 1 && allowed({"sm", "shm", "posix", "sysv", "xpmem", "knem", "cma"});
-  f.transport = shared_memory ? "ucx-sm" : allowed({"tcp"}) ? "ucx-tcp" : "unknown";
+  const Selection tls(env.value("UCX_TLS", "all"));  // UCX's default: every transport
+  const bool shared_memory = nhosts <= 1 && tls.allows({"sm", "shm", "posix", "sysv", "xpmem", "knem", "cma"});
+  f.transport = shared_memory ? "ucx-sm" : tls.allows({"tcp"}) ? "ucx-tcp" : "unknown";
   f.eager_setting = "UCX_RNDV_THRESH";
   f.setting_overhead = 1;
   const std::string thresh = env.value("UCX_RNDV_THRESH", "auto");
@@ -120,17 +127,8 @@ RunFacts run_facts(const nlohmann::json& h, const std::vector<std::string>& host
   const auto env = h.value("env", nlohmann::json::object());
   std::string pml = env.value("OMPI_MCA_pml", ""), btl = env.value("OMPI_MCA_btl", "");
   if (f.library == "Open MPI") {
-    // OMPI_MCA_btl is a list of BTLs to use, or with a leading ^ a list to leave out
-    const bool exclude = !btl.empty() && btl[0] == '^';
-    std::set<std::string> named;
-    for (size_t at = exclude ? 1 : 0; at <= btl.size();) {
-      size_t comma = btl.find(',', at);
-      if (comma == std::string::npos) comma = btl.size();
-      if (comma > at) named.insert(btl.substr(at, comma - at));
-      at = comma + 1;
-    }
-    auto usable = [&](const char* b) { return btl.empty() || (exclude ? !named.count(b) : named.count(b) > 0); };
-    const bool shared_memory = usable("vader") || usable("sm");
+    // OMPI_MCA_btl unset: every BTL Open MPI has
+    const bool shared_memory = btl.empty() || Selection(btl).allows({"vader", "sm"});
     if (pml == "ucx") ucx_facts(env, hosts.size(), f);
     else if (hosts.size() <= 1 && shared_memory) f.transport = "vader";
     else f.transport = "tcp";
