@@ -1,6 +1,8 @@
 #include "collectives.hpp"
 
+#include <algorithm>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -188,14 +190,88 @@ std::optional<LoggedCollective> logged_collective(const Trace& trace, uint32_t i
     default:
       break;
   }
+  // MPI_IN_PLACE: the side a call in place leaves out of its log is missing where it is significant
+  switch (base) {
+    case MPA_CALL_Reduce: case MPA_CALL_Gather: case MPA_CALL_Gatherv:
+      call.in_place = call.root >= 0 && !sent[call.root];
+      break;
+    case MPA_CALL_Scatter: case MPA_CALL_Scatterv:
+      call.in_place = call.root >= 0 && !received[call.root];
+      break;
+    case MPA_CALL_Allreduce: case MPA_CALL_Allgather: case MPA_CALL_Allgatherv: case MPA_CALL_Alltoall:
+    case MPA_CALL_Alltoallv: case MPA_CALL_Alltoallw: case MPA_CALL_Reduce_scatter:
+    case MPA_CALL_Reduce_scatter_block: case MPA_CALL_Scan: case MPA_CALL_Exscan:
+      call.in_place = std::any_of(sent.begin(), sent.end(), [](const auto& s) { return !s; });
+      break;
+    default:
+      break;
+  }
+  // What the counts arrays said (MPA_F_VCOUNTS, log format 3), by position: every rank's share, where the
+  // sums above leave some unknown or spread evenly.
+  std::vector<const std::vector<uint64_t>*> each(call.size, nullptr);
+  for (size_t m = 0; m < c.each.size() && m < out.member_position.size(); m++)
+    if (c.each[m].size() == static_cast<size_t>(call.size)) each[out.member_position[m]] = &c.each[m];
+  auto known_shares = [&](const std::vector<uint64_t>* shares) {
+    if (!shares) return;
+    call.rank_bytes = *shares;
+    out.approximation.clear();
+    any_size = true;
+  };
+  switch (base) {
+    case MPA_CALL_Alltoallv:
+    case MPA_CALL_Alltoallw:
+      if (std::all_of(each.begin(), each.end(), [](const auto* e) { return e != nullptr; })) {
+        call.peer_bytes.clear();
+        for (const auto* e : each) call.peer_bytes.push_back(*e);
+        for (int i = 0; i < call.size; i++)
+          call.rank_bytes[i] = std::accumulate(each[i]->begin(), each[i]->end(), uint64_t{0});
+        out.approximation.clear();
+        any_size = true;
+      }
+      break;
+    case MPA_CALL_Gatherv:
+    case MPA_CALL_Scatterv:
+      if (call.root >= 0) known_shares(each[call.root]);  // the root's counts name every rank's block
+      break;
+    case MPA_CALL_Allgatherv:
+    case MPA_CALL_Reduce_scatter: {  // every rank's counts name every rank's block
+      auto it = std::find_if(each.begin(), each.end(), [](const auto* e) { return e != nullptr; });
+      if (it != each.end()) known_shares(*it);
+      break;
+    }
+    default:
+      break;
+  }
   if (base != MPA_CALL_Barrier && !any_size)
     out.approximation = "no rank's log has the size (MPI_IN_PLACE everywhere): taken as 0 bytes";
   return out;
 }
 
+namespace coll {
+
+std::vector<std::vector<uint64_t>> alltoallv_matrix(const CollectiveCall& c, std::string* approximation) {
+  if (c.peer_bytes.size() == static_cast<size_t>(c.size)) return c.peer_bytes;
+  *approximation = "the log has each rank's total, not its count for each peer (a log before format 3): "
+                   "spread evenly over the peers";
+  const uint64_t n = static_cast<uint64_t>(std::max(c.size, 1));
+  std::vector<std::vector<uint64_t>> to(c.size, std::vector<uint64_t>(c.size));
+  for (int i = 0; i < c.size; i++) {
+    const uint64_t total = c.rank_bytes.empty() ? c.bytes : c.rank_bytes[i];
+    for (int j = 0; j < c.size; j++) to[i][j] = total / n;
+  }
+  return to;
+}
+
+}  // namespace coll
+
 std::optional<CollSchedule> collective_schedule(const CollectiveCall& call) {
   if (call.size < 1 || call.root >= call.size ||
       (!call.rank_bytes.empty() && call.rank_bytes.size() != static_cast<size_t>(call.size)))
+    return std::nullopt;
+  if (!call.peer_bytes.empty() &&
+      (call.peer_bytes.size() != static_cast<size_t>(call.size) ||
+       std::any_of(call.peer_bytes.begin(), call.peer_bytes.end(),
+                   [&](const auto& row) { return row.size() != static_cast<size_t>(call.size); })))
     return std::nullopt;
   coll::Builder b(call.size);
   coll::Chosen chosen;

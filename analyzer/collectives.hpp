@@ -63,8 +63,14 @@ struct CollectiveCall {
   // Gatherv, Scatterv, Allgatherv: each rank's block; Reduce_scatter: each rank's part of the result;
   // Alltoallv, Alltoallw: what each rank sends in all. By position; empty when not known.
   std::vector<uint64_t> rank_bytes;
+  // Alltoallv, Alltoallw: peer_bytes[i][j], what position i sends to position j; empty when not known
+  // (then each rank's total is spread evenly over the peers, and the schedule says so).
+  std::vector<std::vector<uint64_t>> peer_bytes;
   // Host of each position (any numbering), for MPICH's node-aware compositions; empty: one host.
   std::vector<int> host;
+  // MPI_IN_PLACE (at the root of Reduce, Gather(v), Scatter(v); everywhere for the others): the libraries
+  // run other algorithms for Alltoall(v,w), and libnbc for Iallreduce.
+  bool in_place = false;
 };
 
 struct CollSchedule {

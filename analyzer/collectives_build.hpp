@@ -170,6 +170,11 @@ struct Chosen {
 Chosen ompi_schedule(const CollectiveCall& c, Builder& b);
 Chosen mpich_schedule(const CollectiveCall& c, Builder& b);
 
+// Alltoallv, Alltoallw: what each position sends to each. From the log's counts (c.peer_bytes) when it
+// has them; otherwise each rank's total (c.rank_bytes, or c.bytes for every rank) spread evenly over the
+// communicator, its block for itself included, and *approximation says so.
+std::vector<std::vector<uint64_t>> alltoallv_matrix(const CollectiveCall& c, std::string* approximation);
+
 // A vector of `bytes` as the library holds it: `count` elements of `element_bytes`.
 struct Vec {
   uint64_t count = 0, element_bytes = 1;

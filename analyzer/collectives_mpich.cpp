@@ -610,6 +610,24 @@ void alltoall_pairwise(Builder& b, const Group& g, uint64_t block) {
   }
 }
 
+// MPI_IN_PLACE: alltoall(v,w)_intra_pairwise_sendrecv_replace.c, every pair (i, j >= i) in turn with
+// MPIC_Sendrecv_replace (helper_fns.c: irecv, isend, wait for both), counts of 0 included; a rank's
+// exchange with itself moves no data between ranks and is left out
+void alltoall_sendrecv_replace(Builder& b, const Group& g, const std::vector<std::vector<uint64_t>>& to) {
+  const int size = g.size();
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    for (int i = 0; i < size; ++i)
+      for (int j = i; j < size; ++j) {
+        if (i == j) continue;
+        if (rank == i) sendrecv(p, j, to[rank][j], j, to[j][rank]);
+        else if (rank == j) sendrecv(p, i, to[rank][i], i, to[i][rank]);
+        else continue;
+        p.next_round();
+      }
+  }
+}
+
 // alltoall_intra_brucks.c: at distance pof2, the blocks with that bit
 void alltoall_brucks(Builder& b, const Group& g, uint64_t block) {
   const int size = g.size();
@@ -831,13 +849,6 @@ std::string ch4_barrier(Builder& b, const Nodes& n, const Group& all, std::strin
          "(ch4_coll_impl.h: MPIDI_Barrier_intra_composition_alpha)";
 }
 
-std::vector<std::vector<uint64_t>> spread(const std::vector<uint64_t>& rank_total, int size) {
-  std::vector<std::vector<uint64_t>> to(size, std::vector<uint64_t>(size));
-  for (int i = 0; i < size; i++)
-    for (int j = 0; j < size; j++) to[i][j] = rank_total[i] / static_cast<uint64_t>(size);
-  return to;
-}
-
 }  // namespace
 
 Chosen mpich_schedule(const CollectiveCall& c, Builder& b) {
@@ -894,6 +905,9 @@ Chosen mpich_schedule(const CollectiveCall& c, Builder& b) {
     case MPA_CALL_Alltoall:
       if (size < 2 || c.bytes == 0) {
         alg = "no messages";
+      } else if (c.in_place) {
+        alltoall_sendrecv_replace(b, all, std::vector<std::vector<uint64_t>>(size, std::vector<uint64_t>(size, c.bytes)));
+        alg = "MPIR pairwise sendrecv_replace, in place (alltoall_intra_pairwise_sendrecv_replace.c)";
       } else if (size >= 8 && c.bytes <= 256) {
         alltoall_brucks(b, all, c.bytes);
         alg = "MPIR brucks (alltoall_intra_brucks.c)";
@@ -907,10 +921,16 @@ Chosen mpich_schedule(const CollectiveCall& c, Builder& b) {
       break;
     case MPA_CALL_Alltoallv:
     case MPA_CALL_Alltoallw:
-      alltoall_scattered(b, all, spread(blocks(), size), true);
+      if (c.in_place) {
+        alltoall_sendrecv_replace(b, all, alltoallv_matrix(c, &out.approximation));
+        alg = base == MPA_CALL_Alltoallv
+                  ? "MPIR pairwise sendrecv_replace, in place (alltoallv_intra_pairwise_sendrecv_replace.c)"
+                  : "MPIR pairwise sendrecv_replace, in place (alltoallw_intra_pairwise_sendrecv_replace.c)";
+        break;
+      }
+      alltoall_scattered(b, all, alltoallv_matrix(c, &out.approximation), true);
       alg = base == MPA_CALL_Alltoallv ? "MPIR scattered (alltoallv_intra_scattered.c)"
                                        : "MPIR scattered (alltoallw_intra_scattered.c)";
-      out.approximation = "the log has each rank's total, not its count for each peer: spread evenly over the peers";
       break;
     case MPA_CALL_Reduce_scatter:
     case MPA_CALL_Reduce_scatter_block: {

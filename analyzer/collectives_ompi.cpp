@@ -1550,10 +1550,16 @@ int alltoall_decision(int P, uint64_t block) {
 
 // ompi_coll_base_alltoall_intra_linear_sync with coll_tuned_alltoall_max_requests 0: every request at
 // once, receives from rank+1 upwards, sends from rank-1 downwards (the order of basic_linear)
-std::string alltoall_tuned(Builder& b, const Group& g, uint64_t block) {
+void alltoall_inplace(Builder& b, const Group& g, const std::vector<std::vector<uint64_t>>& to);
+
+std::string alltoall_tuned(Builder& b, const Group& g, uint64_t block, bool in_place) {
   const int size = g.size();
   if (size < 2) return "Open MPI 4.1 coll/tuned Alltoall on one rank (no messages)";
   std::vector<std::vector<uint64_t>> to(size, std::vector<uint64_t>(size, block));
+  if (in_place) {
+    alltoall_inplace(b, g, to);
+    return "in place (coll_base_alltoall.c: mca_coll_base_alltoall_intra_basic_inplace)";
+  }
   switch (alltoall_decision(size, block)) {
     case 1:
       alltoall_linear(b, g, to);
@@ -1587,14 +1593,32 @@ void alltoallv_linear(Builder& b, const Group& g, const std::vector<std::vector<
   }
 }
 
-// The log has each rank's total, not its count for each peer: spread evenly over the communicator
-// (the total includes the rank's block for itself).
-std::vector<std::vector<uint64_t>> spread(const std::vector<uint64_t>& rank_total, int size) {
-  std::vector<std::vector<uint64_t>> to(size, std::vector<uint64_t>(size));
-  for (int i = 0; i < size; i++)
-    for (int j = 0; j < size; j++) to[i][j] = rank_total[i] / static_cast<uint64_t>(size);
-  return to;
+// MPI_IN_PLACE: mca_coll_base_alltoall(v)_intra_basic_inplace (coll_base_alltoall.c, coll_base_alltoallv.c)
+// and mca_coll_basic_alltoallw_intra_inplace (coll_basic_alltoallw.c), which every tuned algorithm
+// returns to in place. Step i exchanges with rank + i (right) and rank - i (left): receive from the
+// right; send to the left, wait, receive from the left; send to the right (packed); wait. A peer with a
+// count of 0 is skipped (Alltoall returns before the loop when its count is 0).
+void alltoall_inplace(Builder& b, const Group& g, const std::vector<std::vector<uint64_t>>& to) {
+  const int size = g.size();
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    for (int i = 1; i <= size / 2; i++) {
+      const int right = (rank + i) % size, left = (rank + size - i) % size;
+      std::vector<uint32_t> pending;
+      if (to[rank][right]) pending.push_back(p.irecv(right, to[right][rank]));
+      if (left != right && to[rank][left]) {
+        p.send(left, to[rank][left]);
+        for (uint32_t r : pending) p.wait(r);
+        pending.clear();
+        pending.push_back(p.irecv(left, to[left][rank]));
+      }
+      if (to[rank][right]) p.send(right, to[rank][right]);
+      for (uint32_t r : pending) p.wait(r);
+      p.next_round();
+    }
+  }
 }
+
 
 // ---- Reduce_scatter(_block) (coll_base_reduce_scatter.c, coll_base_reduce_scatter_block.c) -------------
 // ompi_coll_base_reduce_scatter_intra_basic_recursivehalving
@@ -2219,7 +2243,34 @@ void nbc_reduce_chain(Nbc& n, int size, int root, Vec v, uint64_t fragsize) {
   }
 }
 
-std::string libnbc_schedule(const CollectiveCall& c, Builder& b, const Group& g, uint32_t base) {
+// a2a_sched_inplace (nbc_ialltoall.c), a2av_sched_inplace (nbc_ialltoallv.c), a2aw_sched_inplace
+// (nbc_ialltoallw.c): pairs at distance i swap through a copy, each copy and receive ending a round; a
+// peer with a count of 0 is skipped (Ialltoall's counts are never 0 here: a count of 0 sends nothing).
+void nbc_alltoall_inplace(Nbc& n, int size, const std::vector<std::vector<uint64_t>>& to) {
+  for (int rank = 0; rank < size; rank++) {
+    auto& s = n[rank];
+    const auto& c = to[rank];  // in place: what rank sends to j is what it receives from j
+    for (int i = 1; i < (size + 1) / 2; i++) {
+      const int speer = (rank + i) % size, rpeer = (rank + size - i) % size;
+      if (c[rpeer]) s.barrier();  // NBC_Sched_copy of rpeer's block to the temporary buffer
+      if (c[speer]) s.send(speer, c[speer]);
+      if (c[rpeer]) s.recv(rpeer, c[rpeer], true);
+      if (c[rpeer]) s.send(rpeer, c[rpeer]);
+      if (c[speer]) s.recv(speer, c[speer], true);
+    }
+    if (size % 2 == 0) {
+      const int peer = (rank + size / 2) % size;
+      s.barrier();  // the copy, whatever its count
+      if (c[peer]) {
+        s.send(peer, c[peer]);
+        s.recv(peer, c[peer], true);
+      }
+    }
+  }
+}
+
+std::string libnbc_schedule(const CollectiveCall& c, Builder& b, const Group& g, uint32_t base,
+                            std::string* approximation) {
   const int size = g.size();
   const int root = c.root;
   Nbc n(b, g);
@@ -2269,7 +2320,7 @@ std::string libnbc_schedule(const CollectiveCall& c, Builder& b, const Group& g,
     }
     case MPA_CALL_Allreduce: {
       Vec v = Vec::of(c.bytes);
-      if (size < 4 || c.bytes < 65536) {
+      if (size < 4 || c.bytes < 65536 || c.in_place) {
         nbc_reduce_binomial_part(n, size, 0, c.bytes);
         nbc_bcast_binomial(n, size, 0, c.bytes);
         alg = "binomial reduce to 0 + binomial bcast (nbc_iallreduce.c: allred_sched_diss)";
@@ -2343,6 +2394,11 @@ std::string libnbc_schedule(const CollectiveCall& c, Builder& b, const Group& g,
       alg = "linear (nbc_iallgatherv.c: nbc_allgatherv_init)";
       break;
     case MPA_CALL_Alltoall:  // nbc_ialltoall.c: every choice but in-place is a2a_sched_linear
+      if (c.in_place) {
+        nbc_alltoall_inplace(n, size, std::vector<std::vector<uint64_t>>(size, std::vector<uint64_t>(size, c.bytes)));
+        alg = "in place (nbc_ialltoall.c: a2a_sched_inplace)";
+        break;
+      }
       for (int rank = 0; rank < size; rank++)
         for (int r = 0; r < size; r++)
           if (r != rank) {
@@ -2353,7 +2409,13 @@ std::string libnbc_schedule(const CollectiveCall& c, Builder& b, const Group& g,
       break;
     case MPA_CALL_Alltoallv:
     case MPA_CALL_Alltoallw: {  // nbc_ialltoallv.c a2av_sched_linear, nbc_ialltoallw.c a2aw_sched_linear
-      auto to = spread(c.rank_bytes.empty() ? std::vector<uint64_t>(size, c.bytes * size) : c.rank_bytes, size);
+      auto to = alltoallv_matrix(c, approximation);
+      if (c.in_place) {
+        nbc_alltoall_inplace(n, size, to);
+        alg = base == MPA_CALL_Alltoallv ? "in place (nbc_ialltoallv.c: a2av_sched_inplace)"
+                                         : "in place (nbc_ialltoallw.c: a2aw_sched_inplace)";
+        break;
+      }
       for (int rank = 0; rank < size; rank++)
         for (int i = 0; i < size; i++) {
           if (i == rank) continue;
@@ -2446,10 +2508,8 @@ Chosen ompi_schedule(const CollectiveCall& c, Builder& b) {
   auto blocks = [&]() { return c.rank_bytes.empty() ? std::vector<uint64_t>(size, c.bytes) : c.rank_bytes; };
   const bool v_form = base == MPA_CALL_Gatherv || base == MPA_CALL_Scatterv || base == MPA_CALL_Allgatherv ||
                       base == MPA_CALL_Alltoallv || base == MPA_CALL_Alltoallw || base == MPA_CALL_Reduce_scatter;
-  if (v_form && c.rank_bytes.empty())
+  if (v_form && c.rank_bytes.empty() && c.peer_bytes.empty())
     out.approximation = "each rank's count is not in the log: every rank taken to have the largest";
-  if (base == MPA_CALL_Alltoallv || base == MPA_CALL_Alltoallw)
-    out.approximation = "the log has each rank's total, not its count for each peer: spread evenly over the peers";
   // ompi/mpi/c/*.c return before the collective component when there is nothing to move
   const bool counted = base != MPA_CALL_Barrier && !v_form;
   const std::vector<uint64_t> rank_blocks = blocks();
@@ -2461,7 +2521,7 @@ Chosen ompi_schedule(const CollectiveCall& c, Builder& b) {
     return out;
   }
   if (nonblocking) {
-    out.algorithm = libnbc_schedule(c, b, g, base);
+    out.algorithm = libnbc_schedule(c, b, g, base, &out.approximation);
     return out;
   }
   std::string alg;
@@ -2482,13 +2542,18 @@ Chosen ompi_schedule(const CollectiveCall& c, Builder& b) {
       break;
     case MPA_CALL_Allgather: alg = allgather_tuned(b, g, c.bytes); break;
     case MPA_CALL_Allgatherv: alg = allgatherv_tuned(b, g, blocks()); break;
-    case MPA_CALL_Alltoall: alg = alltoall_tuned(b, g, c.bytes); break;
+    case MPA_CALL_Alltoall: alg = alltoall_tuned(b, g, c.bytes, c.in_place); break;
     case MPA_CALL_Alltoallv: {
       if (size < 2) {
         alg = "Open MPI 4.1 coll/tuned Alltoallv on one rank (no messages)";
         break;
       }
-      auto to = spread(c.rank_bytes.empty() ? std::vector<uint64_t>(size, c.bytes) : c.rank_bytes, size);
+      auto to = alltoallv_matrix(c, &out.approximation);
+      if (c.in_place) {
+        alltoall_inplace(b, g, to);
+        alg = "in place (coll_base_alltoallv.c: mca_coll_base_alltoallv_intra_basic_inplace)";
+        break;
+      }
       // ompi_coll_tuned_alltoallv_intra_dec_fixed: by communicator size only
       bool pairwise = size < 4 || (size >= 64 && size < 128) || (size >= 256 && size < 1024);
       if (pairwise) {
@@ -2501,7 +2566,12 @@ Chosen ompi_schedule(const CollectiveCall& c, Builder& b) {
       break;
     }
     case MPA_CALL_Alltoallw: {
-      auto to = spread(c.rank_bytes.empty() ? std::vector<uint64_t>(size, c.bytes) : c.rank_bytes, size);
+      auto to = alltoallv_matrix(c, &out.approximation);
+      if (c.in_place) {
+        alltoall_inplace(b, g, to);
+        alg = "coll/basic in place (coll_basic_alltoallw.c: mca_coll_basic_alltoallw_intra_inplace)";
+        break;
+      }
       alltoallv_linear(b, g, to, true);
       alg = "coll/basic linear (coll_basic_alltoallw.c: mca_coll_basic_alltoallw_intra)";
       break;

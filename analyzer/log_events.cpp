@@ -72,7 +72,7 @@ struct ThreadStream {
 
 // The arrays a decoded event points into, grown as events need.
 struct DecodeBuffers {
-  std::vector<uint64_t> reqs, papi;
+  std::vector<uint64_t> reqs, papi, vcounts;
   std::vector<mpa_status> stats;
   std::vector<uint32_t> cancelled;
   void attach(mpa_decoded& d) {
@@ -80,12 +80,14 @@ struct DecodeBuffers {
     d.stats = stats.data(), d.stats_cap = static_cast<uint32_t>(stats.size());
     d.papi = papi.data(), d.papi_cap = static_cast<uint32_t>(papi.size());
     d.cancelled = cancelled.data(), d.cancelled_cap = static_cast<uint32_t>(cancelled.size());
+    d.vcounts = vcounts.data(), d.vcounts_cap = static_cast<uint32_t>(vcounts.size());
   }
   void grow(const mpa_decoded& d) {
     if (d.nreq > reqs.size()) reqs.resize(d.nreq);
     if (d.nstat > stats.size()) stats.resize(d.nstat);
     if (d.npapi > papi.size()) papi.resize(d.npapi);
     if (d.ncancelled > cancelled.size()) cancelled.resize(d.ncancelled);
+    if (d.nvcounts > vcounts.size()) vcounts.resize(d.nvcounts);
   }
 };
 
@@ -192,6 +194,7 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
     ev.tag2 = d.tag2;
     ev.bytes2 = d.bytes2;
     ev.handles.assign(d.reqs, d.reqs + d.nreq);
+    ev.vcounts.assign(d.vcounts, d.vcounts + d.nvcounts);
     ev.requests.clear();
     ev.statuses.resize(d.nstat);
     for (uint32_t i = 0; i < d.nstat; i++)

@@ -63,6 +63,7 @@ struct Event {
   uint64_t incall_ns = 0;    // time inside the folded calls
   std::vector<uint64_t> papi;
   int64_t value = 0;
+  std::vector<uint64_t> vcounts;  // VCOUNTS: a v-collective's bytes for each member, by rank of its group
 
   bool has(uint32_t field) const { return (mask & field) != 0; }
 };

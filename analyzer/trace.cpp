@@ -272,6 +272,10 @@ struct Builder {
             c.members.emplace_back(rank, idx);
             c.sent.push_back(ev.has(MPA_F_BYTES) ? std::optional<uint64_t>(ev.bytes) : std::nullopt);
             c.received.push_back(ev.has(MPA_F_BYTES2) ? std::optional<uint64_t>(ev.bytes2) : std::nullopt);
+            if (!ev.vcounts.empty() || !c.each.empty()) {
+              c.each.resize(c.members.size());
+              c.each.back() = ev.vcounts;
+            }
             link(op, Link::PostColl, pos->second);
             if (op.kind == OpKind::PostCollective && !ev.requests.empty())
               pending[ev.requests.back()] = Pending{Pending::Coll, pos->second};

@@ -84,6 +84,9 @@ struct CollectiveInstance {
   // each member's bytes as its call logged them (parallel to members); nullopt where the call had none
   // (MPI_IN_PLACE, or a side significant only at the root)
   std::vector<std::optional<uint64_t>> sent, received;
+  // each member's bytes for every rank of the communicator (MPA_F_VCOUNTS, log format 3: what a
+  // v-collective's counts arrays said), parallel to members once any member has them; empty otherwise
+  std::vector<std::vector<uint64_t>> each;
 };
 
 struct TraceComm {

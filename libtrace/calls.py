@@ -16,6 +16,8 @@ records:
                            counts say what each member of this group gets, even on an intercommunicator)
   bytes_blocks=(count, type)    count for every member of the local group (Reduce_scatter_block)
   bytes2_own=(counts, type)     the calling rank's entry of per-member counts (Reduce_scatter)
+  per_member=(side, ...)    the sides ('bytes', 'bytes2') whose counts are also recorded member by member
+                           (MPA_F_VCOUNTS): the first side the call records, in this order
   root_only                'bytes' or 'bytes2': that side is significant only at the root (elsewhere
                            its count and type may be anything, its counts array NULL)
   inplace                  the send buffer parameter: MPI_IN_PLACE means no separate send bytes
@@ -141,9 +143,10 @@ COLLECTIVES = [
     ("Bcast", "void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm",
      dict(peer="root", bytes=("count", "datatype"))),
     ("Reduce", "const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, "
-     "int root, MPI_Comm comm", dict(peer="root", bytes=("count", "datatype"), inplace="sendbuf")),
+     "int root, MPI_Comm comm", dict(peer="root", bytes=("count", "datatype"), bytes2=("count", "datatype"),
+                                     root_only="bytes2", inplace="sendbuf")),
     ("Allreduce", "const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, "
-     "MPI_Comm comm", dict(bytes=("count", "datatype"), inplace="sendbuf")),
+     "MPI_Comm comm", dict(bytes=("count", "datatype"), bytes2=("count", "datatype"), inplace="sendbuf")),
     ("Gather", "const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, "
      "int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm",
      dict(peer="root", bytes=("sendcount", "sendtype"), bytes2=("recvcount", "recvtype"),
@@ -151,7 +154,7 @@ COLLECTIVES = [
     ("Gatherv", "const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, "
      "const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm",
      dict(peer="root", bytes=("sendcount", "sendtype"), bytes2_v=("recvcounts", "recvtype"),
-          root_only="bytes2", inplace="sendbuf")),
+          root_only="bytes2", inplace="sendbuf", per_member=("bytes2",))),
     ("Scatter", "const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, "
      "int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm",
      dict(peer="root", bytes=("sendcount", "sendtype"), bytes2=("recvcount", "recvtype"),
@@ -160,35 +163,38 @@ COLLECTIVES = [
      "MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, "
      "MPI_Comm comm",
      dict(peer="root", bytes_v=("sendcounts", "sendtype"), bytes2=("recvcount", "recvtype"),
-          root_only="bytes", inplace_recv="recvbuf")),
+          root_only="bytes", inplace_recv="recvbuf", per_member=("bytes",))),
     ("Allgather", "const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, "
      "int recvcount, MPI_Datatype recvtype, MPI_Comm comm",
      dict(bytes=("sendcount", "sendtype"), bytes2=("recvcount", "recvtype"), inplace="sendbuf")),
     ("Allgatherv", "const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, "
      "const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm",
-     dict(bytes=("sendcount", "sendtype"), bytes2_v=("recvcounts", "recvtype"), inplace="sendbuf")),
+     dict(bytes=("sendcount", "sendtype"), bytes2_v=("recvcounts", "recvtype"), inplace="sendbuf",
+          per_member=("bytes2",))),
     ("Alltoall", "const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, "
      "int recvcount, MPI_Datatype recvtype, MPI_Comm comm",
      dict(bytes=("sendcount", "sendtype"), bytes2=("recvcount", "recvtype"), inplace="sendbuf")),
     ("Alltoallv", "const void *sendbuf, const int sendcounts[], const int sdispls[], "
      "MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], "
      "MPI_Datatype recvtype, MPI_Comm comm",
-     dict(bytes_v=("sendcounts", "sendtype"), bytes2_v=("recvcounts", "recvtype"), inplace="sendbuf")),
+     dict(bytes_v=("sendcounts", "sendtype"), bytes2_v=("recvcounts", "recvtype"), inplace="sendbuf",
+          per_member=("bytes", "bytes2"))),
     ("Alltoallw", "const void *sendbuf, const int sendcounts[], const int sdispls[], "
      "const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], "
      "const MPI_Datatype recvtypes[], MPI_Comm comm",
-     dict(bytes_w=("sendcounts", "sendtypes"), bytes2_w=("recvcounts", "recvtypes"), inplace="sendbuf")),
+     dict(bytes_w=("sendcounts", "sendtypes"), bytes2_w=("recvcounts", "recvtypes"), inplace="sendbuf",
+          per_member=("bytes", "bytes2"))),
     ("Reduce_scatter", "const void *sendbuf, void *recvbuf, const int recvcounts[], "
      "MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
      dict(bytes_local_v=("recvcounts", "datatype"), bytes2_own=("recvcounts", "datatype"),
-          inplace="sendbuf")),
+          inplace="sendbuf", per_member=("bytes",))),
     ("Reduce_scatter_block", "const void *sendbuf, void *recvbuf, int recvcount, "
      "MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
      dict(bytes_blocks=("recvcount", "datatype"), bytes2=("recvcount", "datatype"), inplace="sendbuf")),
     ("Scan", "const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, "
-     "MPI_Comm comm", dict(bytes=("count", "datatype"), inplace="sendbuf")),
+     "MPI_Comm comm", dict(bytes=("count", "datatype"), bytes2=("count", "datatype"), inplace="sendbuf")),
     ("Exscan", "const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, "
-     "MPI_Comm comm", dict(bytes=("count", "datatype"), inplace="sendbuf")),
+     "MPI_Comm comm", dict(bytes=("count", "datatype"), bytes2=("count", "datatype"), inplace="sendbuf")),
 ]
 for name, params, roles in COLLECTIVES:
     CALLS.append(coll(name, params, comm="comm", **roles))

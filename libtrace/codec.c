@@ -114,7 +114,7 @@ int mpa_decode_event(mpa_codec_state *s, const uint8_t **p, const uint8_t *end, 
   out->peer2 = (mask & MPA_F_PEER2) ? get_i32_zigzag(&c) : 0;
   out->tag2 = (mask & MPA_F_TAG2) ? get_i32_zigzag(&c) : 0;
   out->bytes2 = (mask & MPA_F_BYTES2) ? get_varint(&c) : 0;
-  out->nreq = out->nstat = out->npapi = out->ncancelled = 0;
+  out->nreq = out->nstat = out->npapi = out->ncancelled = out->nvcounts = 0;
   if (c.error) return c.error;
 
   if (mask & MPA_F_REQS) {
@@ -177,6 +177,19 @@ int mpa_decode_event(mpa_codec_state *s, const uint8_t **p, const uint8_t *end, 
     }
     for (uint32_t i = 0; i < n; i++) out->cancelled[i] = get_u32(&c);
     out->ncancelled = n;
+  }
+  if (!c.error && (mask & MPA_F_VCOUNTS)) {
+    const uint8_t *at = c.p;
+    if (get_u32(&c) > MPA_MAX_VCOUNTS && !c.error) return MPA_DECODE_RANGE;
+    c.p = at;
+    uint32_t n = get_count(&c, 1);
+    if (c.error) return c.error;
+    if (n > out->vcounts_cap) {
+      out->nvcounts = n;
+      return MPA_DECODE_ROOM;
+    }
+    for (uint32_t i = 0; i < n; i++) out->vcounts[i] = get_varint(&c);
+    out->nvcounts = n;
   }
   if (c.error) return c.error;
   st.prev_exit = out->t_exit;

@@ -65,6 +65,8 @@ typedef struct mpa_event {
   int64_t value;
   uint32_t ncancelled; /* with MPA_F_CANCELLED: positions in stats of cancelled requests */
   const uint32_t *cancelled;
+  uint32_t nvcounts; /* with MPA_F_VCOUNTS: bytes for each member */
+  const uint64_t *vcounts;
 } mpa_event;
 
 /* ---- encoding ------------------------------------------------------------------------------------- */
@@ -87,6 +89,7 @@ static inline size_t mpa_event_bound(const mpa_event *ev, int npapi)
   n += 5 + (size_t)ev->nstat * 30;
   n += 5 + 5 + 5 + (size_t)npapi * 10 + 10 + 10; /* count, newcomm, papi, incall, value */
   if (ev->mask & MPA_F_CANCELLED) n += 5 + (size_t)ev->ncancelled * 5;
+  if (ev->mask & MPA_F_VCOUNTS) n += 5 + (size_t)ev->nvcounts * 10;
   return n;
 }
 
@@ -155,6 +158,10 @@ static inline uint8_t *mpa_encode_event(mpa_codec_state *s, uint8_t *p, const mp
     p = mpa_put_varint(p, ev->ncancelled);
     for (uint32_t i = 0; i < ev->ncancelled; i++) p = mpa_put_varint(p, ev->cancelled[i]);
   }
+  if (mask & MPA_F_VCOUNTS) {
+    p = mpa_put_varint(p, ev->nvcounts);
+    for (uint32_t i = 0; i < ev->nvcounts; i++) p = mpa_put_varint(p, ev->vcounts[i]);
+  }
   s->prev_exit = ev->t_exit;
   return p;
 }
@@ -181,12 +188,13 @@ typedef struct mpa_decoded {
   uint32_t count;
   uint64_t incall; /* ticks */
   int64_t value;
-  uint32_t nreq, nstat, npapi, ncancelled;
+  uint32_t nreq, nstat, npapi, ncancelled, nvcounts;
   uint64_t *reqs;
   mpa_status *stats;
   uint64_t *papi;
   uint32_t *cancelled; /* positions in stats, as written (a reader checks them against nstat) */
-  uint32_t reqs_cap, stats_cap, papi_cap, cancelled_cap;
+  uint64_t *vcounts;
+  uint32_t reqs_cap, stats_cap, papi_cap, cancelled_cap, vcounts_cap;
 } mpa_decoded;
 
 /* Each returns an mpa_decode_result. On anything but MPA_DECODE_OK, *p and the state are unchanged. */

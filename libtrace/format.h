@@ -11,7 +11,8 @@
 #include <stdint.h>
 
 #define MPA_FILE_MAGIC "MPADVLOG" /* 8 bytes, no terminator in the file */
-#define MPA_FORMAT_VERSION 2u /* 2: handles slotted by a hash of every bit (1: by their bits above the fourth) */
+#define MPA_FORMAT_VERSION 3u /* 3: VCOUNTS, a v-collective's bytes for each member; 2: handles slotted by a
+                                 hash of every bit (1: by their bits above the fourth) */
 #define MPA_CHUNK_MAGIC 0x4b43504du /* "MPCK" little-endian */
 
 /* All integers in headers are little-endian. */
@@ -63,8 +64,19 @@ enum mpa_field {
   MPA_F_INCALL = 1u << 12,  /* varint: ticks spent inside the folded calls (with COUNT) */
   MPA_F_VALUE = 1u << 13,   /* zigzag: call-specific value (Pcontrol level, thread level, error code) */
   MPA_F_CANCELLED = 1u << 14, /* varint n, n x varint: statuses (positions in STATUS) of cancelled requests */
+  MPA_F_VCOUNTS = 1u << 15,   /* varint n, n x varint bytes: a v-collective's bytes for each member (below) */
 };
-#define MPA_F_DEFINED ((1u << 15) - 1) /* every field bit above; a reader refuses others */
+#define MPA_F_DEFINED ((1u << 16) - 1) /* every field bit above; a reader refuses others */
+
+/* VCOUNTS (format 3) holds, by rank of the group the counts address (the remote group of an
+ * intercommunicator), what BYTES and BYTES2 hold only as sums:
+ *   Alltoallv, Alltoallw   the bytes this rank sends to each (its receive counts when MPI_IN_PLACE)
+ *   Gatherv                at the root: the bytes it receives from each
+ *   Scatterv               at the root: the bytes it sends to each
+ *   Allgatherv             each rank's block (recvcounts)
+ *   Reduce_scatter         each rank's part of the result (recvcounts)
+ * and the same for their non-blocking forms. Not written for groups above MPA_MAX_VCOUNTS ranks. */
+#define MPA_MAX_VCOUNTS 65536
 
 /* A request or message handle is coded against a per-chunk table of the 16 handles seen last, one slot
  * per handle, slot = mpa_handle_slot(handle, the file's format version):

@@ -61,15 +61,18 @@ def record_code(call, params):
     root_cond = f"mpa_is_root({comm_expr}, {r.get('peer')})" if root_only else None
 
     # How each form of a byte role counts, by the suffix after "bytes" / "bytes2".
-    def amount(form, counts, types):
+    def amount(form, counts, types, each):
+        # each: the counts are also recorded member by member (MPA_F_VCOUNTS)
+        sum_v = "mpa_each_bytes_v(&ev, ts, " if each else "mpa_sum_bytes_v("
+        sum_w = "mpa_each_bytes_w(&ev, ts, " if each else "mpa_sum_bytes_w("
         if form == "":
             return f"mpa_type_bytes({counts}, {types})"
         if form == "_v":
-            return f"mpa_sum_bytes_v({counts}, {types}, mpa_comm_peers({comm_expr}))"
+            return f"{sum_v}{counts}, {types}, mpa_comm_peers({comm_expr}))"
         if form == "_w":
-            return f"mpa_sum_bytes_w({counts}, {types}, mpa_comm_peers({comm_expr}), mpa_fortran)"
+            return f"{sum_w}{counts}, {types}, mpa_comm_peers({comm_expr}), mpa_fortran)"
         if form == "_local_v":
-            return f"mpa_sum_bytes_v({counts}, {types}, mpa_comm_local_size({comm_expr}))"
+            return f"{sum_v}{counts}, {types}, mpa_comm_local_size({comm_expr}))"
         if form == "_blocks":
             return f"mpa_type_bytes({counts}, {types}) * (uint64_t)mpa_comm_local_size({comm_expr})"
         if form == "_own":
@@ -84,7 +87,10 @@ def record_code(call, params):
         if len(forms) > 1:
             raise SystemExit(f"gen_wrappers: {call.name} has more than one role for {field}")
         counts, types = r[field + forms[0]]
-        stmt = f"{{ ev.mask |= {mask}; ev.{field} = {amount(forms[0], counts, types)}; }}"
+        each = field in r.get("per_member", ())
+        if each and forms[0] not in ("_v", "_w", "_local_v"):
+            raise SystemExit(f"gen_wrappers: {call.name}'s per_member {field} has no counts array")
+        stmt = f"{{ ev.mask |= {mask}; ev.{field} = {amount(forms[0], counts, types, each)}; }}"
         conds = []
         if inplace:
             conds.append(f"!mpa_in_place({inplace}, mpa_fortran)")

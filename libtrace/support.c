@@ -30,6 +30,49 @@ uint64_t mpa_sum_bytes_w(const int *counts, const void *types, int n, int fortra
   return total;
 }
 
+static void *grow(void *p, int *cap, int n, size_t elem);
+
+/* Room for n members' bytes in the event, or NULL when it has them already or n is out of range. */
+static uint64_t *each_room(mpa_event *ev, mpa_thread *ts, int n)
+{
+  if ((ev->mask & MPA_F_VCOUNTS) || n <= 0 || n > MPA_MAX_VCOUNTS) return NULL;
+  ts->vcounts = grow(ts->vcounts, &ts->vcounts_cap, n, sizeof *ts->vcounts);
+  if (ts->vcounts_cap < n) return NULL;
+  ev->mask |= MPA_F_VCOUNTS;
+  ev->nvcounts = (uint32_t)n;
+  ev->vcounts = ts->vcounts;
+  return ts->vcounts;
+}
+
+uint64_t mpa_each_bytes_v(mpa_event *ev, mpa_thread *ts, const int *counts, MPI_Datatype type, int n)
+{
+  int size = 0;
+  if (!counts || n <= 0 || type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0)
+    return 0;
+  uint64_t *each = each_room(ev, ts, n);
+  uint64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t b = counts[i] > 0 ? (uint64_t)counts[i] * (uint64_t)size : 0;
+    if (each) each[i] = b;
+    total += b;
+  }
+  return total;
+}
+
+uint64_t mpa_each_bytes_w(mpa_event *ev, mpa_thread *ts, const int *counts, const void *types, int n, int fortran)
+{
+  if (!counts || !types || n <= 0) return 0;
+  uint64_t *each = each_room(ev, ts, n);
+  uint64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    MPI_Datatype t = fortran ? PMPI_Type_f2c(((const MPI_Fint *)types)[i]) : ((const MPI_Datatype *)types)[i];
+    uint64_t b = mpa_type_bytes(counts[i], t);
+    if (each) each[i] = b;
+    total += b;
+  }
+  return total;
+}
+
 /* The addresses of a Fortran sentinel, one copy per process once the dynamic linker has bound every
  * reference to the first definition. Open MPI's are common blocks of their own (mpi_fortran_in_place_,
  * ...), one for every binding. MPICH's mpif.h and `use mpi` keep MPI_BOTTOM, MPI_IN_PLACE and

@@ -83,6 +83,7 @@ struct mpa_thread {
   int *indices; int indices_cap;
   mpa_status *stats; int stats_cap;
   uint32_t *cancelled; int cancelled_cap;
+  uint64_t *vcounts; int vcounts_cap; /* a v-collective's bytes for each member (MPA_F_VCOUNTS) */
   /* PAPI */
   long long papi_enter[MPA_MAX_PAPI]; /* counters when this call began */
   long long papi_exit[MPA_MAX_PAPI];  /* and when the previous one ended */

@@ -97,6 +97,9 @@ static inline uint64_t mpa_type_bytes(int count, MPI_Datatype type)
 }
 uint64_t mpa_sum_bytes_v(const int *counts, MPI_Datatype type, int n);
 uint64_t mpa_sum_bytes_w(const int *counts, const void *types, int n, int fortran);
+/* The same sums, also recording each member's bytes in the event (MPA_F_VCOUNTS) unless it has them. */
+uint64_t mpa_each_bytes_v(mpa_event *ev, mpa_thread *ts, const int *counts, MPI_Datatype type, int n);
+uint64_t mpa_each_bytes_w(mpa_event *ev, mpa_thread *ts, const int *counts, const void *types, int n, int fortran);
 int mpa_in_place(const void *buf, int fortran);
 /* The first index of the indices the library's mpi_f08 MPI_Waitany, Testany, Waitsome and Testsome
  * return: 1 as the standard says, 0 from MPICH 4.0.2's (support.c) */

@@ -23,10 +23,12 @@ struct Sample {
   std::vector<mpa_status> stats;
   std::vector<long long> papi;
   std::vector<uint32_t> cancelled;
+  std::vector<uint64_t> vcounts;
   void point() {  // ev's arrays at this sample's storage
     ev.reqs = reqs.data(), ev.nreq = static_cast<uint32_t>(reqs.size());
     ev.stats = stats.data(), ev.nstat = static_cast<uint32_t>(stats.size());
     ev.cancelled = cancelled.data(), ev.ncancelled = static_cast<uint32_t>(cancelled.size());
+    ev.vcounts = vcounts.data(), ev.nvcounts = static_cast<uint32_t>(vcounts.size());
   }
 };
 
@@ -81,6 +83,8 @@ std::vector<Sample> random_stream(std::mt19937_64& rng, size_t n) {
     if (e.mask & MPA_F_CANCELLED)
       for (size_t i = 0; i < s.stats.size(); i++)
         if (rng() % 2) s.cancelled.push_back(static_cast<uint32_t>(i));
+    if (e.mask & MPA_F_VCOUNTS)  // a communicator's worth of counts, now and then a large one
+      for (size_t i = 0, k = rng() % 8 == 0 ? rng() % 2000 : rng() % 9; i < k; i++) s.vcounts.push_back(pick<uint64_t>(rng));
     s.point();
   }
   return out;
@@ -109,6 +113,7 @@ struct Decoder {
   std::vector<uint64_t> reqs = std::vector<uint64_t>(1), papi = std::vector<uint64_t>(1);
   std::vector<mpa_status> stats = std::vector<mpa_status>(1);
   std::vector<uint32_t> cancelled = std::vector<uint32_t>(1);
+  std::vector<uint64_t> vcounts = std::vector<uint64_t>(1);
   mpa_decoded d{};
   int decode(mpa_codec_state* st, const uint8_t** p, const uint8_t* end) {
     for (;;) {
@@ -116,12 +121,14 @@ struct Decoder {
       d.stats = stats.data(), d.stats_cap = static_cast<uint32_t>(stats.size());
       d.papi = papi.data(), d.papi_cap = static_cast<uint32_t>(papi.size());
       d.cancelled = cancelled.data(), d.cancelled_cap = static_cast<uint32_t>(cancelled.size());
+      d.vcounts = vcounts.data(), d.vcounts_cap = static_cast<uint32_t>(vcounts.size());
       int rc = mpa_decode_event(st, p, end, &d);
       if (rc != MPA_DECODE_ROOM) return rc;
       reqs.resize(std::max<size_t>(reqs.size(), d.nreq));
       stats.resize(std::max<size_t>(stats.size(), d.nstat));
       papi.resize(std::max<size_t>(papi.size(), d.npapi));
       cancelled.resize(std::max<size_t>(cancelled.size(), d.ncancelled));
+      vcounts.resize(std::max<size_t>(vcounts.size(), d.nvcounts));
     }
   }
 };
@@ -158,6 +165,8 @@ void check_same(const Sample& s, const mpa_decoded& d) {
   for (uint32_t i = 0; i < d.npapi; i++) CHECK(d.papi[i] == static_cast<uint64_t>(s.papi[i]));
   REQUIRE(d.ncancelled == (mask & MPA_F_CANCELLED ? s.cancelled.size() : 0));
   for (uint32_t i = 0; i < d.ncancelled; i++) CHECK(d.cancelled[i] == s.cancelled[i]);
+  REQUIRE(d.nvcounts == (mask & MPA_F_VCOUNTS ? s.vcounts.size() : 0));
+  for (uint32_t i = 0; i < d.nvcounts; i++) CHECK(d.vcounts[i] == s.vcounts[i]);
 }
 
 // Decodes a whole chunk; returns the number of events, checking each against samples from `first`.
@@ -339,8 +348,10 @@ TEST_CASE("damaged bytes are refused with the error that names them", "[codec]")
   CHECK(decode(bytes({1, 0, 0, 0, 0})) == MPA_DECODE_OK);
   CHECK(decode(bytes({1, 0, 0, 0})) == MPA_DECODE_TRUNCATED);
   CHECK(decode(bytes({})) == MPA_DECODE_TRUNCATED);
-  // a mask bit past MPA_F_CANCELLED
-  CHECK(decode(bytes({1, 0x80, 0x80, 0x02, 0, 0, 0})) == MPA_DECODE_MASK);
+  // a mask bit past MPA_F_VCOUNTS
+  CHECK(decode(bytes({1, 0x80, 0x80, 0x04, 0, 0, 0})) == MPA_DECODE_MASK);
+  // VCOUNTS with more members than a reader accepts
+  CHECK(decode(bytes({1, 0x80, 0x80, 0x02, 0, 0, 0, 0x81, 0x80, 0x04})) == MPA_DECODE_RANGE);
   // a varint of eleven bytes, and one whose tenth byte holds more than bit 63
   CHECK(decode(bytes({1, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00, 0, 0})) == MPA_DECODE_OVERLONG);
   CHECK(decode(bytes({1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0})) == MPA_DECODE_OVERLONG);

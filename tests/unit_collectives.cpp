@@ -66,6 +66,63 @@ TEST_CASE("Open MPI Allreduce of 1 KiB on 4 ranks: recursive doubling, partner r
         "irecv 2 1024; send 2 1024; wait 0+1; reduce 1024 | irecv 1 1024; send 1 1024; wait 1+1; reduce 1024");
 }
 
+TEST_CASE("Alltoall in place on 4 ranks: Open MPI's basic_inplace, libnbc's swaps, MPICH's sendrecv_replace",
+          "[coll][schedule]") {
+  // coll_base_alltoall.c, mca_coll_base_alltoall_intra_basic_inplace (every tuned algorithm returns to it
+  // in place): step i with right = rank + i and left = rank - i: irecv right; send left; wait; irecv left;
+  // send right; wait. At i = 2 on 4 ranks left = right: irecv, send, wait.
+  CollectiveCall c;
+  c.call = MPA_CALL_Alltoall;
+  c.size = 4;
+  c.bytes = 100;
+  c.in_place = true;
+  auto s = collective_schedule(c);
+  REQUIRE(s);
+  CHECK(s->algorithm.find("mca_coll_base_alltoall_intra_basic_inplace") != std::string::npos);
+  CHECK(describe_steps(s->ranks[0]) ==
+        "irecv 1 100; send 3 100; wait 0+1; irecv 3 100; send 1 100; wait 1+1 | irecv 2 100; send 2 100; wait 2+1");
+  // nbc_ialltoall.c, a2a_sched_inplace on 4 ranks: i runs 1 .. (4+1)/2 - 1 = 1, then the even case with
+  // rank + 2; each copy and each receive ends a round (an empty one for the copies)
+  c.call = MPA_CALL_Ialltoall;
+  s = collective_schedule(c);
+  REQUIRE(s);
+  CHECK(describe_steps(s->ranks[0]) ==
+        "isend 1 100; irecv 3 100; wait 0+2 | isend 3 100; irecv 1 100; wait 2+2 | isend 2 100; irecv 2 100; wait 4+2");
+  // MPICH: alltoall_intra_pairwise_sendrecv_replace.c, pairs (i, j > i) in order; rank 1 meets 0, then 2, 3
+  c.library = MpiLibrary::MPICH;
+  c.call = MPA_CALL_Alltoall;
+  c.host = {0, 1, 2, 3};
+  s = collective_schedule(c);
+  REQUIRE(s);
+  CHECK(s->algorithm.find("pairwise_sendrecv_replace") != std::string::npos);
+  CHECK(describe_steps(s->ranks[1]) ==
+        "irecv 0 100; isend 0 100; wait 0+2 | irecv 2 100; isend 2 100; wait 2+2 | irecv 3 100; isend 3 100; wait 4+2");
+}
+
+TEST_CASE("Alltoallv with a count for each peer: Open MPI's pairwise on 3 ranks sends each its own count",
+          "[coll][schedule]") {
+  // rank i sends 10 * (1 + (i + 2j) % 3) bytes to j; on 3 ranks ompi_coll_tuned_alltoallv_intra_dec_fixed
+  // takes pairwise (coll_base_alltoallv.c): step s sends to rank+s and receives from rank-s
+  CollectiveCall c;
+  c.call = MPA_CALL_Alltoallv;
+  c.size = 3;
+  for (int i = 0; i < 3; i++) {
+    c.peer_bytes.emplace_back();
+    for (int j = 0; j < 3; j++) c.peer_bytes.back().push_back(10 * (1 + (i + 2 * j) % 3));
+  }
+  auto s = collective_schedule(c);
+  REQUIRE(s);
+  CHECK(s->approximation.empty());
+  // rank 0 sends 10*(1+2%3)=30 to 1, 10*(1+4%3)=20 to 2; receives from 2: 10*(1+(2+0)%3)=30, from 1: 20
+  CHECK(describe_steps(s->ranks[0]) == "irecv 2 30; send 1 30; wait 0+1 | irecv 1 20; send 2 20; wait 1+1");
+  // without the counts of each peer (a log before format 3) the totals are spread, and the schedule says so
+  c.peer_bytes.clear();
+  c.rank_bytes = {60, 60, 60};
+  s = collective_schedule(c);
+  REQUIRE(s);
+  CHECK(s->approximation.find("spread evenly") != std::string::npos);
+}
+
 TEST_CASE("MPICH Allreduce of 8 bytes on 4 nodes: recursive doubling with MPIC_Sendrecv (both posted, both waited)",
           "[coll][schedule]") {
   // ch4 generic.json: one rank per node is not comm_hierarchy=parent: composition beta, MPIR_Allreduce;
@@ -229,11 +286,24 @@ TEST_CASE("every schedule's sends meet their receives, for every call, library, 
               c.bytes = bytes;
               c.root = root;
               for (int i = 0; i < size; i++) c.host.push_back(i % hosts);
-              std::optional<CollSchedule> s;
-              REQUIRE_NOTHROW(s = collective_schedule(c));  // collective_schedule throws on an unmatched send
-              REQUIRE(s);
-              CHECK(s->ranks.size() == static_cast<size_t>(size));
-              checked++;
+              for (bool in_place : {false, true}) {
+                INFO((in_place ? "in place" : "not in place"));
+                c.in_place = in_place;
+                // Alltoallv/w with a count for each peer: symmetric in place (MPI requires it), not otherwise
+                const uint32_t base = call >= MPA_CALL_Ibarrier ? call - (MPA_CALL_Ibarrier - MPA_CALL_Barrier) : call;
+                c.peer_bytes.clear();
+                if (base == MPA_CALL_Alltoallv || base == MPA_CALL_Alltoallw)
+                  for (int i = 0; i < size; i++) {
+                    c.peer_bytes.emplace_back();
+                    for (int j = 0; j < size; j++)
+                      c.peer_bytes.back().push_back(bytes * static_cast<uint64_t>((in_place ? i + j : i + 2 * j) % 3));
+                  }
+                std::optional<CollSchedule> s;
+                REQUIRE_NOTHROW(s = collective_schedule(c));  // collective_schedule throws on an unmatched send
+                REQUIRE(s);
+                CHECK(s->ranks.size() == static_cast<size_t>(size));
+                checked++;
+              }
             }
           }
   CHECK(checked > 10000);
@@ -263,6 +333,30 @@ TEST_CASE("a v-collective's counts come from each rank's log, and what the log l
   REQUIRE(s);
   CHECK(describe_steps(s->ranks[0]) == "send 2 4");
   CHECK(describe_steps(s->ranks[2]) == "recv 0 4; recv 1 8");
+  CHECK_FALSE(logged->call.in_place);
+  // the root in place logs no sendcount; its counts (VCOUNTS, log format 3) still name every block
+  t.collectives[0].sent = {4, 8, std::nullopt};
+  t.collectives[0].each = {{}, {}, {4, 8, 12}};
+  logged = logged_collective(t, 0, MpiLibrary::OpenMPI);
+  REQUIRE(logged);
+  CHECK(logged->call.in_place);
+  CHECK(logged->call.rank_bytes == std::vector<uint64_t>{4, 8, 12});
+  CHECK(logged->approximation.empty());
+  // an Alltoallv: each rank's counts for every peer make the matrix the schedule follows
+  t.collectives[0].call = MPA_CALL_Alltoallv;
+  t.collectives[0].root = -1;
+  t.collectives[0].sent = {6, 15, 24};
+  t.collectives[0].each = {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}};
+  logged = logged_collective(t, 0, MpiLibrary::OpenMPI);
+  REQUIRE(logged);
+  CHECK_FALSE(logged->call.in_place);
+  CHECK(logged->call.peer_bytes == std::vector<std::vector<uint64_t>>{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}});
+  CHECK(logged->approximation.empty());
+  s = collective_schedule(logged->call);
+  REQUIRE(s);
+  CHECK(s->approximation.empty());
+  CHECK(describe_steps(s->ranks[0]) == "irecv 2 7; send 1 2; wait 0+1 | irecv 1 4; send 2 3; wait 1+1");
+  t.collectives[0].each.clear();
   // an Allreduce in place everywhere logs no size
   t.collectives[0].call = MPA_CALL_Allreduce;
   t.collectives[0].root = -1;

@@ -1,9 +1,12 @@
 /* Every collective mpiadvise follows, blocking and non-blocking, on MPI_COMM_WORLD at each size given:
  * with Open MPI's pml monitoring writing what the library sent to each peer (--mca pml_monitoring_enable 2
  * --mca pml_monitoring_enable_output 3), the ground truth for the schedules mpiadvise derives from the
- * log (tests/mpi_collectives.cpp). The vector forms give rank r (r + 1) blocks; the element type is the
- * largest of 8, 4, 2, 1 bytes that divides the size (as mpiadvise infers it). COLL_SIZES_ONLY=TEXT runs
- * only the calls whose name contains TEXT.
+ * log (tests/mpi_collectives.cpp). The vector forms give rank r (r + 1) blocks, except Alltoallv and
+ * Alltoallw: rank r sends 1 + (r + 2i) % 3 blocks to rank i, a different count to each peer. Allreduce,
+ * Reduce (at the root), Alltoall, Alltoallv and Alltoallw run once more with MPI_IN_PLACE, the last two
+ * with 1 + (r + i) % 3 blocks between r and i (in place, what r sends to i is what it receives from i). The element type is the largest of 8,
+ * 4, 2, 1 bytes that divides the size (as mpiadvise infers it). COLL_SIZES_ONLY=TEXT runs only the calls
+ * whose name contains TEXT.
  *   coll_sizes BYTES...  */
 #include <mpi.h>
 #include <stdio.h>
@@ -58,14 +61,17 @@ int main(int argc, char **argv)
       counts[i] = n * (i + 1);
       displs[i] = total;
       total += counts[i];
-      a2a_send[i] = n * (rank + 1); /* Alltoallv: rank r sends (r + 1) blocks to every peer */
-      a2a_sdispl[i] = i * n * (rank + 1);
+    }
+    for (int i = 0, at = 0; i < size; i++) { /* Alltoallv: rank r sends 1 + (r + 2i) % 3 blocks to rank i */
+      a2a_send[i] = n * (1 + (rank + 2 * i) % 3);
+      a2a_sdispl[i] = at;
+      at += a2a_send[i];
     }
     int *a2a_recv = malloc(sizeof(int) * size), *a2a_rdispl = malloc(sizeof(int) * size);
     int *w_sdispl = malloc(sizeof(int) * size), *w_rdispl = malloc(sizeof(int) * size); /* in bytes */
     MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * size);
     for (int i = 0, at = 0; i < size; i++) {
-      a2a_recv[i] = n * (i + 1);
+      a2a_recv[i] = n * (1 + (i + 2 * rank) % 3);
       a2a_rdispl[i] = at;
       at += a2a_recv[i];
       w_sdispl[i] = a2a_sdispl[i] * e;
@@ -78,6 +84,11 @@ int main(int argc, char **argv)
          MPI_Ireduce(sbuf, rbuf, n, t, MPI_SUM, root_r, w, &request));
     BOTH("Allreduce", MPI_Allreduce(sbuf, rbuf, n, t, MPI_SUM, w),
          MPI_Iallreduce(sbuf, rbuf, n, t, MPI_SUM, w, &request));
+    BOTH("Allreduce_in_place", MPI_Allreduce(MPI_IN_PLACE, rbuf, n, t, MPI_SUM, w),
+         MPI_Iallreduce(MPI_IN_PLACE, rbuf, n, t, MPI_SUM, w, &request));
+    BOTH("Reduce_in_place",
+         MPI_Reduce(rank == root_r ? MPI_IN_PLACE : sbuf, rbuf, n, t, MPI_SUM, root_r, w),
+         MPI_Ireduce(rank == root_r ? MPI_IN_PLACE : sbuf, rbuf, n, t, MPI_SUM, root_r, w, &request));
     BOTH("Gather", MPI_Gather(sbuf, n, t, rbuf, n, t, 0, w), MPI_Igather(sbuf, n, t, rbuf, n, t, 0, w, &request));
     BOTH("Gatherv", MPI_Gatherv(sbuf, counts[rank], t, rbuf, counts, displs, t, 0, w),
          MPI_Igatherv(sbuf, counts[rank], t, rbuf, counts, displs, t, 0, w, &request));
@@ -92,6 +103,19 @@ int main(int argc, char **argv)
          MPI_Ialltoallv(sbuf, a2a_send, a2a_sdispl, t, rbuf, a2a_recv, a2a_rdispl, t, w, &request));
     BOTH("Alltoallw", MPI_Alltoallw(sbuf, a2a_send, w_sdispl, types, rbuf, a2a_recv, w_rdispl, types, w),
          MPI_Ialltoallw(sbuf, a2a_send, w_sdispl, types, rbuf, a2a_recv, w_rdispl, types, w, &request));
+    for (int i = 0, at = 0; i < size; i++) { /* in place: symmetric counts */
+      a2a_recv[i] = n * (1 + (rank + i) % 3);
+      a2a_rdispl[i] = at;
+      at += a2a_recv[i];
+      w_rdispl[i] = a2a_rdispl[i] * e;
+    }
+    BOTH("Alltoall_in_place", MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rbuf, n, t, w),
+         MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rbuf, n, t, w, &request));
+    BOTH("Alltoallv_in_place",
+         MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, rbuf, a2a_recv, a2a_rdispl, t, w),
+         MPI_Ialltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, rbuf, a2a_recv, a2a_rdispl, t, w, &request));
+    BOTH("Alltoallw_in_place", MPI_Alltoallw(MPI_IN_PLACE, NULL, NULL, NULL, rbuf, a2a_recv, w_rdispl, types, w),
+         MPI_Ialltoallw(MPI_IN_PLACE, NULL, NULL, NULL, rbuf, a2a_recv, w_rdispl, types, w, &request));
     BOTH("Reduce_scatter", MPI_Reduce_scatter(sbuf, rbuf, counts, t, MPI_SUM, w),
          MPI_Ireduce_scatter(sbuf, rbuf, counts, t, MPI_SUM, w, &request));
     BOTH("Reduce_scatter_block", MPI_Reduce_scatter_block(sbuf, rbuf, n, t, MPI_SUM, w),
