@@ -2,12 +2,15 @@
 """make validate: the LogGPS replay against real runs of real MPI codes. A benchmark: it prints figures and
 asserts nothing.
 
-For each application, transport and rank count (2 and 4), REPS traced runs, each reported by mpiadvise
-with the parameter set this machine's calibration gives for that transport (mpiadvise calibrate --quick,
-once per transport at the start, between 2 ranks). A row: the measured run time (median, and the range over the runs), the
+For each MPI (Open MPI and MPICH, where built), application, transport and rank count (2 and 4), REPS
+traced runs, each reported by mpiadvise with the parameter set this machine's calibration gives for that
+MPI and transport (mpiadvise calibrate --quick, once per MPI and transport at the start, between 2 ranks).
+The transports: TCP and shared memory, i.e. Open MPI's ob1 over btl tcp or vader, and MPICH's ch4 over
+UCX with UCX_TLS=tcp,self or sm,self. A row: the measured run time (median, and the range over the runs), the
 predicted one, and the replay's error (median over the runs, and its range). Then the advice of the run
-whose measured time is the median: an eager limit S is applied with --mca to REPS new runs, a program
-change where the program takes it as an argument (examples/pipeline.c); the row says the time the
+whose measured time is the median: an eager limit S is applied to REPS new runs as the advice says (--mca
+for Open MPI, the environment variable for MPICH), a program change where the program takes it as an
+argument (examples/pipeline.c); the row says the time the
 what-if predicted for the changed run, the median measured one, the what-if's error, and the share of
 the predicted cut that the change realised.
 
@@ -15,12 +18,14 @@ Applications: our examples (halo, gauss, pipeline); the PETSc tutorials KSP ex2 
 and SNES ex5 (Bratu on a DMDA), built from libpetsc3.18-dev-examples; MEEP on a small 2-D waveguide
 (bench/validate/waveguide.ctl); ABINIT (the Debian packages abinit and abinit-data) on bulk silicon, an
 SCF ground state with 60 k-points shared between the ranks (bench/validate/abinit-si.abi; each run in an
-empty working directory). A missing package is a row that says so.
+empty working directory). A missing package is a row that says so, and so is a program linked against
+the other MPI (Debian builds PETSc, MEEP and ABINIT for Open MPI only).
 
 Environment: BUILD (build), VALIDATE_REPS (3), VALIDATE_RANKS (2,4: the rank counts; 4 ranks on 2 cores
-share them), VALIDATE_ONLY (comma-separated application names),
-VALIDATE_TRANSPORTS (tcp,vader; the eager-limit sweep runs with tcp, and alone with VALIDATE_ONLY=sweep), MPIRUN (mpirun), BENCH_KEEP=1 keeps the logs (and ABINIT's working
-directories) in $BUILD/validate.
+share them), VALIDATE_MPIS (openmpi,mpich: those built), VALIDATE_ONLY (comma-separated application
+names), VALIDATE_TRANSPORTS (tcp,shm; vader is shm), the eager-limit sweep runs with Open MPI over TCP,
+and alone with VALIDATE_ONLY=sweep), MPIRUN_OPENMPI (mpirun.openmpi), MPIRUN_MPICH (mpirun.mpich),
+BENCH_KEEP=1 keeps the logs (and ABINIT's working directories) in $BUILD/validate.
 """
 import json
 import os
@@ -35,27 +40,77 @@ BUILD = os.path.abspath(os.path.join(ROOT, os.environ.get("BUILD", "build")))
 MPIADVISE = os.path.join(BUILD, "bin", "mpiadvise")
 REPS = int(os.environ.get("VALIDATE_REPS", "3"))
 NPS = [int(n) for n in os.environ.get("VALIDATE_RANKS", "2,4").split(",") if n.strip()]
-MPIRUN = os.environ.get("MPIRUN", "mpirun")
+MPIRUN = {"openmpi": os.environ.get("MPIRUN_OPENMPI", "mpirun.openmpi"),
+          "mpich": os.environ.get("MPIRUN_MPICH", "mpirun.mpich")}
 OUT = os.path.join(BUILD, "validate")
+RUN_TIMEOUT = 300
 PETSC_EXAMPLES = "/usr/share/petsc/3.18/share/petsc/examples/src"
 ABINIT_PSEUDO = "/usr/share/abinit/psp/Pseudodojo_nc_sr_04_pw_standard_psp8/Si.psp8"
 # applications that write their output files into the working directory: each run gets an empty one
 OWN_CWD = {"abinit"}
 
+# (MPI, transport) -> the name the table gives it, launcher options, environment
 TRANSPORTS = {
-    "tcp": ["--mca", "pml", "ob1", "--mca", "btl", "self,tcp"],
-    "vader": ["--mca", "pml", "ob1", "--mca", "btl", "self,vader"],
+    ("openmpi", "tcp"): ("tcp", ["--mca", "pml", "ob1", "--mca", "btl", "self,tcp"], {}),
+    ("openmpi", "shm"): ("vader", ["--mca", "pml", "ob1", "--mca", "btl", "self,vader"], {}),
+    ("mpich", "tcp"): ("ucx-tcp", [], {"UCX_TLS": "tcp,self"}),
+    ("mpich", "shm"): ("ucx-sm", [], {"UCX_TLS": "sm,self"}),
 }
-EAGER_SETTING = {"tcp": "btl_tcp_eager_limit", "vader": "btl_vader_eager_limit"}
+MPI_NAME = {"openmpi": "Open MPI", "mpich": "MPICH"}
 
 
-def launcher(transport, extra=(), np=2):
-    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    return [MPIRUN, *root, "--oversubscribe", "-np", str(np), *TRANSPORTS[transport], *extra]
+class Setup:
+    """How one application runs on one MPI and transport: launcher options and environment beyond the
+    transport's (an eager limit: --mca for Open MPI, UCX_RNDV_THRESH for MPICH)."""
+
+    def __init__(self, mpi, transport, opts=(), env=None):
+        self.mpi, self.transport = mpi, transport
+        self.opts, self.env = list(opts), dict(env or {})
+
+    @property
+    def name(self):
+        return TRANSPORTS[(self.mpi, self.transport)][0]
+
+    def launcher(self, np=2):
+        _, opts, _ = TRANSPORTS[(self.mpi, self.transport)]
+        if self.mpi == "openmpi":
+            root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+            return [MPIRUN["openmpi"], *root, "--oversubscribe", "-np", str(np), *opts, *self.opts]
+        return [MPIRUN["mpich"], "-np", str(np), *opts, *self.opts]
+
+    def environ(self):
+        env = dict(os.environ)
+        env.update(TRANSPORTS[(self.mpi, self.transport)][2])
+        env.update(self.env)
+        return env
+
+    def with_eager_limit(self, advice):
+        """This setup with an eager-limit advice applied as the advice says."""
+        s = Setup(self.mpi, self.transport, self.opts, self.env)
+        if self.mpi == "openmpi":
+            name = advice["setting"]
+            if name in s.opts:
+                k = s.opts.index(name)
+                del s.opts[k - 1:k + 2]  # --mca NAME VALUE
+            s.opts += ["--mca", name, str(advice["value"])]
+        else:
+            name, _, value = advice["env"].partition("=")
+            s.env[name] = value
+        return s
 
 
 def run(cmd, **kw):
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", **kw)
+
+
+def linked_mpi(exe):
+    """openmpi or mpich: the MPI library a program is linked against, as ldd shows it (None: neither)."""
+    out = run(["ldd", exe]).stdout
+    if "libmpi.so.40" in out:
+        return "openmpi"
+    if "libmpich.so" in out or "libmpi.so.12" in out:
+        return "mpich"
+    return None
 
 
 # ---- the applications -------------------------------------------------------------------------------------
@@ -76,41 +131,70 @@ def build_petsc(name, source):
     return exe, None
 
 
-def applications():
-    """(name, argv or None, why not, extra mpirun options per transport, program changes)"""
-    ex = os.path.join(BUILD, "examples")
+def applications(mpi):
+    """(name, argv or None, why not, setup(transport) -> (launcher options, environment) or None where the
+    application does not run on that transport, program changes)"""
+    ex = os.path.join(BUILD, mpi, "examples")
+
+    def paper_limit(t):  # gauss: pivot rows of up to 8200 bytes above a 1 KiB limit, over TCP only
+        if t != "tcp":
+            return None
+        return (["--mca", "btl_tcp_eager_limit", "1024"], {}) if mpi == "openmpi" else ([], {"UCX_RNDV_THRESH": "1024"})
+
+    def anywhere(t):
+        return [], {}
+
     apps = [
-        # the paper's program: pivot rows of up to 8200 bytes above a 1 KiB limit (TCP only: the limit is TCP's)
-        ("gauss", [os.path.join(ex, "gauss"), "1024"], None, {"tcp": ["--mca", "btl_tcp_eager_limit", "1024"]}, {}),
-        ("halo", [os.path.join(ex, "halo"), "16384", "200"], None, {}, {}),
-        ("pipeline", [os.path.join(ex, "pipeline"), "131072", "40", "2"], None, {},
+        ("gauss", [os.path.join(ex, "gauss"), "1024"], None, paper_limit, {}),
+        ("halo", [os.path.join(ex, "halo"), "16384", "200"], None, anywhere, {}),
+        ("pipeline", [os.path.join(ex, "pipeline"), "131072", "40", "2"], None, anywhere,
          {"nonblocking_send": lambda a: ["isend"], "split_messages": lambda a: ["split:%d" % a["chunk_bytes"]]}),
     ]
+    real = []
     exe, why = build_petsc("petsc-ksp-ex2", "ksp/ksp/tutorials/ex2.c")
-    apps.append(("petsc-ksp-ex2", exe and [exe, "-m", "300", "-n", "300", "-ksp_type", "cg", "-pc_type", "jacobi"],
-                 why, {}, {}))
+    real.append(("petsc-ksp-ex2", exe and [exe, "-m", "300", "-n", "300", "-ksp_type", "cg", "-pc_type", "jacobi"], why))
     exe, why = build_petsc("petsc-snes-ex5", "snes/tutorials/ex5.c")
-    apps.append(("petsc-snes-ex5", exe and [exe, "-da_grid_x", "150", "-da_grid_y", "150"], why, {}, {}))
+    real.append(("petsc-snes-ex5", exe and [exe, "-da_grid_x", "150", "-da_grid_y", "150"], why))
     meep = shutil.which("meep")
-    apps.append(("meep-waveguide", meep and [meep, os.path.join(ROOT, "bench", "validate", "waveguide.ctl")],
-                 None if meep else "meep-openmpi is not installed", {}, {}))
+    real.append(("meep-waveguide", meep and [meep, os.path.join(ROOT, "bench", "validate", "waveguide.ctl")],
+                 None if meep else "meep-openmpi is not installed"))
     abinit = shutil.which("abinit")
-    apps.append(("abinit", abinit and [abinit, os.path.join(ROOT, "bench", "validate", "abinit-si.abi")],
+    real.append(("abinit", abinit and [abinit, os.path.join(ROOT, "bench", "validate", "abinit-si.abi")],
                  "abinit is not installed" if not abinit else
-                 None if os.path.exists(ABINIT_PSEUDO) else "abinit-data is not installed", {}, {}))
+                 None if os.path.exists(ABINIT_PSEUDO) else "abinit-data is not installed"))
+    for name, argv, why in real:
+        if argv and not why:
+            linked = linked_mpi(argv[0])
+            if linked != mpi:
+                why = "%s is linked against %s" % (os.path.basename(argv[0]), MPI_NAME.get(linked, "another MPI"))
+        apps.append((name, argv, why, anywhere, {}))
     return apps
 
 
 # ---- traced runs and their reports ---------------------------------------------------------------------------
-def traced(name, argv, transport, extra, params, tag, np=2):
-    d = os.path.join(OUT, "runs", "%s-%s-%s-%d" % (name, transport, tag, time.monotonic_ns()))
-    cwd = OUT
-    if name in OWN_CWD:
-        cwd = d + ".cwd"
-        os.makedirs(cwd)
-    r = run([MPIADVISE, "run", "--dir", d, "--", *launcher(transport, extra, np), *argv], cwd=cwd)
-    if cwd != OUT and os.environ.get("BENCH_KEEP") != "1":
-        shutil.rmtree(cwd, ignore_errors=True)
+def traced(name, argv, setup, params, tag, np=2):
+    """One traced run and its report (JSON). A run that outlives RUN_TIMEOUT is run again, once: MPICH 4.0.2
+    over UCX hangs in MPI_Finalize now and then, traced or not."""
+    for attempt in (1, 2):
+        d = os.path.join(OUT, "runs", "%s-%s-%s-%s-%d" % (name, setup.mpi, setup.name, tag, time.monotonic_ns()))
+        cwd = OUT
+        if name in OWN_CWD:
+            cwd = d + ".cwd"
+            os.makedirs(cwd)
+        try:
+            r = run([MPIADVISE, "run", "--dir", d, "--", *setup.launcher(np), *argv], cwd=cwd, env=setup.environ(),
+                    timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            r = None
+        if cwd != OUT and os.environ.get("BENCH_KEEP") != "1":
+            shutil.rmtree(cwd, ignore_errors=True)
+        if r is not None:
+            break
+        shutil.rmtree(d, ignore_errors=True)
+        print("  (%s over %s: a run hung past %d s; %s)" % (name, setup.name, RUN_TIMEOUT,
+              "running it again" if attempt == 1 else "giving up"), flush=True)
+    if r is None:
+        raise RuntimeError("%s hung twice (more than %d s)" % (" ".join(argv), RUN_TIMEOUT))
     if r.returncode != 0:
         raise RuntimeError("%s failed (exit %d): %s" % (" ".join(argv), r.returncode, r.stderr.strip()[-400:]))
     rep = run([MPIADVISE, "report", "--format", "json", "--params", params, d])
@@ -122,19 +206,20 @@ def traced(name, argv, transport, extra, params, tag, np=2):
 
 
 def eager_sweep(params):
-    """Eager is not free: the halo example over TCP at message sizes from 128 KiB to 2 MiB, each traced at
-    the default limit (rendezvous) and replayed with S raised to the message size (mpiadvise whatif --set
-    S=...), against REPS real runs with btl_tcp_eager_limit raised as far. A row: the predicted and the
-    measured change of the run time, and whether they agree in sign (a what-if must never predict a gain
-    that the real run reverses)."""
+    """Eager is not free: the halo example over Open MPI's TCP at message sizes from 128 KiB to 2 MiB, each
+    traced at the default limit (rendezvous) and replayed with S raised to the message size (mpiadvise
+    whatif --set S=...), against REPS real runs with btl_tcp_eager_limit raised as far. A row: the
+    predicted and the measured change of the run time, and whether they agree in sign (a what-if must
+    never predict a gain that the real run reverses)."""
     rows = []
+    tcp = Setup("openmpi", "tcp")
     for doubles in (16384, 65536, 131072, 262144):
         k = doubles * 8
-        argv = [os.path.join(BUILD, "examples", "halo"), str(doubles), "50"]
+        argv = [os.path.join(BUILD, "openmpi", "examples", "halo"), str(doubles), "50"]
         dirs = []
         for _ in range(REPS):
             d = os.path.join(OUT, "runs", "sweep-%d-%d" % (k, time.monotonic_ns()))
-            r = run([MPIADVISE, "run", "--dir", d, "--", *launcher("tcp"), *argv], cwd=OUT)
+            r = run([MPIADVISE, "run", "--dir", d, "--", *tcp.launcher(), *argv], cwd=OUT, env=tcp.environ())
             if r.returncode != 0:
                 rows.append((k, "failed: " + r.stderr.strip()[-200:]))
                 break
@@ -150,9 +235,9 @@ def eager_sweep(params):
             rows.append((k, "whatif failed: " + (w.stderr or b.stderr).strip()[-200:]))
             continue
         predicted = json.loads(w.stdout)["predicted_ns"] / json.loads(b.stdout)["predicted_ns"] - 1
+        raised = Setup("openmpi", "tcp", ["--mca", "btl_tcp_eager_limit", str(k + 56)])
         try:
-            after = [traced("sweep", argv, "tcp", ["--mca", "btl_tcp_eager_limit", str(k + 56)], params, "after")
-                     ["model"]["measured_ns"] for _ in range(REPS)]
+            after = [traced("sweep", argv, raised, params, "after")["model"]["measured_ns"] for _ in range(REPS)]
         except RuntimeError as e:
             rows.append((k, "rerun failed: " + str(e)[:200]))
             continue
@@ -161,8 +246,8 @@ def eager_sweep(params):
         if os.environ.get("BENCH_KEEP") != "1":
             for _, d in dirs:
                 shutil.rmtree(d, ignore_errors=True)
-    print("  eager-limit sweep, halo over TCP (50 iterations; S raised to the message size; the change of the"
-          " median measured run time over %d traced runs each):" % REPS)
+    print("  eager-limit sweep, halo over Open MPI's TCP (50 iterations; S raised to the message size; the"
+          " change of the median measured run time over %d traced runs each):" % REPS)
     print("    %10s  %10s  %10s  %s" % ("bytes", "what-if", "measured", "agree"))
     for r in rows:
         if len(r) == 2:
@@ -190,32 +275,29 @@ def pct(x):
     return "%+.1f%%" % (100 * x)
 
 
-def advice_rerun(a, argv, t, opts, changes):
-    """The label of a piece of advice, and the launcher options and program arguments that apply it."""
+def advice_rerun(a, argv, setup, changes):
+    """The label of a piece of advice, and the setup and program arguments that apply it."""
     if a["kind"] == "raise_eager_limit":
-        new_opts = list(opts)
-        if EAGER_SETTING[t] in new_opts:
-            k = new_opts.index(EAGER_SETTING[t])
-            del new_opts[k - 1:k + 2]  # --mca NAME VALUE
-        return "S=%d" % a["value"], new_opts + ["--mca", EAGER_SETTING[t], str(a["value"])], argv
-    return a["kind"], opts, argv + changes[a["kind"]](a)
+        return "S=%d" % a["value"], setup.with_eager_limit(a), argv
+    return a["kind"], setup, argv + changes[a["kind"]](a)
 
 
-def validate_one(name, argv, t, np, opts, changes, params):
-    """REPS traced runs of one application on one transport at np ranks, and each piece of advice applied to
-    REPS new runs: the table's rows, and the figures for results.json (None when the runs failed)."""
+def validate_one(name, argv, setup, np, changes, params):
+    """REPS traced runs of one application on one MPI and transport at np ranks, and each piece of advice
+    applied to REPS new runs: the table's rows, and the figures for results.json (None when the runs failed)."""
+    lead = [name, MPI_NAME[setup.mpi], setup.name, np]
     try:
-        reports = [traced(name, argv, t, opts, params, "base", np) for _ in range(REPS)]
+        reports = [traced(name, argv, setup, params, "base", np) for _ in range(REPS)]
     except RuntimeError as e:
-        return [(name, t, np, "-", "-", "-", "failed: %s" % e, "", "", "", "")], None
+        return [tuple(lead + ["-", "-", "-", "failed: %s" % e, "", "", "", ""])], None
     measured = [r["model"]["measured_ns"] for r in reports]
     predicted = [r["model"]["predicted_ns"] for r in reports]
     errors = [r["model"]["error"] for r in reports]
     base = median_run(reports)
-    row = [name, t, np, spread(measured, ms), ms(statistics.median(predicted)),
-           "%s (%s..%s)" % (pct(statistics.median(errors)), pct(min(errors)), pct(max(errors)))]
-    result = {"application": name, "transport": t, "ranks": np, "measured_ns": measured, "predicted_ns": predicted,
-              "errors": errors, "advice": []}
+    row = lead + [spread(measured, ms), ms(statistics.median(predicted)),
+                  "%s (%s..%s)" % (pct(statistics.median(errors)), pct(min(errors)), pct(max(errors)))]
+    result = {"application": name, "mpi": setup.mpi, "transport": setup.name, "ranks": np, "measured_ns": measured,
+              "predicted_ns": predicted, "errors": errors, "advice": []}
     advised = [a for a in base["advice"] if a["kind"] == "raise_eager_limit" or a["kind"] in changes]
     if not advised:
         notes = [n for n in base["notes"] if "no change predicted" in n or "no eager limit" in n or "at most S" in n]
@@ -224,22 +306,28 @@ def validate_one(name, argv, t, np, opts, changes, params):
         return [tuple(row)], result
     rows = []
     for i, a in enumerate(advised):
-        lead = row if i == 0 else [""] * len(row)
-        label, new_opts, after_argv = advice_rerun(a, argv, t, opts, changes)
+        first = row if i == 0 else [""] * len(row)
+        label, after_setup, after_argv = advice_rerun(a, argv, setup, changes)
         try:
-            after = [traced(name, after_argv, t, new_opts, params, "after", np) for _ in range(REPS)]
+            after = [traced(name, after_argv, after_setup, params, "after", np) for _ in range(REPS)]
         except RuntimeError as e:
-            rows.append(tuple(lead + [label + " (%s)" % pct(-a["saving"]), "", "", "", "rerun failed: %s" % str(e)[:200]]))
+            rows.append(tuple(first + [label + " (%s)" % pct(-a["saving"]), "", "", "", "rerun failed: %s" % str(e)[:200]]))
             continue
         after_ms = [r["model"]["measured_ns"] for r in after]
         whatif = a["predicted_ns"]
         before_med, after_med = statistics.median(measured), statistics.median(after_ms)
         realised = (1 - after_med / before_med) / a["saving"] if a["saving"] > 0 else float("nan")
-        rows.append(tuple(lead + [label + " (%s)" % pct(-a["saving"]), ms(whatif), spread(after_ms, ms),
-                                  pct((whatif - after_med) / after_med), "%.0f%%" % (100 * realised)]))
+        rows.append(tuple(first + [label + " (%s)" % pct(-a["saving"]), ms(whatif), spread(after_ms, ms),
+                                   pct((whatif - after_med) / after_med), "%.0f%%" % (100 * realised)]))
         result["advice"].append({"kind": a["kind"], "label": label, "saving": a["saving"], "whatif_ns": whatif,
                                  "rerun_ns": after_ms, "realised": realised})
     return rows, result
+
+
+def built_mpis():
+    wanted = [m for m in os.environ.get("VALIDATE_MPIS", "openmpi,mpich").split(",") if m in MPI_NAME]
+    return [m for m in wanted if os.path.exists(os.path.join(BUILD, "lib", "mpiadvise", m, "libmpiadvise.so"))
+            and shutil.which(MPIRUN[m])]
 
 
 def main():
@@ -247,45 +335,60 @@ def main():
         sys.exit("validate: %s is missing; build first (make BUILD=%s)" % (MPIADVISE, os.environ.get("BUILD", "build")))
     os.makedirs(OUT, exist_ok=True)
     only = set(filter(None, os.environ.get("VALIDATE_ONLY", "").split(",")))
-    transports = [t for t in os.environ.get("VALIDATE_TRANSPORTS", "tcp,vader").split(",") if t in TRANSPORTS]
+    transports = []
+    for t in os.environ.get("VALIDATE_TRANSPORTS", "tcp,shm").split(","):
+        t = "shm" if t == "vader" else t
+        if t in ("tcp", "shm") and t not in transports:
+            transports.append(t)
+    mpis = built_mpis()
     started = time.time()
-    print("mpiadvise validate: %d traced runs per application, transport and rank count (%s), Open MPI; load average %s"
-          % (REPS, ",".join(map(str, NPS)), open("/proc/loadavg").read().split()[0]))
+    print("mpiadvise validate: %d traced runs per application, MPI, transport and rank count (%s), %s; load average %s"
+          % (REPS, ",".join(map(str, NPS)), " and ".join(MPI_NAME[m] for m in mpis), open("/proc/loadavg").read().split()[0]),
+          flush=True)
 
     params = {}
-    for t in transports:
-        f = os.path.join(OUT, "params-%s.toml" % t)
-        c = run([MPIADVISE, "calibrate", "--quick", "-o", f, "--", *launcher(t)])
-        if c.returncode != 0:
-            sys.exit("validate: mpiadvise calibrate over %s failed: %s" % (t, c.stderr.strip()))
-        params[t] = f
-        residual = next((l.strip() for l in c.stdout.splitlines() if "residual" in l), "")
-        print("  parameters for %s: %s (%s)" % (t, f, residual))
+    for m in mpis:
+        for t in transports:
+            setup = Setup(m, t)
+            f = os.path.join(OUT, "params-%s-%s.toml" % (m, setup.name))
+            c = run([MPIADVISE, "calibrate", "--quick", "-o", f, "--", *setup.launcher()], env=setup.environ())
+            if c.returncode != 0:
+                sys.exit("validate: mpiadvise calibrate over %s %s failed: %s" % (MPI_NAME[m], setup.name, c.stderr.strip()))
+            params[(m, t)] = f
+            residual = next((l.strip() for l in c.stdout.splitlines() if "residual" in l), "")
+            print("  parameters for %s %s: %s (%s)" % (MPI_NAME[m], setup.name, f, residual), flush=True)
 
     rows, results = [], []
-    header = ("application", "transport", "ranks", "measured ms", "predicted ms", "error", "advice", "what-if ms",
-              "rerun ms", "what-if error", "realised")
-    for np in NPS:
-        for name, argv, why, extra, changes in applications():
-            if only and name not in only:
-                continue
-            for t in transports:
-                if why or argv is None:
-                    rows.append((name, t, np, "-", "-", "-", "not run: " + (why or "?"), "", "", "", ""))
-                elif name != "gauss" or t in extra:  # gauss: the paper's setting is TCP's eager limit
-                    row_list, result = validate_one(name, argv, t, np, extra.get(t, []), changes, params[t])
+    header = ("application", "MPI", "transport", "ranks", "measured ms", "predicted ms", "error", "advice",
+              "what-if ms", "rerun ms", "what-if error", "realised")
+    for m in mpis:
+        for np in NPS:
+            for name, argv, why, setup_of, changes in applications(m):
+                if only and name not in only:
+                    continue
+                for t in transports:
+                    extra = setup_of(t)
+                    if extra is None:
+                        continue
+                    setup = Setup(m, t, *extra)
+                    if why or argv is None:
+                        rows.append((name, MPI_NAME[m], setup.name, np, "-", "-", "-", "not run: " + (why or "?"),
+                                     "", "", "", ""))
+                        continue
+                    row_list, result = validate_one(name, argv, setup, np, changes, params[(m, t)])
                     rows += row_list
                     if result:
                         results.append(result)
 
     sweep = []
-    if "tcp" in params and (not only or "sweep" in only):
-        sweep = eager_sweep(params["tcp"])
+    if ("openmpi", "tcp") in params and (not only or "sweep" in only):
+        sweep = eager_sweep(params[("openmpi", "tcp")])
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-    widths[6] = min(widths[6], 60)
+    widths[7] = min(widths[7], 60)
     for r in ([header] + rows) if rows else []:
         cells = [str(c) for c in r]
-        print("  " + "  ".join(c.ljust(w) if i in (0, 1, 6) else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip())
+        print("  " + "  ".join(c.ljust(w) if i in (0, 1, 2, 7) else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(cells, widths))).rstrip())
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump({"rows": results, "eager_sweep": [list(r) for r in sweep]}, f, indent=1)
     print("(%d s; load average %s at the end; figures in %s)" % (time.time() - started,
