@@ -209,7 +209,7 @@ RoundTrip from_repetitions(uint64_t k, double w, const std::vector<double>& rtt_
 
 // ---- the fit ------------------------------------------------------------------------------------------------
 double& fitted_param(LogGPSParams& p, size_t i) {
-  double* fields[] = {&p.L, &p.o, &p.Oss, &p.Ors, &p.Osl, &p.Orl, &p.Gs, &p.Gl};
+  double* fields[] = {&p.L, &p.o, &p.Oss, &p.Ors, &p.Osl, &p.Orl, &p.Gs, &p.Gl, &p.R};
   return *fields[i];
 }
 double fitted_param(const LogGPSParams& p, size_t i) { return fitted_param(const_cast<LogGPSParams&>(p), i); }
@@ -220,7 +220,7 @@ constexpr size_t kParams = kFittedNames.size();
 
 // A step in each parameter for the model's differences: the model is affine in it within a branch, so
 // any step that keeps the branch gives the exact slope; these keep rounding below 1e-6 of it.
-double step(size_t i) { return i < 2 ? 1.0 : 1e-3; }
+double step(size_t i) { return fitted_in_ns(i) ? 1.0 : 1e-3; }
 
 // What a row of the fit measures: a round trip, or the time of an eager MPI_Send.
 struct Row {
@@ -311,6 +311,9 @@ Solution solve(const std::vector<Row>& rows) {
   for (int round = 1; round <= 10; round++) {
     LinearProblem lp = linearise_rows(rows, p);
     std::vector<double> x = nnls(lp.A, lp.b);
+    // what NNLS leaves above 0 only by rounding (1e-16 ns/B, 1e-11 ns) is 0: held at the bound
+    for (size_t j = 0; j < kParams; j++)
+      if (x[j] < 1e-9 * step(j)) x[j] = 0;
     LogGPSParams next = p;
     double change = 0;
     for (size_t j = 0; j < kParams; j++) {
@@ -383,6 +386,18 @@ Fit fit_params(const std::vector<Sweep>& sweeps) {
   const std::vector<double> inv = inverse_normal(lp.A, free);
   for (size_t j = 0; j < kParams; j++) {
     fit.std_error[j] = kNaN;
+    // told apart from the others: its column is not (nearly) a combination of the other determined ones
+    // (which of two such columns NNLS holds at 0 is happenstance, so neither counts as separable)
+    if (!fit.determined[j]) continue;
+    std::vector<bool> others(fit.determined.begin(), fit.determined.end());
+    others[j] = false;
+    Matrix Ao = columns(lp.A, others);
+    std::vector<double> col(lp.A.rows);
+    for (size_t i = 0; i < lp.A.rows; i++) col[i] = lp.A(i, j);
+    const std::vector<double> r = residual(Ao, least_squares(Ao, col), col);
+    double rr = 0;
+    for (double e : r) rr += e * e;
+    if (std::sqrt(rr) <= 1e-7 * column_norm(lp.A, j)) continue;
     if (free[j] && !inv.empty()) fit.std_error[j] = std::sqrt(sigma2 * inv[j * kParams + j]), fit.separable[j] = true;
     if (fit.at_bound[j]) {
       std::vector<bool> with = free;

@@ -63,7 +63,9 @@ struct Sweep {
 
 // ---- the fit ------------------------------------------------------------------------------------------------
 // The fitted parameters, in this order.
-constexpr std::array<const char*, 8> kFittedNames = {"L", "o", "Oss", "Ors", "Osl", "Orl", "Gs", "Gl"};
+constexpr std::array<const char*, 9> kFittedNames = {"L", "o", "Oss", "Ors", "Osl", "Orl", "Gs", "Gl", "R"};
+// L, o' and R are times (ns); the others costs per byte (ns/B)
+constexpr bool fitted_in_ns(size_t i) { return i < 2 || i == 8; }
 double& fitted_param(LogGPSParams& p, size_t i);
 double fitted_param(const LogGPSParams& p, size_t i);
 
@@ -71,7 +73,7 @@ double fitted_param(const LogGPSParams& p, size_t i);
 // all divided by the sample's weight scale (the measured time less the computation w: the part of it
 // the model explains, so that every row counts by its relative error).
 struct LinearProblem {
-  Matrix A{0, 8};
+  Matrix A{0, kFittedNames.size()};
   std::vector<double> b;
   size_t round_trip_rows = 0;  // the first rows; the others are eager MPI_Send times
 };
@@ -87,10 +89,10 @@ struct LeftOut {
 
 struct Fit {
   LogGPSParams params;               // s and S: the first sweep's
-  std::array<double, 8> std_error{};  // one standard error each, ns or ns/B; NaN where not determined
-  std::array<bool, 8> at_bound{};     // held at 0 by the constraint (unconstrained it would go negative)
-  std::array<bool, 8> determined{};   // some sample depends on the parameter
-  std::array<bool, 8> separable{};    // the samples tell it from the others (else only a sum is known)
+  std::array<double, kFittedNames.size()> std_error{};  // one standard error each, ns or ns/B; NaN where not determined
+  std::array<bool, kFittedNames.size()> at_bound{};     // held at 0 by the constraint (unconstrained it would go negative)
+  std::array<bool, kFittedNames.size()> determined{};   // some sample depends on the parameter
+  std::array<bool, kFittedNames.size()> separable{};    // the samples tell it from the others (else only a sum is known)
   uint64_t receiver_not_late_from = 0;  // the smallest size whose w > 0 round trip is the w = 0 one (the
                                         // communication outlasts w, max() > 0 in (12)-(14)); 0: none
   double residual_rtt = 0;   // RMS of (model - measured) / measured over the round trips

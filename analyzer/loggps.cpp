@@ -19,13 +19,14 @@ namespace {
 // up to 1 ms per byte, a size of up to 2^62 bytes (or infinite).
 constexpr double kMaxTimeNs = 1e12, kMaxPerByteNs = 1e6, kMaxBytes = 4611686018427387904.0;
 
-double bound_of(const std::string& key) { return key == "L" || key == "o" ? kMaxTimeNs : kMaxPerByteNs; }
+double bound_of(const std::string& key) { return key == "L" || key == "o" || key == "R" ? kMaxTimeNs : kMaxPerByteNs; }
 
 }  // namespace
 
 void LogGPSParams::validate(const std::string& where) const {
   const std::pair<const char*, double> values[] = {{"L", L},     {"o", o},     {"Oss", Oss}, {"Ors", Ors},
-                                                   {"Osl", Osl}, {"Orl", Orl}, {"Gs", Gs},   {"Gl", Gl}};
+                                                   {"Osl", Osl}, {"Orl", Orl}, {"Gs", Gs},   {"Gl", Gl},
+                                                   {"R", R}};
   for (const auto& [key, v] : values) {
     if (!std::isfinite(v)) throw ParamError(fmt::format("{}: {} is not a finite number", where, key));
     if (v < 0) throw ParamError(fmt::format("{}: {} = {} is negative", where, key, v));
@@ -61,10 +62,11 @@ void LogGPSParams::set(const std::string& key, double value, const std::string& 
   else if (key == "Orl") Orl = value;
   else if (key == "Gs") Gs = value;
   else if (key == "Gl") Gl = value;
+  else if (key == "R") R = value;
   else if (key == "s") s = as_bytes();
   else if (key == "S") S = as_bytes();
   else
-    throw ParamError(fmt::format("{}: unknown parameter '{}' (the LogGPS parameters are L, o, Oss, Ors, Osl, Orl, Gs, Gl, s, S)",
+    throw ParamError(fmt::format("{}: unknown parameter '{}' (the LogGPS parameters are L, o, Oss, Ors, Osl, Orl, Gs, Gl, R, s, S)",
                                  where, key));
 }
 
@@ -74,6 +76,7 @@ namespace {
 struct Key {
   const char* file_key;
   const char* name;
+  bool optional = false;  // 0 when absent (R: the paper's sets have no such term)
 };
 constexpr Key kKeys[] = {{"L_ns", "L"},
                          {"o_ns", "o"},
@@ -83,6 +86,7 @@ constexpr Key kKeys[] = {{"L_ns", "L"},
                          {"Orl_ns_per_byte", "Orl"},
                          {"Gs_ns_per_byte", "Gs"},
                          {"Gl_ns_per_byte", "Gl"},
+                         {"R_ns", "R", true},
                          {"s_bytes", "s"},
                          {"S_bytes", "S"}};
 
@@ -123,7 +127,7 @@ LogGPSParams load_params(const fs::path& file) {
     p.set(known->name, *value, where + ": [loggps] " + key);
   }
   for (const auto& kk : kKeys)
-    if (!model->contains(kk.file_key)) throw ParamError(fmt::format("{}: [loggps] {} is missing", where, kk.file_key));
+    if (!kk.optional && !model->contains(kk.file_key)) throw ParamError(fmt::format("{}: [loggps] {} is missing", where, kk.file_key));
   if (const toml::table* mpi = doc["mpi"].as_table()) {
     for (const auto& [k, v] : *mpi) {
       std::string key(k.str());
@@ -221,7 +225,7 @@ double LogGPS::T2p(uint64_t k, int senders) const {
 double LogGPS::T3(uint64_t k, int senders) const { return p_.o + k * per_byte(false, p_.Gs, senders).orv; }
 double LogGPS::T3p(uint64_t k, int senders) const { return p_.o + k * per_byte(true, p_.Gl, senders).orv; }
 double LogGPS::T4(double tr_minus_ts) const { return std::max(p_.o + p_.L, tr_minus_ts) + p_.o; }
-double LogGPS::T5() const { return p_.o + p_.L + p_.o; }
+double LogGPS::T5() const { return p_.o + p_.L + p_.o + p_.R; }
 double LogGPS::transfer(uint64_t k, int senders) const { return single_packet(k) ? T2(k, senders) : T2p(k, senders); }
 
 double LogGPS::communication(uint64_t k, double ts, double tr, int senders) const {

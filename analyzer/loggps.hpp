@@ -26,6 +26,11 @@ struct LogGPSParams {
   double Gs = 0, Gl = 0;    // per-byte gap for the first s bytes / for the bytes after s
   uint64_t s = 0;  // largest message sent as one packet
   uint64_t S = 0;  // largest message sent without synchronisation (eager limit)
+  // mpiadvise's extension: what the library's rendezvous protocol adds to each message above S beyond
+  // the paper's REQ and ACK (o' + L each way), counted with the ACK in T5. 0 for the paper's MPICH-SCore
+  // and for Open MPI's ob1; UCX over TCP, whose rendezvous moves the data in a protocol of its own,
+  // measured about 65 us here (a 1 KiB rendezvous round trip took 152 us against 20 us eager).
+  double R = 0;
   // Beyond the model ([mpi] in the files): what a persistent request (MPI_Send_init/MPI_Recv_init and
   // MPI_Start) saves per call against the same MPI_Isend/MPI_Irecv; negative where it costs more.
   // Unknown (not measured) when empty.
@@ -51,7 +56,7 @@ struct LogGPSParams {
     s = s == S ? new_S : std::min(s, new_S);
     S = new_S;
   }
-  // Sets one parameter by its name (L, o, Oss, Ors, Osl, Orl, Gs, Gl, s, S); throws ParamError.
+  // Sets one parameter by its name (L, o, Oss, Ors, Osl, Orl, Gs, Gl, R, s, S); throws ParamError.
   void set(const std::string& key, double value, const std::string& where);
 };
 
@@ -94,7 +99,7 @@ class LogGPS {
   double T3(uint64_t k, int senders = 1) const;   // o' + k Ors          receive overhead, k <= S
   double T3p(uint64_t k, int senders = 1) const;  // o' + k Orl          receive overhead, k > S
   double T4(double tr_minus_ts) const;            // max(o' + L, tr - ts) + o'   REQ seen by the receiver
-  double T5() const;                              // o' + L + o'          ACK back to the sender
+  double T5() const;                              // o' + L + o' + R      ACK back to the sender
   double transfer(uint64_t k, int senders = 1) const;  // T2 or T2', whichever k calls for
   // when an eager message sent at ts reaches its receiver: after the send overhead and the transfer
   double eager_arrival(uint64_t k, double ts, int senders = 1) const { return ts + T1(k, senders) + transfer(k, senders); }

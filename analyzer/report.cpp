@@ -408,8 +408,8 @@ nlohmann::json params_json(const LogGPSParams& p) {
                       {"o_ns", p.o},             {"Oss_ns_per_byte", p.Oss},
                       {"Ors_ns_per_byte", p.Ors}, {"Osl_ns_per_byte", p.Osl},
                       {"Orl_ns_per_byte", p.Orl}, {"Gs_ns_per_byte", p.Gs},
-                      {"Gl_ns_per_byte", p.Gl},  {"s_bytes", bytes_json(p.s)},
-                      {"S_bytes", bytes_json(p.S)}};
+                      {"Gl_ns_per_byte", p.Gl},  {"R_ns", p.R},
+                      {"s_bytes", bytes_json(p.s)}, {"S_bytes", bytes_json(p.S)}};
   if (p.persistent_saving) j["persistent_saving_ns"] = *p.persistent_saving;
   if (p.reduce_ns_per_byte) j["reduce_ns_per_byte"] = *p.reduce_ns_per_byte;
   return j;

@@ -187,9 +187,10 @@ std::string params_toml(const Calibration& c, const BenchOutput& run, const std:
   o << fmt::format("library = \"{}\"\n", library);
   o << "transport = \"" << transport << "\"\n\n[loggps]\n";
   const char* keys[] = {"L_ns", "o_ns", "Oss_ns_per_byte", "Ors_ns_per_byte", "Osl_ns_per_byte", "Orl_ns_per_byte", "Gs_ns_per_byte",
-                        "Gl_ns_per_byte"};
+                        "Gl_ns_per_byte", "R_ns"};
+  static_assert(std::size(keys) == kFittedNames.size());
   for (size_t i = 0; i < kFittedNames.size(); i++) {
-    const int decimals = i < 2 ? 3 : 6;
+    const int decimals = fitted_in_ns(i) ? 3 : 6;
     std::string value = with_error(f, i, decimals);
     const size_t space = value.find(' ');
     o << fmt::format("{} = {}", keys[i], value.substr(0, space));
@@ -318,7 +319,7 @@ int run_calibrate(const CalibrateOptions& o) {
   if (!file) throw std::runtime_error(o.output + ": cannot write the parameter file");
   fmt::print("mpiadvise calibrate: {}\n", lib.substr(0, std::min(lib.find_first_of("\r\n"), size_t{60})));
   for (size_t i = 0; i < kFittedNames.size(); i++)
-    fmt::print("  {:<3} {} {}\n", kFittedNames[i], with_error(f, i, i < 2 ? 0 : 4), i < 2 ? "ns" : "ns/B");
+    fmt::print("  {:<3} {} {}\n", kFittedNames[i], with_error(f, i, fitted_in_ns(i) ? 0 : 4), fitted_in_ns(i) ? "ns" : "ns/B");
   fmt::print("  residual RMS {:.1f}% of the round trips, {:.1f}% of their communication (round trip less w); {} samples\n",
              100 * f.residual_rtt, 100 * f.residual_comm, f.rows);
   if (f.receiver_not_late_from)

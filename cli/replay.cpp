@@ -280,7 +280,7 @@ std::function<int()> add_whatif(CLI::App& app) {
   auto c = std::make_shared<ReplayCommand>();
   auto* sub = app.add_subcommand("whatif", "Replay with parameters changed or the program transformed");
   common_options(sub, *c);
-  sub->add_option("--set", c->sets, "KEY=VALUE: change a parameter (L, o, Oss, Ors, Osl, Orl, Gs, Gl, s, S); sizes take K, M, G");
+  sub->add_option("--set", c->sets, "KEY=VALUE: change a parameter (L, o, Oss, Ors, Osl, Orl, Gs, Gl, R, s, S); sizes take K, M, G");
   sub->add_option("--sweep", c->sweep, "KEY=FROM..TO: replay for each power of two from FROM to TO, e.g. S=4K..1M");
   sub->add_option("--compute-factor", c->compute_factor, "Multiply computation times by this (0.5: twice as fast)")
       ->check([](const std::string& v) {

@@ -115,6 +115,21 @@ TEST_CASE("Table 5's three platforms load with their published values", "[loggps
   CHECK(tcp.transport == "tcp");
 }
 
+TEST_CASE("R, the rendezvous protocol's own cost, lengthens each message above S once, with the ACK", "[loggps]") {
+  LogGPSParams p = fig2_params();
+  LogGPS before(p);
+  p.R = 5000;
+  LogGPS after(p);
+  CHECK(after.T5() == Approx(before.T5() + 5000));
+  const uint64_t big = p.S + 1, small = p.S;
+  // a rendezvous send returns, and its message arrives, R later; an eager one is unchanged
+  CHECK(after.send(big, 0, 0) == Approx(before.send(big, 0, 0) + 5000));
+  CHECK(after.communication(big, 0, 0) == Approx(before.communication(big, 0, 0) + 5000));
+  CHECK(after.send(small, 0, 0) == Approx(before.send(small, 0, 0)));
+  // the calibration benchmark's round trip: two rendezvous messages, 2 R
+  CHECK(after.round_trip(big, 0) == Approx(before.round_trip(big, 0) + 10000));
+}
+
 TEST_CASE("receive contention divides the bandwidth of the largest per-byte term by the senders", "[loggps]") {
   LogGPS m(fig2_params());  // of (Oss, Ors, Gs) = (1, 2, 4), Gs holds the bandwidth
   CHECK(m.T2(2, 2) == Approx(2 * 8 + 10));
@@ -141,6 +156,12 @@ TEST_CASE("bad parameter files and values are refused with the file, the key and
   missing.erase(missing.find("Gl_ns_per_byte"), std::string("Gl_ns_per_byte = 0.04\n").size());
   CHECK_THROWS_WITH(load_params(write_params(missing)), Catch::Contains("Gl_ns_per_byte is missing"));
   CHECK_THROWS_WITH(load_params(write_params("[loggps\nL_ns = 1")), Catch::Contains("p.toml:"));
+  // R (mpiadvise's rendezvous term) is optional: 0 when absent, read when given, never negative
+  CHECK(load_params(write_params(kComplete)).R == 0);
+  std::string with_r = std::string(kComplete) + "R_ns = 27500\n";
+  CHECK(load_params(write_params(with_r)).R == 27500);
+  std::string negative_r = std::string(kComplete) + "R_ns = -1\n";
+  CHECK_THROWS_WITH(load_params(write_params(negative_r)), Catch::Contains("R_ns") && Catch::Contains("R = -1"));
   LogGPSParams p = load_params(write_params(kComplete));
   CHECK_THROWS_WITH(p.set("X", 1, "--set"), Catch::Contains("unknown parameter 'X'"));
   CHECK_THROWS_WITH(p.set("L", -1, "--set"), Catch::Contains("L = -1 must be a non-negative finite number"));
