@@ -160,6 +160,27 @@ LogGPSParams load_params(const fs::path& file) {
       else p.eager_header_bytes = n;
     }
   }
+  if (const toml::table* raised = doc["raised"].as_table()) {
+    for (const auto& [k, v] : *raised) {
+      std::string key(k.str());
+      if (key == "from_bytes") {
+        std::optional<int64_t> value = v.value_exact<int64_t>();
+        if (!value || *value < 0 || static_cast<double>(*value) > kMaxBytes)
+          throw ParamError(fmt::format("{}: [raised] from_bytes: not a whole number of bytes from 0 to 2^62", where));
+        p.raised_from = static_cast<uint64_t>(*value);
+      } else if (key == "Oss_ns_per_byte" || key == "Ors_ns_per_byte") {
+        std::optional<double> value = v.value<double>();
+        if (!value || !std::isfinite(*value) || *value < 0 || *value > kMaxPerByteNs)
+          throw ParamError(fmt::format("{}: [raised] {}: not a cost per byte from 0 to {:g} ns", where, key, kMaxPerByteNs));
+        (key == "Oss_ns_per_byte" ? p.Oss_raised : p.Ors_raised) = *value;
+      } else {
+        throw ParamError(fmt::format(
+            "{}: [raised] {}: unknown key (the keys are from_bytes, Oss_ns_per_byte, Ors_ns_per_byte)", where, key));
+      }
+    }
+    if (!p.raised_from)
+      throw ParamError(fmt::format("{}: [raised] has no from_bytes (the size above which its costs apply)", where));
+  }
   p.validate(where);
   return p;
 }
@@ -202,8 +223,10 @@ LogGPSParams find_params(const std::string& name_or_file, const fs::path& dir) {
 }
 
 // ---- the model -------------------------------------------------------------------------------------------
-LogGPS::PerByte LogGPS::per_byte(bool long_protocol, double gap, int senders) const {
-  PerByte b{long_protocol ? p_.Osl : p_.Oss, gap, long_protocol ? p_.Orl : p_.Ors};
+LogGPS::PerByte LogGPS::per_byte(bool long_protocol, double gap, int senders, uint64_t k) const {
+  const bool raised = !long_protocol && p_.raised_from && k > *p_.raised_from;
+  PerByte b{long_protocol ? p_.Osl : raised ? p_.Oss_raised : p_.Oss, gap,
+            long_protocol ? p_.Orl : raised ? p_.Ors_raised : p_.Ors};
   if (senders > 1) {
     // contention: p senders share the receiver's bandwidth; the largest of the three holds it
     double* largest = &b.os;
@@ -214,15 +237,15 @@ LogGPS::PerByte LogGPS::per_byte(bool long_protocol, double gap, int senders) co
   return b;
 }
 
-double LogGPS::T1(uint64_t k, int senders) const { return p_.o + k * per_byte(false, p_.Gs, senders).os; }
+double LogGPS::T1(uint64_t k, int senders) const { return p_.o + k * per_byte(false, p_.Gs, senders, k).os; }
 double LogGPS::T1p(uint64_t k, int senders) const { return p_.o + k * per_byte(true, p_.Gl, senders).os; }
-double LogGPS::T2(uint64_t k, int senders) const { return k * per_byte(false, p_.Gs, senders).g + p_.L; }
+double LogGPS::T2(uint64_t k, int senders) const { return k * per_byte(false, p_.Gs, senders, k).g + p_.L; }
 double LogGPS::T2p(uint64_t k, int senders) const {
   double gs = per_byte(false, p_.Gs, senders).g, gl = per_byte(true, p_.Gl, senders).g;
   uint64_t s = std::min(p_.s, k);
   return s * gs + (k - s) * gl + p_.L;
 }
-double LogGPS::T3(uint64_t k, int senders) const { return p_.o + k * per_byte(false, p_.Gs, senders).orv; }
+double LogGPS::T3(uint64_t k, int senders) const { return p_.o + k * per_byte(false, p_.Gs, senders, k).orv; }
 double LogGPS::T3p(uint64_t k, int senders) const { return p_.o + k * per_byte(true, p_.Gl, senders).orv; }
 double LogGPS::T4(double tr_minus_ts) const { return std::max(p_.o + p_.L, tr_minus_ts) + p_.o; }
 double LogGPS::T5() const { return p_.o + p_.L + p_.o + p_.R; }

@@ -46,6 +46,15 @@ struct LogGPSParams {
   // loopback TCP about a thousand messages or a few MiB (the sockets' buffers).
   std::optional<uint64_t> eager_buffer_bytes, eager_buffer_messages;
   uint64_t eager_header_bytes = 0;
+  // Eager messages above the library's own limit ([raised] in the files): a what-if that raises S makes
+  // eager messages the library sends by another eager protocol than its small ones (UCX's shared memory:
+  // several 8 KiB FIFO segments instead of one), measured by calibrate's sweep with the limit raised,
+  // fitted alone. Above raised_from bytes an eager message costs Oss_raised and Ors_raised per byte
+  // instead of Oss and Ors. None when empty. Measured: UCX's shared memory 0.050 and 0.049 ns/B above
+  // 8255 bytes, against 0.022 and 0.010 fitted over both sweeps; with those the halo example's what-if
+  // for UCX_RNDV_THRESH=262144 predicted -18.7% and the real run was 6% slower.
+  std::optional<uint64_t> raised_from;
+  double Oss_raised = 0, Ors_raised = 0;
   static constexpr uint64_t kInfinite = std::numeric_limits<uint64_t>::max();
 
   // Throws ParamError naming what is wrong (negative values, s > S, ...).
@@ -167,7 +176,8 @@ class LogGPS {
   struct PerByte {
     double os, g, orv;
   };
-  PerByte per_byte(bool long_protocol, double gap, int senders) const;
+  // k: the message's size (an eager one above raised_from takes the raised sweep's overheads)
+  PerByte per_byte(bool long_protocol, double gap, int senders, uint64_t k = 0) const;
   LogGPSParams p_;
 };
 

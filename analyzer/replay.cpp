@@ -52,6 +52,7 @@ LogGPSParams effective_params(const ReplayOptions& o) {
     // the paper's LogGP baseline: no protocol switch (S infinite) and constant overheads
     p.S = LogGPSParams::kInfinite;
     p.Oss = p.Ors = p.Osl = p.Orl = 0;
+    p.raised_from.reset();
   }
   return p;
 }

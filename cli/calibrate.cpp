@@ -150,6 +150,13 @@ std::string with_error(const Fit& f, size_t i, int decimals) {
   return text;
 }
 
+// "0.050546  # +- 0.003022": a fitted per-byte parameter as a TOML value with its uncertainty as a comment
+std::string toml_value(const Fit& f, size_t i) {
+  const std::string text = with_error(f, i, fitted_in_ns(i) ? 3 : 6);
+  const size_t space = text.find(' ');
+  return space == std::string::npos ? text : text.substr(0, space) + "  # " + text.substr(space + 1);
+}
+
 std::string left_out_text(const LeftOut& l) {
   return fmt::format("{} of {} bytes with w = {}: {} measured, {} modelled", l.send ? "MPI_Send" : "round trip", l.k,
                      duration_text(l.w), duration_text(l.measured_ns), duration_text(l.model_ns));
@@ -190,12 +197,7 @@ std::string params_toml(const Calibration& c, const BenchOutput& run, const std:
                         "Gl_ns_per_byte", "R_ns"};
   static_assert(std::size(keys) == kFittedNames.size());
   for (size_t i = 0; i < kFittedNames.size(); i++) {
-    const int decimals = fitted_in_ns(i) ? 3 : 6;
-    std::string value = with_error(f, i, decimals);
-    const size_t space = value.find(' ');
-    o << fmt::format("{} = {}", keys[i], value.substr(0, space));
-    if (space != std::string::npos) o << "  # " << value.substr(space + 1);
-    o << "\n";
+    o << fmt::format("{} = {}\n", keys[i], toml_value(f, i));
   }
   o << fmt::format("s_bytes = {}\nS_bytes = {}\n", p.s, p.S);
   return o.str();
@@ -316,6 +318,21 @@ int run_calibrate(const CalibrateOptions& o) {
                         persistent["exchange_ns"].get<double>(), persistent["persistent_exchange_ns"].get<double>(), *saving);
   const EagerBufferFit buffer = fit_eager_buffer(run1.floods);
   file << eager_toml(buffer, run1.floods);
+  // the raised sweep alone: what eager messages above the library's own limit cost per byte
+  std::optional<Fit> raised_fit;
+  if (run2) {
+    try {
+      raised_fit = fit_params({run2->sweep});
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "mpiadvise calibrate: the sweep with {} alone gives no fit ({}): no [raised] table\n", limit_env, e.what());
+    }
+  }
+  if (raised_fit)
+    file << fmt::format("\n# Eager messages above {} bytes, as {} sends them: the second sweep alone, fitted (its eager sizes\n"
+                        "# up to {} bytes; the fit of both sweeps above prices every eager size alike). A what-if that raises S\n"
+                        "# prices the messages it makes eager with these.\n[raised]\nfrom_bytes = {}\n"
+                        "Oss_ns_per_byte = {}\nOrs_ns_per_byte = {}\n",
+                        run1.sweep.S, limit_env, run2->sweep.S, run1.sweep.S, toml_value(*raised_fit, 2), toml_value(*raised_fit, 3));
   if (!file) throw std::runtime_error(o.output + ": cannot write the parameter file");
   fmt::print("mpiadvise calibrate: {}\n", lib.substr(0, std::min(lib.find_first_of("\r\n"), size_t{60})));
   for (size_t i = 0; i < kFittedNames.size(); i++)
@@ -349,6 +366,9 @@ int run_calibrate(const CalibrateOptions& o) {
   if (run2)
     fmt::print("  fitted with the sweep with {}: eager up to {} bytes{}\n", limit_env, run2->sweep.S,
                run2->S_next ? fmt::format(" (a {}-byte send still waited)", *run2->S_next) : std::string());
+  if (raised_fit)
+    fmt::print("  eager above {} bytes (the sweep with the limit raised, alone): Oss {:.4f}, Ors {:.4f} ns/B\n", run1.sweep.S,
+               raised_fit->params.Oss, raised_fit->params.Ors);
   if (!eager_note.empty()) fmt::print("  note: {}\n", eager_note);
   fmt::print("  eager buffer for a late receiver: {}\n", eager_buffer_text(buffer));
   fmt::print("  written to {}\n", o.output);

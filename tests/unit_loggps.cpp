@@ -130,6 +130,28 @@ TEST_CASE("R, the rendezvous protocol's own cost, lengthens each message above S
   CHECK(after.round_trip(big, 0) == Approx(before.round_trip(big, 0) + 10000));
 }
 
+TEST_CASE("[raised]: eager messages above the library's own limit cost what the raised sweep measured", "[loggps]") {
+  std::string text = std::string(kComplete) +
+                     "[raised]\nfrom_bytes = 8191\nOss_ns_per_byte = 10.0\nOrs_ns_per_byte = 20.0\n";
+  LogGPSParams p = load_params(write_params(text));
+  REQUIRE(p.raised_from == 8191u);
+  LogGPS m(p);
+  // at or below from_bytes the set's own Oss and Ors; above, the raised ones (S 16383 here: still eager)
+  CHECK(m.T1(8191) == Approx(p.o + 8191 * p.Oss));
+  CHECK(m.T3(8191) == Approx(p.o + 8191 * p.Ors));
+  CHECK(m.T1(8192) == Approx(p.o + 8192 * 10.0));
+  CHECK(m.T3(8192) == Approx(p.o + 8192 * 20.0));
+  // a rendezvous message keeps Osl and Orl
+  CHECK(m.T1p(20000) == Approx(p.o + 20000 * p.Osl));
+  // bad tables are refused with the key
+  CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[raised]\nOss_ns_per_byte = 1\n")),
+                    Catch::Contains("[raised] has no from_bytes"));
+  CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[raised]\nfrom_bytes = 1\nOss_ns_per_byte = -1\n")),
+                    Catch::Contains("[raised] Oss_ns_per_byte"));
+  CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[raised]\nfrom_bytes = 1\nQ = 1\n")),
+                    Catch::Contains("[raised] Q: unknown key"));
+}
+
 TEST_CASE("receive contention divides the bandwidth of the largest per-byte term by the senders", "[loggps]") {
   LogGPS m(fig2_params());  // of (Oss, Ors, Gs) = (1, 2, 4), Gs holds the bandwidth
   CHECK(m.T2(2, 2) == Approx(2 * 8 + 10));
