@@ -117,8 +117,14 @@ class Simulation {
       if (stuck < 0) break;
       // release the earliest parked rank with its measured time
       double best = std::numeric_limits<double>::max();
+      ReplayResult::Stall stall;
       for (size_t r = 0; r < ranks_.size(); r++)
-        if (ranks_[r].i < ranks_[r].w.end && ranks_[r].now < best) best = ranks_[r].now, stuck = static_cast<int>(r);
+        if (ranks_[r].i < ranks_[r].w.end) {
+          stall.ranks.push_back({static_cast<int>(r), ranks_[r].i, ranks_[r].now});
+          if (ranks_[r].now < best) best = ranks_[r].now, stuck = static_cast<int>(r);
+        }
+      stall.released = stuck;
+      res.stalls.push_back(std::move(stall));
       ranks_[stuck].force = true;
       ready_.push_back(stuck);
     }

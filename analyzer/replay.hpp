@@ -86,6 +86,20 @@ struct ReplayResult {
   uint64_t collective_messages = 0, collective_rendezvous_messages = 0;  // the algorithms' steps
   std::map<std::string, uint64_t> collective_algorithms;      // algorithm -> instances
   std::map<std::string, uint64_t> collective_approximations;  // why approximate -> instances
+  // Where the simulation could not go on: every unfinished rank parked in a call that waits for what no
+  // other rank will provide before it (a partner missing from the logs; under S = 0, a program that only
+  // ran because its MPI library buffered a send, analyzer/buffering.hpp). Each time the earliest rank
+  // is released with its measured time.
+  struct Stall {
+    struct Parked {
+      int rank = 0;
+      uint32_t op = 0;  // the op it was in (Trace::ranks[rank].ops)
+      double at_ns = 0;  // its simulated time
+    };
+    std::vector<Parked> ranks;
+    int released = -1;
+  };
+  std::vector<Stall> stalls;
   double error() const { return measured_ns > 0 ? (predicted_ns - measured_ns) / measured_ns : 0; }
 };
 

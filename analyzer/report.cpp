@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "advice.hpp"
+#include "buffering.hpp"
+#include "efficiency.hpp"
 #include "gate.hpp"
 #include "model_fit.hpp"
 #include "replay.hpp"
@@ -212,6 +214,44 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
   }
   j["ranks"] = ranks;
 
+  // ---- efficiency factors (the POP methodology), from one more replay on an ideal network
+  {
+    const Efficiency e = efficiency(t, base, baseline);
+    j["efficiency"] = {{"parallel", e.parallel},
+                       {"load_balance", e.load_balance},
+                       {"communication", e.communication},
+                       {"serialisation", e.serialisation},
+                       {"transfer", e.transfer},
+                       {"run_ns", e.run_ns},
+                       {"model_ns", e.model_ns},
+                       {"ideal_ns", e.ideal_ns},
+                       {"mean_computation_ns", e.mean_computation_ns},
+                       {"max_computation_ns", e.max_computation_ns},
+                       {"slowest_rank", e.slowest_rank}};
+  }
+
+  // ---- correctness: sends that completed only because the library buffered them (a replay with S = 0)
+  {
+    const BufferingDependence b = buffering_dependence(t, base, baseline);
+    json cycles = json::array();
+    for (const auto& d : b.deadlocks) {
+      json sends = json::array(), waiting = json::array();
+      for (const auto& s : d.sends)
+        sends.push_back({{"rank", s.rank}, {"peer", s.peer}, {"where", location_json(a.locate(s.rank, s.callsite))},
+                         {"call", call_name_of(s.call)}, {"bytes", s.bytes}});
+      for (const auto& p : d.ranks) {
+        const Op& op = t.op(p.rank, p.op);
+        waiting.push_back({{"rank", p.rank}, {"where", location_json(a.locate(p.rank, op.callsite))},
+                           {"call", call_name_of(op.call)}});
+      }
+      cycles.push_back({{"sends", sends},
+                        {"ranks", waiting},
+                        {"hangs_below_bytes", d.hangs_below ? json(*d.hangs_below) : json(nullptr)},
+                        {"times", d.times}});
+    }
+    j["buffering"] = {{"checked", b.checked}, {"deadlocks", cycles}};
+  }
+
   // ---- hot spots, by time lost (measured)
   double waited_all = 0;
   for (const auto& [key, w] : a.measured.sites)
@@ -393,9 +433,19 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
                                 "--debug-dir): they are named by function, the calls in one function counted together"
                               : "no line information for the call sites (build with -g, or give the debug files with "
                                 "--debug-dir): they are named by module and offset");
-  if (baseline.unresolved_ops)
+  const bool logs_whole = a.job->ranks().size() == static_cast<size_t>(t.world_size) && t.unmatched_sends == 0 &&
+                          t.unmatched_recvs == 0 && t.incomplete_collectives == 0;
+  if (baseline.unresolved_ops && !logs_whole)
     notes.push_back(fmt::format("{} operations have a partner missing from the logs: replayed with their measured time",
                                 baseline.unresolved_ops));
+  else if (baseline.unresolved_ops)
+    notes.push_back(fmt::format(
+        "{} operations could not be replayed in order: under S = {} bytes their sends wait for receives the partners "
+        "post only after them, yet the library completed them{}; replayed with their measured time",
+        baseline.unresolved_ops, p.S,
+        a.facts.transport == "vader" ? " (Open MPI's shared memory completes a send of up to 4 KiB once its receiver "
+                                       "enters MPI, which the model does not follow)"
+                                     : ""));
   j["notes"] = notes;
   json problems = json::array();
   for (const auto& pr : t.problems) problems.push_back(pr.text());

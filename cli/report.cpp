@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
+#include <utility>
 
 #include "analysis.hpp"
 #include "commands.hpp"
@@ -152,6 +154,39 @@ std::vector<std::string> advice_details(const json& a) {
   return out;
 }
 
+// The efficiency factors (the POP methodology), two lines
+std::vector<std::string> efficiency_lines(const json& e) {
+  return {fmt::format("parallel {} = load balance {} x communication {} (serialisation {} x transfer {})",
+                      pct(e["parallel"].get<double>()), pct(e["load_balance"].get<double>()),
+                      pct(e["communication"].get<double>()), pct(e["serialisation"].get<double>()),
+                      pct(e["transfer"].get<double>())),
+          fmt::format("computation: mean {}, most {} (rank {}); the run {}, on an ideal network {} (the model: {})",
+                      dur(e["mean_computation_ns"]), dur(e["max_computation_ns"]), e["slowest_rank"].get<int>(),
+                      dur(e["run_ns"]), dur(e["ideal_ns"]), dur(e["model_ns"]))};
+}
+
+// One cycle of sends that completed only because the library buffered them: a title and details
+std::pair<std::string, std::vector<std::string>> buffering_text(const json& d) {
+  std::string sends;
+  std::set<std::string> sites;
+  for (const auto& s : d["sends"]) {
+    if (!sends.empty()) sends += "; ";
+    sends += fmt::format("rank {} to {}, {} bytes", s["rank"].get<int>(), s["peer"].get<int>(), s["bytes"].get<uint64_t>());
+    sites.insert(s["where"]["text"].get<std::string>() + " " + s["call"].get<std::string>());
+  }
+  std::string where;
+  for (const auto& x : sites) where += (where.empty() ? "" : ", ") + x;
+  std::vector<std::string> lines;
+  lines.push_back("every rank of the cycle waits for another once these sends wait for their receives (" + sends + ")");
+  if (!d["hangs_below_bytes"].is_null())
+    lines.push_back(fmt::format("the program hangs where the eager limit is below {} bytes: another MPI library or "
+                                "transport, or larger messages",
+                                d["hangs_below_bytes"].get<uint64_t>()));
+  if (d["times"].get<uint64_t>() > 1) lines.push_back(fmt::format("{} times in this run", d["times"].get<uint64_t>()));
+  lines.push_back("fix: post the receives first (MPI_Irecv, then the send, then MPI_Wait), or exchange with MPI_Sendrecv");
+  return {where, lines};
+}
+
 std::string render_text(const json& j, size_t top) {
   std::ostringstream o;
   const json& s = j["summary"];
@@ -179,6 +214,19 @@ std::string render_text(const json& j, size_t top) {
                      pair("send_wait_ns", "send_wait_ns"),
                      pair("recv_wait_ns", "recv_wait_ns"), pair("collectives_ns", "collectives_ns"),
                      signed_pct(r["error"].get<double>()));
+  }
+  if (j.contains("efficiency")) {
+    o << "\nEfficiency (the POP factors; transfer from a replay on an ideal network)\n";
+    for (const auto& line : efficiency_lines(j["efficiency"])) o << "  " << line << "\n";
+  }
+  if (j.contains("buffering") && !j["buffering"]["deadlocks"].empty()) {
+    o << "\nCorrectness: sends that completed only because MPI buffered them (a replay with every send synchronous)\n";
+    size_t k = 0;
+    for (const auto& d : j["buffering"]["deadlocks"]) {
+      auto [where, lines] = buffering_text(d);
+      o << fmt::format("  {}. {}\n", ++k, where);
+      for (const auto& line : lines) o << "     " << line << "\n";
+    }
   }
   o << "\nHot spots, by time lost waiting (measured)\n";
   if (j["hot_spots"].empty()) o << "  none\n";
@@ -246,6 +294,19 @@ std::string render_markdown(const json& j, size_t top) {
                      pair("send_wait_ns", "send_wait_ns"),
                      pair("recv_wait_ns", "recv_wait_ns"), pair("collectives_ns", "collectives_ns"),
                      signed_pct(r["error"].get<double>()));
+  }
+  if (j.contains("efficiency")) {
+    o << "\n### Efficiency\n\n";
+    for (const auto& line : efficiency_lines(j["efficiency"])) o << "- " << markdown_escape(line) << "\n";
+  }
+  if (j.contains("buffering") && !j["buffering"]["deadlocks"].empty()) {
+    o << "\n### Correctness: sends that completed only because MPI buffered them\n\n";
+    size_t k = 0;
+    for (const auto& d : j["buffering"]["deadlocks"]) {
+      auto [where, lines] = buffering_text(d);
+      o << fmt::format("{}. **{}**\n", ++k, markdown_escape(where));
+      for (const auto& line : lines) o << "   - " << markdown_escape(line) << "\n";
+    }
   }
   o << "\n### Hot spots\n\n";
   if (j["hot_spots"].empty()) o << "None.\n";

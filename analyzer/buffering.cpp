@@ -1,0 +1,79 @@
+#include "buffering.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace mpiadvise {
+
+namespace {
+
+// The sends an op waits for when every send of a byte or more waits for its receive: a blocking send's
+// message, or the send requests a completion waits on.
+std::vector<BufferingDependence::Send> waiting_sends(const Trace& t, int rank, uint32_t op_index) {
+  std::vector<BufferingDependence::Send> out;
+  const Op& op = t.op(rank, op_index);
+  const Link* links = t.links_of(op);
+  std::set<uint32_t> seen;  // a blocking send both posts and completes its message
+  for (uint32_t i = 0; i < op.n_links; i++) {
+    const Link& l = links[i];
+    const bool blocking_send = l.kind == Link::PostSend && (op.kind == OpKind::Send || op.kind == OpKind::SendRecv);
+    if (!(blocking_send || l.kind == Link::DoneSend) || l.id == kNone || l.id >= t.messages.size()) continue;
+    if (!seen.insert(l.id).second) continue;
+    const Message& m = t.messages[l.id];
+    // a synchronous send waits at any S (the program would hang as it is); 0 bytes always go eagerly
+    if (m.synchronous || m.bytes == 0 || !m.matched()) continue;
+    out.push_back({rank, m.dst, op_index, op.call, op.callsite, m.bytes});
+  }
+  return out;
+}
+
+ReplayResult replay_at(const Trace& t, const ReplayOptions& options, uint64_t S) {
+  ReplayOptions o = options;
+  o.params.move_S(S);
+  return replay(t, o);
+}
+
+}  // namespace
+
+BufferingDependence buffering_dependence(const Trace& trace, const ReplayOptions& options, const ReplayResult& baseline) {
+  BufferingDependence out;
+  if (!baseline.stalls.empty() || options.mode != ReplayMode::Simulate) return out;
+  out.checked = true;
+  const ReplayResult strict = replay_at(trace, options, 0);
+  std::map<std::vector<std::pair<int, uint32_t>>, size_t> seen;  // the sends' (rank, call site) -> deadlock
+  for (const auto& stall : strict.stalls) {
+    BufferingDependence::Deadlock d;
+    d.ranks = stall.ranks;
+    for (const auto& parked : stall.ranks) {
+      auto sends = waiting_sends(trace, parked.rank, parked.op);
+      d.sends.insert(d.sends.end(), sends.begin(), sends.end());
+    }
+    if (d.sends.empty()) continue;  // waits that buffering did not hide (receives of a missing partner)
+    std::vector<std::pair<int, uint32_t>> key;
+    for (const auto& s : d.sends) key.emplace_back(s.rank, s.callsite);
+    std::sort(key.begin(), key.end());
+    if (auto it = seen.find(key); it != seen.end()) {
+      out.deadlocks[it->second].times++;
+      continue;
+    }
+    seen.emplace(key, out.deadlocks.size());
+    out.deadlocks.push_back(std::move(d));
+  }
+  // the cycle closes while every send of it waits: at S one byte below its smallest send too, where it
+  // needs only these sends
+  for (auto& d : out.deadlocks) {
+    uint64_t smallest = d.sends.front().bytes;
+    for (const auto& s : d.sends) smallest = std::min(smallest, s.bytes);
+    const ReplayResult below = replay_at(trace, options, smallest - 1);
+    const bool again = std::any_of(below.stalls.begin(), below.stalls.end(), [&](const ReplayResult::Stall& st) {
+      return std::any_of(st.ranks.begin(), st.ranks.end(), [&](const ReplayResult::Stall::Parked& p) {
+        return std::any_of(d.sends.begin(), d.sends.end(), [&](const auto& s) { return s.rank == p.rank && s.op == p.op; });
+      });
+    });
+    if (again) d.hangs_below = smallest;
+  }
+  return out;
+}
+
+}  // namespace mpiadvise

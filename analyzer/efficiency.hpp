@@ -1,0 +1,40 @@
+// Efficiency factors as the POP methodology defines them (POP Centre of Excellence, "POP standard
+// metrics for parallel performance analysis"; Dimemas-based analyses at BSC): the parallel efficiency of
+// a run is its load balance times its communication efficiency, and the communication efficiency is its
+// serialisation efficiency times its transfer efficiency. With C_r the useful computation of rank r (its
+// time outside MPI) and T the run time:
+//   load balance           LB   = mean C_r / max C_r
+//   communication          CommE = max C_r / T
+//   parallel               PE   = LB x CommE = mean C_r / T
+//   transfer               TE   = T_ideal / T_model: the replay on an ideal network (L, o', G, every
+//                                 per-byte cost and R at 0, S infinite, no eager buffer limit) against
+//                                 the replay with the run's own parameters, so that the model's error on
+//                                 the run is not counted as transfer
+//   serialisation          SerE = CommE / TE: what dependences between ranks cost when moving data is free
+#pragma once
+
+#include <vector>
+
+#include "replay.hpp"
+
+namespace mpiadvise {
+
+struct Efficiency {
+  double load_balance = 0, communication = 0, parallel = 0, transfer = 0, serialisation = 0;
+  double run_ns = 0;          // T: the measured run time (the replay window's)
+  double model_ns = 0;        // the replay with the run's parameters
+  double ideal_ns = 0;        // the replay on the ideal network
+  double mean_computation_ns = 0, max_computation_ns = 0;
+  int slowest_rank = -1;      // the rank with the most computation
+  std::vector<double> computation_ns;  // C_r, by rank
+};
+
+// The factors of a run from its replay with the run's parameters (baseline) and one more replay on the
+// ideal network; options: those of the baseline (its program transformations and compute factor apply
+// to both).
+Efficiency efficiency(const Trace& trace, const ReplayOptions& options, const ReplayResult& baseline);
+
+// The ideal network of the transfer efficiency: nothing costs time but computation.
+LogGPSParams ideal_network(const LogGPSParams& p);
+
+}  // namespace mpiadvise
