@@ -10,6 +10,7 @@
 #include "advice.hpp"
 #include "buffering.hpp"
 #include "efficiency.hpp"
+#include "receive_side.hpp"
 #include "gate.hpp"
 #include "model_fit.hpp"
 #include "replay.hpp"
@@ -228,6 +229,24 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
                        {"mean_computation_ns", e.mean_computation_ns},
                        {"max_computation_ns", e.max_computation_ns},
                        {"slowest_rank", e.slowest_rank}};
+  }
+
+  // ---- the receive side (the third source paper's metrics), from the measured times
+  {
+    const ReceiveSide rs = receive_side(t, model);
+    json per_rank = json::array();
+    for (const auto& r : rs.ranks)
+      per_rank.push_back({{"rank", r.rank},
+                          {"receives", r.receives},
+                          {"posted_early", r.posted_early},
+                          {"unexpected_max", r.unexpected_max},
+                          {"unexpected_mean", r.unexpected_mean},
+                          {"unexpected_max_bytes", r.unexpected_max_bytes},
+                          {"outstanding_sends_max", r.outstanding_sends_max}});
+    j["receive_side"] = {{"receives", rs.receives},
+                         {"posted_early", rs.posted_early},
+                         {"posted_early_share", rs.posted_early_share()},
+                         {"ranks", per_rank}};
   }
 
   // ---- correctness: sends that completed only because the library buffered them (a replay with S = 0)

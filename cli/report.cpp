@@ -219,6 +219,22 @@ std::string render_text(const json& j, size_t top) {
     o << "\nEfficiency (the POP factors; transfer from a replay on an ideal network)\n";
     for (const auto& line : efficiency_lines(j["efficiency"])) o << "  " << line << "\n";
   }
+  if (j.contains("receive_side") && j["receive_side"]["receives"].get<uint64_t>() > 0) {
+    const json& rs = j["receive_side"];
+    o << fmt::format("\nReceive side: {} of {} receives posted before their message arrived ({})\n",
+                     rs["posted_early"].get<uint64_t>(), rs["receives"].get<uint64_t>(),
+                     pct(rs["posted_early_share"].get<double>()));
+    o << fmt::format("  {:>4}  {:>9}  {:>12}  {:>22}  {:>21}  {:>17}\n", "rank", "receives", "posted early",
+                     "unexpected: most, mean", "most unexpected bytes", "most sends pending");
+    for (const auto& r : rs["ranks"]) {
+      if (r["receives"].get<uint64_t>() == 0 && r["outstanding_sends_max"].get<uint64_t>() == 0) continue;
+      const uint64_t n = r["receives"].get<uint64_t>();
+      o << fmt::format("  {:>4}  {:>9}  {:>12}  {:>14}, {:>5.1f}  {:>21}  {:>17}\n", r["rank"].get<int>(), n,
+                       n ? pct(static_cast<double>(r["posted_early"].get<uint64_t>()) / static_cast<double>(n)) : "-",
+                       r["unexpected_max"].get<uint64_t>(), r["unexpected_mean"].get<double>(),
+                       bytes_text(r["unexpected_max_bytes"].get<uint64_t>()), r["outstanding_sends_max"].get<uint64_t>());
+    }
+  }
   if (j.contains("buffering") && !j["buffering"]["deadlocks"].empty()) {
     o << "\nCorrectness: sends that completed only because MPI buffered them (a replay with every send synchronous)\n";
     size_t k = 0;
