@@ -386,18 +386,6 @@ Fit fit_params(const std::vector<Sweep>& sweeps) {
   const std::vector<double> inv = inverse_normal(lp.A, free);
   for (size_t j = 0; j < kParams; j++) {
     fit.std_error[j] = kNaN;
-    // told apart from the others: its column is not (nearly) a combination of the other determined ones
-    // (which of two such columns NNLS holds at 0 is happenstance, so neither counts as separable)
-    if (!fit.determined[j]) continue;
-    std::vector<bool> others(fit.determined.begin(), fit.determined.end());
-    others[j] = false;
-    Matrix Ao = columns(lp.A, others);
-    std::vector<double> col(lp.A.rows);
-    for (size_t i = 0; i < lp.A.rows; i++) col[i] = lp.A(i, j);
-    const std::vector<double> r = residual(Ao, least_squares(Ao, col), col);
-    double rr = 0;
-    for (double e : r) rr += e * e;
-    if (std::sqrt(rr) <= 1e-7 * column_norm(lp.A, j)) continue;
     if (free[j] && !inv.empty()) fit.std_error[j] = std::sqrt(sigma2 * inv[j * kParams + j]), fit.separable[j] = true;
     if (fit.at_bound[j]) {
       std::vector<bool> with = free;
