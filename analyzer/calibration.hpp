@@ -98,6 +98,7 @@ struct Fit {
   double residual_rtt = 0;   // RMS of (model - measured) / measured over the round trips
   double residual_comm = 0;  // the same relative to the round trip less w (the communication alone)
   double weighted_sse = 0;   // what the fit minimised
+  bool R_not_called_for = false;  // R held at 0: it did not lower the residual enough (calibrate)
   size_t rows = 0;                // samples fitted
   std::vector<LeftOut> left_out;  // samples left out as disturbed
   int rounds = 0;            // linearisations until no sample changed branch
@@ -110,7 +111,8 @@ struct Fit {
 // freed. Samples whose error is far beyond the others' (a descheduled rank: more than 4 robust standard
 // deviations and 25% of the communication) are left out and listed. Throws ParamError when there are no
 // round trips.
-Fit fit_params(const std::vector<Sweep>& sweeps);
+// with_R false: R held at 0
+Fit fit_params(const std::vector<Sweep>& sweeps, bool with_R = true);
 
 // What a calibration found.
 struct Calibration {

@@ -143,6 +143,8 @@ BenchOutput run_bench(const std::vector<std::string>& command, const std::string
 std::string with_error(const Fit& f, size_t i, int decimals) {
   const double v = fitted_param(f.params, i), e = f.std_error[i];
   std::string text = fmt::format("{:.{}f}", v, decimals);
+  if (i == 8 && f.R_not_called_for)
+    return text + " (held at 0: it does not lower the residual enough for one more parameter, by the Bayesian criterion)";
   if (!f.determined[i]) return text + " (no sample depends on it)";
   if (!f.separable[i]) return text + " (not told apart from the others by these samples: only their sum is known)";
   text += fmt::format(" +- {:.{}f}", e, decimals);
