@@ -170,7 +170,10 @@ TEST_CASE("each example's report names the author's call site, and the eager lim
     }
     DYNAMIC_SECTION(ex.program) {
       const std::string program = ex.program.substr(0, ex.program.size() - 2);
-      auto [run, report] = explained_run([&] { return traced_run(program, ex.args, ex.limit); }, "raise_eager_limit");
+      // named, not a structured binding: clang 14 does not let a lambda capture a binding
+      const auto explained = explained_run([&] { return traced_run(program, ex.args, ex.limit); }, "raise_eager_limit");
+      const JobResult& run = explained.first;
+      const json& report = explained.second;
       INFO(report.dump(1));
       if (ex.send_waits) {
         bool named = false;
