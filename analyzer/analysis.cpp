@@ -64,7 +64,8 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
   a.trace = build_trace(*a.job);
   a.facts = run_facts(*a.job);
   a.chosen = choose_params(a.facts, params, default_params_dir());
-  a.measured = measure_waits(a.trace, LogGPS(a.chosen.params));
+  a.waits = find_waits(a.trace, LogGPS(a.chosen.params));
+  a.measured = measure_waits(a.trace, a.waits);
   a.symbols.resize(static_cast<size_t>(a.trace.world_size));
   for (const auto& r : a.job->ranks())
     if (r->rank() >= 0 && r->rank() < a.trace.world_size)

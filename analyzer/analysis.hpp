@@ -22,7 +22,8 @@ struct Analysis {
   Trace trace;
   RunFacts facts;
   ChosenParams chosen;
-  WaitStates measured;
+  std::vector<Wait> waits;  // every measured wait
+  WaitStates measured;      // added up by rank and call site
   std::vector<std::unique_ptr<Symbolizer>> symbols;  // per rank
 
   // Where a rank's call site is in the source (module+offset without debug information).

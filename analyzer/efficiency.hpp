@@ -13,6 +13,7 @@
 //   serialisation          SerE = CommE / TE: what dependences between ranks cost when moving data is free
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "replay.hpp"
@@ -21,6 +22,18 @@ namespace mpiadvise {
 
 struct Efficiency {
   double load_balance = 0, communication = 0, parallel = 0, transfer = 0, serialisation = 0;
+  // The same factors for each phase the program marked with MPI_Pcontrol (every rank calling it as
+  // often): phase k runs from each rank's k-th call (its start for the first) to its next (its end
+  // for the last); its time is from the first rank's start to the last rank's end, measured,
+  // replayed and replayed on the ideal network.
+  struct Phase {
+    double load_balance = 0, communication = 0, parallel = 0, transfer = 0, serialisation = 0;
+    double run_ns = 0, model_ns = 0, ideal_ns = 0, mean_computation_ns = 0, max_computation_ns = 0;
+    int opened_by_rank0_op = -1;  // the MPI_Pcontrol op of rank 0 the phase starts at; -1: the run's start
+  };
+  std::vector<Phase> phases;
+  // why there are no phases though the program called MPI_Pcontrol (ranks calling it unequally), or ""
+  std::string phases_note;
   double run_ns = 0;          // T: the measured run time (the replay window's)
   double model_ns = 0;        // the replay with the run's parameters
   double ideal_ns = 0;        // the replay on the ideal network

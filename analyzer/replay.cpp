@@ -73,6 +73,7 @@ class Simulation {
   Simulation(const Trace& t, const ReplayOptions& o)
       : t_(t), o_(o), model_(effective_params(o)), p_(model_.params()) {
     msg_.resize(t.messages.size());
+    marks_.resize(t.ranks.size());
     coll_arrive_.resize(t.collectives.size());
     coll_done_.assign(t.collectives.size(), {});
     waiting_msg_.resize(t.messages.size());
@@ -131,7 +132,7 @@ class Simulation {
     double measured_end = 0;
     for (size_t r = 0; r < ranks_.size(); r++) {
       RankState& s = ranks_[r];
-      const double tail = tail_gap(t_.ranks[r], s.w) * o_.compute_factor;
+      const double tail = tail_gap(t_.ranks[r], s.w) * computation_factor(static_cast<int>(r), s.w.end);
       s.now += tail;
       s.b.computation += tail;
       if (s.deferred_send_done != kUnknown && s.deferred_send_done > s.now) {  // completed by MPI_Finalize
@@ -162,6 +163,7 @@ class Simulation {
     res.collective_rendezvous_messages = coll_rendezvous_;
     res.collective_algorithms = coll_algorithms_;
     res.collective_approximations = coll_approximations_;
+    res.marks = std::move(marks_);
     return res;
   }
 
@@ -220,6 +222,7 @@ class Simulation {
   Block blocked_on_;
   int running_ = -1;  // the rank being stepped
   std::vector<RankState> ranks_;
+  std::vector<std::vector<double>> marks_;
   std::deque<int> ready_;
   std::map<std::pair<int, uint32_t>, SiteReplay> sites_;
   uint64_t rendezvous_messages_ = 0, rendezvous_bytes_ = 0, split_messages_ = 0, unresolved_ = 0;
@@ -321,6 +324,17 @@ class Simulation {
     c.bytes += own, c.count++, c.computed++;
     c.last_start = s.start;
     return s.start;
+  }
+
+  // The factor of the computation before op i of rank r (MPI_Finalize's, or past the last op, for the tail).
+  double computation_factor(int r, uint32_t i) const {
+    if (o_.compute_ranks.empty() && o_.compute_sites.empty()) return o_.compute_factor;
+    if (!o_.compute_ranks.empty() && !o_.compute_ranks.count(r)) return 1.0;
+    if (o_.compute_sites.empty()) return o_.compute_factor;
+    const auto& ops = t_.ranks[r].ops;
+    if (ops.empty()) return 1.0;
+    const Op& op = ops[std::min<size_t>(i, ops.size() - 1)];
+    return at(o_.compute_sites, r, op.callsite) ? o_.compute_factor : 1.0;
   }
 
   bool at(const std::set<SiteKey>& sites, int rank, uint32_t callsite) const {
@@ -850,7 +864,7 @@ class Simulation {
     if (!s.gap_done) {
       double prev_exit = s.i > s.w.first ? static_cast<double>(ops[s.i - 1].t_exit) : static_cast<double>(s.w.start_ns);
       double gap = static_cast<double>(op.t_enter) - prev_exit;
-      gap = std::max(gap, 0.0) * o_.compute_factor;
+      gap = std::max(gap, 0.0) * computation_factor(r, s.i);
       s.now += gap;
       s.b.computation += gap;
       s.gap_done = true;
@@ -868,6 +882,7 @@ class Simulation {
         s.deferred_send_done = kUnknown;
       }
       s.op_start = s.now;
+      if (op.call == MPA_CALL_Pcontrol) marks_[r].push_back(s.now);
       wake_rank(r);  // in MPI from now: a sender waiting for room in its buffer may go on
     }
     Breakdown parts;

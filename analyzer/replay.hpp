@@ -30,6 +30,9 @@ struct ReplayOptions {
   ReplayMode mode = ReplayMode::Simulate;
   ModelKind model = ModelKind::LogGPS;
   double compute_factor = 1.0;  // computation gaps are multiplied by it (0.5: twice as fast)
+  // ... only those of these ranks and those before a call at these sites (empty: every rank, every site)
+  std::set<int> compute_ranks;
+  std::set<SiteKey> compute_sites;
   // program transformations (simulation mode), by call site
   std::set<SiteKey> split_sites;        // messages above S sent as chunks of at most S
   std::set<SiteKey> nonblocking_sites;  // a blocking send made an Isend completed at the next MPI call
@@ -100,6 +103,8 @@ struct ReplayResult {
     int released = -1;
   };
   std::vector<Stall> stalls;
+  // Simulation mode: by rank, the simulated time at each MPI_Pcontrol call (the phases it marks)
+  std::vector<std::vector<double>> marks;
   double error() const { return measured_ns > 0 ? (predicted_ns - measured_ns) / measured_ns : 0; }
 };
 

@@ -9,6 +9,7 @@
 
 #include "advice.hpp"
 #include "buffering.hpp"
+#include "causes.hpp"
 #include "efficiency.hpp"
 #include "receive_side.hpp"
 #include "gate.hpp"
@@ -229,6 +230,86 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
                        {"mean_computation_ns", e.mean_computation_ns},
                        {"max_computation_ns", e.max_computation_ns},
                        {"slowest_rank", e.slowest_rank}};
+    json phases = json::array();
+    for (const auto& ph : e.phases) {
+      json where = nullptr;
+      if (ph.opened_by_rank0_op >= 0)
+        where = location_json(a.locate(0, t.op(0, static_cast<uint32_t>(ph.opened_by_rank0_op)).callsite));
+      phases.push_back({{"opened_at", where},
+                        {"parallel", ph.parallel},
+                        {"load_balance", ph.load_balance},
+                        {"communication", ph.communication},
+                        {"serialisation", ph.serialisation},
+                        {"transfer", ph.transfer},
+                        {"run_ns", ph.run_ns},
+                        {"model_ns", ph.model_ns},
+                        {"ideal_ns", ph.ideal_ns}});
+    }
+    j["efficiency"]["phases"] = phases;
+    j["efficiency"]["phases_note"] = e.phases_note;
+  }
+
+  // ---- why ranks wait: root causes (delay costs) and the critical path, measured; what each
+  // computation would save, from what-if replays with it made twice as fast
+  {
+    auto computation_json = [&](const ComputationKey& k) {
+      return json{{"rank", k.rank}, {"before_call", call_name_of(k.call)}, {"where", location_json(a.locate(k.rank, k.callsite))}};
+    };
+    const DelayCosts dc = delay_costs(t, a.waits);
+    json causes = json::array();
+    for (size_t i = 0; i < dc.causes.size() && i < static_cast<size_t>(options.top); i++) {
+      const RootCause& c = dc.causes[i];
+      json x = computation_json(c.where);
+      x["direct_ns"] = c.direct_ns, x["indirect_ns"] = c.indirect_ns, x["total_ns"] = c.total();
+      x["share_of_waiting"] = dc.waiting_ns > 0 ? c.total() / dc.waiting_ns : 0.0;
+      causes.push_back(x);
+    }
+    j["root_causes"] = {{"waiting_ns", dc.waiting_ns}, {"unattributed_ns", dc.unattributed_ns}, {"causes", causes}};
+
+    const CriticalPath cp = critical_path(t, a.waits);
+    json parts = json::array();
+    for (size_t i = 0; i < cp.parts.size() && i < static_cast<size_t>(options.top); i++) {
+      const auto& part = cp.parts[i];
+      json x = computation_json(part.where);
+      x["kind"] = part.computation ? "computation" : "mpi";
+      if (!part.computation) x["call"] = x["before_call"], x.erase("before_call");
+      x["ns"] = part.ns, x["times"] = part.times, x["share"] = cp.length_ns > 0 ? part.ns / cp.length_ns : 0.0;
+      parts.push_back(x);
+    }
+    j["critical_path"] = {{"length_ns", cp.length_ns}, {"computation_ns", cp.computation_ns}, {"mpi_ns", cp.mpi_ns},
+                          {"ends_on_rank", cp.last_rank}, {"rank_changes", cp.rank_changes}, {"parts", parts}};
+
+    // targets: the largest computations on the path and the largest off it, each replayed twice as fast
+    std::map<ComputationKey, double> path_ns;
+    for (const auto& part : cp.parts)
+      if (part.computation) path_ns[part.where] += part.ns;
+    std::vector<CriticalPath::Part> candidates;
+    int on = 0, off = 0;
+    for (const auto& c : computations(t)) {
+      const bool on_path = path_ns.count(c.where) > 0;
+      if (c.ns <= 0 || (on_path ? on : off) >= (on_path ? 3 : 2)) continue;
+      (on_path ? on : off)++;
+      candidates.push_back(c);
+    }
+    json targets = json::array();
+    for (const auto& c : candidates) {
+      ReplayOptions faster = base;
+      faster.compute_factor = 0.5;
+      faster.compute_ranks = {c.where.rank};
+      faster.compute_sites = {t.site(c.where.rank, c.where.callsite)};
+      const double saving = baseline.predicted_ns - replay(t, faster).predicted_ns;
+      json x = computation_json(c.where);
+      auto it = path_ns.find(c.where);
+      x["computation_ns"] = c.ns;
+      x["on_path_ns"] = it == path_ns.end() ? 0.0 : it->second;
+      x["saving_if_halved_ns"] = saving;
+      x["saving_if_halved"] = baseline.predicted_ns > 0 ? saving / baseline.predicted_ns : 0.0;
+      targets.push_back(x);
+    }
+    std::sort(targets.begin(), targets.end(), [](const json& x, const json& y) {
+      return x["saving_if_halved_ns"].get<double>() > y["saving_if_halved_ns"].get<double>();
+    });
+    j["targets"] = targets;
   }
 
   // ---- the receive side (the third source paper's metrics), from the measured times

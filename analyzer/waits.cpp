@@ -54,24 +54,11 @@ double WaitStates::site_recv_wait_ns(int rank, uint32_t callsite) const {
   return c == it->second.waited_ns.end() ? 0 : c->second;
 }
 
-WaitStates measure_waits(const Trace& t, const LogGPS& model) {
-  WaitStates w;
-  w.rank_ns.resize(t.ranks.size());
-  auto site = [&](int rank, uint32_t op) -> SiteWaits& {
-    const Op& o = t.op(rank, op);
-    auto [it, fresh] = w.sites.try_emplace({rank, o.callsite});
-    if (fresh) it->second.rank = rank, it->second.callsite = o.callsite, it->second.call = o.call;
-    return it->second;
-  };
-  auto charge = [&](int waiter, uint32_t wait_op, int culprit, uint32_t culprit_op, WaitCause cause, double ns,
-                    uint64_t bytes) {
-    if (ns <= 0) return;
-    w.rank_ns[waiter][cause] += ns;
-    SiteWaits& s = site(waiter, wait_op);
-    s.waited_ns[cause] += ns;
-    s.count[cause]++;
-    if (bytes) s.message_bytes[cause].push_back(bytes);
-    if (culprit >= 0 && culprit_op != kNone) site(culprit, culprit_op).caused_ns[cause] += ns;
+std::vector<Wait> find_waits(const Trace& t, const LogGPS& model) {
+  std::vector<Wait> waits;
+  auto add = [&](int waiter, uint32_t op, double from, double to, int culprit, uint32_t culprit_op, WaitCause cause,
+                 uint64_t bytes) {
+    if (to > from) waits.push_back({waiter, op, from, to, culprit, culprit_op, cause, bytes});
   };
   for (const auto& m : t.messages) {
     if (!m.matched()) continue;
@@ -85,28 +72,53 @@ WaitStates measure_waits(const Trace& t, const LogGPS& model) {
         WaitCause cause = m.synchronous ? WaitCause::LateReceiverSynchronous
                           : model.send_waits_for_receive(m.bytes, false) ? WaitCause::LateReceiverRendezvous
                                                                          : WaitCause::LateReceiverOther;
-        charge(m.src, m.send_done_op, m.dst, m.recv_op, cause, tr - enter, m.bytes);
+        add(m.src, m.send_done_op, enter, tr, m.dst, m.recv_op, cause, m.bytes);
       }
     }
     if (m.recv_done_op != kNone) {
       // late sender: the receive (or its wait) began before the send was called
       const Op& d = t.op(m.dst, m.recv_done_op);
       double enter = static_cast<double>(d.t_enter), exit = static_cast<double>(d.t_exit);
-      if (enter < ts) charge(m.dst, m.recv_done_op, m.src, m.send_op, WaitCause::LateSender, std::min(ts, exit) - enter, m.bytes);
+      if (enter < ts) add(m.dst, m.recv_done_op, enter, std::min(ts, exit), m.src, m.send_op, WaitCause::LateSender, m.bytes);
     }
   }
   for (const auto& c : t.collectives) {
     if (c.members.size() < 2) continue;
     double last = 0;
     int last_rank = -1;
+    uint32_t last_op = kNone;
     for (const auto& [r, op] : c.members)
-      if (static_cast<double>(t.op(r, op).t_enter) >= last) last = static_cast<double>(t.op(r, op).t_enter), last_rank = r;
+      if (static_cast<double>(t.op(r, op).t_enter) >= last)
+        last = static_cast<double>(t.op(r, op).t_enter), last_rank = r, last_op = op;
     for (const auto& [r, op] : c.members) {
       const Op& o = t.op(r, op);
-      if (o.kind != OpKind::Collective) continue;  // non-blocking ones wait in their completion
-      double waited = std::min(last, static_cast<double>(o.t_exit)) - static_cast<double>(o.t_enter);
-      if (r != last_rank) charge(r, op, -1, kNone, WaitCause::Collective, waited, 0);
+      if (o.kind != OpKind::Collective || r == last_rank) continue;  // non-blocking ones wait in their completion
+      add(r, op, static_cast<double>(o.t_enter), std::min(last, static_cast<double>(o.t_exit)), last_rank, last_op,
+          WaitCause::Collective, 0);
     }
+  }
+  return waits;
+}
+
+WaitStates measure_waits(const Trace& t, const LogGPS& model) { return measure_waits(t, find_waits(t, model)); }
+
+WaitStates measure_waits(const Trace& t, const std::vector<Wait>& waits) {
+  WaitStates w;
+  w.rank_ns.resize(t.ranks.size());
+  auto site = [&](int rank, uint32_t op) -> SiteWaits& {
+    const Op& o = t.op(rank, op);
+    auto [it, fresh] = w.sites.try_emplace({rank, o.callsite});
+    if (fresh) it->second.rank = rank, it->second.callsite = o.callsite, it->second.call = o.call;
+    return it->second;
+  };
+  for (const Wait& x : waits) {
+    w.rank_ns[x.rank][x.cause] += x.ns();
+    SiteWaits& s = site(x.rank, x.op);
+    s.waited_ns[x.cause] += x.ns();
+    s.count[x.cause]++;
+    if (x.bytes) s.message_bytes[x.cause].push_back(x.bytes);
+    // at a collective the last rank's computation, not its call, keeps the others waiting
+    if (x.cause != WaitCause::Collective) site(x.culprit, x.culprit_op).caused_ns[x.cause] += x.ns();
   }
   return w;
 }

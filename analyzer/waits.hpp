@@ -22,6 +22,23 @@ enum class WaitCause : uint8_t {
 };
 const char* wait_cause_name(WaitCause c);
 
+// One wait state: a rank idle in a call until another rank reached its side of the operation.
+struct Wait {
+  int rank = 0;
+  uint32_t op = 0;               // the waiting rank and the op it waited in
+  double from = 0, to = 0;       // measured, ns on rank 0's clock
+  int culprit = -1;              // the rank it waited for (at a collective, the last to arrive)
+  uint32_t culprit_op = kNone;   // its op whose entry, at `to` or later, ended the wait
+  WaitCause cause = WaitCause::LateSender;
+  uint64_t bytes = 0;            // the message's (0 at a collective)
+  double ns() const { return to - from; }
+};
+
+// Every wait of the run, from the recorded times: a late receiver classified by what the model says the
+// send waits for (the rendezvous above S, a synchronous send, or neither: a full eager buffer, a
+// library's own progress). In no particular order.
+std::vector<Wait> find_waits(const Trace& trace, const LogGPS& model);
+
 struct SiteWaits {
   int rank = 0;
   uint32_t callsite = 0;
@@ -44,8 +61,8 @@ struct WaitStates {
   double site_recv_wait_ns(int rank, uint32_t callsite) const;
 };
 
-// The measured waits, a late receiver's classified by what the model says the send waits for (the
-// rendezvous above S, a synchronous send, or neither: a full eager buffer, a library's own progress).
+// The measured waits (find_waits) added up by rank and call site.
 WaitStates measure_waits(const Trace& trace, const LogGPS& model);
+WaitStates measure_waits(const Trace& trace, const std::vector<Wait>& waits);
 
 }  // namespace mpiadvise

@@ -28,6 +28,8 @@ struct ReplayCommand {
   std::string sweep;
   double compute_factor = 1.0;
   std::vector<std::string> split, nonblocking, prepost, persistent;
+  std::vector<std::string> compute_at;
+  std::vector<int> compute_ranks;
   std::vector<std::string> debug_dirs;
 };
 
@@ -182,6 +184,16 @@ ReplayOptions options_for(const ReplayCommand& c, const Loaded& l) {
     o.params.move_S(S);
   }
   o.params.validate("--set");
+  bool compute_everywhere = false;
+  o.compute_sites = sites_at(l, c.compute_at, &compute_everywhere, "--compute-at");
+  if (compute_everywhere) o.compute_sites.clear();
+  for (int r : c.compute_ranks) {
+    if (r < 0 || r >= l.trace.world_size)
+      throw CLI::ValidationError("--compute-rank", fmt::format("{} is not a rank of the job (0 to {})", r, l.trace.world_size - 1));
+    o.compute_ranks.insert(r);
+  }
+  if ((!o.compute_sites.empty() || !o.compute_ranks.empty()) && o.mode == ReplayMode::Paper)
+    throw CLI::ValidationError("--mode", "--compute-at and --compute-rank need the simulation (--mode sim)");
   o.split_sites = sites_at(l, c.split, &o.split_everywhere, "--split");
   o.nonblocking_sites = sites_at(l, c.nonblocking, &o.nonblocking_everywhere, "--nonblocking");
   o.prepost_sites = sites_at(l, c.prepost, &o.prepost_everywhere, "--prepost");
@@ -291,6 +303,9 @@ std::function<int()> add_whatif(CLI::App& app) {
           return v + " is not a number";
         }
       });
+  sub->add_option("--compute-at", c->compute_at,
+                  "FILE:LINE: apply --compute-factor only to the computation before the MPI call there (repeatable)");
+  sub->add_option("--compute-rank", c->compute_ranks, "N: apply --compute-factor only to rank N's computation (repeatable)");
   sub->add_option("--split", c->split, "FILE:LINE or all: send messages above S from there as chunks of at most S");
   sub->add_option("--nonblocking", c->nonblocking, "FILE:LINE or all: make the blocking send there an Isend completed at the next MPI call");
   sub->add_option("--prepost", c->prepost,

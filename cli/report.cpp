@@ -165,6 +165,78 @@ std::vector<std::string> efficiency_lines(const json& e) {
                       dur(e["run_ns"]), dur(e["ideal_ns"]), dur(e["model_ns"]))};
 }
 
+// The factors of each phase MPI_Pcontrol marks, a line each
+std::vector<std::string> phase_lines(const json& e) {
+  std::vector<std::string> out;
+  if (!e.contains("phases")) return out;
+  size_t k = 0;
+  for (const auto& ph : e["phases"])
+    out.push_back(fmt::format("phase {} ({}): parallel {} = load balance {} x communication {} (serialisation {} x "
+                              "transfer {}); {}",
+                              k++, ph["opened_at"].is_null() ? std::string("from the start")
+                                                             : "from MPI_Pcontrol at " + ph["opened_at"]["text"].get<std::string>(),
+                              pct(ph["parallel"].get<double>()), pct(ph["load_balance"].get<double>()),
+                              pct(ph["communication"].get<double>()), pct(ph["serialisation"].get<double>()),
+                              pct(ph["transfer"].get<double>()), dur(ph["run_ns"])));
+  if (!e["phases_note"].get<std::string>().empty()) out.push_back(e["phases_note"].get<std::string>());
+  return out;
+}
+
+// A computation: "rank 3, before MPI_Send at solver.c:120"
+std::string computation_text(const json& c) {
+  return fmt::format("rank {}, the computation before {} at {}", c["rank"].get<int>(),
+                     c.contains("before_call") ? c["before_call"].get<std::string>() : c["call"].get<std::string>(),
+                     c["where"]["text"].get<std::string>());
+}
+
+// Why ranks wait and what bounds the run: a section title and its lines
+std::vector<std::pair<std::string, std::vector<std::string>>> cause_sections(const json& j, size_t top) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  if (j.contains("root_causes") && j["root_causes"]["waiting_ns"].get<double>() > 0) {
+    const json& rc = j["root_causes"];
+    std::vector<std::string> lines;
+    size_t i = 0;
+    for (const auto& c : rc["causes"]) {
+      if (i++ >= top) break;
+      lines.push_back(fmt::format("{}. {} causes {} of all waiting ({}: {} directly, {} through other ranks' waits)", i,
+                                  computation_text(c), pct(c["share_of_waiting"].get<double>()), dur(c["total_ns"]),
+                                  dur(c["direct_ns"]), dur(c["indirect_ns"])));
+    }
+    if (rc["unattributed_ns"].get<double>() > 0)
+      lines.push_back(fmt::format("{} of waiting has no computation to charge (the late rank neither computed nor "
+                                  "waited since the two last met)",
+                                  dur(rc["unattributed_ns"])));
+    out.emplace_back(fmt::format("Root causes of waiting ({} in all; delay costs, measured)", dur(rc["waiting_ns"])), lines);
+  }
+  if (j.contains("critical_path") && j["critical_path"]["length_ns"].get<double>() > 0) {
+    const json& cp = j["critical_path"];
+    std::vector<std::string> lines;
+    lines.push_back(fmt::format("{}: {} computation, {} in MPI; it ends on rank {} and changes rank {} times",
+                                dur(cp["length_ns"]), dur(cp["computation_ns"]), dur(cp["mpi_ns"]),
+                                cp["ends_on_rank"].get<int>(), cp["rank_changes"].get<uint64_t>()));
+    size_t i = 0;
+    for (const auto& part : cp["parts"]) {
+      if (i++ >= top) break;
+      lines.push_back(fmt::format("{} {}", pct(part["share"].get<double>()),
+                                  part["kind"] == "computation"
+                                      ? computation_text(part)
+                                      : fmt::format("rank {}, {} at {}", part["rank"].get<int>(), part["call"].get<std::string>(),
+                                                    part["where"]["text"].get<std::string>())));
+    }
+    out.emplace_back("Critical path (measured)", lines);
+  }
+  if (j.contains("targets") && !j["targets"].empty()) {
+    std::vector<std::string> lines;
+    for (const auto& x : j["targets"])
+      lines.push_back(fmt::format("{}: {}, {} of it on the critical path; twice as fast saves {} ({})",
+                                  computation_text(x), dur(x["computation_ns"]),
+                                  dur(x["on_path_ns"]), dur(x["saving_if_halved_ns"]),
+                                  pct(x["saving_if_halved"].get<double>())));
+    out.emplace_back("Optimisation targets, by what they save (what-if replays, each computation made twice as fast)", lines);
+  }
+  return out;
+}
+
 // One cycle of sends that completed only because the library buffered them: a title and details
 std::pair<std::string, std::vector<std::string>> buffering_text(const json& d) {
   std::string sends;
@@ -218,6 +290,11 @@ std::string render_text(const json& j, size_t top) {
   if (j.contains("efficiency")) {
     o << "\nEfficiency (the POP factors; transfer from a replay on an ideal network)\n";
     for (const auto& line : efficiency_lines(j["efficiency"])) o << "  " << line << "\n";
+    for (const auto& line : phase_lines(j["efficiency"])) o << "  " << line << "\n";
+  }
+  for (const auto& [title, lines] : cause_sections(j, top)) {
+    o << "\n" << title << "\n";
+    for (const auto& line : lines) o << "  " << line << "\n";
   }
   if (j.contains("receive_side") && j["receive_side"]["receives"].get<uint64_t>() > 0) {
     const json& rs = j["receive_side"];
@@ -314,6 +391,11 @@ std::string render_markdown(const json& j, size_t top) {
   if (j.contains("efficiency")) {
     o << "\n### Efficiency\n\n";
     for (const auto& line : efficiency_lines(j["efficiency"])) o << "- " << markdown_escape(line) << "\n";
+    for (const auto& line : phase_lines(j["efficiency"])) o << "- " << markdown_escape(line) << "\n";
+  }
+  for (const auto& [title, lines] : cause_sections(j, top)) {
+    o << "\n### " << title << "\n\n";
+    for (const auto& line : lines) o << "- " << markdown_escape(line) << "\n";
   }
   if (j.contains("buffering") && !j["buffering"]["deadlocks"].empty()) {
     o << "\n### Correctness: sends that completed only because MPI buffered them\n\n";

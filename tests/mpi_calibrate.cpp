@@ -11,7 +11,6 @@ using namespace mpa_test;
 
 namespace {
 
-std::string mpiadvise_cmd() { return (build_dir() / "bin" / "mpiadvise").string(); }
 
 std::string tcp(const std::string& eager_limit) {
   JobSpec s;

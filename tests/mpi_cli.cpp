@@ -11,7 +11,6 @@ using namespace mpa_test;
 
 namespace {
 
-std::string mpiadvise_cmd() { return (build_dir() / "bin" / "mpiadvise").string(); }
 std::string mpirun() { return launcher(JobSpec{}) + " "; }
 // the other MPI of the two, when the build has both
 std::string other_mpi() { return mpi().openmpi() ? "mpich" : "openmpi"; }

@@ -14,27 +14,12 @@ using namespace mpa_test;
 
 namespace {
 
-std::string mpiadvise_cmd() { return (build_dir() / "bin" / "mpiadvise").string(); }
+json report_of(const fs::path& dir) { return report_json(dir); }
+int line_of(const std::string& program, const std::string& needle) { return source_line("tests/programs/" + program, needle); }
 
-json report_of(const fs::path& dir) {
-  auto r = run_command(mpiadvise_cmd() + " report --format json " + dir.string());
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  return json::parse(r.out);
-}
-
-// The line of tests/programs/NAME that holds needle (the test follows edits of the program).
-int line_of(const std::string& program, const std::string& needle) {
-  std::ifstream in(fs::path(MPA_SOURCE_DIR) / "tests" / "programs" / program);
-  std::string line;
-  for (int n = 1; std::getline(in, line); n++)
-    if (line.find(needle) != std::string::npos) return n;
-  FAIL("no line with " << needle << " in " << program);
-  return 0;
-}
-
-JobResult traced(const std::string& program, const std::vector<std::string>& args, Transport transport) {
+JobResult traced(const std::string& program, const std::vector<std::string>& args, Transport transport, int np = 2) {
   JobSpec s;
+  s.np = np;
   s.program = program;
   s.args = args;
   s.transport = transport;
@@ -137,4 +122,102 @@ TEST_CASE("the receive side: receives posted late, the unexpected queue they lea
   uint64_t pending = 0;
   for (const auto& r : rs["ranks"]) pending = std::max(pending, r["outstanding_sends_max"].get<uint64_t>());
   CHECK(pending >= 1);
+}
+
+// tests/programs/chain.c: three ranks in a line, the last computing 40 ms per iteration and the others
+// 10 ms, each receiving from the rank after it and sending to the rank before it.
+TEST_CASE("a chain of delays is charged to the computation at its root", "[diagnosis][causes]") {
+  auto run = traced("chain", {"10", "40", "10"}, Transport::Default, 3);
+  const json r = report_of(run.dir);
+  INFO(r["root_causes"].dump(1) << "\n" << r["critical_path"].dump(1) << "\n" << r["targets"].dump(1));
+  // a computation is named by the MPI call that ends it: rank 2's by its MPI_Send, rank 0's by its MPI_Recv
+  const std::string root = "chain.c:" + std::to_string(line_of("chain.c", "MPI_Send(&token"));
+  const std::string others = "chain.c:" + std::to_string(line_of("chain.c", "MPI_Recv(&token"));
+  // rank 1 waits for rank 2's computation (directly), rank 0 for rank 1, which waited itself (indirectly):
+  // about 30 ms of waiting per iteration, every one of them rank 2's
+  const json& rc = r["root_causes"];
+  REQUIRE(!rc["causes"].empty());
+  const json& first = rc["causes"][0];
+  CHECK(first["rank"] == 2);
+  CHECK(first["where"]["text"].get<std::string>().find(root) != std::string::npos);
+  CHECK(first["share_of_waiting"].get<double>() > 0.9);
+  CHECK(first["direct_ns"].get<double>() > 0);
+  CHECK(first["indirect_ns"].get<double>() > 0.3 * first["total_ns"].get<double>());
+  // the costs add up to the waiting: every wait ends at a computation or is said to be unattributed
+  double sum = rc["unattributed_ns"].get<double>();
+  for (const auto& c : rc["causes"]) sum += c["total_ns"].get<double>();
+  CHECK(sum == Approx(rc["waiting_ns"].get<double>()).epsilon(1e-6));
+  CHECK(rc["waiting_ns"].get<double>() > 0.5 * 10 * 30e6);
+
+  // the critical path: rank 2's computation, nearly the whole run
+  const json& cp = r["critical_path"];
+  CHECK(cp["length_ns"].get<double>() == Approx(r["model"]["measured_ns"].get<double>()).epsilon(0.05));
+  REQUIRE(!cp["parts"].empty());
+  CHECK(cp["parts"][0]["kind"] == "computation");
+  CHECK(cp["parts"][0]["rank"] == 2);
+  CHECK(cp["parts"][0]["share"].get<double>() > 0.8);
+  CHECK(cp["rank_changes"].get<uint64_t>() >= 2);
+
+  // what-ifs: halving rank 2's computation saves about a third of the run (40 -> 20 ms per iteration,
+  // while the others' 10 ms then still fits); halving rank 0's saves nothing
+  const json* on = nullptr;
+  const json* off = nullptr;
+  for (const auto& x : r["targets"]) {
+    if (x["rank"] == 2 && x["where"]["text"].get<std::string>().find(root) != std::string::npos) on = &x;
+    if (x["rank"] == 0 && x["where"]["text"].get<std::string>().find("chain.c:") != std::string::npos) off = &x;
+  }
+  REQUIRE(on != nullptr);
+  CHECK(r["targets"][0] == *on);
+  CHECK((*on)["saving_if_halved"].get<double>() > 0.3);
+  if (off != nullptr) CHECK((*off)["saving_if_halved"].get<double>() < 0.02);
+
+  // the same from the command line: whatif with the factor on the root cause's line and rank, and off it
+  auto whatif = [&](const std::string& where, int rank) {
+    auto w = run_command(mpiadvise_cmd() + " whatif --json --compute-factor 0.5 --compute-at " + where +
+                         " --compute-rank " + std::to_string(rank) + " " + run.dir.string());
+    INFO(w.err);
+    REQUIRE(w.status == 0);
+    return json::parse(w.out)["predicted_ns"].get<double>();
+  };
+  auto base = run_command(mpiadvise_cmd() + " replay --json " + run.dir.string());
+  REQUIRE(base.status == 0);
+  const double before = json::parse(base.out)["predicted_ns"].get<double>();
+  CHECK(whatif(root, 2) < 0.7 * before);
+  CHECK(whatif(others, 0) == Approx(before).epsilon(0.01));
+  auto bad = run_command(mpiadvise_cmd() + " whatif --compute-factor 0.5 --compute-rank 7 " + run.dir.string());
+  CHECK(bad.status != 0);
+  CHECK(bad.err.find("--compute-rank") != std::string::npos);
+
+  auto text = run_command(mpiadvise_cmd() + " report " + run.dir.string());
+  CHECK(text.out.find("Root causes of waiting") != std::string::npos);
+  CHECK(text.out.find("Critical path") != std::string::npos);
+  CHECK(text.out.find("rank 2, the computation before MPI_Send at tests/programs/" + root) != std::string::npos);
+}
+
+TEST_CASE("the efficiency factors of each phase MPI_Pcontrol marks", "[diagnosis][efficiency]") {
+  // the chained phase: rank 2 computes 60 ms, the others 15 ms, a load balance of (15+15+60)/3/60 = 50%;
+  // the balanced phase: all compute 15 ms (100%). Three ranks share two cores here: a rank descheduled
+  // between its computation and its next MPI call computes longer, so a run is taken again, at most
+  // twice, when a phase's balance is off by more than the tolerance
+  json e;
+  for (int attempt = 0; attempt < 3; attempt++) {
+    auto run = traced("chain", {"8", "60", "15", "phases"}, Transport::Default, 3);
+    e = report_of(run.dir)["efficiency"];
+    if (e["phases"].size() == 3 && std::fabs(e["phases"][1]["load_balance"].get<double>() - 0.5) <= 0.05 &&
+        std::fabs(e["phases"][2]["load_balance"].get<double>() - 1.0) <= 0.05)
+      break;
+  }
+  INFO(e.dump(1));
+  REQUIRE(e["phases"].size() == 3);  // the start to the first MPI_Pcontrol, and one phase each
+  const json& chained = e["phases"][1];
+  const json& balanced = e["phases"][2];
+  CHECK(chained["opened_at"]["text"].get<std::string>().find("chain.c:" + std::to_string(line_of("chain.c", "MPI_Pcontrol(1)"))) !=
+        std::string::npos);
+  CHECK(chained["load_balance"].get<double>() == Approx(0.5).margin(0.05));
+  CHECK(balanced["load_balance"].get<double>() == Approx(1.0).margin(0.05));
+  CHECK(chained["run_ns"].get<double>() == Approx(8 * 60e6).epsilon(0.15));
+  for (const auto& ph : e["phases"]) {
+    CHECK(ph["parallel"].get<double>() == Approx(ph["load_balance"].get<double>() * ph["communication"].get<double>()));
+    CHECK(ph["ideal_ns"].get<double>() <= ph["model_ns"].get<double>() + 1);
+  }
 }

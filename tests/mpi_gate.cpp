@@ -21,7 +21,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string mpiadvise_cmd() { return (build_dir() / "bin" / "mpiadvise").string(); }
 
 fs::path traced(const std::string& a_bytes, const std::string& b_bytes) {
   JobSpec s;

@@ -19,7 +19,6 @@ namespace {
 const std::string kLatin1 = "\xe9";  // é in Latin-1: not UTF-8
 const std::string kNote = "caf\xe9\xff 100% \x1b[31mred";
 
-std::string mpiadvise_cmd() { return (build_dir() / "bin" / "mpiadvise").string(); }
 
 std::string quoted(const std::string& s) {
   std::string q = "'";

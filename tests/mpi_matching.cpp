@@ -13,14 +13,8 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string mpiadvise_cmd() { return (build_dir() / "bin" / "mpiadvise").string(); }
 
-json report_of(const fs::path& dir) {
-  auto r = run_command(mpiadvise_cmd() + " report --format json " + dir.string());
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  return json::parse(r.out);
-}
+json report_of(const fs::path& dir) { return report_json(dir); }
 
 // The report's notes that say a message or an operation has no partner.
 std::vector<std::string> partner_notes(const json& report) {

@@ -22,7 +22,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string mpiadvise_cmd() { return (build_dir() / "bin" / "mpiadvise").string(); }
 
 // Every note of a report is a whole sentence: none stops on a word that needs more after it (one note
 // of every shared-memory report ended "...; the program changes are").
@@ -40,23 +39,12 @@ void check_notes_whole(const json& report) {
 }
 
 json report_of(const fs::path& dir, const std::string& extra = "") {
-  auto r = run_command(mpiadvise_cmd() + " report --format json " + extra + " " + dir.string());
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  json report = json::parse(r.out);
+  json report = report_json(dir, extra);
   check_notes_whole(report);
   return report;
 }
 
-// The line of the example's source that holds needle (so the test follows edits of the example).
-int line_of(const std::string& example, const std::string& needle) {
-  std::ifstream in(fs::path(MPA_SOURCE_DIR) / "examples" / example);
-  std::string line;
-  for (int n = 1; std::getline(in, line); n++)
-    if (line.find(needle) != std::string::npos) return n;
-  FAIL("no line with " << needle << " in " << example);
-  return 0;
-}
+int line_of(const std::string& example, const std::string& needle) { return source_line("examples/" + example, needle); }
 
 JobResult traced_run(const std::string& example, const std::vector<std::string>& args, uint64_t limit, int np = 2) {
   JobSpec s;

@@ -22,7 +22,6 @@ namespace {
 const std::string kSendBoth = "solver::comm::Exchange::send_both(int)";
 const int kSteps = 10;
 
-std::string mpiadvise_cmd() { return (build_dir() / "bin" / "mpiadvise").string(); }
 
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
@@ -39,22 +38,8 @@ JobResult staged_run(const std::string& program) {
   return run;
 }
 
-json report_of(const fs::path& dir, const std::string& options = "") {
-  auto r = run_command(mpiadvise_cmd() + " report --format json " + options + " " + quoted(dir));
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  return json::parse(r.out);
-}
-
-// The line of cxx_stages.cpp that holds needle.
-int line_of(const std::string& needle) {
-  std::ifstream in(fs::path(MPA_SOURCE_DIR) / "tests" / "programs" / "cxx_stages.cpp");
-  std::string line;
-  for (int n = 1; std::getline(in, line); n++)
-    if (line.find(needle) != std::string::npos) return n;
-  FAIL("no line with " << needle << " in cxx_stages.cpp");
-  return 0;
-}
+json report_of(const fs::path& dir, const std::string& options = "") { return report_json(dir, options); }
+int line_of(const std::string& needle) { return source_line("tests/programs/cxx_stages.cpp", needle); }
 
 // The entries of a report list (hot_spots, sites) whose location text mentions what, of one MPI call.
 std::vector<json> entries_at(const json& list, const std::string& what, const std::string& call = "MPI_Send") {

@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -149,6 +151,27 @@ fs::path calibrated_tcp_params(bool again) {
     file = f;
   }
   return file;
+}
+
+std::string mpiadvise_cmd() { return (build_dir() / "bin" / "mpiadvise").string(); }
+
+nlohmann::json report_json(const fs::path& dir, const std::string& options) {
+  std::string quoted = "'";
+  for (char c : dir.string()) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted += "'";
+  auto r = run_command(mpiadvise_cmd() + " report --format json " + options + (options.empty() ? "" : " ") + quoted);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+int source_line(const std::string& file, const std::string& needle) {
+  std::ifstream in(fs::path(MPA_SOURCE_DIR) / file);
+  std::string line;
+  for (int n = 1; std::getline(in, line); n++)
+    if (line.find(needle) != std::string::npos) return n;
+  FAIL("no line with " << needle << " in " << file);
+  return 0;
 }
 
 }  // namespace mpa_test

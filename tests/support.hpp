@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "log_reader.hpp"
 
 namespace mpa_test {
@@ -76,6 +78,13 @@ struct Ev {
 std::vector<Ev> events_of(const fs::path& dir, int rank);
 std::vector<Ev> calls_named(const std::vector<Ev>& evs, const std::string& call);
 std::string read_text(const fs::path& file);
+
+std::string mpiadvise_cmd();  // the mpiadvise built here
+// `mpiadvise report --format json [options] DIR`, parsed; fails the test when it does not succeed
+nlohmann::json report_json(const fs::path& dir, const std::string& options = "");
+// The number of the first line of a source file (a path in the source tree: tests/programs/chain.c,
+// examples/halo.c) that holds needle: a test follows edits of the program.
+int source_line(const std::string& file, const std::string& needle);
 
 // This machine's parameter set for mpi() over loopback TCP (Transport::Tcp), made once per test program by
 // mpiadvise calibrate --quick. The shipped set was measured on another host of this kind, and

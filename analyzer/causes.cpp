@@ -1,0 +1,257 @@
+#include "causes.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <optional>
+
+#include "replay.hpp"
+
+namespace mpiadvise {
+namespace {
+
+// How far back a waiting rank's calls are searched for the last one it shared with the rank it waits
+// for; beyond, the interval starts where both ranks' replays start.
+constexpr int kSyncSearch = 4096;
+
+// The recorded timeline of every rank, as the analyses below walk it.
+class Timeline {
+ public:
+  Timeline(const Trace& t, const std::vector<Wait>& waits) : t_(t), waits_(waits) {
+    windows_.reserve(t.ranks.size());
+    for (const auto& r : t.ranks) windows_.push_back(replay_window(r));
+    by_rank_.resize(t.ranks.size());
+    for (uint32_t i = 0; i < waits.size(); i++) by_rank_[waits[i].rank].push_back(i);
+    for (auto& v : by_rank_)
+      std::sort(v.begin(), v.end(), [&](uint32_t x, uint32_t y) { return waits_[x].from < waits_[y].from; });
+  }
+
+  const ReplayWindow& window(int r) const { return windows_[r]; }
+  bool replayed(int r) const { return windows_[r].end > windows_[r].first; }
+  // The last op whose gap counts: MPI_Finalize's, or the last op where there is none.
+  uint32_t last_gap_op(int r) const {
+    return std::min<uint32_t>(windows_[r].end, static_cast<uint32_t>(t_.ranks[r].ops.size()) - 1);
+  }
+  double enter(int r, uint32_t k) const { return static_cast<double>(t_.op(r, k).t_enter); }
+  double exit(int r, uint32_t k) const { return static_cast<double>(t_.op(r, k).t_exit); }
+  // The computation before op k: from the previous op's exit (the replay's start for the first) to k's entry.
+  std::pair<double, double> gap(int r, uint32_t k) const {
+    const double from = k > windows_[r].first ? exit(r, k - 1) : static_cast<double>(windows_[r].start_ns);
+    return {from, std::max(from, enter(r, k))};
+  }
+  ComputationKey key(int r, uint32_t k) const { return {r, t_.op(r, k).callsite, t_.op(r, k).call}; }
+
+  // The computations of rank r within [from, to], clipped: f(op k, ns).
+  template <class F>
+  void computations_within(int r, double from, double to, F f) const {
+    if (!replayed(r) || to <= from) return;
+    const auto& ops = t_.ranks[r].ops;
+    const uint32_t first = windows_[r].first, last = last_gap_op(r);
+    // the first op whose entry is after `from`: its gap is the first that can reach into the interval
+    auto it = std::upper_bound(ops.begin() + first, ops.begin() + last + 1, from,
+                               [](double x, const Op& op) { return x < static_cast<double>(op.t_enter); });
+    for (uint32_t k = static_cast<uint32_t>(it - ops.begin()); k <= last; k++) {
+      auto [g0, g1] = gap(r, k);
+      if (g0 >= to) break;
+      const double ns = std::min(g1, to) - std::max(g0, from);
+      if (ns > 0) f(k, ns);
+    }
+  }
+
+  // The waits of rank r within [from, to), clipped: f(wait index, ns).
+  template <class F>
+  void waits_within(int r, double from, double to, F f) const {
+    const auto& v = by_rank_[r];
+    auto it = std::lower_bound(v.begin(), v.end(), to, [&](uint32_t i, double x) { return waits_[i].from < x; });
+    while (it != v.begin()) {
+      --it;
+      const Wait& w = waits_[*it];
+      if (w.to <= from) break;
+      const double ns = std::min(w.to, to) - std::max(w.from, from);
+      if (ns > 0) f(*it, ns);
+    }
+  }
+
+  // When rank a last synchronised with rank b before its op `before`: the exit of its last call that
+  // exchanged a message with b or took part in a collective with it; nullopt if none is found.
+  std::optional<double> last_sync(int a, uint32_t before, int b) const {
+    const uint32_t first = windows_[a].first;
+    int searched = 0;
+    for (uint32_t k = before; k > first && searched < kSyncSearch; searched++) {
+      --k;
+      const Op& op = t_.op(a, k);
+      const Link* links = t_.links_of(op);
+      for (uint32_t l = 0; l < op.n_links; l++) {
+        const Link& link = links[l];
+        if (link.id == kNone) continue;
+        bool with_b = false;
+        if (link.kind == Link::PostColl || link.kind == Link::DoneColl) {
+          for (const auto& [r, o] : t_.collectives[link.id].members) with_b |= r == b;
+        } else {
+          const Message& m = t_.messages[link.id];
+          with_b = m.src == b || m.dst == b;
+        }
+        if (with_b) return exit(a, k);
+      }
+    }
+    return std::nullopt;
+  }
+
+  const std::vector<uint32_t>& waits_of(int r) const { return by_rank_[r]; }
+
+ private:
+  const Trace& t_;
+  const std::vector<Wait>& waits_;
+  std::vector<ReplayWindow> windows_;
+  std::vector<std::vector<uint32_t>> by_rank_;  // wait indices by rank, by start
+};
+
+}  // namespace
+
+DelayCosts delay_costs(const Trace& t, const std::vector<Wait>& waits) {
+  DelayCosts d;
+  const Timeline tl(t, waits);
+  // later waits first: a wait passes its cost on to earlier waits of the rank it waited for
+  std::vector<uint32_t> order(waits.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    return waits[x].to != waits[y].to ? waits[x].to > waits[y].to : waits[x].from > waits[y].from;
+  });
+  std::vector<double> inherited(waits.size(), 0.0);
+  std::map<ComputationKey, RootCause> causes;
+  // computations compared across ranks by their call site's key (the same code on every rank)
+  std::map<SiteKey, double> waiter_time;
+  std::map<uint32_t, double> late_time;  // late rank's computation by call site id
+  std::vector<std::pair<uint32_t, double>> late_waits;
+  for (uint32_t w : order) {
+    const Wait& x = waits[w];
+    d.waiting_ns += x.ns();
+    const double own = x.ns(), passed = inherited[w];
+    const int a = x.rank, b = x.culprit;
+    if (b < 0 || b == a || x.culprit_op == kNone || !tl.replayed(b)) {
+      d.unattributed_ns += own + passed;
+      continue;
+    }
+    const double tb = tl.enter(b, x.culprit_op);
+    const auto sync = tl.last_sync(a, x.op, b);
+    double t_ref = sync ? *sync
+                        : std::max(static_cast<double>(tl.window(a).start_ns), static_cast<double>(tl.window(b).start_ns));
+    t_ref = std::min({t_ref, x.from, tb});
+    // what the waiting rank computed since then, by code, and what the late rank computed and waited
+    waiter_time.clear(), late_time.clear(), late_waits.clear();
+    tl.computations_within(a, t_ref, x.from, [&](uint32_t k, double ns) {
+      waiter_time[t.site(a, t.op(a, k).callsite)] += ns;
+    });
+    tl.computations_within(b, t_ref, tb, [&](uint32_t k, double ns) { late_time[t.op(b, k).callsite] += ns; });
+    tl.waits_within(b, t_ref, tb, [&](uint32_t i, double ns) { late_waits.emplace_back(i, ns); });
+    // the late rank's excess: computation beyond the waiting rank's in the same code, and its own waits
+    std::vector<std::pair<uint32_t, double>> excess;
+    double sum = 0;
+    for (const auto& [callsite, ns] : late_time) {
+      auto it = waiter_time.find(t.site(b, callsite));
+      const double more = std::max(0.0, ns - (it == waiter_time.end() ? 0.0 : it->second));
+      if (more > 0) excess.emplace_back(callsite, more), sum += more;
+    }
+    for (const auto& [i, ns] : late_waits) sum += ns;
+    if (sum <= 0)  // the same computations, no longer: the late rank's computations share the wait
+      for (const auto& [callsite, ns] : late_time) excess.emplace_back(callsite, ns), sum += ns;
+    if (sum <= 0) {
+      d.unattributed_ns += own + passed;
+      continue;
+    }
+    for (const auto& [callsite, ns] : excess) {
+      RootCause& c = causes[ComputationKey{b, callsite, 0}];
+      c.direct_ns += own * ns / sum;
+      c.indirect_ns += passed * ns / sum;
+    }
+    for (const auto& [i, ns] : late_waits) inherited[i] += (own + passed) * ns / sum;
+  }
+  for (auto& [key, c] : causes) {
+    c.where = key;
+    // the call that ends the computation: the first op of the rank at that call site names it
+    for (const auto& op : t.ranks[key.rank].ops)
+      if (op.callsite == key.callsite) {
+        c.where.call = op.call;
+        break;
+      }
+    d.causes.push_back(c);
+  }
+  std::sort(d.causes.begin(), d.causes.end(), [](const RootCause& x, const RootCause& y) { return x.total() > y.total(); });
+  return d;
+}
+
+CriticalPath critical_path(const Trace& t, const std::vector<Wait>& waits) {
+  CriticalPath p;
+  const Timeline tl(t, waits);
+  int r = -1;
+  for (size_t i = 0; i < t.ranks.size(); i++)
+    if (tl.replayed(static_cast<int>(i)) && (r < 0 || tl.window(static_cast<int>(i)).stop_ns > tl.window(r).stop_ns))
+      r = static_cast<int>(i);
+  if (r < 0) return p;
+  p.last_rank = r;
+  // the wait of each op that ended last (the one its exit waited for)
+  std::map<std::pair<int, uint32_t>, uint32_t> last_wait;
+  for (uint32_t i = 0; i < waits.size(); i++) {
+    auto [it, fresh] = last_wait.try_emplace({waits[i].rank, waits[i].op}, i);
+    if (!fresh && waits[i].to > waits[it->second].to) it->second = i;
+  }
+  std::map<std::pair<ComputationKey, bool>, CriticalPath::Part> parts;
+  auto on_path = [&](const ComputationKey& k, bool computation, double ns) {
+    if (ns <= 0) return;
+    auto& part = parts[{k, computation}];
+    part.where = k, part.computation = computation, part.ns += ns, part.times++;
+    (computation ? p.computation_ns : p.mpi_ns) += ns;
+  };
+  // (r, k): the path has covered everything from op k's entry on (k: MPI_Finalize, or past the last op)
+  uint32_t k = tl.last_gap_op(r);
+  double now = static_cast<double>(tl.window(r).stop_ns);
+  uint64_t steps = 0, limit = 4 * t.links.size() + 16;
+  for (const auto& rank : t.ranks) limit += 2 * rank.ops.size();
+  while (steps++ < limit) {
+    auto [g0, g1] = tl.gap(r, k);
+    on_path(tl.key(r, k), true, std::min(g1, now) - g0);
+    now = std::min(now, g0);
+    if (k <= tl.window(r).first) break;
+    const uint32_t j = k - 1;
+    auto it = last_wait.find({r, j});
+    if (it != last_wait.end()) {
+      const Wait& w = waits[it->second];
+      const double tb = w.culprit >= 0 && w.culprit_op != kNone ? tl.enter(w.culprit, w.culprit_op) : now;
+      if (w.culprit >= 0 && w.culprit != r && tb < now && tl.replayed(w.culprit)) {
+        // the call waited until the other rank got there: the path goes on from that rank's entry
+        on_path(tl.key(r, j), false, now - std::max(w.to, tl.enter(r, j)));
+        r = w.culprit, k = w.culprit_op, now = tb;
+        p.rank_changes++;
+        continue;
+      }
+    }
+    on_path(tl.key(r, j), false, now - tl.enter(r, j));
+    now = std::min(now, tl.enter(r, j));
+    k = j;
+  }
+  p.length_ns = p.computation_ns + p.mpi_ns;
+  for (auto& [key, part] : parts) p.parts.push_back(part);
+  std::sort(p.parts.begin(), p.parts.end(), [](const auto& x, const auto& y) { return x.ns > y.ns; });
+  return p;
+}
+
+std::vector<CriticalPath::Part> computations(const Trace& t) {
+  const std::vector<Wait> none;
+  const Timeline tl(t, none);
+  std::map<ComputationKey, CriticalPath::Part> all;
+  for (size_t i = 0; i < t.ranks.size(); i++) {
+    const int r = static_cast<int>(i);
+    if (!tl.replayed(r)) continue;
+    for (uint32_t k = tl.window(r).first; k <= tl.last_gap_op(r); k++) {
+      auto [g0, g1] = tl.gap(r, k);
+      auto& part = all[tl.key(r, k)];
+      part.where = tl.key(r, k), part.ns += g1 - g0, part.times++;
+    }
+  }
+  std::vector<CriticalPath::Part> v;
+  for (auto& [key, part] : all) v.push_back(part);
+  std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.ns > y.ns; });
+  return v;
+}
+
+}  // namespace mpiadvise
