@@ -10,6 +10,7 @@
 #include "advice.hpp"
 #include "buffering.hpp"
 #include "causes.hpp"
+#include "halo.hpp"
 #include "efficiency.hpp"
 #include "receive_side.hpp"
 #include "gate.hpp"
@@ -429,6 +430,33 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
   j["sites"] = site_list;
   if (options.gate_figures) j["gate"] = gate::figures_json(gate::run_figures(a));  // what mpiadvise gate compares
 
+  // ---- halo exchanges (the first source paper's stencils): advice at one of their calls names them
+  const std::vector<HaloExchange> halos = find_halos(t);
+  auto halo_text = [](const HaloExchange& h) {
+    const std::string n = h.neighbours_min == h.neighbours_max
+                              ? std::to_string(h.neighbours_min)
+                              : fmt::format("{} to {}", h.neighbours_min, h.neighbours_max);
+    return fmt::format("the halo exchange of {} ranks (each with {} neighbour{}, messages up to {} bytes, {} times)",
+                       h.ranks.size(), n, h.neighbours_max == 1 ? "" : "s", h.bytes_max, h.exchanges);
+  };
+  {
+    json list = json::array();
+    for (const auto& h : halos) {
+      json sends = json::array(), recvs = json::array();
+      for (const auto& [key, at] : h.send_sites) sends.push_back(location_json(a.locate(at.first, at.second)));
+      for (const auto& [key, at] : h.recv_sites) recvs.push_back(location_json(a.locate(at.first, at.second)));
+      list.push_back({{"ranks", h.ranks},
+                      {"neighbours_min", h.neighbours_min},
+                      {"neighbours_max", h.neighbours_max},
+                      {"bytes_max", h.bytes_max},
+                      {"exchanges", h.exchanges},
+                      {"send_sites", sends},
+                      {"recv_sites", recvs},
+                      {"text", halo_text(h)}});
+    }
+    j["halos"] = list;
+  }
+
   // ---- advice, each from a what-if replay
   json advice = json::array(), considered = json::array();
   for (const auto& ad : advise(t, a.facts, a.measured, base, baseline, options.top)) {
@@ -467,6 +495,13 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
     } else {
       x["where"] = location_json(a.locate(ad.members.front().first, ad.members.front().second));
       x["call"] = call_name_of(ad.call);
+      x["halo"] = nullptr;
+      for (size_t h = 0; h < halos.size(); h++)
+        if (halos[h].at(ad.site)) {
+          x["halo"] = h;
+          x["title"] = "in " + halo_text(halos[h]) + ": " + x["title"].get<std::string>();
+          break;
+        }
       std::set<int> rs;
       for (const auto& [r, cs] : ad.members) rs.insert(r);
       x["ranks"] = std::vector<int>(rs.begin(), rs.end());

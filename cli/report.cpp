@@ -225,6 +225,19 @@ std::vector<std::pair<std::string, std::vector<std::string>>> cause_sections(con
     }
     out.emplace_back("Critical path (measured)", lines);
   }
+  if (j.contains("halos") && !j["halos"].empty()) {
+    std::vector<std::string> lines;
+    for (const auto& h : j["halos"]) {
+      auto sites = [](const json& list) {
+        std::string s;
+        for (const auto& w : list) s += (s.empty() ? "" : ", ") + w["text"].get<std::string>();
+        return s.empty() ? std::string("-") : s;
+      };
+      lines.push_back(fmt::format("{}; sends at {}; receives at {}", h["text"].get<std::string>(), sites(h["send_sites"]),
+                                  sites(h["recv_sites"])));
+    }
+    out.emplace_back("Halo exchanges (repeated bursts in which each rank sends to and receives from the same neighbours)", lines);
+  }
   if (j.contains("targets") && !j["targets"].empty()) {
     std::vector<std::string> lines;
     for (const auto& x : j["targets"])

@@ -221,3 +221,47 @@ TEST_CASE("the efficiency factors of each phase MPI_Pcontrol marks", "[diagnosis
     CHECK(ph["ideal_ns"].get<double>() <= ph["model_ns"].get<double>() + 1);
   }
 }
+
+TEST_CASE("a halo exchange is recognised, and the advice on its calls names it", "[diagnosis][halo]") {
+  // examples/halo.c on 3 ranks: each rank sends to and receives from both neighbours in every iteration
+  // (even ranks send first, odd ranks receive first: four call sites each)
+  JobSpec s;
+  s.np = 3;
+  s.program = example_path("halo").string();
+  s.args = {"16384", "12"};
+  s.transport = Transport::Tcp;
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  const json r = report_of(run.dir);
+  INFO(r["halos"].dump(1));
+  REQUIRE(r["halos"].size() == 1);
+  const json& h = r["halos"][0];
+  CHECK(h["ranks"] == json({0, 1, 2}));
+  CHECK(h["neighbours_min"] == 2);
+  CHECK(h["neighbours_max"] == 2);
+  CHECK(h["bytes_max"] == 16384 * 8);
+  CHECK(h["exchanges"] == 12);
+  auto has = [](const json& list, int line) {
+    for (const auto& w : list)
+      if (w["text"].get<std::string>().find("halo.c:" + std::to_string(line)) != std::string::npos) return true;
+    return false;
+  };
+  const int send_right = source_line("examples/halo.c", "MPI_Send(u, n, MPI_DOUBLE, right, 1");
+  const int recv_left = source_line("examples/halo.c", "MPI_Recv(from_left");
+  CHECK(has(h["send_sites"], send_right));
+  CHECK(has(h["recv_sites"], recv_left));
+  CHECK(h["send_sites"].size() == 4);
+  CHECK(h["recv_sites"].size() == 4);
+  // advice at one of its calls speaks of the exchange
+  for (const auto* list : {&r["advice"], &r["considered"]})
+    for (const auto& ad : *list)
+      if (ad.contains("halo") && !ad["halo"].is_null())
+        CHECK(ad["title"].get<std::string>().rfind("in the halo exchange of 3 ranks", 0) == 0);
+  auto text = run_command(mpiadvise_cmd() + " report " + run.dir.string());
+  CHECK(text.out.find("Halo exchanges") != std::string::npos);
+
+  // a chain (each rank receives from one side and sends to the other) is no halo exchange
+  auto chain = traced("chain", {"4", "20", "5"}, Transport::Default, 3);
+  CHECK(report_of(chain.dir)["halos"].empty());
+}

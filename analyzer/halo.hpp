@@ -1,0 +1,30 @@
+// Halo exchanges, recognised in the trace (the first source paper's stencil codes): in each iteration a
+// rank exchanges messages with a fixed set of neighbours, sending to and receiving from each, in one
+// burst of point-to-point calls (no call site posting twice for one peer). The advice on one of its calls then speaks of
+// the exchange, not of N separate sends.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "trace.hpp"
+
+namespace mpiadvise {
+
+struct HaloExchange {
+  std::vector<int> ranks;                 // the ranks taking part
+  int neighbours_min = 0, neighbours_max = 0;  // each rank's neighbours
+  uint64_t bytes_max = 0;                 // the largest message of the exchange
+  uint64_t exchanges = 0;                 // iterations (the fewest any of its ranks made)
+  // its call sites, each with a (rank, callsite id) there to name it by
+  std::map<SiteKey, std::pair<int, uint32_t>> send_sites, recv_sites;
+  bool at(const SiteKey& k) const { return send_sites.count(k) || recv_sites.count(k); }
+};
+
+// A burst pattern repeated at least this many times on a rank is an iteration's exchange.
+inline constexpr uint64_t kHaloMinRepeats = 3;
+
+std::vector<HaloExchange> find_halos(const Trace& trace);
+
+}  // namespace mpiadvise
