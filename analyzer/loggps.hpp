@@ -109,6 +109,9 @@ class LogGPS {
   double T3p(uint64_t k, int senders = 1) const;  // o' + k Orl          receive overhead, k > S
   double T4(double tr_minus_ts) const;            // max(o' + L, tr - ts) + o'   REQ seen by the receiver
   double T5() const;                              // o' + L + o' + R      ACK back to the sender
+  // The least a rendezvous handshake adds before the data moves: the REQ's way and the ACK's back to a
+  // receiver already waiting, T4(0) + T5 = 4o' + 2L + R (what a what-if on L makes visible)
+  double handshake() const { return T4(0) + T5(); }
   double transfer(uint64_t k, int senders = 1) const;  // T2 or T2', whichever k calls for
   // when an eager message sent at ts reaches its receiver: after the send overhead and the transfer
   double eager_arrival(uint64_t k, double ts, int senders = 1) const { return ts + T1(k, senders) + transfer(k, senders); }

@@ -91,6 +91,10 @@ nlohmann::json result_json(const Loaded& l, const ReplayResult& r) {
   j["predicted_ns"] = r.predicted_ns;
   j["error"] = r.error();
   j["rendezvous_messages"] = r.rendezvous_messages;
+  j["handshake_ns"] = LogGPS(r.params).handshake();
+  double sync = 0;
+  for (const auto& rr : r.ranks) sync += rr.predicted.synchronisation;
+  j["synchronisation_ns"] = sync;
   j["rendezvous_bytes"] = r.rendezvous_bytes;
   j["split_messages"] = r.split_messages;
   j["collectives"] = {{"by_algorithm", r.collectives_by_algorithm},
@@ -223,8 +227,41 @@ int run_replay(const ReplayCommand& c, bool whatif) {
   ReplayOptions base = options_for(c, l);
   if (!whatif || c.sweep.empty()) {
     ReplayResult r = replay(l.trace, base);
-    if (c.json) std::cout << result_json(l, r).dump(2) << '\n';
-    else print_text(l, r, whatif ? fmt::format("mpiadvise whatif {}", c.dir) : fmt::format("mpiadvise replay {}", c.dir));
+    if (!whatif) {
+      if (c.json) std::cout << result_json(l, r).dump(2) << '\n';
+      else print_text(l, r, fmt::format("mpiadvise replay {}", c.dir));
+      return status;
+    }
+    // a what-if is read against the replay as the run was: the run time, and the rendezvous handshakes
+    // (a far or slow network's L shows in each round trip)
+    ReplayCommand as_run = c;
+    as_run.sets.clear(), as_run.compute_factor = 1.0, as_run.compute_at.clear(), as_run.compute_ranks.clear();
+    as_run.split.clear(), as_run.nonblocking.clear(), as_run.prepost.clear(), as_run.persistent.clear();
+    const ReplayResult was = replay(l.trace, options_for(as_run, l));
+    auto sync_of = [](const ReplayResult& x) {
+      double s = 0;
+      for (const auto& rr : x.ranks) s += rr.predicted.synchronisation;
+      return s;
+    };
+    if (c.json) {
+      auto j = result_json(l, r);
+      j["as_run"] = {{"params", params_json(was.params)},
+                     {"predicted_ns", was.predicted_ns},
+                     {"rendezvous_messages", was.rendezvous_messages},
+                     {"handshake_ns", LogGPS(was.params).handshake()},
+                     {"synchronisation_ns", sync_of(was)}};
+      std::cout << j.dump(2) << '\n';
+      return status;
+    }
+    print_text(l, r, fmt::format("mpiadvise whatif {}", c.dir));
+    fmt::print("\n  against the replay as run: predicted {} -> {} ({:+.1f}%)\n", duration_text(was.predicted_ns),
+               duration_text(r.predicted_ns),
+               was.predicted_ns > 0 ? 100 * (r.predicted_ns - was.predicted_ns) / was.predicted_ns : 0.0);
+    fmt::print("  rendezvous handshakes {} -> {}, each at least {} -> {} (4o' + 2L + R), with the data in flight {} -> {} "
+               "in all ranks\n",
+               was.rendezvous_messages + was.collective_rendezvous_messages,
+               r.rendezvous_messages + r.collective_rendezvous_messages, duration_text(LogGPS(was.params).handshake()),
+               duration_text(LogGPS(r.params).handshake()), duration_text(sync_of(was)), duration_text(sync_of(r)));
     return status;
   }
   // --sweep S=FROM..TO: powers of two, the log loaded once

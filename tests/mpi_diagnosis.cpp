@@ -265,3 +265,30 @@ TEST_CASE("a halo exchange is recognised, and the advice on its calls names it",
   auto chain = traced("chain", {"4", "20", "5"}, Transport::Default, 3);
   CHECK(report_of(chain.dir)["halos"].empty());
 }
+
+TEST_CASE("a what-if on L shows the rendezvous handshakes it lengthens", "[diagnosis][whatif]") {
+  // examples/halo.c on 2 ranks over TCP: 128 KiB messages, above S, each a rendezvous handshake
+  JobSpec s;
+  s.program = example_path("halo").string();
+  s.args = {"16384", "12"};
+  s.transport = Transport::Tcp;
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  auto w = run_command(mpiadvise_cmd() + " whatif --json --set L=1000000 " + run.dir.string());
+  INFO(w.err);
+  REQUIRE(w.status == 0);
+  const json j = json::parse(w.out);
+  const json& was = j["as_run"];
+  INFO(j.dump(1));
+  REQUIRE(was["rendezvous_messages"].get<uint64_t>() > 0);
+  // the least round trip is 4o' + 2L + R: L from its value in the parameter set to 1 ms adds 2 x the difference
+  CHECK(j["params"]["L_ns"].get<double>() == 1e6);
+  const double L_before = was["params"]["L_ns"].get<double>();
+  CHECK(j["handshake_ns"].get<double>() - was["handshake_ns"].get<double>() == Approx(2 * (1e6 - L_before)));
+  // every iteration waits for at least one handshake: 12 round trips of 2 ms more at least
+  CHECK(j["predicted_ns"].get<double>() - was["predicted_ns"].get<double>() >= 12 * 2 * (1e6 - L_before));
+  CHECK(j["synchronisation_ns"].get<double>() > was["synchronisation_ns"].get<double>());
+  auto text = run_command(mpiadvise_cmd() + " whatif --set L=1000000 " + run.dir.string());
+  CHECK(text.out.find("rendezvous handshakes") != std::string::npos);
+}
