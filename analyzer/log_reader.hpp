@@ -64,6 +64,11 @@ struct Event {
   std::vector<uint64_t> papi;
   int64_t value = 0;
   std::vector<uint64_t> vcounts;  // VCOUNTS: a v-collective's bytes for each member, by rank of its group
+  // UNFINISHED (format 4): the call had not returned when a signal ended the rank; t_exit_ns is when
+  // the signal came, and the event holds what was known at entry only (no statuses, no bytes, no
+  // request it would have made). The thread's last event. One that a later event of its thread
+  // supersedes (the rank survived the signal and the call returned) is not passed on.
+  bool unfinished = false;
 
   bool has(uint32_t field) const { return (mask & field) != 0; }
 };
@@ -121,7 +126,9 @@ class RankLog {
   uint64_t file_bytes() const { return file_bytes_; }
   uint32_t format_version() const { return format_version_; }  // the file's MPA_FORMAT_VERSION
 
-  // Every event in time order (threads merged). The Event passed is reused between calls.
+  // Every event in time order (threads merged). The Event passed is reused between calls. An
+  // unfinished event (MPA_F_UNFINISHED) is left out when the next event of its thread has the same
+  // enter time: the call returned after all and was written again, complete.
   void for_each_event(const std::function<void(const Event&)>& fn) const;
 
   // Ticks of the event clock to ns on rank 0's clock; a duration in ticks to ns.

@@ -11,6 +11,7 @@
 #include "buffering.hpp"
 #include "causes.hpp"
 #include "halo.hpp"
+#include "hang.hpp"
 #include "efficiency.hpp"
 #include "receive_side.hpp"
 #include "gate.hpp"
@@ -248,6 +249,37 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
     }
     j["efficiency"]["phases"] = phases;
     j["efficiency"]["phases_note"] = e.phases_note;
+  }
+
+  // ---- a run that did not finish: where each rank was, and who waits for whom
+  {
+    const HangState h = hang_state(t);
+    json ranks = json::array(), deadlocks = json::array();
+    auto at = [&](int r) {
+      const auto& x = h.ranks[r];
+      json o = {{"rank", r}, {"state", hang_state_name(x.state)}};
+      if (x.op != kNone && x.state != HangState::State::Finished) {
+        const Op& op = t.op(r, x.op);
+        o["call"] = call_name_of(op.call);
+        o["where"] = location_json(a.locate(r, op.callsite));
+        o["for_ns"] = h.end_ns - x.since_ns;
+        o["waits_for"] = x.waits_for;
+        o["any_source"] = x.any_source;
+      }
+      return o;
+    };
+    if (!h.finished) {
+      for (size_t r = 0; r < h.ranks.size(); r++)
+        if (h.ranks[r].state != HangState::State::Finished) ranks.push_back(at(static_cast<int>(r)));
+      for (const auto& cycle : h.deadlocks) {
+        json c = json::array();
+        for (int r : cycle) c.push_back(at(r));
+        deadlocks.push_back(c);
+      }
+    }
+    json held = json::array();
+    for (int r : h.waited_for) held.push_back(at(r));
+    j["hang"] = {{"finished", h.finished}, {"ranks", ranks}, {"deadlocks", deadlocks}, {"waited_for", held}};
   }
 
   // ---- why ranks wait: root causes (delay costs) and the critical path, measured; what each

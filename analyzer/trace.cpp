@@ -135,6 +135,7 @@ struct Builder {
       op.call = static_cast<uint32_t>(ev.call < 0 ? 0 : ev.call);
       op.callsite = ev.callsite;
       op.kind = op_kind(ev.call, ev.count);
+      op.unfinished = ev.unfinished;
       const uint32_t idx = static_cast<uint32_t>(rt.ops.size());
       const uint32_t comm = ev.has(MPA_F_COMM) ? comm_of(log, ev.comm) : kNone;
       if (op.kind == OpKind::Polling) {
@@ -153,7 +154,7 @@ struct Builder {
           link(op, Link::PostSend, s);
           if (op.kind == OpKind::PostSend) {
             if (!ev.requests.empty()) pending[ev.requests.back()] = Pending{Pending::Send, s};
-          } else {
+          } else if (!ev.unfinished) {  // a send in progress is posted, not done
             link(op, Link::DoneSend, s);
             sends[s].done_op = idx;
           }
@@ -172,7 +173,7 @@ struct Builder {
           link(op, Link::PostRecv, r);
           if (op.kind == OpKind::PostRecv) {
             if (!ev.requests.empty()) pending[ev.requests.back()] = Pending{Pending::Recv, r};
-          } else {
+          } else if (!ev.unfinished) {  // a receive in progress has received nothing: no status
             link(op, Link::DoneRecv, r);
             recvs[r].done_op = idx;
             if (!ev.statuses.empty()) resolve(r, ev.statuses[0]);
@@ -183,15 +184,19 @@ struct Builder {
           if (ev.peer >= 0) {
             uint32_t s = add_send(rank, idx, comm, ev.peer, ev.tag, ev.bytes, false);
             link(op, Link::PostSend, s);
-            link(op, Link::DoneSend, s);
-            sends[s].done_op = idx;
+            if (!ev.unfinished) {
+              link(op, Link::DoneSend, s);
+              sends[s].done_op = idx;
+            }
           }
           if (ev.peer2 != kProcNull) {
             uint32_t r = add_recv(rank, idx, comm, ev.peer2, ev.tag2, ev.bytes2);
             link(op, Link::PostRecv, r);
-            link(op, Link::DoneRecv, r);
-            recvs[r].done_op = idx;
-            if (!ev.statuses.empty()) resolve(r, ev.statuses[0]);
+            if (!ev.unfinished) {
+              link(op, Link::DoneRecv, r);
+              recvs[r].done_op = idx;
+              if (!ev.statuses.empty()) resolve(r, ev.statuses[0]);
+            }
           }
           if (op.n_links == 0) op.kind = OpKind::Other;
           break;
@@ -230,6 +235,7 @@ struct Builder {
         }
         case MPA_CALL_Wait: case MPA_CALL_Waitall: case MPA_CALL_Waitany: case MPA_CALL_Waitsome:
         case MPA_CALL_Test: case MPA_CALL_Testall: case MPA_CALL_Testany: case MPA_CALL_Testsome: {
+          // an unfinished one has no status: it completes nothing, and its requests stay pending
           for (const auto& st : ev.statuses) {
             if (st.index < 0 || static_cast<size_t>(st.index) >= ev.requests.size()) continue;
             auto it = pending.find(ev.requests[st.index]);

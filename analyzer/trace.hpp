@@ -62,6 +62,10 @@ struct Op {
   uint32_t callsite = 0;
   OpKind kind = OpKind::Other;
   uint32_t first_link = 0, n_links = 0;  // range in Trace::links
+  // The call had not returned when a signal ended the rank (Event::unfinished): t_exit is the signal's
+  // time. It posts what it posts (a receive, a send, its entry into a collective) but completes nothing:
+  // no Done link, no status, so a receive in progress has received nothing. Where a hung rank was waiting.
+  bool unfinished = false;
 };
 
 struct Message {

@@ -165,6 +165,34 @@ std::vector<std::string> efficiency_lines(const json& e) {
                       dur(e["run_ns"]), dur(e["ideal_ns"]), dur(e["model_ns"]))};
 }
 
+// A run that did not finish: where its ranks were, its deadlocks, the ranks it waited for
+std::vector<std::string> hang_lines(const json& h) {
+  std::vector<std::string> out;
+  auto rank_text = [](const json& x) {
+    if (!x.contains("call")) return fmt::format("rank {}: {}", x["rank"].get<int>(), x["state"].get<std::string>());
+    if (x["state"] == "computing")
+      return fmt::format("rank {}: computing, outside MPI for {} since {} at {} returned", x["rank"].get<int>(),
+                         dur(x["for_ns"]), x["call"].get<std::string>(), x["where"]["text"].get<std::string>());
+    std::string whom;
+    for (const auto& p : x["waits_for"]) whom += (whom.empty() ? "" : ", ") + std::to_string(p.get<int>());
+    return fmt::format("rank {}: in {} at {} for {}{}", x["rank"].get<int>(), x["call"].get<std::string>(),
+                       x["where"]["text"].get<std::string>(), dur(x["for_ns"]),
+                       whom.empty() ? std::string()
+                                    : (x["any_source"].get<bool>() ? ", waiting for any of ranks " : ", waiting for rank") +
+                                          std::string(x["waits_for"].size() > 1 && !x["any_source"].get<bool>() ? "s " : " ") + whom);
+  };
+  for (const auto& c : h["deadlocks"]) {
+    std::string ring;
+    for (const auto& x : c) ring += std::to_string(x["rank"].get<int>()) + " -> ";
+    ring += std::to_string(c[0]["rank"].get<int>());
+    out.push_back("deadlock: ranks " + ring + " each wait for the next");
+    for (const auto& x : c) out.push_back("  " + rank_text(x));
+  }
+  for (const auto& x : h["waited_for"]) out.push_back("held up by " + rank_text(x));
+  for (const auto& x : h["ranks"]) out.push_back(rank_text(x));
+  return out;
+}
+
 // The factors of each phase MPI_Pcontrol marks, a line each
 std::vector<std::string> phase_lines(const json& e) {
   std::vector<std::string> out;
@@ -286,6 +314,10 @@ std::string render_text(const json& j, size_t top) {
                    signed_pct(m["error"].get<double>()), dur(m["measured_ns"]), m["rendezvous_messages"].get<uint64_t>(),
                    bytes_text(m["rendezvous_bytes"].get<uint64_t>()));
   for (const auto& line : fit_lines(m)) o << "  " << line << "\n";
+  if (j.contains("hang") && !j["hang"]["finished"].get<bool>()) {
+    o << "\nThe run did not finish (stopped by a signal, or a log cut short): where each rank was at the end\n";
+    for (const auto& line : hang_lines(j["hang"])) o << "  " << line << "\n";
+  }
   o << "\nPer rank, measured / predicted\n";
   o << fmt::format("  {:>4}  {:^23}  {:^23}  {:^23}  {:^23}  {:^23}  {:^23}  {:>7}\n", "rank", "total", "computation",
                    "overheads", "send-wait", "recv-wait", "collectives", "error");
@@ -387,6 +419,11 @@ std::string render_markdown(const json& j, size_t top) {
   const auto fit = fit_lines(m);
   o << "- **Fit**: " << markdown_escape(fit.front().substr(fit.front().find("the model"))) << "\n";
   for (size_t k = 1; k < fit.size(); k++) o << "  - " << markdown_escape(fit[k].substr(fit[k].find_first_not_of(' '))) << "\n";
+  if (j.contains("hang") && !j["hang"]["finished"].get<bool>()) {
+    o << "\n### The run did not finish\n\n";
+    for (const auto& line : hang_lines(j["hang"]))
+      o << (line.rfind("  ", 0) == 0 ? "  - " + markdown_escape(line.substr(2)) : "- " + markdown_escape(line)) << "\n";
+  }
   o << "\n";
   o << "### Per rank (measured / predicted)\n\n| rank | total | computation | overheads | send-wait | recv-wait | collectives | "
        "error |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n";

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_initStaticCCtx: compression without malloc, for signal time */
 #include <zstd.h>
@@ -65,6 +66,10 @@ static ZSTD_CCtx *g_sig_cctx;
 static void *g_sig_cctx_mem;
 static uint8_t *g_sig_out;
 static size_t g_sig_out_cap;
+static mpa_chunk *g_sig_spare; /* a chunk for a thread that has none when a signal records its call */
+#define MPA_SIG_MAX_REQS 4096   /* requests recorded of an unfinished call (MPI_Waitall of more: the first) */
+static uint64_t g_sig_reqs[MPA_SIG_MAX_REQS];
+static atomic_int g_sig_owner;  /* the thread (its tid) flushing from a signal handler, or 0 */
 
 /* threads */
 static pthread_mutex_t g_threads_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -328,27 +333,31 @@ static void encode(mpa_thread *ts, const mpa_event *ev, uint32_t callsite, uint3
 }
 
 /* A pending run of unsuccessful tests becomes one event: first enter, last exit, count, time inside. */
+static void fold_event(const struct mpa_fold_run *f, mpa_event *ev)
+{
+  mpa_event_start(ev, f->call, f->first_enter, f->last_exit);
+  ev->mask = f->mask;
+  ev->peer = f->peer;
+  ev->tag = f->tag;
+  ev->comm = f->comm;
+  if (f->mask & MPA_F_REQS) {
+    ev->reqs = &f->handle;
+    ev->nreq = 1;
+  }
+}
+
 static void flush_fold(mpa_thread *ts, int may_wait)
 {
   struct mpa_fold_run *f = &ts->fold;
   if (!f->n) return;
   mpa_event ev;
-  mpa_event_start(&ev, f->call, f->first_enter, f->last_exit);
-  ev.mask = f->mask;
-  ev.peer = f->peer;
-  ev.tag = f->tag;
-  ev.comm = f->comm;
-  if (f->mask & MPA_F_REQS) {
-    ev.reqs = &f->handle;
-    ev.nreq = 1;
-  }
+  fold_event(f, &ev);
   encode(ts, &ev, f->callsite, f->n, f->incall, NULL, 0, may_wait);
   f->n = 0;
 }
 
-void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, void *return_address)
+void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, uint32_t callsite)
 {
-  uint32_t callsite = mpa_callsite_id(ts, return_address);
   long long delta[MPA_MAX_PAPI];
   int npapi = 0;
   if (mpa_papi_on && !fold) {
@@ -480,6 +489,7 @@ int mpa_writer_start(int fd)
   ZSTD_CCtx_setParameter(g_cctx, ZSTD_c_checksumFlag, 1);
   ZSTD_CCtx_setParameter(g_cctx, ZSTD_c_contentSizeFlag, 1); /* the reader checks the frame's size */
 
+  g_sig_spare = chunk_new(MPA_CHUNK_BYTES);
   size_t sig_size = ZSTD_estimateCCtxSize(1);
   g_sig_cctx_mem = malloc(sig_size);
   g_sig_out_cap = sizeof(mpa_chunk_header) + ZSTD_compressBound(MPA_CHUNK_BYTES);
@@ -589,18 +599,105 @@ void mpa_writer_stats(struct mpa_writer_stats *s)
   pthread_mutex_unlock(&g_emit_mu);
 }
 
-/* From a signal handler: write what can be written without waiting for a lock, with the static
- * compression context, then give the writer a moment to finish what it holds. */
+/* From a signal handler: record the call each thread is inside (unfinished), write what can be written
+ * without waiting for a lock, with the static compression context, then give the writer a moment to
+ * finish what it holds. */
 static void sleep_1ms(void)
 {
   struct timespec ms = {0, 1000000};
   nanosleep(&ms, NULL);
 }
 
-void mpa_flush_from_signal(void)
+/* Room for need bytes in ts's chunk at signal time, ts's lock held: nothing allocated, no lock waited
+ * on for long. A full chunk is written at once and its memory used again; a thread without a chunk (a
+ * thread blocked for more than half a second has had its chunk sealed by the writer) takes one from the
+ * pool, or the spare. NULL: no room, the event is not recorded. */
+static uint8_t *room_from_signal(mpa_thread *ts, size_t need, uint64_t t_enter)
 {
-  if (!g_sig_cctx || g_fd < 0) return;
-  if (pthread_equal(pthread_self(), g_writer) && g_writer_running) return;
+  mpa_chunk *c = ts->chunk;
+  if (c && c->len + need > (c->cap < MPA_CHUNK_BYTES ? c->cap : MPA_CHUNK_BYTES)) {
+    if (c->len > MPA_CHUNK_BYTES) return NULL; /* an outsized chunk: g_sig_out has no room for it */
+    emit_chunk(g_sig_cctx, g_sig_out, g_sig_out_cap, c->type, c->thread, c->data, c->len);
+    c->len = 0;
+  }
+  if (!c) {
+    for (int i = 0; i < 20; i++) {
+      if (pthread_mutex_trylock(&g_mu) == 0) {
+        if ((c = g_pool)) g_pool = c->next;
+        pthread_mutex_unlock(&g_mu);
+        break;
+      }
+      sleep_1ms();
+    }
+    if (!c && (c = g_sig_spare)) g_sig_spare = NULL;
+    if (!c) return NULL;
+    c->next = NULL;
+    c->type = MPA_CHUNK_EVENTS;
+    c->thread = ts->index;
+    c->len = 0;
+    ts->chunk = c;
+  }
+  if (c->len == 0) {
+    c->first_tick = t_enter;
+    c->len = (size_t)(mpa_encode_chunk_start(&ts->codec, c->data, t_enter) - c->data);
+  }
+  if (c->len + need > (c->cap < MPA_CHUNK_BYTES ? c->cap : MPA_CHUNK_BYTES)) return NULL;
+  return c->data + c->len;
+}
+
+static void encode_from_signal(mpa_thread *ts, const mpa_event *ev, uint32_t callsite, uint32_t count, uint64_t incall)
+{
+  uint8_t *p = room_from_signal(ts, mpa_event_bound(ev, 0), ev->t_enter);
+  if (!p) return;
+  uint8_t *end = mpa_encode_event(&ts->codec, p, ev, callsite, count, incall, NULL, 0);
+  ts->chunk->len += (size_t)(end - p);
+  ts->events += count ? count : 1;
+}
+
+/* The call ts is inside, as an event flagged MPA_F_UNFINISHED that ends now (ts's lock held). The thread
+ * may be another one, running: the fields are read, then `what` and t0 again, and a call that returned
+ * meanwhile is not recorded. */
+static void record_unfinished(mpa_thread *ts, uint64_t now)
+{
+  const volatile struct mpa_inflight *in = &ts->inflight;
+  uint32_t what = atomic_load_explicit(&ts->inflight.what, memory_order_acquire);
+  if (!what) return;
+  uint64_t t0 = in->t0;
+  mpa_event ev;
+  mpa_event_start(&ev, (what & 0xffffu) - 1, t0, now > t0 ? now : t0);
+  ev.mask = (what >> 16) | MPA_F_UNFINISHED;
+  ev.peer = in->peer;
+  ev.tag = in->tag;
+  ev.peer2 = in->peer2;
+  ev.tag2 = in->tag2;
+  ev.comm = in->comm;
+  uint32_t callsite = in->callsite;
+  if (ev.mask & MPA_F_REQS) {
+    uint32_t n = in->nreq;
+    const volatile uint64_t *reqs = in->reqs;
+    if (n > MPA_SIG_MAX_REQS) n = MPA_SIG_MAX_REQS;
+    if (!reqs) n = 0;
+    for (uint32_t i = 0; i < n; i++) g_sig_reqs[i] = reqs[i];
+    ev.reqs = g_sig_reqs;
+    ev.nreq = n;
+  }
+  atomic_thread_fence(memory_order_acquire);
+  if (atomic_load_explicit(&ts->inflight.what, memory_order_relaxed) != what || in->t0 != t0) return;
+  encode_from_signal(ts, &ev, callsite, 0, 0);
+}
+
+int mpa_flush_from_signal(void)
+{
+  if (!g_sig_cctx || g_fd < 0) return 0;
+  if (pthread_equal(pthread_self(), g_writer) && g_writer_running) return 0;
+  uint64_t now = mpa_now();
+  /* one thread at a time uses the static context: a signal on another thread waits for it (a while);
+   * one that interrupts this thread's own flush does nothing */
+  int me = (int)syscall(SYS_gettid), owner = 0;
+  for (int i = 0; !atomic_compare_exchange_strong(&g_sig_owner, &owner, me); i++, owner = 0) {
+    if (owner == me || i >= 500) return 0;
+    sleep_1ms();
+  }
   /* The writer holds the queue's lock and a thread's lock only for moments (to look at the queue, to
    * seal a stale chunk): try for up to 50 ms each, not once, or a chunk being sealed at the moment
    * of the signal is lost. A lock held by the crashing thread itself costs those 50 ms. */
@@ -626,6 +723,14 @@ void mpa_flush_from_signal(void)
     int got = 0;
     for (int i = 0; i < 50 && !(got = ts_trylock(ts)); i++) sleep_1ms();
     if (!got) continue;
+    /* the run of tests in progress, then the call in progress: the thread's last events */
+    if (ts->fold.n) {
+      mpa_event ev;
+      fold_event(&ts->fold, &ev);
+      encode_from_signal(ts, &ev, ts->fold.callsite, ts->fold.n, ts->fold.incall);
+      ts->fold.n = 0;
+    }
+    record_unfinished(ts, now);
     mpa_chunk *c = ts->chunk;
     if (c && c->len && c->len <= MPA_CHUNK_BYTES) {
       emit_chunk(g_sig_cctx, g_sig_out, g_sig_out_cap, c->type, c->thread, c->data, c->len);
@@ -640,4 +745,6 @@ void mpa_flush_from_signal(void)
   }
   /* what the writer holds, or sealed since: it writes it (its signals are blocked) */
   for (int i = 0; i < 200 && (atomic_load(&g_writer_busy) || *(mpa_chunk *volatile *)&g_queue_head); i++) sleep_1ms();
+  atomic_store(&g_sig_owner, 0);
+  return 1;
 }

@@ -172,7 +172,8 @@ uint32_t mpa_callsite_id(mpa_thread *ts, void *return_address)
     key = frames[0];
   } else {
     void *raw[MAX_FRAMES + 8];
-    /* the caller is frame 3 (mpa_callsite_id <- mpa_finish <- wrapper), a Fortran caller frame 4 */
+    /* the caller is frame 2 or 3 (mpa_callsite_id <- wrapper, <- record_core_event <- ...), a Fortran
+     * caller one further: found by its return address */
     int n = unw_backtrace(raw, mpa_cfg.stack_depth + 5);
     int from = -1;
     for (int i = 0; i < n && i < 8; i++)

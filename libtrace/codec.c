@@ -103,6 +103,8 @@ int mpa_decode_event(mpa_codec_state *s, const uint8_t **p, const uint8_t *end, 
   out->call = *c.p++;
   uint64_t mask = get_varint(&c);
   if (!c.error && (mask & ~(uint64_t)MPA_F_DEFINED)) return MPA_DECODE_MASK;
+  /* a bit a file of an older format cannot hold (version 0: this format) */
+  if (!c.error && (mask & MPA_F_UNFINISHED) && st.version && st.version < 4) return MPA_DECODE_MASK;
   out->mask = (uint32_t)mask;
   out->t_enter = st.prev_exit + (uint64_t)mpa_unzigzag(get_varint(&c));
   out->t_exit = out->t_enter + get_varint(&c);

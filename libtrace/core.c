@@ -285,13 +285,24 @@ static struct sigaction g_old_actions[NSIG];
 static pid_t g_pid; /* of the traced process, to know a forked child by */
 static void in_forked_child(void);
 
+/* A request to end (SIGTERM, SIGINT, SIGQUIT) usually reaches every rank of the job at once, from the
+ * launcher or the batch system; as soon as one rank has died of it, Open MPI's mpirun and MPICH's
+ * mpiexec kill the others outright (SIGKILL). A rank that has not yet run its handler then (on a node
+ * with more ranks than free cores, it may wait some milliseconds for one) loses the calls it was inside
+ * and its last events. So a rank that is about to die of such a signal by its default action waits
+ * until this long after the signal came: the others have then had the time to write theirs. */
+#define MPA_TERMINATION_GRACE_NS 100000000ull
+
 static void on_fatal_signal(int sig, siginfo_t *info, void *ctx)
 {
+  uint64_t came = mpa_monotonic_ns();
+  int flushed = 0;
   /* a signal can reach a forked child before its fork handler has run: the parent's events are the
    * parent's to write */
   if (getpid() != g_pid) in_forked_child();
-  /* write what is held; tracing goes on, for a program whose own handler lets it continue */
-  else mpa_flush_from_signal();
+  /* record the calls in progress and write what is held; tracing goes on, for a program whose own
+   * handler lets it continue */
+  else flushed = mpa_flush_from_signal();
   struct sigaction *old = &g_old_actions[sig];
   /* a one-shot handler of the application's goes away after this signal, as it would have */
   if (old->sa_flags & SA_RESETHAND) {
@@ -308,6 +319,13 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *ctx)
   if (old->sa_handler != SIG_DFL) {
     old->sa_handler(sig);
     return;
+  }
+  if (flushed && g_started && !g_finished && (sig == SIGTERM || sig == SIGINT || sig == SIGQUIT)) {
+    for (uint64_t now = mpa_monotonic_ns(); now - came < MPA_TERMINATION_GRACE_NS; now = mpa_monotonic_ns()) {
+      uint64_t left = MPA_TERMINATION_GRACE_NS - (now - came);
+      struct timespec nap = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+      nanosleep(&nap, NULL);
+    }
   }
   /* default action: restore it and re-raise; delivered as soon as this handler returns */
   sigaction(sig, old, NULL);
@@ -369,7 +387,7 @@ static void record_core_event(uint32_t call, uint64_t t0, uint64_t t1, void *ra,
     ev.mask |= MPA_F_VALUE;
     ev.value = value;
   }
-  mpa_finish(ts, &ev, 0, ra);
+  mpa_finish(ts, &ev, 0, mpa_callsite_id(ts, ra));
 }
 
 /* t0: when the application called MPI_Init; the event ends when the tracer's own set-up has too, so

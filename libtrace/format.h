@@ -11,8 +11,9 @@
 #include <stdint.h>
 
 #define MPA_FILE_MAGIC "MPADVLOG" /* 8 bytes, no terminator in the file */
-#define MPA_FORMAT_VERSION 3u /* 3: VCOUNTS, a v-collective's bytes for each member; 2: handles slotted by a
-                                 hash of every bit (1: by their bits above the fourth) */
+#define MPA_FORMAT_VERSION 4u /* 4: UNFINISHED, the calls a fatal signal found in progress; 3: VCOUNTS, a
+                                 v-collective's bytes for each member; 2: handles slotted by a hash of every
+                                 bit (1: by their bits above the fourth) */
 #define MPA_CHUNK_MAGIC 0x4b43504du /* "MPCK" little-endian */
 
 /* All integers in headers are little-endian. */
@@ -65,8 +66,18 @@ enum mpa_field {
   MPA_F_VALUE = 1u << 13,   /* zigzag: call-specific value (Pcontrol level, thread level, error code) */
   MPA_F_CANCELLED = 1u << 14, /* varint n, n x varint: statuses (positions in STATUS) of cancelled requests */
   MPA_F_VCOUNTS = 1u << 15,   /* varint n, n x varint bytes: a v-collective's bytes for each member (below) */
+  MPA_F_UNFINISHED = 1u << 16, /* no payload: the call had not returned when a signal ended the process (below) */
 };
-#define MPA_F_DEFINED ((1u << 16) - 1) /* every field bit above; a reader refuses others */
+#define MPA_F_DEFINED ((1u << 17) - 1) /* every field bit above; a reader refuses others */
+
+/* UNFINISHED (format 4): written by the tracer's handler of a fatal or terminating signal (SIGTERM,
+ * SIGINT, SIGQUIT, SIGSEGV, ...) for each traced thread of the rank that was inside an MPI call at that
+ * moment, as the last event of that thread: enter tick when the call began, exit tick when the signal
+ * came, and what was known when the call began: PEER, TAG, PEER2, TAG2, COMM, and REQS (the request or
+ * message handles the call was given: MPI_Wait and its family, MPI_Start, MPI_Mrecv); never BYTES,
+ * BYTES2, STATUS, NEWCOMM or the handles the call makes. Should the process survive the signal (its own
+ * handler returns) and the call return later, the call is written again when it returns, complete,
+ * with the same enter tick: a reader keeps that one. */
 
 /* VCOUNTS (format 3) holds, by rank of the group the counts address (the remote group of an
  * intercommunicator), what BYTES and BYTES2 hold only as sums:

@@ -47,7 +47,7 @@ def record_code(call, params):
     o = out.append
     comm_expr = r.get("comm")
     if comm_expr:
-        o(f"  ev.mask |= MPA_F_COMM; ev.comm = mpa_comm_id({comm_expr});")
+        o("  ev.mask |= MPA_F_COMM; ev.comm = mpa_cid;")
     if "peer" in r:
         o(f"  ev.mask |= MPA_F_PEER; ev.peer = mpa_rank_code({r['peer']});")
     if "tag" in r:
@@ -123,6 +123,52 @@ def pre_code(call):
         out.append(f"  for (int i = 0; i < {n}; i++) mpa_h[i] = MPA_HANDLE({arr}[i]);")
     if "freecomm" in r:
         out.append(f"  uint32_t mpa_freed = mpa_comm_id(*{r['freecomm']});")
+    return out
+
+
+def entry_code(call, return_address):
+    """C statements run before t0: the call site and the communicator id, which the in-flight slot and
+    the event both use (computed before the call rather than after it: the same cost)."""
+    out = [f"  uint32_t mpa_cs = mpa_callsite_id(ts, {return_address});"]
+    if "comm" in call.roles:
+        out.append(f"  uint32_t mpa_cid = mpa_comm_id({call.roles['comm']});")
+    return out
+
+
+def inflight_code(call):
+    """C statements between t0 and the PMPI call: what is known of the call at entry goes into the
+    thread's in-flight slot (tracer.h), for a signal handler to record if the call never returns. A few
+    stores; `what` last (mpa_inflight_enter). Arrays of requests are the scratch handles pre_code filled:
+    a pointer and a count, read only at signal time."""
+    r = call.roles
+    out = ["  ts->inflight.t0 = t0; ts->inflight.callsite = mpa_cs;"]
+    fields = []
+
+    def put(field, expr, bit):
+        out.append(f"  ts->inflight.{field} = {expr};")
+        if bit not in fields:
+            fields.append(bit)
+
+    if "comm" in r:
+        put("comm", "mpa_cid", "MPA_F_COMM")
+    elif "freecomm" in r:
+        put("comm", "mpa_freed", "MPA_F_COMM")
+    if "peer" in r:
+        put("peer", f"mpa_rank_code({r['peer']})", "MPA_F_PEER")
+    if "tag" in r:
+        put("tag", f"mpa_tag_code({r['tag']})", "MPA_F_TAG")
+    if "peer2" in r:
+        put("peer2", f"mpa_rank_code({r['peer2']})", "MPA_F_PEER2")
+    if "tag2" in r:
+        put("tag2", f"mpa_tag_code({r['tag2']})", "MPA_F_TAG2")
+    if "req_in" in r or "msg_in" in r:
+        put("reqs", "mpa_h", "MPA_F_REQS")
+        put("nreq", "1", "MPA_F_REQS")
+    if "reqs_in" in r:
+        n = r["reqs_in"][0]
+        put("reqs", "mpa_h", "MPA_F_REQS")
+        put("nreq", f"{n} > 0 ? (uint32_t){n} : 0", "MPA_F_REQS")
+    out.append(f"  mpa_inflight_enter(ts, {call_id(call.name)}, {' | '.join(fields) if fields else '0'});")
     return out
 
 
@@ -228,13 +274,16 @@ def c_wrapper(call):
     L.append("  int mpa_fold_me = 0; (void)mpa_fold_me;")
     L += status_substitutions_c(call, params)
     L += pre_code(call)
+    L += entry_code(call, "__builtin_return_address(0)")
     L.append("  uint64_t t0 = mpa_now();")
+    L += inflight_code(call)
     L.append(f"  int rc = PMPI_{call.name}({args});")
+    L.append("  mpa_inflight_exit(ts);")
     L.append("  uint64_t t1 = mpa_now();")
     L.append(f"  mpa_event ev; mpa_event_start(&ev, {call_id(call.name)}, t0, t1);")
     L += record_code(call, params)
     L += post_code(call)
-    L.append("  mpa_finish(ts, &ev, mpa_fold_me, __builtin_return_address(0));")
+    L.append("  mpa_finish(ts, &ev, mpa_fold_me, mpa_cs);")
     L.append("  return rc;")
     L.append("}")
     return "\n".join(L)
@@ -398,15 +447,18 @@ def fortran_body(call):
             L.append(f"  int *{p.name} = (int *){p.name}_f;")
     L.append(f"  int *mpa_flag_param = {flag if flag else 'NULL'}; (void)mpa_flag_param;")
     L += fortran_pre(call)
+    L += entry_code(call, "ra")
     L.append("  uint64_t t0 = mpa_now();")
+    L += inflight_code(call)
     L.append(f"  real({', '.join(fargs)});")
+    L.append("  mpa_inflight_exit(ts);")
     L.append("  uint64_t t1 = mpa_now();")
     L.append("  int rc = ierr ? (int)*ierr : MPI_SUCCESS;")
     L += fortran_outputs(call, params)
     L.append(f"  mpa_event ev; mpa_event_start(&ev, {call_id(call.name)}, t0, t1);")
     L += record_code(call, params)
     L += post_code(call)
-    L.append("  mpa_finish(ts, &ev, mpa_fold_me, ra);")
+    L.append("  mpa_finish(ts, &ev, mpa_fold_me, mpa_cs);")
     L.append("}")
     has_buffer = any(p.base == "void *" for p in params)
     for m in FORTRAN_MANGLINGS + ([F08TS_MANGLING] if has_buffer else []):

@@ -61,10 +61,28 @@ struct mpa_fold_run {
   uint32_t comm, mask;
 };
 
+/* The MPI call a thread is inside, for a signal handler to record as unfinished (MPA_F_UNFINISHED) when
+ * the process is killed while the call has not returned: a hung job's logs then end with the call every
+ * thread was waiting in. A wrapper fills it once it has t0 and just before the PMPI call (wrap.h:
+ * mpa_inflight_enter), with what it knows at entry, and clears it when PMPI returns: `what` is written
+ * last on entry and first on exit, so a handler that interrupts the thread between two stores finds
+ * either no call or every field of it. Another thread's handler reads it as it is (mpa_flush_from_signal:
+ * `what` and t0 read again after the fields; a call that changed meanwhile is left out). */
+struct mpa_inflight {
+  _Atomic uint32_t what;  /* 0: no call; else (fields << 16) | (1 + call id), fields of MPA_F_PEER ... MPA_F_REQS */
+  uint32_t callsite;
+  uint64_t t0;
+  int32_t peer, tag, peer2, tag2; /* rank and tag codes, as the event records them */
+  uint32_t comm;
+  uint32_t nreq;
+  const uint64_t *reqs; /* the thread's scratch handles (mpa_scratch_handles), read only at signal time */
+};
+
 struct mpa_thread {
   int depth;                /* first field: read on every call by mpa_begin */
   uint16_t index;
   atomic_flag lock;         /* held while encoding; the writer takes it to seal a stale chunk */
+  struct mpa_inflight inflight; /* beside depth: written on every call */
   mpa_chunk *chunk;         /* being filled, or NULL */
   mpa_codec_state codec;    /* the chunk being filled is coded against it */
   uint64_t events;          /* MPI calls encoded by this thread */
@@ -97,7 +115,9 @@ int mpa_writer_start(int fd);          /* 0 on success */
 void mpa_writer_stop(void);            /* seals every chunk, writes all, joins the writer */
 void mpa_flush_all(int wait_ms);       /* seals every chunk and waits until written (MPI_Abort) */
 void mpa_flush_at_exit(void);          /* the same, skipping any thread or lock that stays busy */
-void mpa_flush_from_signal(void);      /* best effort from a signal handler: no locks waited on */
+int mpa_flush_from_signal(void);       /* best effort from a signal handler: no locks waited on; the calls
+                                          every thread is inside are recorded first, as unfinished.
+                                          1: it wrote (0: no log, or another thread is writing) */
 void mpa_writer_forget(void);          /* in a forked child: the parent's writer and buffers are not ours */
 int mpa_write_json_chunk(uint32_t type, const char *json, size_t len); /* META / TRAILER, synchronous */
 void mpa_defs_append(const uint8_t *rec, size_t len); /* a definition record, written before any event */

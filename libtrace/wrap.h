@@ -74,8 +74,24 @@ static inline void mpa_event_start(mpa_event *ev, uint32_t call, uint64_t t0, ui
 }
 
 /* Encodes the event into the thread's buffer (or folds an unsuccessful test into a run) and ends the
- * call: the thread may be traced again. */
-void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, void *return_address);
+ * call: the thread may be traced again. callsite: mpa_callsite_id of the call's return address, which
+ * the wrapper takes before the call (a signal handler records a call in progress with it). */
+void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, uint32_t callsite);
+
+/* The call in progress (tracer.h: struct mpa_inflight). The wrapper stores t0, the call site and the
+ * fields known at entry into ts->inflight, then mpa_inflight_enter publishes them; mpa_inflight_exit is
+ * the first thing after the PMPI call. A handler on this thread sees every store before `what` (the
+ * release store keeps the compiler from sinking them past it), and none of the next call's stores
+ * before the clear (the fence after it). */
+static inline void mpa_inflight_enter(mpa_thread *ts, uint32_t call, uint32_t fields)
+{
+  atomic_store_explicit(&ts->inflight.what, fields << 16 | (call + 1), memory_order_release);
+}
+static inline void mpa_inflight_exit(mpa_thread *ts)
+{
+  atomic_store_explicit(&ts->inflight.what, 0, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release); /* no instruction on x86-64: orders the compiler's stores */
+}
 
 /* ---- arguments --------------------------------------------------------------------------------------- */
 static inline int32_t mpa_rank_code(int rank)

@@ -3,6 +3,7 @@
 // buffers its sends (tests/programs/imbalance.c, buffered.c).
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -291,4 +292,41 @@ TEST_CASE("a what-if on L shows the rendezvous handshakes it lengthens", "[diagn
   CHECK(j["synchronisation_ns"].get<double>() > was["synchronisation_ns"].get<double>());
   auto text = run_command(mpiadvise_cmd() + " whatif --set L=1000000 " + run.dir.string());
   CHECK(text.out.find("rendezvous handshakes") != std::string::npos);
+}
+
+TEST_CASE("a job killed while deadlocked: where each rank was and the cycle", "[diagnosis][hang]") {
+  // tests/programs/hang.c: "recv", both ranks in MPI_Recv from the other; "wait", rank 0 in MPI_Wait on
+  // an MPI_Irecv from rank 1, rank 1 in an MPI_Barrier rank 0 never enters
+  for (const std::string mode : {"recv", "wait"}) {
+    DYNAMIC_SECTION(mode) {
+      JobSpec s;
+      s.program = "hang";
+      s.args = {mode};
+      s.timeout_s = 60;
+      auto run = run_killed_logged(s, 2, SIGTERM);
+      INFO(run.out << run.err);
+      const json r = report_of(run.dir);
+      const json& h = r["hang"];
+      INFO(h.dump(1));
+      CHECK_FALSE(h["finished"].get<bool>());
+      REQUIRE(h["ranks"].size() == 2);
+      for (const auto& x : h["ranks"]) {
+        const int rank = x["rank"].get<int>();
+        CHECK(x["state"] == "in MPI");
+        CHECK(x["waits_for"] == json::array({1 - rank}));
+        CHECK(x["for_ns"].get<double>() > 0);
+        const std::string call = mode == "recv" ? "MPI_Recv" : rank == 0 ? "MPI_Wait" : "MPI_Barrier";
+        CHECK(x["call"] == call);
+        CHECK(x["where"]["text"].get<std::string>().find("hang.c:") != std::string::npos);
+      }
+      REQUIRE(h["deadlocks"].size() == 1);
+      CHECK(h["deadlocks"][0].size() == 2);
+      auto text = run_command(mpiadvise_cmd() + " report " + run.dir.string());
+      CHECK(text.out.find("The run did not finish") != std::string::npos);
+      CHECK(text.out.find("deadlock: ranks 0 -> 1 -> 0") != std::string::npos);
+    }
+  }
+  // a run that finished says so
+  auto done = traced("chain", {"2", "5", "5"}, Transport::Default, 3);
+  CHECK(report_of(done.dir)["hang"]["finished"].get<bool>());
 }

@@ -2,10 +2,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -118,6 +122,64 @@ JobResult run_job(const JobSpec& spec) {
   return r;
 }
 
+JobResult run_killed(const JobSpec& spec, int ready, int sig, double after_s) {
+  using clock = std::chrono::steady_clock;
+  fs::path dir = spec.log_dir.empty() ? fresh_dir(fs::path(spec.program).filename().string()) / "logs" : fs::path(spec.log_dir);
+  JobSpec with = spec;
+  if (spec.traced) {
+    with.env.emplace("LD_PRELOAD", tracer_path().string());
+    with.env.emplace("MPIADVISE_DIR", dir.string());
+  }
+  std::string cmd = "exec " + launcher(with) + " " + quote(program_path(spec.program).string());
+  for (const auto& a : spec.args) cmd += " " + quote(a);
+  const fs::path d = fresh_dir("killed"), out = d / "out", err = d / "err";
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    // as from a terminal or a batch script: no signal ignored or blocked (a shell's background job
+    // would ignore SIGINT and SIGQUIT, and so would the ranks)
+    for (int s : {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGALRM}) signal(s, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (o < 0 || e < 0) _exit(127);
+    dup2(o, 1);
+    dup2(e, 2);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto ready_lines = [&] {
+    std::string text = read_text(out);
+    int n = 0;
+    for (size_t at = 0; (at = text.find("ready\n", at)) != std::string::npos; at++) n++;
+    return n;
+  };
+  int wstatus = 0;
+  bool ended = false;
+  const auto start = clock::now();
+  while (!(ended = waitpid(pid, &wstatus, WNOHANG) == pid) && ready_lines() < ready &&
+         clock::now() - start < std::chrono::seconds(spec.timeout_s))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!ended) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(after_s));
+    kill(pid, sig);
+    const auto signalled = clock::now();
+    while (!(ended = waitpid(pid, &wstatus, WNOHANG) == pid) && clock::now() - signalled < std::chrono::seconds(60))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!ended) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &wstatus, 0);
+    }
+  }
+  JobResult r;
+  r.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + (WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0);
+  r.out = read_text(out);
+  r.err = read_text(err);
+  r.dir = dir;
+  return r;
+}
+
 std::vector<Ev> events_of(const fs::path& dir, int rank) {
   mpiadvise::JobLog job(dir);
   std::vector<Ev> out;
@@ -172,6 +234,22 @@ int source_line(const std::string& file, const std::string& needle) {
     if (line.find(needle) != std::string::npos) return n;
   FAIL("no line with " << needle << " in " << file);
   return 0;
+}
+
+JobResult run_killed_logged(const JobSpec& spec, int ready, int sig) {
+  JobResult run;
+  for (int attempt = 0; attempt < 3; attempt++) {
+    run = run_killed(spec, ready, sig);
+    bool whole = true;
+    for (int r = 0; r < spec.np && whole; r++) {
+      char name[32];
+      std::snprintf(name, sizeof name, "rank-%05d.mpa", r);
+      whole = fs::exists(run.dir / name) && !events_of(run.dir, r).empty();
+    }
+    if (whole) break;
+    WARN("a rank's log holds no event after the signal (attempt " << attempt + 1 << "): " << run.dir);
+  }
+  return run;
 }
 
 }  // namespace mpa_test

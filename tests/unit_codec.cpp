@@ -171,7 +171,7 @@ void check_same(const Sample& s, const mpa_decoded& d) {
 
 // Decodes a whole chunk; returns the number of events, checking each against samples from `first`.
 size_t decode_chunk(const std::vector<uint8_t>& chunk, const std::vector<Sample>& samples, size_t first) {
-  mpa_codec_state st;
+  mpa_codec_state st{};  // version 0: this format
   const uint8_t* p = chunk.data();
   const uint8_t* end = p + chunk.size();
   REQUIRE(mpa_decode_chunk_start(&st, &p, end) == MPA_DECODE_OK);
@@ -218,7 +218,7 @@ TEST_CASE("a chunk cut anywhere inside an event gives an error, never an event, 
     // where each event begins
     std::vector<size_t> starts;
     {
-      mpa_codec_state st;
+      mpa_codec_state st{};  // version 0: this format
       const uint8_t* p = chunk.data();
       const uint8_t* end = p + chunk.size();
       mpa_decode_chunk_start(&st, &p, end);
@@ -230,7 +230,7 @@ TEST_CASE("a chunk cut anywhere inside an event gives an error, never an event, 
       starts.push_back(chunk.size());
     }
     for (size_t cut = starts.front(); cut < chunk.size(); cut++) {
-      mpa_codec_state st;
+      mpa_codec_state st{};  // version 0: this format
       const uint8_t* p = chunk.data();
       const uint8_t* end = chunk.data() + cut;
       REQUIRE(mpa_decode_chunk_start(&st, &p, end) == MPA_DECODE_OK);
@@ -348,8 +348,8 @@ TEST_CASE("damaged bytes are refused with the error that names them", "[codec]")
   CHECK(decode(bytes({1, 0, 0, 0, 0})) == MPA_DECODE_OK);
   CHECK(decode(bytes({1, 0, 0, 0})) == MPA_DECODE_TRUNCATED);
   CHECK(decode(bytes({})) == MPA_DECODE_TRUNCATED);
-  // a mask bit past MPA_F_VCOUNTS
-  CHECK(decode(bytes({1, 0x80, 0x80, 0x04, 0, 0, 0})) == MPA_DECODE_MASK);
+  // a mask bit past MPA_F_UNFINISHED
+  CHECK(decode(bytes({1, 0x80, 0x80, 0x08, 0, 0, 0})) == MPA_DECODE_MASK);
   // VCOUNTS with more members than a reader accepts
   CHECK(decode(bytes({1, 0x80, 0x80, 0x02, 0, 0, 0, 0x81, 0x80, 0x04})) == MPA_DECODE_RANGE);
   // a varint of eleven bytes, and one whose tenth byte holds more than bit 63
@@ -391,4 +391,74 @@ TEST_CASE("a handle seen again in a chunk costs one byte; the table starts again
   auto two = encode_chunk(pair, 0, 2);
   auto one = encode_chunk(pair, 0, 1);
   CHECK(two.size() - one.size() == 9);
+}
+
+TEST_CASE("an unfinished call round-trips; a file before format 4 cannot hold one", "[codec]") {
+  // MPI_Recv-like (call 9) from rank 1, tag 10, comm 3, in progress from tick 2000 until the signal at
+  // tick 9000; then MPI_Wait-like (call 26) on a request, unfinished too, on another chunk
+  const uint64_t handle = 0xac000000;
+  Sample recv, wait;
+  recv.ev.call = 9;
+  recv.ev.mask = MPA_F_PEER | MPA_F_TAG | MPA_F_COMM | MPA_F_UNFINISHED;
+  recv.ev.t_enter = 2000, recv.ev.t_exit = 9000;
+  recv.ev.peer = 1, recv.ev.tag = 10, recv.ev.comm = 3;
+  recv.callsite = 4;
+  recv.point();
+  wait.ev.call = 26;
+  wait.ev.mask = MPA_F_REQS | MPA_F_UNFINISHED;
+  wait.ev.t_enter = 3000, wait.ev.t_exit = 9000;
+  wait.reqs = {handle};
+  wait.callsite = 5;
+  wait.point();
+  // a completed event before the unfinished one, as in a log: the flag is the event's alone
+  std::vector<Sample> stream(3);
+  stream[0].ev.call = 9;
+  stream[0].ev.mask = MPA_F_PEER | MPA_F_TAG | MPA_F_COMM;
+  stream[0].ev.t_enter = 1000, stream[0].ev.t_exit = 1500;
+  stream[0].ev.peer = 1, stream[0].ev.tag = 3, stream[0].ev.comm = 1;
+  stream[1] = recv;
+  stream[2] = wait;
+  for (auto& s : stream) s.point();
+  auto chunk = encode_chunk(stream, 0, 2);
+  REQUIRE(decode_chunk(chunk, stream, 0) == 2);
+  auto other = encode_chunk(stream, 2, 3);
+  REQUIRE(decode_chunk(other, stream, 2) == 1);
+  // the flag is one bit of the mask, no payload: the event is one byte longer than without it only
+  // where the mask needs a third byte
+  {
+    Sample plain = recv;
+    plain.ev.mask &= ~MPA_F_UNFINISHED;
+    plain.point();
+    std::vector<Sample> a{plain}, b{recv};
+    CHECK(encode_chunk(b, 0, 1).size() == encode_chunk(a, 0, 1).size() + 2);  // mask 0x07: 1 byte; 0x10007: 3
+  }
+  // decoded as a file of each version says: refused before format 4, read from 4 on (0: this format)
+  for (uint32_t version : {1u, 2u, 3u, 4u, 0u}) {
+    INFO("format " << version);
+    mpa_codec_state st{};
+    const uint8_t* p = chunk.data();
+    const uint8_t* end = p + chunk.size();
+    st.version = version;
+    REQUIRE(mpa_decode_chunk_start(&st, &p, end) == MPA_DECODE_OK);
+    Decoder dec;
+    REQUIRE(dec.decode(&st, &p, end) == MPA_DECODE_OK);  // the completed event
+    const uint8_t* before = p;
+    int rc = dec.decode(&st, &p, end);
+    if (version != 0 && version < 4) {
+      CHECK(rc == MPA_DECODE_MASK);
+      CHECK(p == before);
+    } else {
+      REQUIRE(rc == MPA_DECODE_OK);
+      CHECK((dec.d.mask & MPA_F_UNFINISHED) != 0);
+      CHECK(dec.d.t_enter == 2000);
+      CHECK(dec.d.t_exit == 9000);
+      CHECK(dec.d.peer == 1);
+      CHECK(dec.d.tag == 10);
+      CHECK(dec.d.comm == 3);
+      CHECK(dec.d.nstat == 0);
+      CHECK(p == end);
+    }
+  }
+  CHECK(MPA_FORMAT_VERSION == 4u);
+  CHECK((MPA_F_DEFINED & MPA_F_UNFINISHED) != 0);
 }

@@ -1,5 +1,5 @@
-// The reader on committed logs (tests/fixtures, written by the tracer: make-fixtures.sh) and on logs
-// damaged on purpose. What each test expects follows from the program that wrote the log.
+// The reader on committed logs (tests/fixtures, written by the tracer: make-fixtures.sh), on logs
+// damaged on purpose, and on events of our own appended to a committed header. What each test expects follows from the program that wrote the log.
 #include <catch2/catch.hpp>
 
 #include <zstd.h>
@@ -12,6 +12,10 @@
 
 #include "log_reader.hpp"
 #include "log_summary.hpp"
+
+extern "C" {
+#include "codec.h"
+}
 
 using namespace mpiadvise;
 namespace fs = std::filesystem;
@@ -443,4 +447,81 @@ TEST_CASE("a log read from memory is the log read from its file", "[fixtures]") 
     CHECK(a[i].e.requests == b[i].e.requests);
   }
   CHECK(from_file.header() == from_memory.header());
+}
+
+// ---- UNFINISHED (format 4): a call in progress when a signal ended the rank ----------------------------
+TEST_CASE("an unfinished call is its thread's last event; a call written again supersedes it", "[unfinished]") {
+  // a rank's header (p2p-all's, version 1) with events of our own after it, as format 4
+  const auto head = header_only(file_bytes(fixture("p2p-all") / "rank-00000.mpa"));
+  const json names = header_of(head)["calls"];
+  const auto id = [&](const std::string& call) {
+    auto it = std::find(names.begin(), names.end(), call);
+    REQUIRE(it != names.end());
+    return static_cast<uint32_t>(it - names.begin());
+  };
+  const auto as_version = [](std::vector<uint8_t> b, uint32_t version) {
+    std::memcpy(b.data() + 8, &version, 4);
+    return b;
+  };
+  const auto chunk_of = [](const std::vector<mpa_event>& evs) {
+    size_t bound = 10;
+    for (const auto& e : evs) bound += mpa_event_bound(&e, 0);
+    std::string out(bound, '\0');
+    auto* p = reinterpret_cast<uint8_t*>(out.data());
+    mpa_codec_state st;
+    uint8_t* q = mpa_encode_chunk_start(&st, p, evs.front().t_enter);
+    for (const auto& e : evs) q = mpa_encode_event(&st, q, &e, 1, 0, 0, nullptr, 0);
+    out.resize(static_cast<size_t>(q - p));
+    return out;
+  };
+  mpa_event done{};  // MPI_Recv from rank 1, tag 3: returned
+  done.call = id("MPI_Recv");
+  done.mask = MPA_F_PEER | MPA_F_TAG | MPA_F_COMM;
+  done.t_enter = 1000, done.t_exit = 1500;
+  done.peer = 1, done.tag = 3, done.comm = 1;
+  mpa_event hung = done;  // MPI_Recv from rank 1, tag 9: in progress from tick 2000 to the signal at 9000
+  hung.mask |= MPA_F_UNFINISHED;
+  hung.t_enter = 2000, hung.t_exit = 9000, hung.tag = 9;
+  mpa_event returned = hung;  // the same call, returned after the rank survived the signal
+  returned.mask &= ~MPA_F_UNFINISHED;
+  returned.t_exit = 12000;
+
+  SECTION("the last event of its thread, flagged, with what the call was given") {
+    auto b = as_version(head, 4);
+    append_chunk(b, MPA_CHUNK_EVENTS, chunk_of({done, hung}));
+    RankLog log("unfinished", b);
+    auto evs = events(log);
+    REQUIRE(evs.size() == 2);
+    CHECK(!evs[0].e.unfinished);
+    CHECK(evs[1].call == "MPI_Recv");
+    CHECK(evs[1].e.unfinished);
+    CHECK(evs[1].e.tag == 9);
+    CHECK(evs[1].e.statuses.empty());
+    CHECK(evs[1].e.t_exit_ns - evs[1].e.t_enter_ns == 7000);
+    CHECK(log.problems().empty());
+  }
+  SECTION("the rank survived two signals and the call returned: only the returned call is read") {
+    auto b = as_version(head, 4);
+    append_chunk(b, MPA_CHUNK_EVENTS, chunk_of({done, hung}));
+    mpa_event again = hung;
+    again.t_exit = 10000;
+    append_chunk(b, MPA_CHUNK_EVENTS, chunk_of({again}));
+    append_chunk(b, MPA_CHUNK_EVENTS, chunk_of({returned}));
+    RankLog log("superseded", b);
+    auto evs = events(log);
+    REQUIRE(evs.size() == 2);
+    CHECK(!evs[1].e.unfinished);
+    CHECK(evs[1].e.tag == 9);
+    CHECK(evs[1].e.t_exit_ns - evs[1].e.t_enter_ns == 10000);
+    CHECK(log.problems().empty());
+  }
+  SECTION("a file of format 3 cannot hold the flag: the event is corrupt, the one before it read") {
+    auto b = as_version(head, 3);
+    append_chunk(b, MPA_CHUNK_EVENTS, chunk_of({done, hung}));
+    RankLog log("format-3", b);
+    auto evs = events(log);
+    REQUIRE(evs.size() == 1);
+    CHECK(!evs[0].e.unfinished);
+    CHECK(has_problem(log.problems(), "field bits this format does not define"));
+  }
 }
