@@ -226,14 +226,7 @@ TEST_CASE("the efficiency factors of each phase MPI_Pcontrol marks", "[diagnosis
 TEST_CASE("a halo exchange is recognised, and the advice on its calls names it", "[diagnosis][halo]") {
   // examples/halo.c on 3 ranks: each rank sends to and receives from both neighbours in every iteration
   // (even ranks send first, odd ranks receive first: four call sites each)
-  JobSpec s;
-  s.np = 3;
-  s.program = example_path("halo").string();
-  s.args = {"16384", "12"};
-  s.transport = Transport::Tcp;
-  auto run = run_job(s);
-  INFO(run.err);
-  REQUIRE(run.status == 0);
+  auto run = traced(example_path("halo").string(), {"16384", "12"}, Transport::Tcp, 3);
   const json r = report_of(run.dir);
   INFO(r["halos"].dump(1));
   REQUIRE(r["halos"].size() == 1);
@@ -269,13 +262,7 @@ TEST_CASE("a halo exchange is recognised, and the advice on its calls names it",
 
 TEST_CASE("a what-if on L shows the rendezvous handshakes it lengthens", "[diagnosis][whatif]") {
   // examples/halo.c on 2 ranks over TCP: 128 KiB messages, above S, each a rendezvous handshake
-  JobSpec s;
-  s.program = example_path("halo").string();
-  s.args = {"16384", "12"};
-  s.transport = Transport::Tcp;
-  auto run = run_job(s);
-  INFO(run.err);
-  REQUIRE(run.status == 0);
+  auto run = traced(example_path("halo").string(), {"16384", "12"}, Transport::Tcp);
   auto w = run_command(mpiadvise_cmd() + " whatif --json --set L=1000000 " + run.dir.string());
   INFO(w.err);
   REQUIRE(w.status == 0);
