@@ -1,12 +1,15 @@
 /* Per-thread event buffers, the encoder, and the writer thread.
  *
  * Each thread encodes its events into a chunk of MPA_CHUNK_BYTES. A full chunk, or one whose first
- * event is a second old, is sealed and queued; the writer thread compresses it (zstd, one frame with
- * checksum) and appends it to the rank's file with a single write(), so chunks never interleave. Chunks
- * come from a pool bounded by MPIADVISE_BUFFER: when the pool is empty and chunks are queued, the
- * application thread waits for the writer (counted as a stall) rather than lose events. Every half
- * second the writer seals chunks that have held events for half a second, so a killed job loses at
- * most about its last second. */
+ * event is 2 x MPA_SEAL_AGE_NS old when the next comes, is sealed and queued; the writer thread
+ * compresses it (zstd, one frame with checksum) and appends it to the rank's file with a single write(),
+ * so chunks never interleave. Chunks come from a pool bounded by MPIADVISE_BUFFER: when the pool is
+ * empty and chunks are queued, the application thread waits for the writer (counted as a stall) rather
+ * than lose events. Every MPA_SEAL_AGE_NS the writer seals the chunks that have held events that long,
+ * so a rank killed outright (SIGKILL: a launcher ending the job after its first rank died, on a node
+ * too loaded for the rank's own signal handler to have run) loses at most its last 2 x MPA_SEAL_AGE_NS.
+ * A busy rank fills its chunks long before (64 KiB is thousands of calls); a quiet one writes small
+ * chunks, a few times a second. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -58,7 +61,8 @@ static ZSTD_CCtx *g_cctx;
 static mpa_bytes g_out;
 static char g_error[512];
 static struct mpa_writer_stats g_stats;
-static uint64_t g_ticks_per_half_second = 500000000ull;
+#define MPA_SEAL_AGE_NS 100000000ull
+static uint64_t g_seal_age_ticks = MPA_SEAL_AGE_NS; /* MPA_SEAL_AGE_NS in mpa_now() ticks */
 static uint64_t g_last_steal_ns; /* CLOCK_MONOTONIC of the writer's last look for stale chunks */
 
 /* signal-time flushing: a static compression context and output, allocated up front */
@@ -184,17 +188,17 @@ static void *writer_main(void *arg)
     while (!g_queue_head && !g_stop && !timed_out) {
       struct timespec until;
       clock_gettime(CLOCK_REALTIME, &until);
-      until.tv_nsec += 500000000L;
+      until.tv_nsec += (long)MPA_SEAL_AGE_NS;
       if (until.tv_nsec >= 1000000000L) {
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
       }
       timed_out = pthread_cond_timedwait(&g_cv_work, &g_mu, &until) == ETIMEDOUT;
     }
-    /* every half second, whatever else is queued: a quiet thread's chunk must not wait for a lull in
-     * a busy one's traffic */
+    /* every MPA_SEAL_AGE_NS, whatever else is queued: a quiet thread's chunk must not wait for a lull
+     * in a busy one's traffic */
     uint64_t now_ns = mpa_monotonic_ns();
-    if (now_ns - g_last_steal_ns >= 500000000ull) {
+    if (now_ns - g_last_steal_ns >= MPA_SEAL_AGE_NS) {
       g_last_steal_ns = now_ns;
       pthread_mutex_unlock(&g_mu);
       steal_stale_chunks();
@@ -307,7 +311,7 @@ void mpa_defs_append(const uint8_t *rec, size_t len)
 static uint8_t *room(mpa_thread *ts, size_t need, uint64_t t_enter, int may_wait)
 {
   mpa_chunk *c = ts->chunk;
-  if (c && (c->cap - c->len < need || t_enter - c->first_tick > 2 * g_ticks_per_half_second)) {
+  if (c && (c->cap - c->len < need || t_enter - c->first_tick > 2 * g_seal_age_ticks)) {
     chunk_seal(c);
     c = ts->chunk = NULL;
   }
@@ -444,7 +448,7 @@ static int ts_lock_briefly(mpa_thread *ts)
 
 enum seal_how { SEAL_STALE_TRY, SEAL_ALL_WAIT, SEAL_ALL_BRIEFLY };
 
-/* Seal every thread's chunk (the writer calls this every half second with stale chunks only). */
+/* Seal every thread's chunk (the writer calls this every MPA_SEAL_AGE_NS with stale chunks only). */
 static void seal_threads(enum seal_how how)
 {
   int stale_only = how == SEAL_STALE_TRY;
@@ -461,8 +465,8 @@ static void seal_threads(enum seal_how how)
   for (mpa_thread *ts = g_threads; ts; ts = ts->next_thread) {
     if (how == SEAL_ALL_WAIT) ts_lock(ts);
     else if (how == SEAL_ALL_BRIEFLY ? !ts_lock_briefly(ts) : !ts_trylock(ts)) continue;
-    int stale = ts->chunk && now - ts->chunk->first_tick > g_ticks_per_half_second;
-    int fold_stale = ts->fold.n && now - ts->fold.first_enter > g_ticks_per_half_second;
+    int stale = ts->chunk && now - ts->chunk->first_tick > g_seal_age_ticks;
+    int fold_stale = ts->fold.n && now - ts->fold.first_enter > g_seal_age_ticks;
     if (!stale_only || stale || fold_stale) {
       flush_fold(ts, 0);
       if (ts->chunk) {
@@ -504,13 +508,13 @@ int mpa_writer_start(int fd)
       ZSTD_CCtx_setParameter(g_sig_cctx, ZSTD_c_contentSizeFlag, 1);
     }
   }
-  /* ticks in half a second, for sealing chunks by age */
+  /* ticks in MPA_SEAL_AGE_NS, for sealing chunks by age */
   uint64_t t0, n0, t1, n1;
   mpa_clock_sync(&t0, &n0);
   struct timespec nap = {0, 2000000};
   nanosleep(&nap, NULL);
   mpa_clock_sync(&t1, &n1);
-  if (n1 > n0 && t1 > t0) g_ticks_per_half_second = (uint64_t)((double)(t1 - t0) / (double)(n1 - n0) * 5e8);
+  if (n1 > n0 && t1 > t0) g_seal_age_ticks = (uint64_t)((double)(t1 - t0) / (double)(n1 - n0) * (double)MPA_SEAL_AGE_NS);
 
   g_stop = 0;
   if (pthread_create(&g_writer, NULL, writer_main, NULL) != 0) return -1;
@@ -610,7 +614,7 @@ static void sleep_1ms(void)
 
 /* Room for need bytes in ts's chunk at signal time, ts's lock held: nothing allocated, no lock waited
  * on for long. A full chunk is written at once and its memory used again; a thread without a chunk (a
- * thread blocked for more than half a second has had its chunk sealed by the writer) takes one from the
+ * thread blocked for longer than MPA_SEAL_AGE_NS has had its chunk sealed by the writer) takes one from the
  * pool, or the spare. NULL: no room, the event is not recorded. */
 static uint8_t *room_from_signal(mpa_thread *ts, size_t need, uint64_t t_enter)
 {

@@ -156,7 +156,7 @@ TEST_CASE("four threads calling MPI at once under MPI_THREAD_MULTIPLE are all tr
   }
 }
 
-TEST_CASE("a rank killed by SIGKILL leaves a log readable up to its last second", "[harm][crash]") {
+TEST_CASE("a rank killed by SIGKILL leaves a log readable up to its last 200 ms", "[harm][crash]") {
   JobSpec s;
   s.program = "crash";
   s.args = {"kill"};
@@ -170,10 +170,11 @@ TEST_CASE("a rank killed by SIGKILL leaves a log readable up to its last second"
   CHECK(!r1->complete());
   for (const auto& p : r1->problems()) CHECK_FALSE(p.corrupt);
   auto evs = events_of(traced.dir, 1);
-  // 150 sends over 1.5 s, one every 10 ms; at most the last second may be lost
+  // 150 sends over 1.5 s, one every 10 ms; the writer seals a chunk within 200 ms of its first event,
+  // so at most the last 20 are lost, 50 with the writer thread's scheduling on a loaded machine
   int sends = count_calls(evs, "MPI_Send");
   INFO("sends logged: " << sends);
-  CHECK(sends >= 45);
+  CHECK(sends >= 100);
   CHECK(sends <= 151);
 }
 
