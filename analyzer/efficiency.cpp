@@ -23,89 +23,88 @@ LogGPSParams ideal_network(const LogGPSParams& p) {
   return ideal;
 }
 
-namespace {
-
-struct Factors {
-  double load_balance = 1, communication = 1, parallel = 1, transfer = 1, serialisation = 1;
-};
-
-Factors factors(double mean_c, double max_c, double run_ns, double model_ns, double ideal_ns) {
-  Factors f;
-  f.load_balance = max_c > 0 ? mean_c / max_c : 1.0;
-  f.communication = run_ns > 0 ? std::min(1.0, max_c / run_ns) : 1.0;
-  f.parallel = f.load_balance * f.communication;
-  f.transfer = model_ns > 0 ? std::min(1.0, ideal_ns / model_ns) : 1.0;
-  f.serialisation = f.transfer > 0 ? std::min(1.0, f.communication / f.transfer) : 1.0;
-  return f;
+void EfficiencyFactors::compute() {
+  load_balance = max_computation_ns > 0 ? mean_computation_ns / max_computation_ns : 1.0;
+  communication = run_ns > 0 ? std::min(1.0, max_computation_ns / run_ns) : 1.0;
+  parallel = load_balance * communication;
+  transfer = model_ns > 0 ? std::min(1.0, ideal_ns / model_ns) : 1.0;
+  serialisation = transfer > 0 ? std::min(1.0, communication / transfer) : 1.0;
 }
 
-// The phases MPI_Pcontrol marks, from the measured times and both replays' marks.
-void phases(const Trace& t, const ReplayOptions& o, const ReplayResult& model, const ReplayResult& ideal,
-            Efficiency* e) {
+namespace {
+
+// The factors of each phase, from the measured times and both replays' marks. One pass over each rank:
+// a phase opens where a computation starts or ends, so each computation lies in one phase.
+void phases(const Trace& t, const ReplayOptions& o, const PhaseMarks& pm, const ReplayResult& model,
+            const ReplayResult& ideal, Efficiency* e) {
+  e->phases_note = pm.note;
+  if (pm.source == PhaseMarks::Source::None) return;
   const size_t P = t.ranks.size();
-  std::vector<std::vector<uint32_t>> marks(P);  // Pcontrol op indices, by rank
   std::vector<ReplayWindow> w(P);
-  bool any = false;
-  for (size_t r = 0; r < P; r++) {
-    w[r] = replay_window(t.ranks[r]);
-    for (uint32_t i = w[r].first; i < w[r].end; i++)
-      if (t.ranks[r].ops[i].call == MPA_CALL_Pcontrol) marks[r].push_back(i);
-    any |= !marks[r].empty();
-  }
-  if (!any) return;
+  for (size_t r = 0; r < P; r++) w[r] = replay_window(t.ranks[r]);
   size_t n = SIZE_MAX;
-  int first_rank = -1;
   for (size_t r = 0; r < P; r++) {
     if (w[r].end <= w[r].first) continue;
-    if (n == SIZE_MAX) n = marks[r].size(), first_rank = static_cast<int>(r);
-    if (marks[r].size() != n || model.marks[r].size() != n || ideal.marks[r].size() != n) {
-      e->phases_note = fmt::format("MPI_Pcontrol is called {} times on rank {} but {} times on rank {}: no phases",
-                                   marks[r].size(), r, n, first_rank);
-      return;
-    }
+    if (n == SIZE_MAX) n = pm.opens[r].size();
+    if (pm.opens[r].size() != n || model.marks[r].size() != n || ideal.marks[r].size() != n) return;
   }
   if (n == SIZE_MAX) return;
-  for (size_t k = 0; k <= n; k++) {
-    double m0 = 1e300, m1 = -1e300, p0 = 1e300, p1 = -1e300, i0 = 1e300, i1 = -1e300, sum_c = 0, max_c = 0;
-    size_t ranks = 0;
-    for (size_t r = 0; r < P; r++) {
-      if (w[r].end <= w[r].first) continue;
-      const auto& ops = t.ranks[r].ops;
-      const uint32_t first = k == 0 ? w[r].first : marks[r][k - 1];
-      const uint32_t end = k == n ? w[r].end : marks[r][k];
-      const double start = k == 0 ? static_cast<double>(w[r].start_ns) : static_cast<double>(ops[first].t_enter);
-      const double stop = k == n ? static_cast<double>(w[r].stop_ns) : static_cast<double>(ops[end].t_enter);
-      // computation: the gaps before each op of the phase, and the tail to its end
-      double c = 0, prev = k == 0 ? start : static_cast<double>(ops[first].t_exit);
-      for (uint32_t i = k == 0 ? first : first + 1; i < end; i++) {
-        c += std::max(0.0, static_cast<double>(ops[i].t_enter) - prev);
-        prev = static_cast<double>(ops[i].t_exit);
-      }
-      c += std::max(0.0, stop - prev);
-      c *= o.compute_factor;
-      sum_c += c, max_c = std::max(max_c, c), ranks++;
-      m0 = std::min(m0, start), m1 = std::max(m1, stop);
-      auto sim = [&](const ReplayResult& res, bool at_end) {
-        return at_end ? (k == n ? res.ranks[r].predicted_ns : res.marks[r][k]) : (k == 0 ? 0.0 : res.marks[r][k - 1]);
+  struct Span {
+    double lo = 1e300, hi = -1e300;
+    void add(double a, double b) { lo = std::min(lo, a), hi = std::max(hi, b); }
+    double length() const { return hi > lo ? hi - lo : 0; }
+  };
+  std::vector<Span> measured(n + 1), modelled(n + 1), on_ideal(n + 1);
+  std::vector<double> sum_c(n + 1, 0), max_c(n + 1, 0);
+  size_t ranks = 0;
+  for (size_t r = 0; r < P; r++) {
+    const ReplayWindow& wr = w[r];
+    if (wr.end <= wr.first) continue;
+    ranks++;
+    const auto& ops = t.ranks[r].ops;
+    const auto& opens = pm.opens[r];
+    const bool at_entry = r < pm.at_entry.size() && pm.at_entry[r];
+    for (size_t k = 0; k <= n; k++) {
+      const double start = k == 0 ? static_cast<double>(wr.start_ns) : static_cast<double>(pm.opening_ns(t.ranks[r], wr, r, k));
+      const double stop = k == n ? static_cast<double>(wr.stop_ns) : static_cast<double>(pm.opening_ns(t.ranks[r], wr, r, k + 1));
+      measured[k].add(start, stop);
+      auto sim = [&](const ReplayResult& res, size_t at) {
+        return at == 0 ? 0.0 : at > n ? res.ranks[r].predicted_ns : res.marks[r][at - 1];
       };
-      p0 = std::min(p0, sim(model, false)), p1 = std::max(p1, sim(model, true));
-      i0 = std::min(i0, sim(ideal, false)), i1 = std::max(i1, sim(ideal, true));
+      modelled[k].add(sim(model, k), sim(model, k + 1));
+      on_ideal[k].add(sim(ideal, k), sim(ideal, k + 1));
     }
-    if (ranks == 0) return;
+    // the computation before op i (the tail for i = end) is in the last phase opened at an op up to i
+    // (before i where phases open at the op's entry)
+    std::vector<double> c(n + 1, 0);
+    size_t k = 0;
+    for (uint32_t i = wr.first; i <= wr.end; i++) {
+      while (k < n && (at_entry ? opens[k] < i : opens[k] <= i)) k++;
+      const double left = i == wr.first ? static_cast<double>(wr.start_ns) : static_cast<double>(ops[i - 1].t_exit);
+      const double right = i < wr.end ? static_cast<double>(ops[i].t_enter) : static_cast<double>(wr.stop_ns);
+      c[k] += std::max(0.0, right - left) * o.compute_factor;
+    }
+    for (size_t q = 0; q <= n; q++) sum_c[q] += c[q], max_c[q] = std::max(max_c[q], c[q]);
+  }
+  if (ranks == 0) return;
+  e->phases_from = pm.source;
+  e->iterations = pm.iterations;
+  for (size_t k = 0; k <= n; k++) {
     Efficiency::Phase ph;
-    ph.run_ns = m1 - m0, ph.model_ns = p1 - p0, ph.ideal_ns = i1 - i0;
-    ph.mean_computation_ns = sum_c / static_cast<double>(ranks), ph.max_computation_ns = max_c;
-    const Factors f = factors(ph.mean_computation_ns, ph.max_computation_ns, ph.run_ns, ph.model_ns, ph.ideal_ns);
-    ph.load_balance = f.load_balance, ph.communication = f.communication, ph.parallel = f.parallel;
-    ph.transfer = f.transfer, ph.serialisation = f.serialisation;
-    ph.opened_by_rank0_op = k == 0 || marks[0].empty() ? -1 : static_cast<int>(marks[0][k - 1]);
+    ph.run_ns = measured[k].length(), ph.model_ns = modelled[k].length(), ph.ideal_ns = on_ideal[k].length();
+    ph.mean_computation_ns = sum_c[k] / static_cast<double>(ranks), ph.max_computation_ns = max_c[k];
+    ph.compute();
+    ph.opened_by_rank0_op = k == 0 || pm.rank0_names.size() < k || pm.rank0_names[k - 1] >= t.ranks[0].ops.size()
+                                ? -1
+                                : static_cast<int>(pm.rank0_names[k - 1]);
     e->phases.push_back(ph);
   }
 }
 
 }  // namespace
 
-Efficiency efficiency(const Trace& trace, const ReplayOptions& options, const ReplayResult& baseline) {
+Efficiency efficiency(const Trace& trace, const ReplayOptions& options, const ReplayResult& baseline,
+                      const PhaseMarks& marks) {
   Efficiency e;
   e.run_ns = baseline.measured_ns;
   e.model_ns = baseline.predicted_ns;
@@ -120,10 +119,8 @@ Efficiency efficiency(const Trace& trace, const ReplayOptions& options, const Re
   ideal.params = ideal_network(options.params);
   const ReplayResult on_ideal = replay(trace, ideal);
   e.ideal_ns = on_ideal.predicted_ns;
-  const Factors f = factors(e.mean_computation_ns, e.max_computation_ns, e.run_ns, e.model_ns, e.ideal_ns);
-  e.load_balance = f.load_balance, e.communication = f.communication, e.parallel = f.parallel;
-  e.transfer = f.transfer, e.serialisation = f.serialisation;
-  if (baseline.mode == ReplayMode::Simulate) phases(trace, options, baseline, on_ideal, &e);
+  e.compute();
+  if (baseline.mode == ReplayMode::Simulate) phases(trace, options, marks, baseline, on_ideal, &e);
   return e;
 }
 

@@ -16,36 +16,44 @@
 #include <string>
 #include <vector>
 
+#include "phases.hpp"
 #include "replay.hpp"
 
 namespace mpiadvise {
 
-struct Efficiency {
+// The factors of a stretch of the run (the whole run, or a phase), and the times they come from.
+struct EfficiencyFactors {
   double load_balance = 0, communication = 0, parallel = 0, transfer = 0, serialisation = 0;
-  // The same factors for each phase the program marked with MPI_Pcontrol (every rank calling it as
-  // often): phase k runs from each rank's k-th call (its start for the first) to its next (its end
-  // for the last); its time is from the first rank's start to the last rank's end, measured,
-  // replayed and replayed on the ideal network.
-  struct Phase {
-    double load_balance = 0, communication = 0, parallel = 0, transfer = 0, serialisation = 0;
-    double run_ns = 0, model_ns = 0, ideal_ns = 0, mean_computation_ns = 0, max_computation_ns = 0;
-    int opened_by_rank0_op = -1;  // the MPI_Pcontrol op of rank 0 the phase starts at; -1: the run's start
+  double run_ns = 0;    // T: measured (the replay window's, for the whole run)
+  double model_ns = 0;  // the replay with the run's parameters
+  double ideal_ns = 0;  // the replay on the ideal network
+  double mean_computation_ns = 0, max_computation_ns = 0;
+  // the factors from the times above
+  void compute();
+};
+
+struct Efficiency : EfficiencyFactors {
+  // The same factors for each phase (analyzer/phases.hpp: those MPI_Pcontrol marks, or the iterations
+  // of the main loop): phase 0 from each rank's start to its first opening, phase k from its k-th to
+  // its next (its end for the last); its time is from the first rank's start to the last rank's end,
+  // measured, replayed and replayed on the ideal network.
+  struct Phase : EfficiencyFactors {
+    int opened_by_rank0_op = -1;  // the op of rank 0 that names its opening; -1: the run's start
   };
   std::vector<Phase> phases;
+  PhaseMarks::Source phases_from = PhaseMarks::Source::None;
+  size_t iterations = 0;  // Iterations: phases 1 to this are the main loop's
   // why there are no phases though the program called MPI_Pcontrol (ranks calling it unequally), or ""
   std::string phases_note;
-  double run_ns = 0;          // T: the measured run time (the replay window's)
-  double model_ns = 0;        // the replay with the run's parameters
-  double ideal_ns = 0;        // the replay on the ideal network
-  double mean_computation_ns = 0, max_computation_ns = 0;
   int slowest_rank = -1;      // the rank with the most computation
   std::vector<double> computation_ns;  // C_r, by rank
 };
 
 // The factors of a run from its replay with the run's parameters (baseline) and one more replay on the
 // ideal network; options: those of the baseline (its program transformations and compute factor apply
-// to both).
-Efficiency efficiency(const Trace& trace, const ReplayOptions& options, const ReplayResult& baseline);
+// to both), whose marks must be phases.opens.
+Efficiency efficiency(const Trace& trace, const ReplayOptions& options, const ReplayResult& baseline,
+                      const PhaseMarks& phases);
 
 // The ideal network of the transfer efficiency: nothing costs time but computation.
 LogGPSParams ideal_network(const LogGPSParams& p);

@@ -131,4 +131,36 @@ std::vector<HaloExchange> find_halos(const Trace& t) {
   return out;
 }
 
+const char* halo_change_name(HaloWhatIf::Change c) {
+  switch (c) {
+    case HaloWhatIf::Change::Overlap: return "overlap";
+    case HaloWhatIf::Change::Split: return "split";
+    case HaloWhatIf::Change::OverlapAndSplit: return "overlap_and_split";
+  }
+  return "?";
+}
+
+std::vector<HaloWhatIf> halo_whatifs(const Trace& t, const HaloExchange& h, const ReplayOptions& base) {
+  std::vector<HaloWhatIf> out;
+  auto tried = [&](HaloWhatIf::Change change, bool overlap, bool split) {
+    ReplayOptions o = base;
+    for (const auto& [key, at] : h.send_sites) {
+      if (overlap) o.nonblocking_sites.insert(key);
+      if (split) o.split_sites.insert(key);
+    }
+    if (overlap)
+      for (const auto& [key, at] : h.recv_sites) o.prepost_sites.insert(key);
+    HaloWhatIf w;
+    w.change = change, w.nonblocking = w.prepost = overlap, w.split = split;
+    w.predicted_ns = replay(t, o).predicted_ns;
+    out.push_back(w);
+  };
+  tried(HaloWhatIf::Change::Overlap, true, false);
+  if (h.bytes_max > base.params.S) {
+    tried(HaloWhatIf::Change::Split, false, true);
+    tried(HaloWhatIf::Change::OverlapAndSplit, true, true);
+  }
+  return out;
+}
+
 }  // namespace mpiadvise

@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "replay.hpp"
 #include "trace.hpp"
 
 namespace mpiadvise {
@@ -26,5 +27,19 @@ struct HaloExchange {
 inline constexpr uint64_t kHaloMinRepeats = 3;
 
 std::vector<HaloExchange> find_halos(const Trace& trace);
+
+// A change to the whole exchange at once, replayed: what the advice at one of its calls cannot show.
+struct HaloWhatIf {
+  enum class Change { Overlap, Split, OverlapAndSplit };
+  Change change = Change::Overlap;
+  bool nonblocking = false, prepost = false, split = false;  // the transformations at its sites
+  double predicted_ns = 0;
+};
+const char* halo_change_name(HaloWhatIf::Change c);  // "overlap", "split", "overlap_and_split"
+
+// The exchange written as non-blocking calls completed together (every blocking send at its sites made
+// an MPI_Isend completed at the next MPI call, every blocking receive posted early into a second
+// buffer), its messages above S split into chunks of at most S (when it has any), and both.
+std::vector<HaloWhatIf> halo_whatifs(const Trace& trace, const HaloExchange& halo, const ReplayOptions& base);
 
 }  // namespace mpiadvise

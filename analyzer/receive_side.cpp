@@ -1,6 +1,7 @@
 #include "receive_side.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace mpiadvise {
@@ -20,6 +21,27 @@ struct Sweep {
     int64_t now = 0, most = 0;
     for (const auto& [t, d] : v) most = std::max(most, now += d);
     return static_cast<uint64_t>(most);
+  }
+  // The most at once in each of `steps` steps of `step` ns from `start`, and when the most was first
+  // reached.
+  void by_step(double start, double step, size_t steps, std::vector<uint32_t>* most, double* peak_at) {
+    most->assign(steps, 0);
+    std::sort(count.begin(), count.end());
+    int64_t now = 0, peak = 0;
+    auto step_of = [&](double ns) {
+      const double k = step > 0 ? (ns - start) / step : 0;
+      return static_cast<size_t>(std::clamp(k, 0.0, static_cast<double>(steps - 1)));
+    };
+    for (size_t i = 0; i < count.size(); i++) {
+      now += count[i].second;
+      if (i + 1 < count.size() && count[i + 1].first == count[i].first) continue;  // the instant's last change
+      if (now > peak) peak = now, *peak_at = static_cast<double>(count[i].first) - start;
+      if (now <= 0) continue;
+      const double from = static_cast<double>(count[i].first);
+      const double until = i + 1 < count.size() ? std::max(from, static_cast<double>(count[i + 1].first) - 1) : from;
+      for (size_t k = step_of(from); k <= step_of(until); k++)
+        (*most)[k] = std::max((*most)[k], static_cast<uint32_t>(now));
+    }
   }
   double integral() {
     std::sort(count.begin(), count.end());
@@ -65,14 +87,25 @@ ReceiveSide receive_side(const Trace& t, const LogGPS& model) {
       outstanding[m.src].add(send.t_enter, done, 0);
     }
   }
+  double first = std::numeric_limits<double>::max(), last = 0;
+  for (size_t r = 0; r < n; r++) {
+    const ReplayWindow w = replay_window(t.ranks[r]);
+    if (w.end <= w.first) continue;
+    first = std::min(first, static_cast<double>(w.start_ns));
+    last = std::max(last, static_cast<double>(w.stop_ns));
+  }
+  if (last < first) first = last = 0;
+  out.start_ns = first;
+  out.step_ns = std::max(0.0, last - first) / static_cast<double>(ReceiveSide::kQueueSteps);
   for (size_t r = 0; r < n; r++) {
     auto& rr = out.ranks[r];
+    unexpected[r].by_step(out.start_ns, out.step_ns, ReceiveSide::kQueueSteps, &rr.unexpected_by_step, &rr.unexpected_peak_ns);
     rr.unexpected_max = Sweep::peak(unexpected[r].count);
     rr.unexpected_max_bytes = Sweep::peak(unexpected[r].weight);
     rr.outstanding_sends_max = Sweep::peak(outstanding[r].count);
-    const auto& ops = t.ranks[r].ops;
-    if (!ops.empty() && ops.back().t_exit > ops.front().t_enter)
-      rr.unexpected_mean = unexpected[r].integral() / static_cast<double>(ops.back().t_exit - ops.front().t_enter);
+    const ReplayWindow w = replay_window(t.ranks[r]);
+    if (w.end > w.first && w.stop_ns > w.start_ns)
+      rr.unexpected_mean = unexpected[r].integral() / static_cast<double>(w.stop_ns - w.start_ns);
   }
   return out;
 }

@@ -23,10 +23,16 @@ struct ReceiveSide {
     uint64_t receives = 0;            // matched messages this rank received
     uint64_t posted_early = 0;        // of which the receive was posted before the message arrived
     uint64_t unexpected_max = 0;      // most messages arrived and not yet received, at any instant
-    double unexpected_mean = 0;       // their mean over the rank's time between its first and last event
+    double unexpected_mean = 0;       // their mean over the rank's run (MPI_Init's exit to MPI_Finalize's entry)
     uint64_t unexpected_max_bytes = 0;  // most eager bytes waiting so (what the library buffered)
     uint64_t outstanding_sends_max = 0;  // most non-blocking sends posted and not yet completed
+    // the queue over time: the most unexpected messages at any instant of each of the run's
+    // kQueueSteps equal steps, and when the most of all was first reached (ns from the run's start)
+    std::vector<uint32_t> unexpected_by_step;
+    double unexpected_peak_ns = 0;
   };
+  static constexpr size_t kQueueSteps = 40;
+  double start_ns = 0, step_ns = 0;  // the run's start (rank 0's clock) and the length of a step
   std::vector<Rank> ranks;
   uint64_t receives = 0, posted_early = 0;
   double posted_early_share() const { return receives ? static_cast<double>(posted_early) / static_cast<double>(receives) : 0; }

@@ -13,17 +13,6 @@
 
 namespace mpiadvise {
 
-ReplayWindow replay_window(const RankTrace& r) {
-  ReplayWindow w;
-  w.end = static_cast<uint32_t>(r.ops.size());
-  if (r.ops.empty()) return w;
-  if (r.ops.front().call == MPA_CALL_Init || r.ops.front().call == MPA_CALL_Init_thread) w.first = 1;
-  if (w.end > w.first && r.ops[w.end - 1].call == MPA_CALL_Finalize) w.end--;
-  w.start_ns = w.first ? r.ops[0].t_exit : r.ops[0].t_enter;
-  w.stop_ns = w.end < r.ops.size() ? r.ops[w.end].t_enter : r.ops.back().t_exit;
-  return w;
-}
-
 Breakdown& Breakdown::operator+=(const Breakdown& b) {
   computation += b.computation;
   send_overhead += b.send_overhead;
@@ -132,9 +121,11 @@ class Simulation {
     double measured_end = 0;
     for (size_t r = 0; r < ranks_.size(); r++) {
       RankState& s = ranks_[r];
+      mark(static_cast<int>(r), s.w.end, false);  // phases opening at the window's end, about its tail
       const double tail = tail_gap(t_.ranks[r], s.w) * computation_factor(static_cast<int>(r), s.w.end);
       s.now += tail;
       s.b.computation += tail;
+      mark(static_cast<int>(r), s.w.end, true);
       if (s.deferred_send_done != kUnknown && s.deferred_send_done > s.now) {  // completed by MPI_Finalize
         s.b.send_wait += s.deferred_send_done - s.now;
         s.now = s.deferred_send_done;
@@ -853,6 +844,17 @@ class Simulation {
     }
   }
 
+  // The rank's simulated time for each phase opening at an op up to `op` not recorded yet, where the
+  // rank is about to compute before `op` (entry: false) or about to enter it (true).
+  void mark(int r, uint32_t op, bool entry) {
+    const PhaseMarks* m = o_.marks.get();
+    if (!m || static_cast<size_t>(r) >= m->opens.size()) return;
+    if (entry != (static_cast<size_t>(r) < m->at_entry.size() && m->at_entry[r])) return;
+    const auto& opens = m->opens[r];
+    auto& got = marks_[r];
+    while (got.size() < opens.size() && opens[got.size()] <= op) got.push_back(ranks_[r].now);
+  }
+
   // Advances rank r by one op; false when it is done or must wait.
   bool step(int r) {
     RankState& s = ranks_[r];
@@ -862,11 +864,13 @@ class Simulation {
     const auto& ops = t_.ranks[r].ops;
     const Op& op = ops[s.i];
     if (!s.gap_done) {
+      mark(r, s.i, false);
       double prev_exit = s.i > s.w.first ? static_cast<double>(ops[s.i - 1].t_exit) : static_cast<double>(s.w.start_ns);
       double gap = static_cast<double>(op.t_enter) - prev_exit;
       gap = std::max(gap, 0.0) * computation_factor(r, s.i);
       s.now += gap;
       s.b.computation += gap;
+      mark(r, s.i, true);
       s.gap_done = true;
       // Open MPI (ob1 over TCP or shared memory) has no asynchronous progress: a receive posted early
       // takes part in the handshake of a rendezvous only once the rank calls MPI again, here
@@ -882,7 +886,6 @@ class Simulation {
         s.deferred_send_done = kUnknown;
       }
       s.op_start = s.now;
-      if (op.call == MPA_CALL_Pcontrol) marks_[r].push_back(s.now);
       wake_rank(r);  // in MPI from now: a sender waiting for room in its buffer may go on
     }
     Breakdown parts;

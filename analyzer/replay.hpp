@@ -4,22 +4,16 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "loggps.hpp"
+#include "phases.hpp"
 #include "trace.hpp"
 
 namespace mpiadvise {
-
-// The ops a replay runs, [first, end): after MPI_Init, before MPI_Finalize; and when they start and stop
-// as measured (MPI_Init's exit, MPI_Finalize's entry).
-struct ReplayWindow {
-  uint32_t first = 0, end = 0;
-  uint64_t start_ns = 0, stop_ns = 0;
-};
-ReplayWindow replay_window(const RankTrace& rank);
 
 
 enum class ReplayMode { Simulate, Paper };
@@ -47,6 +41,9 @@ struct ReplayOptions {
   // The MPI library the run used ("Open MPI", "MPICH", as RunFacts names it): its algorithms replay the
   // collectives (analyzer/collectives.hpp). Empty: the parameter set's library.
   std::string mpi_library;
+  // The phases of the run (analyzer/phases.hpp): the replay records the simulated time at which each
+  // opens on each rank (ReplayResult::marks). Null: none.
+  std::shared_ptr<const PhaseMarks> marks;
 };
 
 // Time split by cause, ns. The parts add up to the total.
@@ -103,7 +100,7 @@ struct ReplayResult {
     int released = -1;
   };
   std::vector<Stall> stalls;
-  // Simulation mode: by rank, the simulated time at each MPI_Pcontrol call (the phases it marks)
+  // Simulation mode: by rank, the simulated time at which each phase of ReplayOptions::marks opened
   std::vector<std::vector<double>> marks;
   double error() const { return measured_ns > 0 ? (predicted_ns - measured_ns) / measured_ns : 0; }
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <set>
 #include <stdexcept>
 
@@ -10,6 +11,7 @@
 #include "advice.hpp"
 #include "buffering.hpp"
 #include "causes.hpp"
+#include "phases.hpp"
 #include "halo.hpp"
 #include "hang.hpp"
 #include "efficiency.hpp"
@@ -17,6 +19,7 @@
 #include "gate.hpp"
 #include "model_fit.hpp"
 #include "replay.hpp"
+#include "text_escape.hpp"
 
 #ifndef MPIADVISE_VERSION
 #define MPIADVISE_VERSION "0.1.0"
@@ -126,6 +129,7 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
   ReplayOptions base;
   base.params = a.chosen.params;
   base.mpi_library = a.facts.library;
+  base.marks = std::make_shared<const PhaseMarks>(phase_marks(t));
   ReplayResult baseline = replay(t, base);
 
   // ---- summary
@@ -220,35 +224,61 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
 
   // ---- efficiency factors (the POP methodology), from one more replay on an ideal network
   {
-    const Efficiency e = efficiency(t, base, baseline);
-    j["efficiency"] = {{"parallel", e.parallel},
-                       {"load_balance", e.load_balance},
-                       {"communication", e.communication},
-                       {"serialisation", e.serialisation},
-                       {"transfer", e.transfer},
-                       {"run_ns", e.run_ns},
-                       {"model_ns", e.model_ns},
-                       {"ideal_ns", e.ideal_ns},
-                       {"mean_computation_ns", e.mean_computation_ns},
-                       {"max_computation_ns", e.max_computation_ns},
-                       {"slowest_rank", e.slowest_rank}};
-    json phases = json::array();
-    for (const auto& ph : e.phases) {
-      json where = nullptr;
+    const Efficiency e = efficiency(t, base, baseline, *base.marks);
+    auto factors_json = [](const EfficiencyFactors& f) {
+      return json{{"parallel", f.parallel},
+                  {"load_balance", f.load_balance},
+                  {"communication", f.communication},
+                  {"serialisation", f.serialisation},
+                  {"transfer", f.transfer},
+                  {"run_ns", f.run_ns},
+                  {"model_ns", f.model_ns},
+                  {"ideal_ns", f.ideal_ns},
+                  {"mean_computation_ns", f.mean_computation_ns},
+                  {"max_computation_ns", f.max_computation_ns}};
+    };
+    j["efficiency"] = factors_json(e);
+    j["efficiency"]["slowest_rank"] = e.slowest_rank;
+    auto phase_json = [&](const Efficiency::Phase& ph) {
+      json x = factors_json(ph);
+      x["opened_at"] = nullptr;
       if (ph.opened_by_rank0_op >= 0)
-        where = location_json(a.locate(0, t.op(0, static_cast<uint32_t>(ph.opened_by_rank0_op)).callsite));
-      phases.push_back({{"opened_at", where},
-                        {"parallel", ph.parallel},
-                        {"load_balance", ph.load_balance},
-                        {"communication", ph.communication},
-                        {"serialisation", ph.serialisation},
-                        {"transfer", ph.transfer},
-                        {"run_ns", ph.run_ns},
-                        {"model_ns", ph.model_ns},
-                        {"ideal_ns", ph.ideal_ns}});
-    }
+        x["opened_at"] = location_json(a.locate(0, t.op(0, static_cast<uint32_t>(ph.opened_by_rank0_op)).callsite));
+      return x;
+    };
+    json phases = json::array();
+    if (e.phases_from == PhaseMarks::Source::Pcontrol)
+      for (const auto& ph : e.phases) phases.push_back(phase_json(ph));
     j["efficiency"]["phases"] = phases;
     j["efficiency"]["phases_note"] = e.phases_note;
+    j["efficiency"]["iterations"] = nullptr;
+    if (e.phases_from == PhaseMarks::Source::Iterations && e.phases.size() == e.iterations + 2) {
+      const std::vector<Efficiency::Phase> loop(e.phases.begin() + 1, e.phases.end() - 1);
+      auto median = [&](auto field) {
+        std::vector<double> v;
+        for (const auto& ph : loop) v.push_back(ph.*field);
+        std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+        return v[v.size() / 2];
+      };
+      const auto slowest = std::max_element(loop.begin(), loop.end(), [](const auto& x, const auto& y) { return x.run_ns < y.run_ns; });
+      json each = json::array();
+      if (loop.size() <= kIterationsListed)
+        for (const auto& ph : loop)
+          each.push_back({{"run_ns", ph.run_ns}, {"model_ns", ph.model_ns}, {"parallel", ph.parallel}, {"load_balance", ph.load_balance}});
+      json it = {{"count", loop.size()},
+                 {"opened_at", phase_json(loop.front())["opened_at"]},
+                 {"before", phase_json(e.phases.front())},
+                 {"after", phase_json(e.phases.back())},
+                 {"run_ns_median", median(&Efficiency::Phase::run_ns)},
+                 {"model_ns_median", median(&Efficiency::Phase::model_ns)},
+                 {"parallel_median", median(&Efficiency::Phase::parallel)},
+                 {"load_balance_median", median(&Efficiency::Phase::load_balance)},
+                 {"communication_median", median(&Efficiency::Phase::communication)},
+                 {"slowest", phase_json(*slowest)},
+                 {"each", each}};
+      it["slowest"]["iteration"] = slowest - loop.begin() + 1;
+      j["efficiency"]["iterations"] = it;
+    }
   }
 
   // ---- a run that did not finish: where each rank was, and who waits for whom
@@ -356,10 +386,13 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
                           {"unexpected_max", r.unexpected_max},
                           {"unexpected_mean", r.unexpected_mean},
                           {"unexpected_max_bytes", r.unexpected_max_bytes},
-                          {"outstanding_sends_max", r.outstanding_sends_max}});
+                          {"outstanding_sends_max", r.outstanding_sends_max},
+                          {"unexpected_by_step", r.unexpected_by_step},
+                          {"unexpected_peak_ns", r.unexpected_peak_ns}});
     j["receive_side"] = {{"receives", rs.receives},
                          {"posted_early", rs.posted_early},
                          {"posted_early_share", rs.posted_early_share()},
+                         {"step_ns", rs.step_ns},
                          {"ranks", per_rank}};
   }
 
@@ -477,7 +510,31 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
       json sends = json::array(), recvs = json::array();
       for (const auto& [key, at] : h.send_sites) sends.push_back(location_json(a.locate(at.first, at.second)));
       for (const auto& [key, at] : h.recv_sites) recvs.push_back(location_json(a.locate(at.first, at.second)));
+      // the whole exchange changed at once, with the whatif command that replays the same (where every
+      // site has a line to name it by)
+      json whatifs = json::array();
+      for (const HaloWhatIf& w : halo_whatifs(t, h, base)) {
+        std::string command = "mpiadvise whatif";
+        auto add = [&](const json& sites, const char* option) {
+          for (const auto& s : sites) {
+            if (!s.contains("file")) return false;
+            command += fmt::format(" {} {}", option, shell_word(fmt::format("{}:{}", s["file"].get<std::string>(), s["line"].get<int>())));
+          }
+          return true;
+        };
+        bool named = true;
+        if (w.nonblocking) named &= add(sends, "--nonblocking");
+        if (w.prepost) named &= add(recvs, "--prepost");
+        if (w.split) named &= add(sends, "--split");
+        const double saving = baseline.predicted_ns - w.predicted_ns;
+        whatifs.push_back({{"change", halo_change_name(w.change)},
+                           {"predicted_ns", w.predicted_ns},
+                           {"saving_ns", saving},
+                           {"saving", baseline.predicted_ns > 0 ? saving / baseline.predicted_ns : 0.0},
+                           {"command", named ? json(command + " " + shell_word(a.dir)) : json(nullptr)}});
+      }
       list.push_back({{"ranks", h.ranks},
+                      {"whatif", whatifs},
                       {"neighbours_min", h.neighbours_min},
                       {"neighbours_max", h.neighbours_max},
                       {"bytes_max", h.bytes_max},

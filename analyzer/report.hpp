@@ -13,6 +13,8 @@
 namespace mpiadvise {
 
 inline constexpr const char* kReportSchema = "mpiadvise-report/1";
+// The main loop's iterations are listed one by one in the JSON up to this many (summarised always).
+inline constexpr size_t kIterationsListed = 1000;
 
 struct ReportOptions {
   size_t top = 10;        // hot spots listed, and candidate sites replayed per kind of advice

@@ -177,4 +177,15 @@ std::string markdown_code(std::string_view s, bool in_table) {
   return fence + (pad ? " " : "") + text + (pad ? " " : "") + fence;
 }
 
+std::string shell_word(std::string_view s) {
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view("_./:=+-@%,").find(c) != std::string_view::npos;
+  });
+  if (plain) return std::string(s);
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace mpiadvise

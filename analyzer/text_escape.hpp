@@ -35,6 +35,11 @@ void decode_json_strings(nlohmann::json& j);
 // keep_newlines: '\n' passes through (for a whole rendered document).
 std::string terminal_text(std::string_view s, bool keep_newlines = false);
 
+// ---- shell -------------------------------------------------------------------------------------------
+// One word for a POSIX shell: as it is when it holds only letters, digits and _ . / : = + - @ % ,;
+// else in single quotes, each ' written '\''.
+std::string shell_word(std::string_view s);
+
 // ---- Markdown ----------------------------------------------------------------------------------------
 // Running text: terminal_text, with a backslash before each of `specials` (in a table cell also '|').
 std::string markdown_text(std::string_view s, const char* specials = "|*_`[]<>\\");

@@ -427,4 +427,15 @@ SiteKey Trace::site(int rank, uint32_t callsite) const {
   return unknown;
 }
 
+ReplayWindow replay_window(const RankTrace& r) {
+  ReplayWindow w;
+  w.end = static_cast<uint32_t>(r.ops.size());
+  if (r.ops.empty()) return w;
+  if (r.ops.front().call == MPA_CALL_Init || r.ops.front().call == MPA_CALL_Init_thread) w.first = 1;
+  if (w.end > w.first && r.ops[w.end - 1].call == MPA_CALL_Finalize) w.end--;
+  w.start_ns = w.first ? r.ops[0].t_exit : r.ops[0].t_enter;
+  w.stop_ns = w.end < r.ops.size() ? r.ops[w.end].t_enter : r.ops.back().t_exit;
+  return w;
+}
+
 }  // namespace mpiadvise

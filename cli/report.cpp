@@ -175,11 +175,11 @@ std::vector<std::string> hang_lines(const json& h) {
                          dur(x["for_ns"]), x["call"].get<std::string>(), x["where"]["text"].get<std::string>());
     std::string whom;
     for (const auto& p : x["waits_for"]) whom += (whom.empty() ? "" : ", ") + std::to_string(p.get<int>());
+    const char* waiting = x["any_source"].get<bool>()   ? ", waiting for any of ranks "
+                          : x["waits_for"].size() > 1 ? ", waiting for ranks "
+                                                      : ", waiting for rank ";
     return fmt::format("rank {}: in {} at {} for {}{}", x["rank"].get<int>(), x["call"].get<std::string>(),
-                       x["where"]["text"].get<std::string>(), dur(x["for_ns"]),
-                       whom.empty() ? std::string()
-                                    : (x["any_source"].get<bool>() ? ", waiting for any of ranks " : ", waiting for rank") +
-                                          std::string(x["waits_for"].size() > 1 && !x["any_source"].get<bool>() ? "s " : " ") + whom);
+                       x["where"]["text"].get<std::string>(), dur(x["for_ns"]), whom.empty() ? std::string() : waiting + whom);
   };
   for (const auto& c : h["deadlocks"]) {
     std::string ring;
@@ -193,20 +193,65 @@ std::vector<std::string> hang_lines(const json& h) {
   return out;
 }
 
-// The factors of each phase MPI_Pcontrol marks, a line each
+// The unexpected queue over the run of the ranks where it grew deepest (at most `top`), a bar of
+// eighths for each step, on one scale
+std::vector<std::string> queue_lines(const json& rs, size_t top) {
+  std::vector<const json*> deep;
+  for (const auto& r : rs["ranks"])
+    if (r.contains("unexpected_by_step") && r["unexpected_max"].get<uint64_t>() > 0) deep.push_back(&r);
+  std::stable_sort(deep.begin(), deep.end(), [](const json* a, const json* b) {
+    return (*a)["unexpected_max"].get<uint64_t>() > (*b)["unexpected_max"].get<uint64_t>();
+  });
+  if (deep.size() > top) deep.resize(top);
+  std::vector<std::string> out;
+  if (deep.empty()) return out;
+  const uint64_t scale = (*deep.front())["unexpected_max"].get<uint64_t>();
+  static const char* const kEighths[] = {" ", "\u2581", "\u2582", "\u2583", "\u2584", "\u2585", "\u2586", "\u2587", "\u2588"};
+  out.push_back(fmt::format("unexpected messages over the run, {} steps of {} (a full bar: {})",
+                            (*deep.front())["unexpected_by_step"].size(), dur(rs["step_ns"]), scale));
+  for (const json* r : deep) {
+    std::string bar;
+    for (const auto& d : (*r)["unexpected_by_step"]) {
+      const uint64_t n = d.get<uint64_t>();
+      bar += kEighths[n == 0 ? 0 : std::max<uint64_t>(1, (n * 8 + scale - 1) / scale)];
+    }
+    out.push_back(fmt::format("rank {:>4} |{}| most {} at {}", (*r)["rank"].get<int>(), bar,
+                              (*r)["unexpected_max"].get<uint64_t>(), dur((*r)["unexpected_peak_ns"])));
+  }
+  return out;
+}
+
+// A phase's factors and time
+std::string factors_text(const json& ph) {
+  return fmt::format("parallel {} = load balance {} x communication {} (serialisation {} x transfer {}); {}",
+                     pct(ph["parallel"].get<double>()), pct(ph["load_balance"].get<double>()),
+                     pct(ph["communication"].get<double>()), pct(ph["serialisation"].get<double>()),
+                     pct(ph["transfer"].get<double>()), dur(ph["run_ns"]));
+}
+
+// The factors of each phase MPI_Pcontrol marks, a line each, or those of the main loop's iterations
 std::vector<std::string> phase_lines(const json& e) {
   std::vector<std::string> out;
   if (!e.contains("phases")) return out;
   size_t k = 0;
   for (const auto& ph : e["phases"])
-    out.push_back(fmt::format("phase {} ({}): parallel {} = load balance {} x communication {} (serialisation {} x "
-                              "transfer {}); {}",
-                              k++, ph["opened_at"].is_null() ? std::string("from the start")
-                                                             : "from MPI_Pcontrol at " + ph["opened_at"]["text"].get<std::string>(),
-                              pct(ph["parallel"].get<double>()), pct(ph["load_balance"].get<double>()),
-                              pct(ph["communication"].get<double>()), pct(ph["serialisation"].get<double>()),
-                              pct(ph["transfer"].get<double>()), dur(ph["run_ns"])));
+    out.push_back(fmt::format("phase {} ({}): {}", k++,
+                              ph["opened_at"].is_null() ? std::string("from the start")
+                                                        : "from MPI_Pcontrol at " + ph["opened_at"]["text"].get<std::string>(),
+                              factors_text(ph)));
   if (!e["phases_note"].get<std::string>().empty()) out.push_back(e["phases_note"].get<std::string>());
+  if (e.contains("iterations") && !e["iterations"].is_null()) {
+    const json& it = e["iterations"];
+    out.push_back(fmt::format("main loop: {} iterations, each opening at {}: median {} measured, {} predicted; "
+                              "parallel {} (load balance {}, communication {}) at the median",
+                              it["count"].get<size_t>(),
+                              it["opened_at"].is_null() ? std::string("?") : it["opened_at"]["text"].get<std::string>(),
+                              dur(it["run_ns_median"]), dur(it["model_ns_median"]), pct(it["parallel_median"].get<double>()),
+                              pct(it["load_balance_median"].get<double>()), pct(it["communication_median"].get<double>())));
+    out.push_back(fmt::format("slowest iteration {}: {}", it["slowest"]["iteration"].get<size_t>(), factors_text(it["slowest"])));
+    out.push_back("before the loop: " + factors_text(it["before"]));
+    out.push_back("after the loop: " + factors_text(it["after"]));
+  }
   return out;
 }
 
@@ -263,6 +308,14 @@ std::vector<std::pair<std::string, std::vector<std::string>>> cause_sections(con
       };
       lines.push_back(fmt::format("{}; sends at {}; receives at {}", h["text"].get<std::string>(), sites(h["send_sites"]),
                                   sites(h["recv_sites"])));
+      static const std::map<std::string, std::string> kChange = {
+          {"overlap", "its sends and receives made non-blocking and completed together"},
+          {"split", "its messages above S split into chunks of at most S"},
+          {"overlap_and_split", "both"}};
+      for (const auto& w : h.value("whatif", json::array()))
+        lines.push_back(fmt::format("  the whole exchange, {}: {} ({}){}", kChange.at(w["change"].get<std::string>()),
+                                    dur(w["predicted_ns"]), signed_pct(-w["saving"].get<double>()),
+                                    w["command"].is_null() ? std::string() : "; " + w["command"].get<std::string>()));
     }
     out.emplace_back("Halo exchanges (repeated bursts in which each rank sends to and receives from the same neighbours)", lines);
   }
@@ -356,6 +409,7 @@ std::string render_text(const json& j, size_t top) {
                        r["unexpected_max"].get<uint64_t>(), r["unexpected_mean"].get<double>(),
                        bytes_text(r["unexpected_max_bytes"].get<uint64_t>()), r["outstanding_sends_max"].get<uint64_t>());
     }
+    for (const auto& line : queue_lines(rs, top)) o << "  " << line << "\n";
   }
   if (j.contains("buffering") && !j["buffering"]["deadlocks"].empty()) {
     o << "\nCorrectness: sends that completed only because MPI buffered them (a replay with every send synchronous)\n";

@@ -2,7 +2,9 @@
 // escaped for a terminal and for Markdown.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <random>
+#include <string>
 
 #include "text_escape.hpp"
 
@@ -68,4 +70,25 @@ TEST_CASE("Markdown: specials escaped in text, code spans that hold any backtick
   CHECK(markdown_code("a`b") == "``a`b``");
   CHECK(markdown_code("`x`") == "`` `x` ``");
   CHECK(markdown_code("op|or", true) == "`op\\|or`");
+}
+
+TEST_CASE("a shell word: plain paths as they are, anything else single-quoted", "[strings]") {
+  CHECK(shell_word("examples/halo.c:25") == "examples/halo.c:25");
+  CHECK(shell_word("/tmp/job-1,2@x") == "/tmp/job-1,2@x");
+  CHECK(shell_word("my job") == "'my job'");
+  CHECK(shell_word("it's") == "'it'\\''s'");
+  CHECK(shell_word("$(rm -rf ~)") == "'$(rm -rf ~)'");
+  CHECK(shell_word("") == "''");
+  // what a POSIX shell makes of the quoted word is the word
+  for (const std::string s : {"my job", "it's", "a\"b", "$HOME `x` \\n", "new\nline"}) {
+    const std::string quoted = shell_word(s);
+    std::string out;
+    FILE* p = popen(("printf %s " + quoted).c_str(), "r");
+    REQUIRE(p != nullptr);
+    char buf[256];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    pclose(p);
+    CHECK(out == s);
+  }
 }

@@ -4,8 +4,9 @@
  * line but the last's. Rank P-2 waits for the last rank's computation (directly), rank P-3 waits for
  * rank P-2, which was late only because it waited (indirectly): every wait is caused by the last rank's
  * computation, which is the whole critical path. With "phases" the program marks two phases with
- * MPI_Pcontrol: the second with every rank computing SHORT ms (balanced).
- *   chain [iterations] [long ms] [short ms] [phases]      (defaults 10 40 10) */
+ * MPI_Pcontrol: the second with every rank computing SHORT ms (balanced). With "slow:K" iteration K
+ * (from 1) of the only phase is slow: the last rank computes 3 x LONG ms in it.
+ *   chain [iterations] [long ms] [short ms] [phases | slow:K]      (defaults 10 40 10) */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +34,9 @@ int main(int argc, char **argv)
   double long_ms = argc > 2 ? atof(argv[2]) : 40;
   double short_ms = argc > 3 ? atof(argv[3]) : 10;
   int phases = argc > 4 && strcmp(argv[4], "phases") == 0;
+  int slow = argc > 4 && strncmp(argv[4], "slow:", 5) == 0 ? atoi(argv[4] + 5) : 0;
   if (phases) MPI_Pcontrol(1); /* the chained phase */
-  for (int i = 0; i < iterations; i++) iteration(rank, size, long_ms, short_ms, 0);
+  for (int i = 0; i < iterations; i++) iteration(rank, size, i + 1 == slow ? 3 * long_ms : long_ms, short_ms, 0);
   if (phases) {
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Pcontrol(2); /* the balanced phase */
