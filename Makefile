@@ -79,7 +79,7 @@ CLI_OBJ := $(patsubst cli/%.cpp,$(BUILD)/obj/cli/%.o,$(CLI_SRC))
 CLI_BIN := $(BUILD)/bin/mpiadvise
 
 CXX_INC  := -Ianalyzer -Ilibtrace -I$(BUILD)/gen
-CXX_LIBS := -lzstd -lfmt -ldw -lelf -ltomlplusplus
+CXX_LIBS := -lzstd -lfmt -ldw -lelf -ltomlplusplus -lotf2
 
 all: $(TRACE_LIBS) $(CLI_BIN) $(CALIBRATE_BENCHES) examples default-links
 

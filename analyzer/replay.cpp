@@ -93,6 +93,11 @@ class Simulation {
       s.now = s.w.end > s.w.first ? static_cast<double>(s.w.start_ns - t0) : 0;
       ready_.push_back(static_cast<int>(r));
     }
+    res.origin_ns = t0 == std::numeric_limits<uint64_t>::max() ? 0 : t0;
+    if (o_.record_spans) {
+      spans_.resize(t_.ranks.size());
+      for (size_t r = 0; r < t_.ranks.size(); r++) spans_[r].resize(t_.ranks[r].ops.size());
+    }
     for (;;) {
       while (!ready_.empty()) {
         int r = ready_.front();
@@ -155,6 +160,7 @@ class Simulation {
     res.collective_algorithms = coll_algorithms_;
     res.collective_approximations = coll_approximations_;
     res.marks = std::move(marks_);
+    res.spans = std::move(spans_);
     return res;
   }
 
@@ -214,6 +220,7 @@ class Simulation {
   int running_ = -1;  // the rank being stepped
   std::vector<RankState> ranks_;
   std::vector<std::vector<double>> marks_;
+  std::vector<std::vector<ReplayResult::Span>> spans_;  // with ReplayOptions::record_spans
   std::deque<int> ready_;
   std::map<std::pair<int, uint32_t>, SiteReplay> sites_;
   uint64_t rendezvous_messages_ = 0, rendezvous_bytes_ = 0, split_messages_ = 0, unresolved_ = 0;
@@ -1053,6 +1060,7 @@ class Simulation {
     SiteReplay& sr = site(r, op, true);
     sr.predicted += parts;
     s.now = std::max(end, s.now);
+    if (!spans_.empty()) spans_[r][s.i] = {s.op_start, s.now};
     if (!channels_.empty()) {
       s.in_mpi.emplace_back(s.op_start, s.now);
       if ((s.in_mpi.size() - s.first_span) % 4096 == 0) forget_spans(r);

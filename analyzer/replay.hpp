@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -44,6 +45,9 @@ struct ReplayOptions {
   // The phases of the run (analyzer/phases.hpp): the replay records the simulated time at which each
   // opens on each rank (ReplayResult::marks). Null: none.
   std::shared_ptr<const PhaseMarks> marks;
+  // Simulation mode: record when each op was entered and left in the simulation (ReplayResult::spans),
+  // for a predicted timeline (mpiadvise export --predicted).
+  bool record_spans = false;
 };
 
 // Time split by cause, ns. The parts add up to the total.
@@ -102,6 +106,13 @@ struct ReplayResult {
   std::vector<Stall> stalls;
   // Simulation mode: by rank, the simulated time at which each phase of ReplayOptions::marks opened
   std::vector<std::vector<double>> marks;
+  // With ReplayOptions::record_spans: by rank and op (Trace::ranks[r].ops), the simulated entry and exit,
+  // ns after origin_ns; NaN for the ops outside the replay window (MPI_Init, MPI_Finalize and after).
+  struct Span {
+    double enter = std::numeric_limits<double>::quiet_NaN(), exit = std::numeric_limits<double>::quiet_NaN();
+  };
+  std::vector<std::vector<Span>> spans;
+  uint64_t origin_ns = 0;  // the simulation's time 0 on the measured clock: the earliest window's start
   double error() const { return measured_ns > 0 ? (predicted_ns - measured_ns) / measured_ns : 0; }
 };
 

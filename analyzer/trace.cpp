@@ -94,7 +94,7 @@ struct Builder {
     auto it = log.comms().find(local);
     if (it == log.comms().end()) return kNone;
     auto [pos, fresh] = comm_index.try_emplace(it->second.gid, static_cast<uint32_t>(t.comms.size()));
-    if (fresh) t.comms.push_back(TraceComm{it->second.gid, it->second.members});
+    if (fresh) t.comms.push_back(TraceComm{it->second.gid, it->second.members, it->second.inter ? it->second.remote : std::vector<int32_t>{}});
     return pos->second;
   }
 

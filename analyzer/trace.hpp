@@ -96,6 +96,9 @@ struct CollectiveInstance {
 struct TraceComm {
   uint64_t gid = 0;
   std::vector<int32_t> members;       // world ranks
+  // an intercommunicator's other group, world ranks (members: the group of the first rank seen using
+  // it); empty for an intracommunicator
+  std::vector<int32_t> remote;
 };
 
 struct RankTrace {

@@ -20,6 +20,7 @@ std::function<int()> add_whatif(CLI::App& app);
 std::function<int()> add_calibrate(CLI::App& app);
 std::function<int()> add_report(CLI::App& app);
 std::function<int()> add_gate(CLI::App& app);
+std::function<int()> add_export(CLI::App& app);
 
 // --debug-dir DIR, on every command that names call sites: where to look first for separate debug files.
 void add_debug_dir_option(CLI::App* sub, std::vector<std::string>& dirs);

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   add(cli::add_calibrate(app));
   add(cli::add_report(app));
   add(cli::add_gate(app));
+  add(cli::add_export(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

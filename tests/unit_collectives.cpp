@@ -314,7 +314,7 @@ TEST_CASE("a v-collective's counts come from each rank's log, and what the log l
   Trace t;
   t.world_size = 3;
   t.ranks.resize(3);
-  t.comms.push_back(TraceComm{1, {0, 1, 2}});
+  t.comms.push_back(TraceComm{1, {0, 1, 2}, {}});
   CollectiveInstance c;
   c.call = MPA_CALL_Gatherv;
   c.comm = 0;
@@ -379,7 +379,7 @@ Trace one_bcast(uint64_t bytes, int late, uint64_t late_ns) {
   t.world_size = 4;
   t.ranks.resize(4);
   t.site_keys.resize(4);
-  t.comms.push_back(TraceComm{1, {0, 1, 2, 3}});
+  t.comms.push_back(TraceComm{1, {0, 1, 2, 3}, {}});
   CollectiveInstance c;
   c.call = MPA_CALL_Bcast;
   c.comm = 0;
@@ -515,7 +515,7 @@ TEST_CASE("a non-blocking collective posts its first round at the I- call and ru
   t.world_size = 4;
   t.ranks.resize(4);
   t.site_keys.resize(4);
-  t.comms.push_back(TraceComm{1, {0, 1, 2, 3}});
+  t.comms.push_back(TraceComm{1, {0, 1, 2, 3}, {}});
   CollectiveInstance c;
   c.call = MPA_CALL_Ibarrier;
   c.comm = 0;

@@ -36,7 +36,7 @@ Trace isend_run(const std::vector<std::pair<int, uint64_t>>& slow_posts) {
   t.world_size = 2;
   t.ranks.resize(2);
   t.site_keys.resize(2);
-  t.comms.push_back(TraceComm{0, {0, 1}});
+  t.comms.push_back(TraceComm{0, {0, 1}, {}});
   for (int r = 0; r < 2; r++) {
     t.ranks[r].rank = r;
     for (uint32_t s = 1; s <= 3; s++) t.site_keys[r][s] = SiteKey{"app", s, ""};
