@@ -75,7 +75,10 @@ ANALYZER_OBJ := $(patsubst analyzer/%.cpp,$(BUILD)/obj/analyzer/%.o,$(ANALYZER_S
 ANALYZER_LIB := $(BUILD)/lib/libmpiadvise-analyzer.a
 
 CLI_SRC := $(wildcard cli/*.cpp)
-CLI_OBJ := $(patsubst cli/%.cpp,$(BUILD)/obj/cli/%.o,$(CLI_SRC))
+CLI_OBJ := $(patsubst cli/%.cpp,$(BUILD)/obj/cli/%.o,$(CLI_SRC)) $(BUILD)/obj/cli/html_assets.o
+# what report --format html inlines into its page: Chart.js as Debian packages it (libjs-chart.js), the
+# page's script and style; each a NUL-terminated string in the command (mpa_chartjs, mpa_report_js, ...)
+CHARTJS ?= /usr/share/javascript/chart.js/chart.min.js
 CLI_BIN := $(BUILD)/bin/mpiadvise
 
 CXX_INC  := -Ianalyzer -Ilibtrace -I$(BUILD)/gen
@@ -137,6 +140,15 @@ $(ANALYZER_LIB): $(ANALYZER_OBJ)
 $(BUILD)/obj/cli/%.o: cli/%.cpp $(wildcard cli/*.hpp) $(wildcard analyzer/*.hpp) $(BUILD)/gen/call_ids.h
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 $(CXXFLAGS) $(SAN_FLAGS) $(WARN_CXX) $(CXX_INC) -Icli -DMPIADVISE_PREFIX='"$(PREFIX)"' -c $< -o $@
+
+$(BUILD)/obj/cli/html_assets.o: $(wildcard $(CHARTJS)) cli/html/report.js cli/html/report.css
+	@mkdir -p $(dir $@) $(BUILD)/gen
+	@test -r $(CHARTJS) || { echo "mpiadvise: $(CHARTJS) is missing: install libjs-chart.js (scripts/deps.sh)"; exit 1; }
+	@{ for a in chartjs:$(CHARTJS) report_js:cli/html/report.js report_css:cli/html/report.css; do \
+	    n=$${a%%:*}; f=$$(realpath $${a#*:}); \
+	    printf '.section .rodata\n.global mpa_%s\n.type mpa_%s,@object\nmpa_%s:\n.incbin "%s"\n.byte 0\n' $$n $$n $$n "$$f"; \
+	  done; printf '.section .note.GNU-stack,"",@progbits\n'; } > $(BUILD)/gen/html_assets.s
+	$(CC) -c $(BUILD)/gen/html_assets.s -o $@
 
 $(CLI_BIN): $(CLI_OBJ) $(ANALYZER_LIB)
 	@mkdir -p $(dir $@)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -16,6 +17,7 @@
 #include "hang.hpp"
 #include "efficiency.hpp"
 #include "receive_side.hpp"
+#include "report_charts.hpp"
 #include "gate.hpp"
 #include "model_fit.hpp"
 #include "replay.hpp"
@@ -609,6 +611,22 @@ nlohmann::json build_report(const Analysis& a, const ReportOptions& options) {
   }
   j["advice"] = advice;
   j["considered"] = considered;
+
+  // ---- the pictures' figures, and the text of the hot spots' lines (report --format html draws them)
+  if (options.charts) {
+    std::optional<uint64_t> advised_S, considered_S;
+    for (const auto& x : advice)
+      if (x["kind"] == "raise_eager_limit" && !advised_S) advised_S = x["S"].get<uint64_t>();
+    for (const auto& x : considered)
+      if (x["kind"] == "raise_eager_limit" && !considered_S) considered_S = x["S"].get<uint64_t>();
+    j["charts"] = report_charts(a, base, advised_S, considered_S);
+    for (auto& h : j["hot_spots"]) {
+      const json& w = h["where"];
+      if (!w.contains("file")) continue;
+      const std::string text = source_line_text(w["file"].get<std::string>(), w["line"].get<int>(), w.value("module", std::string()));
+      if (!text.empty()) h["where"]["source"] = text;
+    }
+  }
 
   // ---- what a reader should know about this job
   json notes = json::array();

@@ -19,6 +19,9 @@ inline constexpr size_t kIterationsListed = 1000;
 struct ReportOptions {
   size_t top = 10;        // hot spots listed, and candidate sites replayed per kind of advice
   bool gate_figures = true;  // the "gate" object: what mpiadvise gate compares (17 more replays)
+  // the "charts" object (report_charts.hpp: an S sweep, messages by size, a timeline window; a replay
+  // per point of the sweep and one more) and each hot spot's source line where the file is readable
+  bool charts = false;
 };
 
 nlohmann::json build_report(const Analysis& a, const ReportOptions& options);

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace mpiadvise::cli {
 
 // Exit status of every command: 0 done, 1 done but the input had problems, 2 usage or input error.
@@ -21,6 +23,9 @@ std::function<int()> add_calibrate(CLI::App& app);
 std::function<int()> add_report(CLI::App& app);
 std::function<int()> add_gate(CLI::App& app);
 std::function<int()> add_export(CLI::App& app);
+
+// The report's JSON as one self-contained HTML page with its charts (report_html.cpp).
+std::string render_html(const nlohmann::json& report);
 
 // --debug-dir DIR, on every command that names call sites: where to look first for separate debug files.
 void add_debug_dir_option(CLI::App* sub, std::vector<std::string>& dirs);

@@ -554,9 +554,11 @@ int run_report(const ReportCommand& c) {
   ReportOptions options;
   options.top = c.top;
   options.gate_figures = c.format == "json";  // only JSON holds them (for mpiadvise gate --baseline report.json)
+  options.charts = c.format == "json" || c.format == "html";  // the pictures' figures: JSON holds what HTML draws
   json j = build_report(a, options);
   // names and paths from the job: JSON in the lossless string form, text and Markdown escaped for a terminal
   std::string text = c.format == "json" ? dump_json(j, 2) + "\n"
+                     : c.format == "html" ? render_html(j)
                      : c.format == "md" ? terminal_text(render_markdown(j, c.top), true)
                                         : terminal_text(render_text(j, c.top), true);
   if (c.output.empty() || c.output == "-") {
@@ -577,8 +579,10 @@ std::function<int()> add_report(CLI::App& app) {
   auto* sub = app.add_subcommand("report", "Findings and advice for a traced run, each with its predicted saving");
   sub->add_option("dir", c->dir, "Job directory of rank-NNNNN.mpa logs")->required();
   sub->add_option("--params", c->params, "Parameter set: a NAME in share/params or a FILE (default: chosen for the log)");
-  sub->add_option("--format", c->format, "text (default), json (schema mpiadvise-report/1) or md (Markdown)")
-      ->check(CLI::IsMember({"text", "json", "md"}));
+  sub->add_option("--format", c->format,
+                  "text (default), json (schema mpiadvise-report/1), md (Markdown) or html (one self-contained page with "
+                  "charts; with -o)")
+      ->check(CLI::IsMember({"text", "json", "md", "html"}));
   sub->add_option("-o,--output", c->output, "Write the report to FILE instead of standard output");
   sub->add_option("--top", c->top, "Hot spots listed, and candidate sites replayed for each kind of advice (default 10)")
       ->check(CLI::Range(1, 1000));

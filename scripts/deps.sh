@@ -6,9 +6,12 @@ set -eu
 # mpich, libmpich-dev: MPICH 4.0 beside Open MPI (mpicc.mpich, mpirun.mpich: calibrate and the MPICH tests)
 # libc6-dbg: libc's detached debug file in Debian's /usr/lib/debug/.build-id layout (tests/unit_symbols.cpp)
 # libotf2-trace-dev, otf2-tools: mpiadvise export --format otf2, and otf2-print to read its archives back
+# libjs-chart.js: Chart.js, inlined into report --format html; chromium, chromium-driver, python3-selenium:
+# the tests open that page in headless Chromium (tests/browser_check.py)
 packages="build-essential pkg-config python3 openmpi-bin libopenmpi-dev gfortran libzstd-dev zstd libunwind-dev
   libpapi-dev papi-tools catch2 libcli11-dev nlohmann-json3-dev libfmt-dev libdw-dev libelf-dev libtomlplusplus-dev
-  libc6-dbg python3-mpi4py clang libclang-rt-14-dev mpich libmpich-dev libotf2-trace-dev otf2-tools"
+  libc6-dbg python3-mpi4py clang libclang-rt-14-dev mpich libmpich-dev libotf2-trace-dev otf2-tools
+  libjs-chart.js chromium chromium-driver python3-selenium"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -72,6 +72,15 @@ std::string site_line(const std::string& needle) {
   return "?";
 }
 
+// The "regression:" lines of the gate's output, what tripped it
+std::string regression_lines(const std::string& out) {
+  std::istringstream in(out);
+  std::string lines;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("regression: ", 0) == 0) lines += line + "\n";
+  return lines;
+}
+
 // A "regression:" line of the gate's output names the call site (its file's path ending in site)
 bool regression_named(const std::string& out, const std::string& site) {
   std::istringstream in(out);
@@ -106,17 +115,29 @@ TEST_CASE("an unchanged rerun of an example passes the gate with the cores loade
   // Over TCP one run a side. Over the default transport (shared memory) the prediction is mostly the
   // measured computation, whose speed on a loaded machine moves between runs more than within one: two
   // runs a side, as mpiadvise-gate(1) says to gate such a program.
+  //
+  // The band is 4 standard deviations wide, so a false alarm is rare but possible: make bench counts them
+  // (bench/gate.sh, 80 unchanged pairs). The test asks one pass in two independent pairs, so it fails
+  // when false alarms are common (at a rate p the test fails with p^2) and not on one unlucky pair; the
+  // false alarm it forgave is printed as a warning with the figures that tripped it.
   for (const auto transport : {Transport::Default, Transport::Tcp}) {
     const int runs = transport == Transport::Default ? 2 : 1;
-    std::string sides;
-    {
-      Load load;
-      for (int i = 0; i < runs; i++) sides += " --baseline " + traced_example("halo", transport).string();
-      for (int i = 0; i < runs; i++) sides += " --candidate " + traced_example("halo", transport).string();
+    const char* name = transport == Transport::Default ? "default transport" : "tcp";
+    fs::path out;
+    JobResult g;
+    for (int attempt = 1; attempt <= 2; attempt++) {
+      std::string sides;
+      {
+        Load load;
+        for (int i = 0; i < runs; i++) sides += " --baseline " + traced_example("halo", transport).string();
+        for (int i = 0; i < runs; i++) sides += " --candidate " + traced_example("halo", transport).string();
+      }
+      out = fresh_dir("gate-rerun") / "gate.json";
+      g = run_command(mpiadvise_cmd() + " gate" + sides + " --json " + out.string());
+      if (g.status == 0) break;
+      WARN(name << ": unchanged pair " << attempt << " of 2 failed the gate:\n" << regression_lines(g.out) << g.err);
     }
-    const fs::path out = fresh_dir("gate-rerun") / "gate.json";
-    auto g = run_command(mpiadvise_cmd() + " gate" + sides + " --json " + out.string());
-    INFO((transport == Transport::Default ? "default transport" : "tcp") << "\n" << g.out << g.err);
+    INFO(name << "\n" << regression_lines(g.out) << g.out << g.err);
     CHECK(g.status == 0);
     CHECK(g.out.find("mpiadvise gate: passed") != std::string::npos);
     // the verdict says the band it allowed each time figure

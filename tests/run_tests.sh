@@ -32,7 +32,7 @@ for run in "${runs[@]}"; do
   printf '%s\n' "$out" >"$log"
   if [ "$status" -ne 0 ]; then
     failures+="-- $name (whole output: $log)"$'\n'
-    failures+=$(printf '%s\n' "$out" | grep -E -A4 ': FAILED:$|^[^ ].*: (error|fatal error):' | grep -v '^$' | head -n 30)$'\n'
+    failures+=$(printf '%s\n' "$out" | grep -E -A8 ': FAILED:$|^[^ ].*: (error|fatal error):' | grep -v '^$' | head -n 60)$'\n'
   fi
   printf '%s\n' "$out" | grep -v '^$' | tail -n 40
   if line=$(printf '%s\n' "$out" | grep -E '^All tests passed' | tail -1) && [ -n "$line" ]; then

@@ -1,0 +1,200 @@
+#include "report_charts.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "log_reader.hpp"
+#include "loggps.hpp"
+
+namespace mpiadvise {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+json bytes_json(uint64_t v) { return v == LogGPSParams::kInfinite ? json("inf") : json(v); }
+
+// ---- predicted run time against S --------------------------------------------------------------------------
+json s_sweep(const Analysis& a, const ReplayOptions& base, std::optional<uint64_t> advised_S,
+             std::optional<uint64_t> considered_S) {
+  uint64_t largest = 0;
+  for (const auto& m : a.trace.messages) largest = std::max(largest, m.bytes);
+  for (const auto& c : a.trace.collectives) largest = std::max(largest, c.bytes);
+  uint64_t top = 65536;
+  while (top < largest && top < (uint64_t{1} << 40)) top *= 2;
+  std::vector<uint64_t> values;
+  for (uint64_t v = top; v >= 1024 && values.size() < static_cast<size_t>(kSweepPoints); v /= 2) values.push_back(v);
+  const uint64_t current = base.params.S;
+  if (current != LogGPSParams::kInfinite) values.push_back(current);
+  if (advised_S) values.push_back(*advised_S);
+  if (considered_S) values.push_back(*considered_S);
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  json points = json::array();
+  for (uint64_t S : values) {
+    ReplayOptions o = base;
+    o.params.move_S(S);
+    const ReplayResult r = replay(a.trace, o);
+    double send_wait = 0;
+    for (const auto& rr : r.ranks) send_wait += rr.predicted.send_wait;
+    points.push_back({{"S", S},
+                      {"predicted_ns", r.predicted_ns},
+                      {"send_wait_ns", send_wait},
+                      {"rendezvous_messages", r.rendezvous_messages + r.collective_rendezvous_messages}});
+  }
+  return {{"current_S", bytes_json(current)},
+          {"advised_S", advised_S ? json(*advised_S) : json(nullptr)},
+          {"considered_S", considered_S ? json(*considered_S) : json(nullptr)},
+          {"points", points}};
+}
+
+// ---- messages by size and protocol ---------------------------------------------------------------------------
+json message_sizes(const Analysis& a, const LogGPSParams& p) {
+  const LogGPS model(p);
+  struct Bin {
+    uint64_t eager = 0, rendezvous = 0, eager_bytes = 0, rendezvous_bytes = 0;
+  };
+  std::map<int, Bin> bins;  // floor(log2(bytes)), -1 for empty messages
+  for (const auto& m : a.trace.messages) {
+    if (!m.matched()) continue;
+    const int lg = m.bytes == 0 ? -1 : 63 - __builtin_clzll(m.bytes);
+    Bin& b = bins[lg];
+    if (model.send_waits_for_receive(m.bytes, m.synchronous)) b.rendezvous++, b.rendezvous_bytes += m.bytes;
+    else b.eager++, b.eager_bytes += m.bytes;
+  }
+  json list = json::array();
+  for (const auto& [lg, b] : bins)
+    list.push_back({{"log2", lg},
+                    {"min_bytes", lg < 0 ? 0 : uint64_t{1} << lg},
+                    {"max_bytes", lg < 0 ? 0 : lg >= 63 ? UINT64_MAX : (uint64_t{1} << (lg + 1)) - 1},
+                    {"eager_messages", b.eager},
+                    {"rendezvous_messages", b.rendezvous},
+                    {"eager_bytes", b.eager_bytes},
+                    {"rendezvous_bytes", b.rendezvous_bytes}});
+  return {{"S", bytes_json(p.S)}, {"bins", list}};
+}
+
+// ---- a window of the run, measured and predicted -----------------------------------------------------------
+const char* call_class(OpKind k) {
+  switch (k) {
+    case OpKind::Send:
+    case OpKind::SyncSend:
+    case OpKind::PostSend: return "send";
+    case OpKind::Recv:
+    case OpKind::PostRecv:
+    case OpKind::Probe: return "receive";
+    case OpKind::SendRecv: return "send-receive";
+    case OpKind::Completion:
+    case OpKind::Polling: return "wait";
+    case OpKind::Collective:
+    case OpKind::PostCollective: return "collective";
+    case OpKind::Other: break;
+  }
+  return "other";
+}
+
+json timeline(const Analysis& a, const ReplayOptions& base) {
+  const Trace& t = a.trace;
+  ReplayOptions o = base;
+  o.record_spans = true;
+  const ReplayResult r = replay(t, o);
+  const int shown = std::min<int>(t.world_size, kTimelineRanks);
+  json out = {{"ranks_shown", shown}, {"ranks", t.world_size}, {"calls", json::array()}, {"messages", json::array()},
+              {"sites", json::array()}, {"end_ns", 0.0}, {"truncated", false}};
+
+  // the calls the replay simulated (between MPI_Init and MPI_Finalize), earliest entry first, up to the cap
+  struct Pick {
+    uint64_t enter;
+    int rank;
+    uint32_t op;
+  };
+  std::vector<Pick> picks;
+  for (int k = 0; k < shown && k < static_cast<int>(t.ranks.size()); k++) {
+    const auto& ops = t.ranks[k].ops;
+    for (uint32_t i = 0; i < ops.size(); i++)
+      if (static_cast<size_t>(k) < r.spans.size() && i < r.spans[k].size() && !std::isnan(r.spans[k][i].enter))
+        picks.push_back({ops[i].t_enter, k, i});
+  }
+  std::sort(picks.begin(), picks.end(), [](const Pick& x, const Pick& y) { return x.enter < y.enter; });
+  const bool truncated = picks.size() > kTimelineCalls;
+  if (truncated) picks.resize(kTimelineCalls);
+  if (picks.empty()) return out;
+  const uint64_t origin = picks.front().enter;  // time 0: the first call shown (MPI_Init's end, near enough)
+
+  // measured times from the first shown call, predicted ones on the replay's clock moved to the same zero
+  const double shift = static_cast<double>(static_cast<int64_t>(r.origin_ns - origin));
+  auto since = [&](uint64_t v) { return static_cast<double>(static_cast<int64_t>(v - origin)); };
+  std::map<std::pair<int, uint32_t>, size_t> index;  // (rank, op) -> position in calls
+  std::map<std::pair<int, uint32_t>, size_t> site_index;
+  json calls = json::array(), sites = json::array();
+  double end = 0;
+  for (const Pick& p : picks) {
+    const Op& op = t.op(p.rank, p.op);
+    const auto& sp = r.spans[p.rank][p.op];
+    auto [it, fresh] = site_index.try_emplace({p.rank, op.callsite}, sites.size());
+    if (fresh) sites.push_back(a.where(p.rank, op.callsite));
+    index[{p.rank, p.op}] = calls.size();
+    const double me = since(op.t_enter), mx = since(std::max(op.t_exit, op.t_enter));
+    const double pe = shift + sp.enter, px = shift + std::max(sp.enter, sp.exit);
+    end = std::max({end, mx, px});
+    calls.push_back({{"rank", p.rank},
+                     {"call", call_name(static_cast<int>(op.call))},
+                     {"class", call_class(op.kind)},
+                     {"site", it->second},
+                     {"measured_ns", {me, mx}},
+                     {"predicted_ns", {pe, px}}});
+  }
+  json messages = json::array();
+  for (const auto& m : t.messages) {
+    if (!m.matched() || m.recv_done_op == kNone) continue;
+    auto s = index.find({m.src, m.send_op});
+    auto d = index.find({m.dst, m.recv_done_op});
+    if (s == index.end() || d == index.end()) continue;
+    messages.push_back({{"from", s->second}, {"to", d->second}, {"bytes", m.bytes}});
+  }
+  out["calls"] = calls;
+  out["messages"] = messages;
+  out["sites"] = sites;
+  out["end_ns"] = end;
+  out["truncated"] = truncated;
+  return out;
+}
+
+}  // namespace
+
+std::string source_line_text(const std::string& file, int line, const std::string& module) {
+  if (file.empty() || line <= 0) return {};
+  std::vector<fs::path> candidates = {fs::path(file)};
+  if (fs::path(file).is_relative() && !module.empty()) {
+    fs::path dir = fs::path(module).parent_path();
+    for (int up = 0; up < 4 && !dir.empty() && dir != dir.root_path(); up++, dir = dir.parent_path())
+      candidates.push_back(dir / file);
+  }
+  for (const auto& c : candidates) {
+    std::error_code ec;
+    if (!fs::is_regular_file(c, ec)) continue;
+    std::ifstream in(c);
+    std::string text;
+    for (int n = 1; std::getline(in, text); n++)
+      if (n == line) {
+        const size_t first = text.find_first_not_of(" \t");
+        return first == std::string::npos ? std::string() : text.substr(first, 400);
+      }
+  }
+  return {};
+}
+
+nlohmann::json report_charts(const Analysis& a, const ReplayOptions& base, std::optional<uint64_t> advised_S,
+                             std::optional<uint64_t> considered_S) {
+  return {{"s_sweep", s_sweep(a, base, advised_S, considered_S)},
+          {"message_sizes", message_sizes(a, base.params)},
+          {"timeline", timeline(a, base)}};
+}
+
+}  // namespace mpiadvise
