@@ -42,6 +42,10 @@ try:
       const t = s => Array.from(document.querySelectorAll(s)).map(e => e.textContent);
       return {hot_spots: t('#hot-spots td'), advice: t('#advice .advice'), facts: t('#job td'), dir: t('#dir'),
               sections: t('h2'), timeline_rows: window.mpaCharts.timeline ? window.mpaCharts.timeline.data.labels.length : 0};""")
+    pwned = driver.execute_script("return window.mpaPwned === undefined ? null : window.mpaPwned")
+    height = driver.execute_script("return document.body.scrollHeight")
+    driver.set_window_size(1280, min(max(900, height + 40), 8000))
+    driver.save_screenshot(shot)
     # the timeline zooms: the x axis's range after one click on "zoom in"
     zoom = driver.execute_script("""
       const c = window.mpaCharts.timeline;
@@ -49,10 +53,6 @@ try:
       const before = [c.scales.x.min, c.scales.x.max];
       Array.from(document.querySelectorAll('#timeline button')).find(b => b.textContent === 'zoom in').click();
       return {before: before, after: [c.scales.x.min, c.scales.x.max]};""")
-    pwned = driver.execute_script("return window.mpaPwned === undefined ? null : window.mpaPwned")
-    height = driver.execute_script("return document.body.scrollHeight")
-    driver.set_window_size(1280, min(max(900, height + 40), 8000))
-    driver.save_screenshot(shot)
     logs = [{"level": e["level"], "message": e["message"]} for e in driver.get_log("browser")]
     print(json.dumps({"ready": ready, "rendered_s": rendered_s, "console": logs, "charts": charts, "texts": texts,
                       "zoom": zoom, "pwned": pwned, "height": height}))

@@ -100,7 +100,8 @@
     ]);
     t.classList.add("facts");
     t.querySelector("tr").remove();
-    for (const sus of m.fit.suspects || []) sec.appendChild(text("p", "suspected: " + sus.detail, "note"));
+    if (!m.fit.explained)
+      for (const sus of m.fit.suspects || []) sec.appendChild(text("p", "suspected: " + sus.detail, "note"));
   }
 
   // ---- per rank, measured and predicted, by cause ---------------------------------------------------------
@@ -143,7 +144,8 @@
         ctx.beginPath(); ctx.moveTo(px, area.top); ctx.lineTo(px, area.bottom); ctx.stroke();
         ctx.setLineDash([]);
         ctx.fillStyle = mk.colour || "#1d2330";
-        ctx.fillText(mk.label, px + 4, area.top + 12);
+        const w = ctx.measureText(mk.label).width;  // the label left of the line where it would leave the chart
+        ctx.fillText(mk.label, px + 4 + w > area.right ? px - 4 - w : px + 4, area.top + 12);
       }
       ctx.restore();
     }
@@ -234,8 +236,8 @@
     for (const a of report.advice) { const box = el("div", { class: "advice" }); describe(a, box); sec.appendChild(box); }
     if (report.considered && report.considered.length) {
       sec.appendChild(text("p", "Considered, not advised (a predicted saving below the model's error or 1%):", "note"));
-      table(sec, ["change", "predicted", "saving"], report.considered.map(function (a) {
-        return [a.title, dur(a.predicted_ns), signedPct(a.saving)];
+      table(sec, ["change", "predicted run time", "against the run as traced"], report.considered.map(function (a) {
+        return [a.title, dur(a.predicted_ns), signedPct(-a.saving)];
       }), [false, true, true]);
     }
   }
