@@ -7,7 +7,9 @@ job ran (window.mpaPwned), and the page's size. Writes a screenshot of the whole
 usage: browser_check.py PAGE.html SCREENSHOT.png
 """
 import json
+import shutil
 import sys
+import tempfile
 import time
 
 from selenium import webdriver
@@ -16,8 +18,9 @@ from selenium.webdriver.chrome.service import Service
 page, shot = sys.argv[1], sys.argv[2]
 options = webdriver.ChromeOptions()
 options.binary_location = "/usr/bin/chromium"
+profile = tempfile.mkdtemp(prefix="mpiadvise-chromium-")
 for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900",
-          "--user-data-dir=/tmp/mpiadvise-chromium-%d" % int(time.time() * 1e6)):
+          "--user-data-dir=" + profile):
     options.add_argument(a)
 options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
 driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
@@ -58,3 +61,4 @@ try:
                       "zoom": zoom, "pwned": pwned, "height": height}))
 finally:
     driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
