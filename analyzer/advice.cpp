@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -221,6 +222,8 @@ bool prepost_keeps_matching(const Trace& t, const SiteKey& site) {
   return true;
 }
 
+// The blocking point-to-point call sites of a trace, with what the advisors at sites weigh: how long
+// ranks waited there or made others wait, the messages sent or received there.
 struct SiteFacts {
   std::vector<std::pair<int, uint32_t>> members;
   uint32_t call = 0;
@@ -228,36 +231,9 @@ struct SiteFacts {
   uint64_t messages = 0, messages_above_S = 0, extra_chunks = 0, largest = 0;
 };
 
-}  // namespace
-
-std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const WaitStates& waits,
-                           const ReplayOptions& base, const ReplayResult& baseline, size_t max_sites) {
-  std::vector<Advice> out;
-  const double error = std::fabs(baseline.error());
-  const double threshold = std::max(error, 0.01);
-  const Breakdown before = sum_ranks(baseline);
-  auto keep = [&](Advice a, const ReplayResult& r) {
-    a.baseline_ns = baseline.predicted_ns;
-    a.predicted_ns = r.predicted_ns;
-    a.model_error = error;
-    a.before = before;
-    a.after = sum_ranks(r);
-    a.worthwhile = a.saving() > threshold;
-    out.push_back(std::move(a));
-  };
-
-  if (auto e = advise_eager_limit(trace, facts, base)) {
-    ReplayOptions o = base;
-    o.params.move_S(e->S);
-    Advice a;
-    a.kind = AdviceKind::RaiseEagerLimit;
-    a.messages = e->messages_made_eager;
-    a.members = e->send_sites;
-    a.eager = e;
-    keep(std::move(a), replay(trace, o));
-  }
-
-  // the sites: every (rank, callsite) of blocking sends and receives, by key
+// The sites, heaviest first.
+std::vector<std::pair<SiteKey, SiteFacts>> ranked_sites(const AdviceInput& in) {
+  const Trace& trace = in.trace;
   std::map<SiteKey, SiteFacts> sites;
   for (size_t r = 0; r < trace.ranks.size(); r++) {
     std::set<uint32_t> seen;
@@ -269,14 +245,14 @@ std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const Wait
       f.call = op.call;
     }
   }
-  for (const auto& [rc, w] : waits.sites) {
+  for (const auto& [rc, w] : in.waits.sites) {
     auto it = sites.find(trace.site(w.rank, w.callsite));
     if (it == sites.end()) continue;
     for (const auto& [cause, ns] : w.waited_ns) it->second.weight += ns;
     for (const auto& [cause, ns] : w.caused_ns) it->second.weight += ns;
   }
-  const uint64_t S = base.params.S;
-  const LogGPS model(base.params);
+  const uint64_t S = in.base.params.S;
+  const LogGPS model(in.base.params);
   for (const auto& m : trace.messages) {
     if (!m.matched()) continue;
     const Op& send = trace.op(m.src, m.send_op);
@@ -296,69 +272,175 @@ std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const Wait
       if (it != sites.end()) it->second.messages++, it->second.largest = std::max(it->second.largest, m.bytes);
     }
   }
-  // the candidates of each kind: the sites that weigh most, at most max_sites of them
-  std::vector<std::pair<SiteKey, const SiteFacts*>> ranked;
-  for (const auto& [key, f] : sites) ranked.emplace_back(key, &f);
+  std::vector<std::pair<SiteKey, SiteFacts>> ranked(sites.begin(), sites.end());
   std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const auto& a, const auto& b) { return a.second->weight > b.second->weight; });
-  size_t splits = 0, preposts = 0, nonblocking = 0;
-  for (const auto& candidate : ranked) {
-    const SiteKey& key = candidate.first;
-    const SiteFacts* f = candidate.second;
-    auto advice_at = [&](AdviceKind kind) {
-      Advice a;
-      a.kind = kind;
-      a.site = key;
-      a.members = f->members;
-      a.call = f->call;
-      a.messages = f->messages;
-      return a;
-    };
-    if (blocking_send(f->call) && f->messages_above_S > 0 && splits < max_sites) {
-      splits++;
-      ReplayOptions o = base;
-      o.split_sites = {key};
-      ReplayResult r = replay(trace, o);
-      Advice a = advice_at(AdviceKind::SplitMessages);
-      a.chunk_bytes = S;
-      a.extra_messages = f->extra_chunks;
-      a.messages = f->messages_above_S;
-      Breakdown after = sum_ranks(r);
-      a.extra_overhead_ns = (after.send_overhead + after.recv_overhead) - (before.send_overhead + before.recv_overhead);
-      keep(std::move(a), r);
-    }
-    if (f->weight <= 0) continue;
-    if (f->call == MPA_CALL_Recv && preposts < max_sites && prepost_keeps_matching(trace, key)) {
-      preposts++;
-      ReplayOptions o = base;
-      o.prepost_sites = {key};
-      Advice a = advice_at(AdviceKind::PrepostReceives);
-      a.buffer_bytes = f->largest;
-      keep(std::move(a), replay(trace, o));
-    }
-    if (blocking_send(f->call) && nonblocking < max_sites) {
-      nonblocking++;
-      ReplayOptions o = base;
-      o.nonblocking_sites = {key};
-      keep(advice_at(AdviceKind::NonblockingSend), replay(trace, o));
-    }
+                   [](const auto& a, const auto& b) { return a.second.weight > b.second.weight; });
+  return ranked;
+}
+
+// A change at a site of the trace, replayed with options
+Proposal at_site(const SiteKey& key, const SiteFacts& f, AdviceChange change, ReplayOptions whatif) {
+  Proposal p{Advice{}, std::move(whatif)};
+  p.advice.change = std::move(change);
+  p.advice.site = key;
+  p.advice.members = f.members;
+  p.advice.call = f.call;
+  p.advice.messages = f.messages;
+  return p;
+}
+
+// The sites of ranked_sites an advisor at sites weighs: those that pass `fits`, the heaviest
+// max_sites of them, each made into a proposal by `make`.
+template <typename Fits, typename Make>
+std::vector<Proposal> heaviest_sites(const AdviceInput& in, Fits fits, Make make) {
+  std::vector<Proposal> out;
+  for (const auto& [key, f] : ranked_sites(in)) {
+    if (out.size() >= in.max_sites) break;
+    if (fits(key, f)) out.push_back(make(key, f));
   }
-  if (base.params.persistent_saving) {
-    size_t n = 0;
-    for (const auto& rc : repeated_calls(trace)) {
-      if (n++ >= max_sites) break;
-      ReplayOptions o = base;
-      o.persistent_sites = {rc.site};
-      Advice a;
-      a.kind = AdviceKind::PersistentRequests;
-      a.site = rc.site;
-      a.members = rc.members;
-      a.call = rc.call;
-      a.messages = rc.calls;
-      a.identical_calls = rc.identical;
-      keep(std::move(a), replay(trace, o));
-    }
+  return out;
+}
+
+// The call that makes a persistent request for what call does.
+const char* persistent_init(uint32_t call) {
+  switch (call) {
+    case MPA_CALL_Ssend:
+    case MPA_CALL_Issend: return "MPI_Ssend_init";
+    case MPA_CALL_Bsend:
+    case MPA_CALL_Ibsend: return "MPI_Bsend_init";
+    case MPA_CALL_Rsend:
+    case MPA_CALL_Irsend: return "MPI_Rsend_init";
+    case MPA_CALL_Recv:
+    case MPA_CALL_Irecv: return "MPI_Recv_init";
+    default: return "MPI_Send_init";
   }
+}
+
+// ---- the advisors
+
+// A larger S: the smallest setting of the library that removes most of the rendezvous send-wait.
+std::vector<Proposal> propose_eager_limit(const AdviceInput& in) {
+  auto e = advise_eager_limit(in.trace, in.facts, in.base);
+  if (!e) return {};
+  Proposal p{Advice{}, in.base};
+  p.whatif.params.move_S(e->S);
+  p.advice.messages = e->messages_made_eager;
+  p.advice.members = e->send_sites;
+  p.advice.change = std::move(*e);
+  return {p};
+}
+std::string title_eager_limit(const Advice& a, const std::string&) {
+  const auto& e = std::get<RaiseEagerLimit>(a.change);
+  return fmt::format("raise the eager limit: {} {}", e.setting, e.value);
+}
+
+// Blocking sends of messages above S split into chunks of S, each eager.
+std::vector<Proposal> propose_split(const AdviceInput& in) {
+  return heaviest_sites(
+      in, [](const SiteKey&, const SiteFacts& f) { return blocking_send(f.call) && f.messages_above_S > 0; },
+      [&](const SiteKey& key, const SiteFacts& f) {
+        ReplayOptions o = in.base;
+        o.split_sites = {key};
+        Proposal p = at_site(key, f, SplitMessages{in.base.params.S, f.extra_chunks}, std::move(o));
+        p.advice.messages = f.messages_above_S;
+        return p;
+      });
+}
+std::string title_split(const Advice& a, const std::string& where) {
+  return fmt::format("split the messages sent at {} into chunks of at most {} bytes", where,
+                     std::get<SplitMessages>(a.change).chunk_bytes);
+}
+
+// A blocking receive posted as soon as the previous one at its site completed, into a second buffer.
+std::vector<Proposal> propose_prepost(const AdviceInput& in) {
+  return heaviest_sites(
+      in,
+      [&](const SiteKey& key, const SiteFacts& f) {
+        return f.weight > 0 && f.call == MPA_CALL_Recv && prepost_keeps_matching(in.trace, key);
+      },
+      [&](const SiteKey& key, const SiteFacts& f) {
+        ReplayOptions o = in.base;
+        o.prepost_sites = {key};
+        return at_site(key, f, PrepostReceives{f.largest}, std::move(o));
+      });
+}
+std::string title_prepost(const Advice&, const std::string& where) {
+  return fmt::format("post the receive at {} earlier: MPI_Irecv into a second buffer as soon as the previous one completed",
+                     where);
+}
+
+// A blocking send made non-blocking, completed at the rank's next MPI call.
+std::vector<Proposal> propose_nonblocking(const AdviceInput& in) {
+  return heaviest_sites(
+      in, [](const SiteKey&, const SiteFacts& f) { return f.weight > 0 && blocking_send(f.call); },
+      [&](const SiteKey& key, const SiteFacts& f) {
+        ReplayOptions o = in.base;
+        o.nonblocking_sites = {key};
+        return at_site(key, f, NonblockingSend{}, std::move(o));
+      });
+}
+std::string title_nonblocking(const Advice&, const std::string& where) {
+  return fmt::format("make the send at {} non-blocking (MPI_Isend, completed at the next MPI call)", where);
+}
+
+// A call repeated with the same arguments made persistent: what the parameter set says a persistent
+// request saves per call (nothing proposed when it does not say).
+std::vector<Proposal> propose_persistent(const AdviceInput& in) {
+  std::vector<Proposal> out;
+  if (!in.base.params.persistent_saving) return out;
+  for (const auto& rc : repeated_calls(in.trace)) {
+    if (out.size() >= in.max_sites) break;
+    Proposal p{Advice{}, in.base};
+    p.whatif.persistent_sites = {rc.site};
+    p.advice.change = PersistentRequests{rc.identical};
+    p.advice.site = rc.site;
+    p.advice.members = rc.members;
+    p.advice.call = rc.call;
+    p.advice.messages = rc.calls;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+std::string title_persistent(const Advice& a, const std::string& where) {
+  return fmt::format("make the repeated {} at {} persistent ({} once, MPI_Start in the loop)",
+                     call_name(static_cast<int>(a.call)), where, persistent_init(a.call));
+}
+
+}  // namespace
+
+const std::vector<Advisor>& advisors() {
+  static const std::vector<Advisor> registry = {
+      {AdviceKind::RaiseEagerLimit, propose_eager_limit, title_eager_limit},
+      {AdviceKind::SplitMessages, propose_split, title_split},
+      {AdviceKind::PrepostReceives, propose_prepost, title_prepost},
+      {AdviceKind::NonblockingSend, propose_nonblocking, title_nonblocking},
+      {AdviceKind::PersistentRequests, propose_persistent, title_persistent},
+  };
+  return registry;
+}
+
+const Advisor& advisor(AdviceKind kind) {
+  for (const Advisor& a : advisors())
+    if (a.kind == kind) return a;
+  throw std::logic_error(std::string("no advisor for ") + advice_kind_name(kind));
+}
+
+std::vector<Advice> advise(const AdviceInput& in) {
+  std::vector<Advice> out;
+  const double error = std::fabs(in.baseline.error());
+  const double threshold = std::max(error, 0.01);
+  const Breakdown before = sum_ranks(in.baseline);
+  for (const Advisor& advisor : advisors())
+    for (Proposal& p : advisor.propose(in)) {
+      const ReplayResult r = replay(in.trace, p.whatif);
+      Advice& a = out.emplace_back(std::move(p.advice));
+      a.baseline_ns = in.baseline.predicted_ns;
+      a.predicted_ns = r.predicted_ns;
+      a.model_error = error;
+      a.before = before;
+      a.after = sum_ranks(r);
+      a.worthwhile = a.saving() > threshold;
+    }
   std::stable_sort(out.begin(), out.end(), [](const Advice& a, const Advice& b) { return a.predicted_ns < b.predicted_ns; });
   return out;
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "replay.hpp"
@@ -59,31 +60,64 @@ std::optional<RaiseEagerLimit> advise_eager_limit(const Trace& trace, const RunF
 enum class AdviceKind { RaiseEagerLimit, SplitMessages, PrepostReceives, NonblockingSend, PersistentRequests };
 const char* advice_kind_name(AdviceKind k);  // "raise_eager_limit", ...
 
+// What each kind of change says beyond where it is made: the part of the advice that is its own.
+struct SplitMessages {
+  uint64_t chunk_bytes = 0;      // at most S: each chunk eager
+  uint64_t extra_messages = 0;   // chunks beyond one per message
+};
+struct PrepostReceives {
+  uint64_t buffer_bytes = 0;     // the second buffer, per rank
+};
+struct NonblockingSend {};
+struct PersistentRequests {
+  uint64_t identical_calls = 0;  // calls with the same arguments
+};
+// in the order of AdviceKind
+using AdviceChange = std::variant<RaiseEagerLimit, SplitMessages, PrepostReceives, NonblockingSend, PersistentRequests>;
+
 struct Advice {
-  AdviceKind kind = AdviceKind::RaiseEagerLimit;
+  AdviceChange change;
   SiteKey site;                                   // where to change the program (not for the eager limit)
   std::vector<std::pair<int, uint32_t>> members;  // (rank, callsite id) at that site
   uint32_t call = 0;
+  uint64_t messages = 0;                          // messages (or receives) the change touches
   double baseline_ns = 0, predicted_ns = 0;       // the measured run replayed, and with the change
   double model_error = 0;                         // |predicted - measured| / measured of the run as it was
   Breakdown before, after;                        // summed over ranks
-  std::optional<RaiseEagerLimit> eager;           // RaiseEagerLimit
-  uint64_t extra_messages = 0;                    // SplitMessages: chunks beyond one per message
-  double extra_overhead_ns = 0;                   // their added send and receive overhead, all ranks
-  uint64_t chunk_bytes = 0;
-  uint64_t messages = 0;                          // messages (or receives) the change touches
-  uint64_t buffer_bytes = 0;                      // PrepostReceives: the second buffer, per rank
-  uint64_t identical_calls = 0;                   // PersistentRequests: calls with the same arguments
   bool worthwhile = false;                        // saving above the model's error and 1% of the run
+  AdviceKind kind() const { return static_cast<AdviceKind>(change.index()); }
   double saving_ns() const { return baseline_ns - predicted_ns; }
   double saving() const { return baseline_ns > 0 ? saving_ns() / baseline_ns : 0; }
 };
 
-// Every change tried, best (lowest predicted run time) first: each replayed on the trace, worthwhile
-// only when its predicted saving exceeds the model's error on the measured run and 1% of the run.
-// Candidate sites: those of the hot spots (where ranks waited or made others wait), every send site
-// above S, and the sites that repeat one point-to-point call with the same arguments (persistent
-// requests, when the parameter set says what they save).
+// What an advisor looks at: the trace, what the log says of the job, the measured wait states, and the
+// replay of the run as it was (with its options).
+struct AdviceInput {
+  const Trace& trace;
+  const RunFacts& facts;
+  const WaitStates& waits;
+  const ReplayOptions& base;
+  const ReplayResult& baseline;
+  size_t max_sites;  // candidate sites weighed per kind
+};
+
+// A change proposed: the advice without its figures, and the what-if that makes it in a replay.
+struct Proposal {
+  Advice advice;
+  ReplayOptions whatif;
+};
+
+// One kind of advice: which changes to weigh on a trace, each a transformation of the replay, and how
+// the change is said. The registry holds one per AdviceKind, in its order.
+struct Advisor {
+  AdviceKind kind;
+  std::vector<Proposal> (*propose)(const AdviceInput& in);
+  // the advice in one line; where: the site as a reader names it (empty for the eager limit)
+  std::string (*title)(const Advice& a, const std::string& where);
+};
+const std::vector<Advisor>& advisors();
+const Advisor& advisor(AdviceKind kind);
+
 // Call sites that repeat one point-to-point call with the same peer, tag, size and communicator: at
 // least 10 times and 90% of the site's calls (candidates for persistent requests).
 struct RepeatedCalls {
@@ -94,7 +128,11 @@ struct RepeatedCalls {
 };
 std::vector<RepeatedCalls> repeated_calls(const Trace& trace);
 
-std::vector<Advice> advise(const Trace& trace, const RunFacts& facts, const WaitStates& waits,
-                           const ReplayOptions& base, const ReplayResult& baseline, size_t max_sites);
+// Every change the advisors propose, each replayed on the trace, best (lowest predicted run time) first;
+// worthwhile only when its predicted saving exceeds the model's error on the measured run and 1% of the
+// run. Candidate sites: those of the hot spots (where ranks waited or made others wait), every send site
+// above S, and the sites that repeat one point-to-point call with the same arguments (persistent
+// requests, when the parameter set says what they save).
+std::vector<Advice> advise(const AdviceInput& in);
 
 }  // namespace mpiadvise

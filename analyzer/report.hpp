@@ -1,7 +1,7 @@
-// `mpiadvise report`: the analysis of one traced job as a JSON document (schema mpiadvise-report/1, see
-// mpiadvise-report(1)): summary, per-rank measured and predicted times, hot spots, per-site modelled
-// figures, and advice each with its predicted saving. The text and Markdown forms are rendered from it,
-// and `mpiadvise gate` compares two of them.
+// `mpiadvise report`: the analysis of one traced job as one value (report_types.hpp; as JSON, schema
+// mpiadvise-report/1, see mpiadvise-report(1)): summary, per-rank measured and predicted times, hot
+// spots, per-site modelled figures, and advice each with its predicted saving. The text, Markdown and
+// HTML forms present it, and `mpiadvise gate` compares the figures of two.
 #pragma once
 
 #include <string>
@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis.hpp"
+#include "report_types.hpp"
 
 namespace mpiadvise {
 
@@ -24,6 +25,9 @@ struct ReportOptions {
   bool charts = false;
 };
 
+// The report of an analysed run: the analysis, the advisors' what-if replays, every figure the renderers
+// show. Its JSON form is build_report's (report_types.hpp).
+report::Report make_report(const Analysis& a, const ReportOptions& options);
 nlohmann::json build_report(const Analysis& a, const ReportOptions& options);
 
 // A parameter set as the JSON of report and replay: name and values, "inf" for an infinite s or S.

@@ -15,13 +15,10 @@
 namespace mpiadvise {
 namespace {
 
-using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-json bytes_json(uint64_t v) { return v == LogGPSParams::kInfinite ? json("inf") : json(v); }
-
 // ---- predicted run time against S --------------------------------------------------------------------------
-json s_sweep(const Analysis& a, const ReplayOptions& base, std::optional<uint64_t> advised_S,
+report::SSweep s_sweep(const Analysis& a, const ReplayOptions& base, std::optional<uint64_t> advised_S,
              std::optional<uint64_t> considered_S) {
   uint64_t largest = 0;
   for (const auto& m : a.trace.messages) largest = std::max(largest, m.bytes);
@@ -36,26 +33,20 @@ json s_sweep(const Analysis& a, const ReplayOptions& base, std::optional<uint64_
   if (considered_S) values.push_back(*considered_S);
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());
-  json points = json::array();
+  report::SSweep sweep{{current}, advised_S, considered_S, {}};
   for (uint64_t S : values) {
     ReplayOptions o = base;
     o.params.move_S(S);
     const ReplayResult r = replay(a.trace, o);
     double send_wait = 0;
     for (const auto& rr : r.ranks) send_wait += rr.predicted.send_wait;
-    points.push_back({{"S", S},
-                      {"predicted_ns", r.predicted_ns},
-                      {"send_wait_ns", send_wait},
-                      {"rendezvous_messages", r.rendezvous_messages + r.collective_rendezvous_messages}});
+    sweep.points.push_back({S, r.predicted_ns, send_wait, r.rendezvous_messages + r.collective_rendezvous_messages});
   }
-  return {{"current_S", bytes_json(current)},
-          {"advised_S", advised_S ? json(*advised_S) : json(nullptr)},
-          {"considered_S", considered_S ? json(*considered_S) : json(nullptr)},
-          {"points", points}};
+  return sweep;
 }
 
 // ---- messages by size and protocol ---------------------------------------------------------------------------
-json message_sizes(const Analysis& a, const LogGPSParams& p) {
+report::MessageSizes message_sizes(const Analysis& a, const LogGPSParams& p) {
   const LogGPS model(p);
   struct Bin {
     uint64_t eager = 0, rendezvous = 0, eager_bytes = 0, rendezvous_bytes = 0;
@@ -68,16 +59,11 @@ json message_sizes(const Analysis& a, const LogGPSParams& p) {
     if (model.send_waits_for_receive(m.bytes, m.synchronous)) b.rendezvous++, b.rendezvous_bytes += m.bytes;
     else b.eager++, b.eager_bytes += m.bytes;
   }
-  json list = json::array();
+  report::MessageSizes sizes{{p.S}, {}};
   for (const auto& [lg, b] : bins)
-    list.push_back({{"log2", lg},
-                    {"min_bytes", lg < 0 ? 0 : uint64_t{1} << lg},
-                    {"max_bytes", lg < 0 ? 0 : lg >= 63 ? UINT64_MAX : (uint64_t{1} << (lg + 1)) - 1},
-                    {"eager_messages", b.eager},
-                    {"rendezvous_messages", b.rendezvous},
-                    {"eager_bytes", b.eager_bytes},
-                    {"rendezvous_bytes", b.rendezvous_bytes}});
-  return {{"S", bytes_json(p.S)}, {"bins", list}};
+    sizes.bins.push_back({lg, lg < 0 ? 0 : uint64_t{1} << lg, lg < 0 ? 0 : lg >= 63 ? UINT64_MAX : (uint64_t{1} << (lg + 1)) - 1,
+                          b.eager, b.rendezvous, b.eager_bytes, b.rendezvous_bytes});
+  return sizes;
 }
 
 // ---- a window of the run, measured and predicted -----------------------------------------------------------
@@ -99,14 +85,15 @@ const char* call_class(OpKind k) {
   return "other";
 }
 
-json timeline(const Analysis& a, const ReplayOptions& base) {
+report::Timeline timeline(const Analysis& a, const ReplayOptions& base) {
   const Trace& t = a.trace;
   ReplayOptions o = base;
   o.record_spans = true;
   const ReplayResult r = replay(t, o);
   const int shown = std::min<int>(t.world_size, kTimelineRanks);
-  json out = {{"ranks_shown", shown}, {"ranks", t.world_size}, {"calls", json::array()}, {"messages", json::array()},
-              {"sites", json::array()}, {"end_ns", 0.0}, {"truncated", false}};
+  report::Timeline out;
+  out.ranks_shown = shown;
+  out.ranks = t.world_size;
 
   // the calls the replay simulated (between MPI_Init and MPI_Finalize), earliest entry first, up to the cap
   struct Pick {
@@ -132,37 +119,27 @@ json timeline(const Analysis& a, const ReplayOptions& base) {
   auto since = [&](uint64_t v) { return static_cast<double>(static_cast<int64_t>(v - origin)); };
   std::map<std::pair<int, uint32_t>, size_t> index;  // (rank, op) -> position in calls
   std::map<std::pair<int, uint32_t>, size_t> site_index;
-  json calls = json::array(), sites = json::array();
   double end = 0;
   for (const Pick& p : picks) {
     const Op& op = t.op(p.rank, p.op);
     const auto& sp = r.spans[p.rank][p.op];
-    auto [it, fresh] = site_index.try_emplace({p.rank, op.callsite}, sites.size());
-    if (fresh) sites.push_back(a.where(p.rank, op.callsite));
-    index[{p.rank, p.op}] = calls.size();
+    auto [it, fresh] = site_index.try_emplace({p.rank, op.callsite}, out.sites.size());
+    if (fresh) out.sites.push_back(a.where(p.rank, op.callsite));
+    index[{p.rank, p.op}] = out.calls.size();
     const double me = since(op.t_enter), mx = since(std::max(op.t_exit, op.t_enter));
     const double pe = shift + sp.enter, px = shift + std::max(sp.enter, sp.exit);
     end = std::max({end, mx, px});
-    calls.push_back({{"rank", p.rank},
-                     {"call", call_name(static_cast<int>(op.call))},
-                     {"class", call_class(op.kind)},
-                     {"site", it->second},
-                     {"measured_ns", {me, mx}},
-                     {"predicted_ns", {pe, px}}});
+    out.calls.push_back({p.rank, call_name(static_cast<int>(op.call)), call_class(op.kind), it->second, {me, mx}, {pe, px}});
   }
-  json messages = json::array();
   for (const auto& m : t.messages) {
     if (!m.matched() || m.recv_done_op == kNone) continue;
     auto s = index.find({m.src, m.send_op});
     auto d = index.find({m.dst, m.recv_done_op});
     if (s == index.end() || d == index.end()) continue;
-    messages.push_back({{"from", s->second}, {"to", d->second}, {"bytes", m.bytes}});
+    out.messages.push_back({s->second, d->second, m.bytes});
   }
-  out["calls"] = calls;
-  out["messages"] = messages;
-  out["sites"] = sites;
-  out["end_ns"] = end;
-  out["truncated"] = truncated;
+  out.end_ns = end;
+  out.truncated = truncated;
   return out;
 }
 
@@ -190,11 +167,9 @@ std::string source_line_text(const std::string& file, int line, const std::strin
   return {};
 }
 
-nlohmann::json report_charts(const Analysis& a, const ReplayOptions& base, std::optional<uint64_t> advised_S,
+report::Charts report_charts(const Analysis& a, const ReplayOptions& base, std::optional<uint64_t> advised_S,
                              std::optional<uint64_t> considered_S) {
-  return {{"s_sweep", s_sweep(a, base, advised_S, considered_S)},
-          {"message_sizes", message_sizes(a, base.params)},
-          {"timeline", timeline(a, base)}};
+  return {s_sweep(a, base, advised_S, considered_S), message_sizes(a, base.params), timeline(a, base)};
 }
 
 }  // namespace mpiadvise

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis.hpp"
+#include "report_types.hpp"
 #include "replay.hpp"
 
 namespace mpiadvise {
@@ -25,7 +26,7 @@ inline constexpr int kSweepPoints = 16;
 // base: the replay options of the report's baseline; advised_S and considered_S: the S of the eager-limit
 // advice and of the one considered and not advised, if any (points of the sweep). Replays the trace once
 // per point of the sweep and once for the predicted timeline.
-nlohmann::json report_charts(const Analysis& a, const ReplayOptions& base, std::optional<uint64_t> advised_S,
+report::Charts report_charts(const Analysis& a, const ReplayOptions& base, std::optional<uint64_t> advised_S,
                              std::optional<uint64_t> considered_S);
 
 // The text of a source line, where the file is readable: the path as the debug information names it,

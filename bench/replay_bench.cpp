@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     WaitStates waits = measure_waits(t, LogGPS(o.params));
     ReplayResult baseline = replay(t, o);
-    auto advice = advise(t, facts, waits, o, baseline, 10);
+    auto advice = advise({t, facts, waits, o, baseline, 10});
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("  report advice %6.2f s   = %.1f simulations (wait states, the S sweep and %zu what-ifs at call sites)\n", s,
                 s / simulate_s, advice.size());

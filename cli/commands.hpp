@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report_types.hpp"
+
 namespace mpiadvise::cli {
 
 // Exit status of every command: 0 done, 1 done but the input had problems, 2 usage or input error.
@@ -25,7 +27,7 @@ std::function<int()> add_gate(CLI::App& app);
 std::function<int()> add_export(CLI::App& app);
 
 // The report's JSON as one self-contained HTML page with its charts (report_html.cpp).
-std::string render_html(const nlohmann::json& report);
+std::string render_html(const report::Report& report);
 
 // --debug-dir DIR, on every command that names call sites: where to look first for separate debug files.
 void add_debug_dir_option(CLI::App* sub, std::vector<std::string>& dirs);

@@ -31,14 +31,14 @@ static std::string script_safe_json(const nlohmann::json& j) {
   return out;
 }
 
-std::string render_html(const nlohmann::json& report) {
+std::string render_html(const report::Report& report) {
   std::string page;
   page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   // the page loads nothing: no network, no other file
   page += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
           "style-src 'unsafe-inline'; img-src data:\">\n";
   page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  page += "<meta name=\"generator\" content=\"" + report.value("generator", std::string("mpiadvise")) + "\">\n";
+  page += "<meta name=\"generator\" content=\"" + report.generator + "\">\n";
   page += "<title>mpiadvise report</title>\n<style>\n";
   page += mpa_report_css;
   page += "</style>\n</head>\n<body>\n<h1>mpiadvise report</h1>\n<p class=\"sub\"><code id=\"dir\"></code></p>\n";
