@@ -81,10 +81,13 @@ CLI_OBJ := $(patsubst cli/%.cpp,$(BUILD)/obj/cli/%.o,$(CLI_SRC)) $(BUILD)/obj/cl
 CHARTJS ?= /usr/share/javascript/chart.js/chart.min.js
 CLI_BIN := $(BUILD)/bin/mpiadvise
 
+# mpiadvise-synth: the logs of large synthetic runs, written as the tracer writes them (bench/synth.cpp)
+SYNTH_BIN := $(BUILD)/bin/mpiadvise-synth
+
 CXX_INC  := -Ianalyzer -Ilibtrace -I$(BUILD)/gen
 CXX_LIBS := -lzstd -lfmt -ldw -lelf -ltomlplusplus -lotf2
 
-all: $(TRACE_LIBS) $(CLI_BIN) $(CALIBRATE_BENCHES) examples default-links
+all: $(TRACE_LIBS) $(CLI_BIN) $(SYNTH_BIN) $(CALIBRATE_BENCHES) examples default-links
 
 # the default MPI's builds where a single-MPI layout had them
 default-links: $(TRACE_LIBS) $(EXAMPLES)
@@ -154,6 +157,15 @@ $(CLI_BIN): $(CLI_OBJ) $(ANALYZER_LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(SAN_LDFLAGS) -o $@ $(CLI_OBJ) $(ANALYZER_LIB) $(CXX_LIBS)
 
+# ---- mpiadvise-synth: its events encoded by the tracer's own encoder (codec.h), in chunks as libtrace writes them
+$(BUILD)/obj/bench/synth.o: bench/synth.cpp libtrace/format.h libtrace/codec.h $(BUILD)/gen/call_ids.h
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 $(CXXFLAGS) $(SAN_FLAGS) $(WARN_CXX) $(CXX_INC) -c $< -o $@
+
+$(SYNTH_BIN): $(BUILD)/obj/bench/synth.o $(BUILD)/obj/analyzer/codec.o
+	@mkdir -p $(dir $@)
+	$(CXX) $(SAN_LDFLAGS) -o $@ $^ -lzstd -lfmt -lpthread
+
 # ---- examples ----------------------------------------------------------------------------------------------
 examples: $(EXAMPLES)
 
@@ -173,6 +185,7 @@ bench: all
 	@$(foreach m,$(MPIS),BENCH_MPI=$(m) MPICC="$(MPICC_$(m))" MPIRUN="$(MPIRUN_$(m))" \
 	  BENCH_REPLAY=$(if $(filter $(m),$(MPI_DEFAULT)),1,0) ./bench/run.sh && echo &&) true
 	@./bench/gate.sh
+	@echo && ./bench/report_html.py
 
 # the replay against real runs of real MPI codes (PETSc, MEEP, our examples): a table, no assertions
 validate: all
@@ -187,7 +200,7 @@ install: all
 	    $(DESTDIR)$(PREFIX)/lib/mpiadvise/$$m/ || exit 1; \
 	done
 	ln -sfn mpiadvise/$(MPI_DEFAULT)/libmpiadvise.so $(DESTDIR)$(PREFIX)/lib/libmpiadvise.so
-	install -m 755 $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(CLI_BIN) $(SYNTH_BIN) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/

@@ -28,6 +28,9 @@ struct ReportCommand {
   std::vector<std::string> debug_dirs;
 };
 
+// Ranks (or hosts) a line names at most; the JSON lists them all.
+constexpr size_t kRanksNamed = 8;
+
 std::string dur(double ns) { return duration_text(ns); }
 std::string pct(double f) { return fmt::format("{:.1f}%", 100 * f); }
 std::string signed_pct(double f) { return fmt::format("{:+.1f}%", 100 * f); }
@@ -67,7 +70,8 @@ std::string sizes_text(const std::vector<report::SizeBin>& sizes) {
 
 std::string job_line(const report::Summary& s) {
   std::string hosts;
-  for (const auto& h : s.hosts) hosts += (hosts.empty() ? "" : ", ") + h;
+  for (size_t k = 0; k < s.hosts.size() && k < kRanksNamed; k++) hosts += (hosts.empty() ? "" : ", ") + s.hosts[k];
+  if (s.hosts.size() > kRanksNamed) hosts += fmt::format(" and {} more", s.hosts.size() - kRanksNamed);
   const size_t nhosts = s.hosts.size();
   std::string lib = s.library;
   if (!s.library_version.empty()) lib += " " + s.library_version;
@@ -95,8 +99,11 @@ std::vector<std::string> fit_lines(const report::Model& model) {
                             "the {} it is expected to reach",
                             signed_pct(model.error), pct(fit.expected_error)));
   const std::string indent = "             ";
+  // the worst few (the list is worst first; JSON has them all)
   std::string where;
-  for (const auto& r : fit.ranks) where += (where.empty() ? "" : ", ") + fmt::format("rank {} ({})", r.rank, signed_pct(r.error));
+  for (size_t k = 0; k < fit.ranks.size() && k < kRanksNamed; k++)
+    where += (where.empty() ? "" : ", ") + fmt::format("rank {} ({})", fit.ranks[k].rank, signed_pct(fit.ranks[k].error));
+  if (fit.ranks.size() > kRanksNamed) where += fmt::format(" and {} more", fit.ranks.size() - kRanksNamed);
   if (!where.empty()) out.push_back(indent + "ranks missed: " + where);
   for (const auto& s : fit.sites)
     out.push_back(indent + fmt::format("at {}, {}: {} inside MPI measured, {} predicted", s.where.text, s.call,

@@ -65,7 +65,7 @@ check: tests
 # every test that needs no MPI (the codec, the reader on the committed fixtures in tests/fixtures, the
 # model, the replay, the report's parts): no mpirun, well under a minute
 UNIT_BINS := $(patsubst tests/%.cpp,$(TEST_DIR)/%,$(UNIT_SRC))
-unit: $(CLI_BIN) $(UNIT_BINS)
+unit: $(CLI_BIN) $(SYNTH_BIN) $(UNIT_BINS)
 	@tests/run_tests.sh $(UNIT_BINS)
 
 .PRECIOUS: $(TEST_DIR)/obj/%.o

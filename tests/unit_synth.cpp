@@ -1,0 +1,228 @@
+// mpiadvise-synth (bench/synth.cpp): the logs it writes read as a traced run's do. Each pattern is
+// generated small into a fresh directory and read with the analyzer's library: every rank's log reads
+// without a problem and ends with its trailer, holds about the calls asked for, every message and
+// collective matches, and the replay gives the run the shape of its pattern.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "log_reader.hpp"
+#include "replay.hpp"
+#include "run_facts.hpp"
+#include "support.hpp"
+#include "trace.hpp"
+
+using namespace mpiadvise;
+using namespace mpa_test;
+using Catch::Detail::Approx;
+
+namespace {
+
+fs::path synth_bin() { return build_dir() / "bin" / "mpiadvise-synth"; }
+
+JobResult synth(const std::string& args) { return run_command("'" + synth_bin().string() + "' " + args); }
+
+// The logs of `pattern` for `ranks` ranks of about `events` calls each, in a fresh directory.
+fs::path generate(const std::string& pattern, int ranks, int events, const std::string& more = "") {
+  fs::path dir = fresh_dir("synth-" + pattern);
+  auto r = synth(fmt::format("--ranks {} --events {} --pattern {} {} -o '{}'", ranks, events, pattern, more, dir.string()));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  REQUIRE(r.err.empty());
+  return dir;
+}
+
+// Reads every rank: no problem, complete, calls in time order from MPI_Init to MPI_Finalize, and as
+// many as the trailer counts. Returns the calls of each rank.
+std::vector<uint64_t> read_all(const JobLog& job, int ranks, const std::string& pattern) {
+  REQUIRE(job.world_size() == ranks);
+  REQUIRE(job.ranks().size() == static_cast<size_t>(ranks));
+  for (const auto& p : job.problems()) FAIL_CHECK(p.text());
+  std::vector<uint64_t> counts;
+  for (const auto& log : job.ranks()) {
+    INFO("rank " << log->rank());
+    CHECK(log->complete());
+    CHECK(log->format_version() == MPA_FORMAT_VERSION);
+    CHECK(log->header().at("synthetic").at("pattern") == pattern);
+    CHECK(log->defines_world());
+    uint64_t n = 0, last_exit = 0;
+    std::string first, last;
+    bool ordered = true;
+    log->for_each_event([&](const Event& e) {
+      if (n == 0) first = std::string(e.call_name);
+      last = std::string(e.call_name);
+      ordered = ordered && e.t_enter_ns <= e.t_exit_ns && (n == 0 || e.t_enter_ns >= last_exit);
+      last_exit = e.t_exit_ns;
+      n++;
+    });
+    CHECK(first == "MPI_Init");
+    CHECK(last == "MPI_Finalize");
+    CHECK(ordered);
+    CHECK(log->trailer().at("events").get<uint64_t>() == n);
+    counts.push_back(n);
+  }
+  return counts;
+}
+
+// Every message matched, none received before it was sent; every collective complete.
+void check_matching(const Trace& t) {
+  CHECK(t.unmatched_sends == 0);
+  CHECK(t.unmatched_recvs == 0);
+  CHECK(t.incomplete_collectives == 0);
+  uint64_t early = 0;
+  for (const auto& m : t.messages) {
+    REQUIRE(m.matched());
+    REQUIRE(m.recv_done_op != kNone);
+    if (t.op(m.dst, m.recv_done_op).t_exit < t.op(m.src, m.send_op).t_enter) early++;
+  }
+  CHECK(early == 0);
+}
+
+ReplayResult replay_of(const JobLog& job, const Trace& t) {
+  const RunFacts facts = run_facts(job);
+  ReplayOptions o;
+  o.params = choose_params(facts, "", fs::path(MPA_SOURCE_DIR) / "share" / "params").params;
+  o.mpi_library = facts.library;
+  ReplayResult r = replay(t, o);
+  CHECK(r.unresolved_ops == 0);
+  CHECK(r.stalls.empty());
+  CHECK(r.predicted_ns > 0);
+  REQUIRE(r.ranks.size() == t.ranks.size());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("synth halo: every rank's log reads, its messages match, the replay runs", "[synth]") {
+  fs::path dir = generate("halo", 4, 200);
+  JobLog job(dir);
+  auto counts = read_all(job, 4, "halo");
+  for (auto n : counts) CHECK(n >= 200 - 5);  // five calls an iteration, MPI_Init and MPI_Finalize
+  for (auto n : counts) CHECK(n <= 200);
+  Trace t = build_trace(job);
+  check_matching(t);
+  const uint64_t iterations = (200 - 2) / 5;
+  CHECK(t.messages.size() == 4 * 2 * iterations);
+  ReplayResult r = replay_of(job, t);
+  // 10 us of computation an iteration on every rank, in the measured run and in the replay
+  for (const auto& rank : r.ranks) CHECK(rank.predicted.computation >= 0.98 * 10000.0 * iterations);
+  CHECK(r.measured_ns >= 10000.0 * iterations);
+}
+
+TEST_CASE("synth pipeline: the run ends later down the pipeline", "[synth]") {
+  fs::path dir = generate("pipeline", 4, 200);
+  JobLog job(dir);
+  auto counts = read_all(job, 4, "pipeline");
+  const uint64_t iterations = (200 - 2) / 2;
+  // the ranks inside the pipeline receive and send each iteration; its ends only send or receive
+  CHECK(counts[0] == 2 + iterations);
+  CHECK(counts[1] == 2 + 2 * iterations);
+  CHECK(counts[2] == 2 + 2 * iterations);
+  CHECK(counts[3] == 2 + iterations);
+  Trace t = build_trace(job);
+  check_matching(t);
+  CHECK(t.messages.size() == 3 * iterations);
+  ReplayResult r = replay_of(job, t);
+  for (int k = 1; k < 4; k++) {
+    INFO("rank " << k);
+    CHECK(r.ranks[k].predicted_ns > r.ranks[k - 1].predicted_ns);
+    CHECK(r.ranks[k].measured_ns > r.ranks[k - 1].measured_ns);
+  }
+  CHECK(r.ranks[3].predicted.recv_wait > r.ranks[1].predicted.recv_wait);
+}
+
+TEST_CASE("synth alltoall: one complete MPI_Alltoall per iteration", "[synth]") {
+  fs::path dir = generate("alltoall", 4, 200, "--bytes 4096");
+  JobLog job(dir);
+  auto counts = read_all(job, 4, "alltoall");
+  for (auto n : counts) CHECK(n == 200);
+  Trace t = build_trace(job);
+  check_matching(t);
+  REQUIRE(t.collectives.size() == 198);
+  for (const auto& c : t.collectives) {
+    CHECK(c.call == MPA_CALL_Alltoall);
+    CHECK(c.members.size() == 4);
+    CHECK(c.bytes == 4096);
+  }
+  ReplayResult r = replay_of(job, t);
+  CHECK(r.collectives_by_algorithm + r.collectives_approximate + r.collectives_closed_formula == 198);
+  for (const auto& rank : r.ranks) CHECK(rank.predicted.collectives > 0);
+}
+
+TEST_CASE("synth imbalance: rank r computes 1 + (r % 4) / 4 times as long as rank 0", "[synth]") {
+  // long computations: the program's own time between its calls (100 ns each) is then negligible
+  fs::path dir = generate("imbalance", 8, 500, "--compute-us 1000 --seed 7");
+  JobLog job(dir);
+  read_all(job, 8, "imbalance");
+  Trace t = build_trace(job);
+  check_matching(t);
+  ReplayResult r = replay_of(job, t);
+  const double base = r.ranks[0].predicted.computation;
+  for (int k = 0; k < 8; k++) {
+    INFO("rank " << k);
+    CHECK(r.ranks[k].predicted.computation / base == Approx(1.0 + (k % 4) / 4.0).epsilon(0.01));
+  }
+  // the slowest of each four waits least
+  CHECK(r.ranks[3].predicted.recv_wait < r.ranks[0].predicted.recv_wait);
+}
+
+TEST_CASE("synth: the same seed gives the same run, another seed another", "[synth]") {
+  auto times = [](const fs::path& dir) {
+    std::vector<uint64_t> d;
+    JobLog job(dir);
+    job.rank(1)->for_each_event([&](const Event& e) { d.push_back(e.t_exit_ns - e.t_enter_ns); });
+    return d;
+  };
+  auto a = times(generate("halo", 3, 60, "--seed 5")), b = times(generate("halo", 3, 60, "--seed 5"));
+  auto c = times(generate("halo", 3, 60, "--seed 6"));
+  CHECK(a == b);
+  CHECK(a != c);
+}
+
+TEST_CASE("synth: a bad option is one line naming it, and exit status 2", "[synth][cli]") {
+  fs::path dir = fresh_dir("synth-bad");
+  const std::string out = " -o '" + dir.string() + "'";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--ranks 0 --events 100 --pattern halo", "--ranks"},
+      {"--ranks four --events 100 --pattern halo", "--ranks"},
+      {"--ranks 4 --events 100 --pattern ring", "--pattern"},
+      {"--ranks 4 --events 2 --pattern halo", "--events"},
+      {"--ranks 4 --events 100 --pattern halo --bytes -1", "--bytes"},
+      {"--ranks 4 --events 100 --pattern halo --compute-us nan", "--compute-us"},
+      {"--ranks 1 --events 100 --pattern pipeline", "--ranks"},
+      {"--events 100 --pattern halo", "--ranks"},
+      {"--ranks 4 --events 100 --pattern halo --colour red", "--colour"},
+  };
+  for (const auto& [args, option] : cases) {
+    auto r = synth(args + out);
+    INFO(args << ": " << r.err);
+    CHECK(r.status == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find(option) != std::string::npos);
+    CHECK(r.out.empty());
+  }
+  CHECK(fs::is_empty(dir));  // nothing written
+
+  // an -o that cannot be written: one line naming it
+  const std::string bad = "/proc/mpiadvise-synth-test";
+  auto r = synth("--ranks 2 --events 20 --pattern halo -o " + bad);
+  INFO(r.err);
+  CHECK(r.status == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find(bad) != std::string::npos);
+}
+
+TEST_CASE("synth: a directory holding a trace is refused, and replaced with --force", "[synth][cli]") {
+  fs::path dir = generate("halo", 4, 40);
+  auto r = synth("--ranks 2 --events 40 --pattern pipeline -o '" + dir.string() + "'");
+  CHECK(r.status == 2);
+  CHECK(r.err.find("already holds a trace") != std::string::npos);
+  r = synth("--ranks 2 --events 40 --pattern pipeline --force -o '" + dir.string() + "'");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  JobLog job(dir);  // the new run alone: two ranks of one job
+  read_all(job, 2, "pipeline");
+}
