@@ -2,8 +2,8 @@
 // C++ names demangled; a stripped program's lines found again in its separate debug file (by build ID
 // in a directory given with --debug-dir or MPIADVISE_DEBUG_PATH, or by .gnu_debuglink name); and a
 // program stripped down to its symbol tables (.symtab, or only .dynsym) named by function, the call
-// sites of one function counted together. The program: tests/programs/cxx_stages.cpp, built four ways
-// in tests/tests.mk.
+// sites of one function counted together; and a program built by clang, named by its lines. The
+// program: tests/programs/cxx_stages.cpp, built five ways in tests/tests.mk.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -90,6 +90,25 @@ TEST_CASE("C++ call sites are named by their demangled function", "[symbols]") {
   auto dump = run_command(mpiadvise_cmd() + " dump --summary " + quoted(run.dir));
   CHECK(dump.out.find(kSendBoth) != std::string::npos);
   CHECK(dump.out.find("_ZN") == std::string::npos);
+}
+
+TEST_CASE("a program built by clang has its lines, though it has no .debug_aranges", "[symbols]") {
+  // libdw 0.188 finds the unit of an address by .debug_aranges, which clang does not write: without the
+  // symbolizer's own search of the units, every call site was named by function only
+  const fs::path program = program_path("cxx_stages_clang");
+  auto comment = run_command("readelf -p .comment " + quoted(program));
+  REQUIRE(comment.out.find("clang") != std::string::npos);
+  REQUIRE_FALSE(has_section(program, ".debug_aranges"));
+  auto run = staged_run("cxx_stages_clang");
+  json report = report_of(run.dir);
+  auto sends = entries_at(report["sites"], "cxx_stages.cpp:");
+  REQUIRE(sends.size() == 2);
+  std::set<int> lines;
+  for (const auto& s : sends) {
+    lines.insert(s["where"]["line"].get<int>());
+    CHECK(s["where"]["function"] == kSendBoth);
+  }
+  CHECK(lines == std::set<int>{line_of("// first send"), line_of("// second send")});
 }
 
 TEST_CASE("a stripped program's lines come back from its separate debug file", "[symbols]") {

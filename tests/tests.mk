@@ -11,7 +11,7 @@ TEST_BINS     := $(patsubst tests/%.cpp,$(TEST_DIR)/%,$(UNIT_SRC) $(MPI_SRC))
 # the programs the MPI tests run, built once per MPI in $(TEST_DIR)/programs/MPI
 PROGRAM_NAMES := $(patsubst tests/programs/%.c,%,$(wildcard tests/programs/*.c)) \
                  $(patsubst tests/programs/%.f90,%,$(wildcard tests/programs/*.f90)) pipeline_nosym \
-                 cxx_stages cxx_stages_split cxx_stages_symtab cxx_stages_dynsym
+                 cxx_stages cxx_stages_split cxx_stages_symtab cxx_stages_dynsym cxx_stages_clang
 TEST_PROGRAMS := $(foreach m,$(MPIS),$(addprefix $(TEST_DIR)/programs/$(m)/,$(PROGRAM_NAMES)))
 
 $(TEST_DIR)/obj/%.o: tests/%.cpp tests/support.hpp $(wildcard analyzer/*.hpp) $(BUILD)/gen/call_ids.h
@@ -24,7 +24,8 @@ $(TEST_DIR)/%: $(TEST_DIR)/obj/%.o $(TEST_SUPPORT) $(ANALYZER_LIB)
 # a C++ program, its MPI calls in namespaced functions, built as distributions ship programs: with -g;
 # its debug information split off (into .debuginfo, a name libdw does not look for: the tests put it in
 # a build-id tree) and stripped; stripped of debug information only (.symtab kept); exported with
-# -rdynamic and stripped of everything but .dynsym. pipeline_nosym: an example built without debug
+# -rdynamic and stripped of everything but .dynsym; built by clang (DWARF 5 and no .debug_aranges, which
+# gcc writes and libdw 0.188 needs to find a line by address). pipeline_nosym: an example built without debug
 # information and stripped (the report falls back to module+offset).
 CXX_PROGRAM_FLAGS := -O1 -g -Iexamples -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX
 define MPI_TEST_RULES
@@ -43,6 +44,9 @@ $(TEST_DIR)/programs/$(1)/pipeline_nosym: examples/pipeline.c examples/compute.h
 $(TEST_DIR)/programs/$(1)/cxx_stages: tests/programs/cxx_stages.cpp examples/compute.h
 	@mkdir -p $$(dir $$@)
 	$(MPICXX_$(1)) $(CXX_PROGRAM_FLAGS) -o $$@ $$<
+$(TEST_DIR)/programs/$(1)/cxx_stages_clang: tests/programs/cxx_stages.cpp examples/compute.h
+	@mkdir -p $$(dir $$@)
+	OMPI_CXX=clang++ MPICH_CXX=clang++ $(MPICXX_$(1)) $(CXX_PROGRAM_FLAGS) -o $$@ $$<
 $(TEST_DIR)/programs/$(1)/cxx_stages_split: $(TEST_DIR)/programs/$(1)/cxx_stages
 	objcopy --only-keep-debug $$< $$@.debuginfo
 	strip --strip-all -o $$@ $$<
