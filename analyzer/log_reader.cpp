@@ -299,6 +299,10 @@ void RankLog::read_defs(const std::vector<uint8_t>& data, const ChunkRef& c) {
   }
 }
 
+// How far a (tick, ns) pair of a log on the time stamp counter may lie off the fitted line before the
+// reader says the counter jumped: 1 ms, or 0.1% of the run (CLOCK_MONOTONIC is slewed by up to 500 ppm).
+constexpr double kClockStrayNs = 1e6;
+
 void RankLog::fit_clock() {
   // Pairs (tick, ns) from the header and every chunk; the slope from the two farthest apart. The
   // header's keys have their types (check_header).
@@ -319,6 +323,22 @@ void RankLog::fit_clock() {
     else if (tsc)
       slope_ = header_.value("tsc_ghz", 0.0) > 0 ? 1.0 / header_.value("tsc_ghz", 1.0) : 1.0;
     if (!std::isfinite(slope_) || slope_ <= 0) slope_ = 1.0;
+    // a counter that jumped (a virtual machine suspended, restored or moved) leaves pairs off the line
+    double strayed = 0;
+    for (const auto& [tick, ns] : pairs)
+      strayed = std::max(strayed, std::fabs(static_cast<double>(base_ns_) +
+                                            (static_cast<double>(tick) - static_cast<double>(base_tick_)) * slope_ -
+                                            static_cast<double>(ns)));
+    const double span = static_cast<double>(std::max_element(pairs.begin(), pairs.end(), [](const auto& x, const auto& y) {
+                                              return x.second < y.second;
+                                            })->second - lo->second);
+    if (tsc && strayed > std::max(kClockStrayNs, 1e-3 * span))
+      problems_.push_back({path_.string(), std::nullopt,
+                           fmt::format("the time stamp counter strayed {:.1f} ms from CLOCK_MONOTONIC during the run (the "
+                                       "machine suspended or moved?): times are off by up to that; MPIADVISE_CLOCK=monotonic "
+                                       "traces with the system clock",
+                                       strayed / 1e6),
+                           false});
   }
   offset_init_ns_ = clk.value("offset_to_rank0_ns", int64_t{0});
   if (trailer_.is_object() && trailer_.contains("clock_offset_finalize_ns")) {

@@ -125,6 +125,13 @@ static void read_settings(void)
     if (parse_int(v, 1, 19, &l)) setting_warning("MPIADVISE_ZSTD_LEVEL=%s is not a level from 1 to 19; using 1", v);
     else mpa_cfg.zstd_level = (int)l;
   }
+  if ((v = getenv("MPIADVISE_CLOCK")) && *v) {
+    if (strcmp(v, "tsc") && strcmp(v, "monotonic") && strcmp(v, "auto"))
+      setting_warning("MPIADVISE_CLOCK=%s is not tsc, monotonic or auto; using auto (%s)", v,
+                      mpa_clock_is_tsc ? "tsc" : "monotonic");
+    else if (!strcmp(v, "tsc") && !mpa_clock_is_tsc)
+      setting_warning("MPIADVISE_CLOCK=tsc: this CPU's time stamp counter is not invariant; using monotonic");
+  }
   if ((v = getenv("MPIADVISE_PAPI")) && *v) {
     if (strlen(v) >= sizeof mpa_cfg.papi) setting_warning("MPIADVISE_PAPI is too long; no counters recorded");
     else strcpy(mpa_cfg.papi, v);

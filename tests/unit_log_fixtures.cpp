@@ -525,3 +525,19 @@ TEST_CASE("an unfinished call is its thread's last event; a call written again s
     CHECK(has_problem(log.problems(), "field bits this format does not define"));
   }
 }
+
+TEST_CASE("a log on the time stamp counter whose clock pairs leave the line says the counter jumped", "[reader][clock]") {
+  // every chunk carries a (tick, CLOCK_MONOTONIC ns) pair, and so does the header: pairs of one counter
+  // lie on one line; a counter that jumped (a virtual machine suspended or moved) leaves one off it
+  auto b = file_bytes(fixture("p2p-all") / "rank-00000.mpa");
+  json h = header_of(b);
+  h["clock"]["source"] = "tsc";
+  RankLog steady("steady", with_header(b, h.dump()));
+  CHECK_FALSE(has_problem(steady.problems(), "time stamp counter"));
+  h["clock"]["sync_ns"] = h["clock"]["sync_ns"].get<uint64_t>() - 2000000000ull;
+  RankLog jumped("jumped", with_header(b, h.dump()));
+  CHECK(has_problem(jumped.problems(), "time stamp counter strayed"));
+  // the same pairs from the system clock: nothing to say (its readings are the pairs' own)
+  h["clock"]["source"] = "monotonic";
+  CHECK_FALSE(has_problem(RankLog("system", with_header(b, h.dump())).problems(), "time stamp counter"));
+}
