@@ -35,6 +35,7 @@ struct RunOptions {
   std::string buffer;
   std::string papi;
   std::string zstd_level;
+  std::string clock;
   std::string lib;
   std::vector<std::string> command;
 };
@@ -108,6 +109,7 @@ int run_job(RunOptions o) {
   if (!o.buffer.empty()) env.emplace_back("MPIADVISE_BUFFER", o.buffer);
   if (!o.papi.empty()) env.emplace_back("MPIADVISE_PAPI", o.papi);
   if (!o.zstd_level.empty()) env.emplace_back("MPIADVISE_ZSTD_LEVEL", o.zstd_level);
+  if (!o.clock.empty()) env.emplace_back("MPIADVISE_CLOCK", o.clock);
   for (char** e = environ; *e; e++) {  // MPIADVISE settings already exported travel too
     std::string kv = *e;
     auto eq = kv.find('=');
@@ -179,6 +181,8 @@ std::function<int()> add_run(CLI::App& app) {
   sub->add_option("--buffer", o->buffer, "Event buffer memory per rank, e.g. 4M (default 4M)");
   sub->add_option("--papi", o->papi, "PAPI events to count over each computation interval, comma-separated");
   sub->add_option("--zstd-level", o->zstd_level, "zstd compression level of the logs, 1 to 19 (default 1)");
+  sub->add_option("--clock", o->clock, "Event clock: tsc, monotonic or auto (default auto)")
+      ->check(CLI::IsMember({"tsc", "monotonic", "auto"}));
   sub->add_option("--lib", o->lib, "The tracing library (default: the one built for the job's MPI, lib/mpiadvise/MPI/libmpiadvise.so)");
   sub->add_option("command", o->command, "The launcher and its arguments, after --")->required();
   return [o] { return run_job(*o); };
