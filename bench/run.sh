@@ -6,6 +6,8 @@
 #       MPI_Waitall with 8-byte messages (bench/p2p_loop.c), run REPS times interleaved as
 #       untraced, traced (default settings), traced with MPIADVISE_STACK_DEPTH=4, untraced, ...
 #       The program times its own loop after a warm-up, so start-up is not in the figures.
+#   (p) one rank polling: MPI_Test and MPI_Iprobe that find nothing, 100 of them to every 3 other calls
+#       (bench/p2p_loop.c poll), timed like (a).
 #   (c) a 1-D halo exchange on 4 ranks (oversubscribed on small machines) for log bytes and memory.
 #   (d) replay throughput of the analyzer on a synthetic trace of 64 ranks x 1 M events, and the cost of the
 #       report's advice in simulations of that trace (bench/replay_bench.cpp).
@@ -100,8 +102,8 @@ export HALO_NP
 version=$("$MPIRUN" --version 2>/dev/null | grep -m1 -iE 'openrte|open mpi|version' | sed -E 's/.*[ :\t]([0-9]+\.[0-9.]+).*/\1/')
 echo "mpiadvise bench: BUILD=$BUILD, $MPI $version, $cpus CPUs," \
   "load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?') before the runs"
-echo "  (a), (b): $REPS x (untraced, traced, traced with MPIADVISE_STACK_DEPTH=4)," \
-  "$((3 * ITERS)) timed calls per rank per run; (c): $halo_reps x the same, $((6 * HALO_ITERS)) calls per rank"
+echo "  (a), (b), (p): $REPS x (untraced, traced, traced with MPIADVISE_STACK_DEPTH=4)," \
+  "$((3 * ITERS)) timed calls per rank per run ((p): $((103 * (ITERS / 25)))); (c): $halo_reps x the same, $((6 * HALO_ITERS)) calls per rank"
 "$bin/clock_cost" >>"$results"
 
 start=$(date +%s)
@@ -111,6 +113,9 @@ for rep in $(seq 1 "$REPS"); do
   done
   for mode in untraced traced depth4; do
     run_one pair "$rep" "$mode" 2 "$bin/p2p_loop" pair "$ITERS" "$WARMUP"
+  done
+  for mode in untraced traced depth4; do
+    run_one poll "$rep" "$mode" 1 "$bin/p2p_loop" poll "$((ITERS / 25))" "$((WARMUP / 25))"
   done
 done
 for rep in $(seq 1 "$halo_reps"); do

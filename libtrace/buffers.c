@@ -336,10 +336,26 @@ static void encode(mpa_thread *ts, const mpa_event *ev, uint32_t callsite, uint3
   ts->events += count ? count : 1; /* summed over threads at finalize: no shared cache line per call */
 }
 
-/* A pending run of unsuccessful tests becomes one event: first enter, last exit, count, time inside. */
-static void fold_event(const struct mpa_fold_run *f, mpa_event *ev)
+/* One poll in MPA_POLL_SAMPLE of a run is timed at both ends; the others at entry only. */
+#define MPA_POLL_SAMPLE 16
+
+/* A pending run of unsuccessful tests becomes one event: first enter, last exit, count, time inside.
+ * A poll timed at entry only (mpa_poll_again) is taken to last the mean of the run's timed polls; the
+ * run ends no later than limit (the next event's entry, or now), and its time inside is within its span. */
+static void fold_event(const struct mpa_fold_run *f, mpa_event *ev, uint64_t limit, uint64_t *incall)
 {
-  mpa_event_start(ev, f->call, f->first_enter, f->last_exit);
+  uint64_t last_exit = f->last_exit;
+  *incall = f->incall;
+  if (f->untimed && f->timed) {
+    uint64_t mean = f->incall / f->timed;
+    *incall += mean * f->untimed;
+    if (f->last_enter > last_exit) {
+      last_exit = f->last_enter + mean;
+      if (last_exit > limit && limit >= f->last_enter) last_exit = limit;
+    }
+    if (*incall > last_exit - f->first_enter) *incall = last_exit - f->first_enter;
+  }
+  mpa_event_start(ev, f->call, f->first_enter, last_exit);
   ev->mask = f->mask;
   ev->peer = f->peer;
   ev->tag = f->tag;
@@ -350,14 +366,32 @@ static void fold_event(const struct mpa_fold_run *f, mpa_event *ev)
   }
 }
 
-static void flush_fold(mpa_thread *ts, int may_wait)
+/* limit: the next event's entry, or now */
+static void flush_fold(mpa_thread *ts, int may_wait, uint64_t limit)
 {
   struct mpa_fold_run *f = &ts->fold;
   if (!f->n) return;
   mpa_event ev;
-  fold_event(f, &ev);
-  encode(ts, &ev, f->callsite, f->n, f->incall, NULL, 0, may_wait);
+  uint64_t incall;
+  fold_event(f, &ev, limit, &incall);
+  encode(ts, &ev, f->callsite, f->n, incall, NULL, 0, may_wait);
   f->n = 0;
+}
+
+/* Without the thread's lock: only the thread itself changes its run while it may be polling. The writer
+ * asks for a run older than the seal age (fold_flush_wanted) instead of writing it, and the thread writes
+ * it at its next timed poll; at the end (seal_threads(SEAL_ALL_*), a signal) nothing polls any more. */
+int mpa_poll_again(mpa_thread *ts, uint32_t call, uint32_t callsite, uint64_t t0)
+{
+  struct mpa_fold_run *f = &ts->fold;
+  if (!f->n || f->call != call || f->callsite != callsite || !(f->n % MPA_POLL_SAMPLE) ||
+      atomic_load_explicit(&ts->fold_flush_wanted, memory_order_relaxed))
+    return 0;
+  f->n++;
+  f->untimed++;
+  f->last_enter = t0;
+  ts->depth = 0;
+  return 1;
 }
 
 void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, uint32_t callsite)
@@ -371,12 +405,15 @@ void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, uint32_t callsite)
   ts_lock(ts);
   struct mpa_fold_run *f = &ts->fold;
   if (fold) {
-    if (f->n && (f->call != ev->call || f->callsite != callsite)) flush_fold(ts, 1);
+    int wanted = atomic_load_explicit(&ts->fold_flush_wanted, memory_order_relaxed);
+    if (f->n && (wanted || f->call != ev->call || f->callsite != callsite)) flush_fold(ts, 1, ev->t_enter);
+    if (wanted) atomic_store_explicit(&ts->fold_flush_wanted, 0, memory_order_relaxed);
     if (!f->n) {
       f->call = ev->call;
       f->callsite = callsite;
       f->first_enter = ev->t_enter;
       f->incall = 0;
+      f->timed = f->untimed = 0;
       /* a folded run keeps what identifies what was polled: the request of a Test, the peer of a probe */
       f->mask = ev->mask & (MPA_F_PEER | MPA_F_TAG | MPA_F_COMM);
       f->peer = ev->peer;
@@ -388,10 +425,12 @@ void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, uint32_t callsite)
       }
     }
     f->n++;
+    f->timed++;
+    f->last_enter = ev->t_enter;
     f->last_exit = ev->t_exit;
     f->incall += ev->t_exit - ev->t_enter;
   } else {
-    if (f->n) flush_fold(ts, 1);
+    if (f->n) flush_fold(ts, 1, ev->t_enter);
     encode(ts, ev, callsite, 0, 0, delta, npapi, 1);
   }
   ts_unlock(ts);
@@ -407,7 +446,7 @@ static void thread_gone(void *arg)
   mpa_thread *ts = arg;
   if (g_in_forked_child) return; /* its lock may have been held by the parent's writer at the fork */
   ts_lock(ts);
-  flush_fold(ts, 1);
+  flush_fold(ts, 1, mpa_now());
   if (ts->chunk) {
     chunk_seal(ts->chunk);
     ts->chunk = NULL;
@@ -466,9 +505,10 @@ static void seal_threads(enum seal_how how)
     if (how == SEAL_ALL_WAIT) ts_lock(ts);
     else if (how == SEAL_ALL_BRIEFLY ? !ts_lock_briefly(ts) : !ts_trylock(ts)) continue;
     int stale = ts->chunk && now - ts->chunk->first_tick > g_seal_age_ticks;
-    int fold_stale = ts->fold.n && now - ts->fold.first_enter > g_seal_age_ticks;
-    if (!stale_only || stale || fold_stale) {
-      flush_fold(ts, 0);
+    /* the pending run of polls is the thread's own while it may poll (mpa_poll_again): asked for */
+    if (stale_only) atomic_store_explicit(&ts->fold_flush_wanted, 1, memory_order_relaxed);
+    if (!stale_only || stale) {
+      if (!stale_only) flush_fold(ts, 0, now);
       if (ts->chunk) {
         chunk_seal(ts->chunk);
         ts->chunk = NULL;
@@ -730,8 +770,9 @@ int mpa_flush_from_signal(void)
     /* the run of tests in progress, then the call in progress: the thread's last events */
     if (ts->fold.n) {
       mpa_event ev;
-      fold_event(&ts->fold, &ev);
-      encode_from_signal(ts, &ev, ts->fold.callsite, ts->fold.n, ts->fold.incall);
+      uint64_t incall;
+      fold_event(&ts->fold, &ev, now, &incall);
+      encode_from_signal(ts, &ev, ts->fold.callsite, ts->fold.n, incall);
       ts->fold.n = 0;
     }
     record_unfinished(ts, now);

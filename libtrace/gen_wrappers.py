@@ -234,6 +234,21 @@ def status_substitutions_c(call, params):
     return out
 
 
+def poll_again_code(call, fortran):
+    """A poll that found nothing and continues the thread's run of them returns at once (wrap.h:
+    mpa_poll_again): one clock read for such a call. The condition is the one record_code folds on."""
+    comp = call.roles.get("completion")
+    ok = "(!ierr || *ierr == MPI_SUCCESS)" if fortran else "rc == MPI_SUCCESS"
+    if comp in ("test", "iprobe", "improbe", "testany", "testall"):
+        miss = "!*flag_f" if fortran else "!*flag"
+    elif comp == "testsome":
+        miss = "*outcount_f == 0" if fortran else "*outcount == 0"
+    else:
+        return []
+    back = "return;" if fortran else "return rc;"
+    return [f"  if ({ok} && {miss} && mpa_poll_again(ts, {call_id(call.name)}, mpa_cs, t0)) {back}"]
+
+
 def flag_alias(call, params):
     names = [p.name for p in params]
     return "flag" if "flag" in names else None
@@ -279,6 +294,7 @@ def c_wrapper(call):
     L += inflight_code(call)
     L.append(f"  int rc = PMPI_{call.name}({args});")
     L.append("  mpa_inflight_exit(ts);")
+    L += poll_again_code(call, False)
     L.append("  uint64_t t1 = mpa_now();")
     L.append(f"  mpa_event ev; mpa_event_start(&ev, {call_id(call.name)}, t0, t1);")
     L += record_code(call, params)
@@ -452,6 +468,7 @@ def fortran_body(call):
     L += inflight_code(call)
     L.append(f"  real({', '.join(fargs)});")
     L.append("  mpa_inflight_exit(ts);")
+    L += poll_again_code(call, True)
     L.append("  uint64_t t1 = mpa_now();")
     L.append("  int rc = ierr ? (int)*ierr : MPI_SUCCESS;")
     L += fortran_outputs(call, params)

@@ -56,6 +56,10 @@ struct mpa_fold_run {
   uint32_t call, n;
   uint32_t callsite;
   uint64_t first_enter, last_exit, incall;
+  /* polls timed at both ends (the first of a run, then one in MPA_POLL_SAMPLE) and polls timed at entry
+   * only (mpa_poll_again); incall sums the timed ones, last_enter is the last poll's entry */
+  uint32_t timed, untimed;
+  uint64_t last_enter;
   uint64_t handle; /* Test's request */
   int32_t peer, tag;
   uint32_t comm, mask;
@@ -86,7 +90,8 @@ struct mpa_thread {
   mpa_chunk *chunk;         /* being filled, or NULL */
   mpa_codec_state codec;    /* the chunk being filled is coded against it */
   uint64_t events;          /* MPI calls encoded by this thread */
-  struct mpa_fold_run fold; /* pending run of unsuccessful tests */
+  struct mpa_fold_run fold; /* pending run of unsuccessful tests: the thread's own (see mpa_poll_again) */
+  atomic_int fold_flush_wanted; /* set by the writer: the thread writes its pending run at its next poll */
   /* call-site cache: return address -> id, direct-mapped */
   uintptr_t cs_addr[256];
   uint32_t cs_id[256];

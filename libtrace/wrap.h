@@ -78,6 +78,12 @@ static inline void mpa_event_start(mpa_event *ev, uint32_t call, uint64_t t0, ui
  * the wrapper takes before the call (a signal handler records a call in progress with it). */
 void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, uint32_t callsite);
 
+/* A poll that found nothing (an MPI_Test* or MPI_Iprobe with a false flag) and continues the thread's run
+ * of such polls at the same call site: counts it in the run without reading the clock at its exit, and
+ * ends the call; returns 1. Returns 0 when the call is to go the whole way (it starts a run, or is the
+ * run's next sampled poll, timed at both ends). A poll is then one clock read and one uncontended lock. */
+int mpa_poll_again(mpa_thread *ts, uint32_t call, uint32_t callsite, uint64_t t0);
+
 /* The call in progress (tracer.h: struct mpa_inflight). The wrapper stores t0, the call site and the
  * fields known at entry into ts->inflight, then mpa_inflight_enter publishes them; mpa_inflight_exit is
  * the first thing after the PMPI call. A handler on this thread sees every store before `what` (the

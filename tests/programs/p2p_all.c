@@ -206,6 +206,11 @@ int main(int argc, char **argv)
       flag = 0;
       while (!flag) MPI_Test(&rq[0], &flag, MPI_STATUS_IGNORE);
       MPI_Send(&x, 1, MPI_INT, MPI_PROC_NULL, 36, MPI_COMM_WORLD);
+      /* 11. exactly 1000 polls at one call site that find nothing (tag 98 is never sent) */
+      for (int i = 0; i < 1000; i++) {
+        MPI_Iprobe(1, 98, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        EXPECT(!flag);
+      }
     }
   } else {
     /* ranks 2 and 3 take part in the barriers of ranks 0 and 1 (MPI_COMM_WORLD) */
