@@ -98,7 +98,14 @@ RunFacts run_facts(const JobLog& job) {
     f.hosts.assign(hosts.begin(), hosts.end());
     return f;
   }
-  return run_facts(job.ranks().front()->header(), std::vector<std::string>(hosts.begin(), hosts.end()));
+  // the tracer reads MPI_T's control variables on rank 0 only: the first header that has them
+  const nlohmann::json* h = &job.ranks().front()->header();
+  for (const auto& r : job.ranks())
+    if (r->header().contains("cvars")) {
+      h = &r->header();
+      break;
+    }
+  return run_facts(*h, std::vector<std::string>(hosts.begin(), hosts.end()));
 }
 
 RunFacts run_facts(const nlohmann::json& h, const std::vector<std::string>& hosts_in) {

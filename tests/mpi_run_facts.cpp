@@ -34,11 +34,14 @@ TEST_CASE("the header records the eager limits read through MPI_T and the MPI en
   mpiadvise::JobLog job(r.dir);
   for (const auto& log : job.ranks()) {
     const auto& h = log->header();
+    // rank 0 alone reads MPI_T (Open MPI's MPI_T_init_thread costs every rank 3.6 MiB at its peak)
+    CHECK(h.contains("cvars") == (log->rank() == 0));
+    const auto cvars = h.value("cvars", nlohmann::json::object());
     if (mpi().openmpi()) {
-      CHECK(h.at("cvars").at("btl_tcp_eager_limit") == 8192);
+      if (log->rank() == 0) CHECK(cvars.at("btl_tcp_eager_limit") == 8192);
       CHECK(h.at("env").at("OMPI_MCA_btl_tcp_eager_limit") == "8192");
     } else {  // UCX's threshold is no MPI_T variable: the environment carries it
-      CHECK(h.at("cvars").contains("MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE"));
+      if (log->rank() == 0) CHECK(cvars.contains("MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE"));
       CHECK(h.at("env").at("UCX_RNDV_THRESH") == "8192");
       CHECK(h.at("env").at("UCX_TLS") == "tcp,self");
     }
