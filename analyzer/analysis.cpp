@@ -1,6 +1,15 @@
 #include "analysis.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 namespace mpiadvise {
 
@@ -57,10 +66,69 @@ void group_sites_by_function(Analysis& a) {
     }
 }
 
+namespace {
+
+// Peak bytes of an analysis per MPI call in the logs, measured with /usr/bin/time on mpiadvise report of
+// mpiadvise-synth's logs: 151 for a halo of 64 ranks x 1e5 calls, 275 for an alltoall of 16 ranks x 1e5.
+// The lower figure: only a run that cannot fit is refused.
+constexpr double kBytesPerCall = 150;
+
+uint64_t meminfo_available() {
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("MemAvailable:", 0) == 0) return std::strtoull(line.c_str() + 13, nullptr, 10) * 1024;
+  return UINT64_MAX;
+}
+
+uint64_t read_u64_file(const char* path) {
+  std::ifstream in(path);
+  std::string s;
+  if (!(in >> s) || s == "max") return UINT64_MAX;
+  return std::strtoull(s.c_str(), nullptr, 10);
+}
+
+// Memory this process may still take: what the system has available, its cgroup's limit less what the
+// cgroup uses, and its address-space limit less its size.
+uint64_t memory_available() {
+  uint64_t avail = meminfo_available();
+  uint64_t limit = read_u64_file("/sys/fs/cgroup/memory.max"), used = read_u64_file("/sys/fs/cgroup/memory.current");
+  if (limit != UINT64_MAX && used != UINT64_MAX) avail = std::min(avail, limit > used ? limit - used : 0);
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    std::ifstream in("/proc/self/statm");
+    uint64_t pages = 0;
+    in >> pages;
+    const uint64_t size = pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    avail = std::min<uint64_t>(avail, rl.rlim_cur > size ? rl.rlim_cur - size : 0);
+  }
+  return avail;
+}
+
+std::string gib(double bytes) {
+  if (bytes < 1024.0 * 1024 * 1024) return fmt::format("{:.0f} MiB", bytes / (1024.0 * 1024));
+  return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024));
+}
+
+}  // namespace
+
+void check_memory(const JobLog& job) {
+  uint64_t calls = 0;
+  for (const auto& r : job.ranks()) calls += r->calls_estimate();
+  const double need = static_cast<double>(calls) * kBytesPerCall;
+  const uint64_t avail = memory_available();
+  if (avail == UINT64_MAX || need <= static_cast<double>(avail)) return;
+  throw std::runtime_error(fmt::format(
+      "{}: the logs of {} ranks hold {} MPI calls, and their analysis needs about {} ({:.0f} bytes a call) where "
+      "{} is available; analyse them on a machine with that memory, or trace only the part of the run that "
+      "matters (MPI_Pcontrol(0) pauses tracing, MPI_Pcontrol(1) resumes it)",
+      job.dir().string(), job.ranks().size(), calls, gib(need), kBytesPerCall, gib(static_cast<double>(avail))));
+}
+
 Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs) {
   Analysis a;
   a.dir = dir;
   a.job = std::make_unique<JobLog>(dir);
+  check_memory(*a.job);
   a.trace = build_trace(*a.job);
   a.facts = run_facts(*a.job);
   a.chosen = choose_params(a.facts, params, default_params_dir());

@@ -35,6 +35,10 @@ struct Analysis {
 
 // Throws LogError (bad logs) or ParamError (bad parameter set); params: a name, a file, or "" to choose;
 // debug_dirs: where to look first for separate debug files (see debug_dirs() in symbolizer.hpp).
+// Refuses, with one line naming the figures and what helps, logs whose analysis cannot fit in the memory
+// this process may still take (the system's, its cgroup's, its address-space limit).
+void check_memory(const JobLog& job);
+
 Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs = {});
 
 // Call sites with a function but no line (a program stripped of its debug information, or whose

@@ -361,6 +361,17 @@ uint64_t RankLog::to_ns(uint64_t tick) const {
   return clamp_to_u64(local - offset + 0.5);
 }
 
+uint64_t RankLog::calls_estimate() const {
+  if (trailer_.is_object()) {
+    auto it = trailer_.find("events");
+    if (it != trailer_.end() && it->is_number_unsigned()) return it->get<uint64_t>();
+  }
+  uint64_t raw = 0;
+  for (const auto& c : chunks_)
+    if (c.type == MPA_CHUNK_EVENTS) raw += c.raw_bytes;
+  return raw / 4;
+}
+
 uint64_t RankLog::ticks_to_ns(uint64_t ticks) const { return clamp_to_u64(static_cast<double>(ticks) * slope_ + 0.5); }
 
 // ---- JobLog -----------------------------------------------------------------------------------------------

@@ -125,6 +125,9 @@ class RankLog {
   size_t chunk_count() const { return chunks_.size(); }
   uint64_t file_bytes() const { return file_bytes_; }
   uint32_t format_version() const { return format_version_; }  // the file's MPA_FORMAT_VERSION
+  // MPI calls in the log: as its trailer counts them, or, where the rank did not finalize, as its event
+  // chunks' bytes before compression allow at 4 bytes a call (a bound from above for loops of calls)
+  uint64_t calls_estimate() const;
 
   // Every event in time order (threads merged). The Event passed is reused between calls. An
   // unfinished event (MPA_F_UNFINISHED) is left out when the next event of its thread has the same

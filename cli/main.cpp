@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <new>
 
 #include "commands.hpp"
 #include "log_reader.hpp"
@@ -48,6 +49,11 @@ int main(int argc, char** argv) {
     return cli::kUsage;
   } catch (const LogError& e) {
     std::fprintf(stderr, "mpiadvise: %s\n", e.what());
+    return cli::kUsage;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "mpiadvise: out of memory: the analysis of these logs needs more than this machine "
+                         "gave it; analyse them where there is more, or trace only the part of the run that "
+                         "matters (MPI_Pcontrol(0) pauses tracing, MPI_Pcontrol(1) resumes it)\n");
     return cli::kUsage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mpiadvise: %s\n", e.what());

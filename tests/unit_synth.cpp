@@ -226,3 +226,22 @@ TEST_CASE("synth: a directory holding a trace is refused, and replaced with --fo
   JobLog job(dir);  // the new run alone: two ranks of one job
   read_all(job, 2, "pipeline");
 }
+
+// A run whose analysis cannot fit is refused before any of it is read into memory, in one line that
+// names the calls, the memory needed and available, and what helps; never a bare std::bad_alloc. The
+// limit is the address space (ulimit -v), which the check counts: 8 ranks x 2e5 calls need about
+// 1.6e6 x 150 bytes = 229 MiB, and 160 MiB of address space leaves less than that once the program
+// is loaded.
+TEST_CASE("report says, in one line, when the logs cannot be analysed in the memory there is", "[synth]") {
+  fs::path dir = generate("halo", 8, 200000);
+  auto r = run_command(fmt::format("ulimit -v 163840; '{}' report '{}'", mpiadvise_cmd(), dir.string()));
+  INFO(r.err);
+  CHECK(r.status != 0);
+  CHECK(r.out.empty());
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find("bad_alloc") == std::string::npos);
+  CHECK(r.err.find(dir.string()) != std::string::npos);
+  CHECK(r.err.find("MPI calls") != std::string::npos);
+  CHECK(r.err.find("needs about 229 MiB") != std::string::npos);  // 1599976 calls (synth's count) x 150 B
+  CHECK(r.err.find("MPI_Pcontrol") != std::string::npos);
+}
