@@ -203,7 +203,9 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
     ev.count = (d.mask & MPA_F_COUNT) ? d.count : 1;
     ev.newcomm = d.newcomm;
     ev.papi.assign(d.papi, d.papi + d.npapi);
-    ev.incall_ns = (d.mask & MPA_F_INCALL) ? ticks_to_ns(d.incall) : 0;
+    // The tracer keeps the time inside within the run's span in ticks; the span's ends convert to ns on the
+    // fitted line and the time inside by the rate alone, so their roundings can differ by a nanosecond.
+    ev.incall_ns = (d.mask & MPA_F_INCALL) ? std::min(ticks_to_ns(d.incall), ev.t_exit_ns - ev.t_enter_ns) : 0;
     ev.value = d.value;
     ev.peer = world(ev.comm, ev.peer_local);
     ev.peer2 = world(ev.comm, ev.peer2_local);
