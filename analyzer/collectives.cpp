@@ -46,6 +46,11 @@ std::string describe_steps(const std::vector<CollStep>& steps) {
       case CollStep::Irecv: out += fmt::format("irecv {} {}", s.peer, s.bytes); break;
       case CollStep::Wait: out += fmt::format("wait {}+{}", s.first_request, s.requests); break;
       case CollStep::Reduce: out += fmt::format("reduce {}", s.bytes); break;
+      case CollStep::FlagSet: out += s.stream == kReleaseFlag ? "release" : "gathered"; break;
+      case CollStep::FlagWait:
+        out += fmt::format("{} {}{}", s.stream == kReleaseFlag ? "await-release" : "await-gathered", s.peer,
+                           s.lag ? fmt::format(" -{}", s.lag) : "");
+        break;
     }
   }
   return out;
@@ -82,10 +87,12 @@ void match(std::vector<std::vector<CollStep>>& ranks, const std::string& algorit
                                                s.first_request, s.first_request + s.requests, posted));
           break;
         case CollStep::Reduce:
+        case CollStep::FlagSet:
+        case CollStep::FlagWait:
           break;
       }
       if ((s.kind == CollStep::Send || s.kind == CollStep::Isend || s.kind == CollStep::Recv ||
-           s.kind == CollStep::Irecv) &&
+           s.kind == CollStep::Irecv || s.kind == CollStep::FlagWait) &&
           (s.peer < 0 || s.peer >= static_cast<int>(ranks.size()) || s.peer == me))
         throw std::logic_error(fmt::format("{}: rank {} exchanges with {}", algorithm, pos, s.peer));
     }
@@ -284,6 +291,7 @@ std::optional<CollSchedule> collective_schedule(const CollectiveCall& call) {
   CollSchedule s;
   s.algorithm = std::move(chosen.algorithm);
   s.approximation = std::move(chosen.approximation);
+  s.node_calls = chosen.node_calls;
   s.ranks = b.take();
   match(s.ranks, s.algorithm);
   return s;

@@ -39,6 +39,10 @@ struct CollStep {
     Irecv,   // non-blocking receive
     Wait,    // waits for this rank's requests [first_request, first_request + requests)
     Reduce,  // local reduction of `bytes`
+    // MPICH's POSIX release/gather collectives synchronise through per-rank counters in shared memory
+    // (flags) instead of messages, and a counter may lag the rank waiting on it by a few calls:
+    FlagSet,   // this rank's counter of `stream` goes up by one, now
+    FlagWait,  // waits until peer's counter of `stream` is at least this rank's own plus one, less `lag`
   };
   Kind kind = Send;
   bool synchronous = false;  // a synchronous send: waits for the receive whatever its size
@@ -46,8 +50,13 @@ struct CollStep {
   int32_t peer = -1;         // position in the communicator (Send, Recv, Isend, Irecv)
   uint64_t bytes = 0;        // message bytes (as the sender sends them), or bytes reduced
   uint32_t first_request = 0, requests = 0;  // Wait: requests numbered per rank in Isend/Irecv order
+  uint8_t stream = 0, lag = 0;               // FlagSet, FlagWait: which counter (a FlagStream), how far behind
   bool operator==(const CollStep&) const = default;
 };
+
+// The counters of MPICH's release/gather framework (release_gather.h): one per rank and communicator each,
+// counting the release and the gather steps of every Bcast, Reduce, Allreduce and Barrier on it.
+enum FlagStream : uint8_t { kReleaseFlag = 0, kGatherFlag = 1 };
 
 // What the schedule of one collective call depends on, as the log records it.
 struct CollectiveCall {
@@ -71,12 +80,19 @@ struct CollectiveCall {
   // MPI_IN_PLACE (at the root of Reduce, Gather(v), Scatter(v); everywhere for the others): the libraries
   // run other algorithms for Alltoall(v,w), and libnbc for Iallreduce.
   bool in_place = false;
+  // MPICH: the Bcast, Reduce, Allreduce and Barrier calls that reached its POSIX collectives on this
+  // communicator before this one; they run release/gather from the MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD-th
+  // (5th) on, point-to-point algorithms before. The replay counts them; the default is "long past".
+  uint32_t node_calls_before = UINT32_MAX;
+  // MPICH: built with ch4's POSIX shared-memory module (RunFacts::mpich_shm_collectives)
+  bool mpich_shm = true;
 };
 
 struct CollSchedule {
   std::string algorithm;      // the library's algorithm and the source function it mirrors
   std::string approximation;  // why it only approximates what the library did; empty when it does not
   std::vector<std::vector<CollStep>> ranks;  // by position in the communicator
+  uint32_t node_calls = 0;  // MPICH: calls it made to the POSIX collectives (see node_calls_before)
 };
 
 // The schedule of the library's default algorithm, or nullopt where there is none to follow (another

@@ -92,6 +92,22 @@ class Proc {
     b_.add(pos_, s);
   }
   void next_round() { b_.next_round(pos_); }
+  // MPICH's release/gather counters (FlagStream): raise this rank's; wait for peer's to reach this
+  // rank's next value less lag
+  void flag_set(FlagStream stream) {
+    CollStep s;
+    s.kind = CollStep::FlagSet;
+    s.stream = stream;
+    b_.add(pos_, s);
+  }
+  void flag_wait(int peer, FlagStream stream, uint8_t lag) {
+    CollStep s;
+    s.kind = CollStep::FlagWait;
+    s.peer = g_.pos.at(static_cast<size_t>(peer));
+    s.stream = stream;
+    s.lag = lag;
+    b_.add(pos_, s);
+  }
 
  private:
   CollStep step(CollStep::Kind kind, int peer, uint64_t bytes, bool synchronous) const {
@@ -166,6 +182,7 @@ inline int mirror_perm(unsigned x, int nbits) {
 // return the algorithm's name with its source, or "" where there is no schedule to follow.
 struct Chosen {
   std::string algorithm, approximation;
+  uint32_t node_calls = 0;  // CollSchedule::node_calls
 };
 Chosen ompi_schedule(const CollectiveCall& c, Builder& b);
 Chosen mpich_schedule(const CollectiveCall& c, Builder& b);

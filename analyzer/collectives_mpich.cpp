@@ -4,11 +4,13 @@
 //   ch4_coll_impl.h): on a communicator whose ranks share nodes ("comm_hierarchy=parent",
 //   src/mpi/comm/commutil.c: MPIR_Comm_create_subcomms), Bcast, Reduce, Allreduce and Barrier run in
 //   shared memory within each node (POSIX release/gather, src/mpid/ch4/shm/posix/release_gather/) and
-//   over the network between node roots; everything else, and those too on a communicator of one rank
+//   over the network between node roots; an MPICH without the POSIX module (ch4:ucx, as Debian builds
+//   it: src/mpid/ch4/subconfigure.m4) runs the node parts as MPIR algorithms over UCX instead; everything else, and those too on a communicator of one rank
 //   per node, goes to the MPIR algorithms of src/mpi/coll/*/ picked by maint/tuning/coll/mpir/generic.json.
 // MPIC_Sendrecv (src/mpi/coll/helper_fns.c) posts the receive and the send and waits for both.
-// The POSIX release/gather collectives copy through shared-memory cells instead of sending messages;
-// they are approximated as messages down the same trees (see shm_bcast), and reported so.
+// The POSIX release/gather collectives copy through shared-memory cells instead of sending messages, and
+// synchronise through per-rank flags that let a rank run a few calls ahead: the data are approximated as
+// messages on the same trees and the flags followed as they are (see shm_bcast), and reported so.
 // The operation is taken as commutative and built in (the log does not name it).
 #include <algorithm>
 #include <map>
@@ -139,67 +141,120 @@ std::string mpir_bcast(Builder& b, const Group& g, int root, uint64_t nbytes) {
 }
 
 // ---- the POSIX release/gather collectives (src/mpid/ch4/shm/posix/release_gather/) --------------------
-// k-ary tree over the group, rooted at root: children of relative rank r are k*r+1 .. k*r+k
-std::vector<int> kary_children(int size, int rel, int k) {
+// Every rank of the node communicator keeps two counters in shared memory (release_gather.h): its release
+// flag and its gather flag, raised once per cell by every Bcast, Reduce, Allreduce and Barrier on the
+// communicator. The trees are rooted at rank 0; a root elsewhere hands its data to rank 0 (Bcast) or gets
+// the result from it (Reduce) by MPIC_Send/MPIC_Recv. Data moving through a cell is modelled as a message
+// from the rank that writes it to the rank that reads it; the flags are FlagSet/FlagWait steps.
+constexpr int kShmNumCells = 4;  // MPIR_CVAR_{BCAST,REDUCE}_INTRANODE_NUM_CELLS: a cell is reused 4 cells on
+constexpr uint8_t kShmLag = kShmNumCells - 1;  // the "relaxation" of the step that guards a cell's reuse
+
+// k-ary tree over the group, rooted at 0: children of r are k*r+1 .. k*r+k
+std::vector<int> kary_children(int size, int rank, int k) {
   std::vector<int> c;
   for (int i = 1; i <= k; i++)
-    if (k * rel + i < size) c.push_back(k * rel + i);
+    if (k * rank + i < size) c.push_back(k * rank + i);
   return c;
 }
+int kary_parent(int rank, int k) { return (rank - 1) / k; }
 
-// MPIDI_POSIX_mpi_bcast_release_gather: the root copies each 8 KiB cell into shared memory, its
-// children in the 64-ary tree copy it out and release their own children. Modelled as one message per
-// cell from each parent to each child.
+// each cell's bytes: MPIR_Algo_calculate_pipeline_chunk_info over cells of kShmCellBytes
+std::vector<uint64_t> shm_cells(uint64_t nbytes) {
+  std::vector<uint64_t> cells;
+  for (uint64_t done = 0; done < nbytes; done += kShmCellBytes) cells.push_back(std::min(kShmCellBytes, nbytes - done));
+  return cells;
+}
+
+// MPIDI_POSIX_mpi_bcast_release_gather, per cell: release (rank 0 fills the cell and raises its flag; a
+// child waits for its parent's flag, copies the cell out and raises its own), then gather (a parent may
+// not fill a cell again until each child has gathered the cell NUM_CELLS - 1 before: relaxation 3).
 void shm_bcast(Builder& b, const Group& g, int root, uint64_t nbytes) {
   const int size = g.size();
   if (size < 2 || nbytes == 0) return;
-  const uint64_t cells = (nbytes + kShmCellBytes - 1) / kShmCellBytes;
   for (int rank = 0; rank < size; rank++) {
     Proc p(b, g, rank);
-    int rel = (rank - root + size) % size;
-    auto children = kary_children(size, rel, kShmBcastTreeK);
-    for (uint64_t c = 0; c < cells; c++) {
-      uint64_t bytes = c == cells - 1 ? nbytes - kShmCellBytes * c : kShmCellBytes;
-      if (rel != 0) p.recv(((rel - 1) / kShmBcastTreeK + root) % size, bytes);
+    const auto children = kary_children(size, rank, kShmBcastTreeK);
+    for (uint64_t bytes : shm_cells(nbytes)) {
+      if (root != 0 && rank == root) p.send(0, bytes);
+      if (root != 0 && rank == 0) p.recv(root, bytes);
+      if (rank != 0) {
+        const int parent = kary_parent(rank, kShmBcastTreeK);
+        rank == root ? p.flag_wait(parent, kReleaseFlag, 0) : p.recv(parent, bytes);
+      }
+      p.flag_set(kReleaseFlag);
       uint32_t first = p.next_request();
-      for (int child : children) p.isend((child + root) % size, bytes);
+      for (int child : children)
+        if (child != root) p.isend(child, bytes);
+      p.wait_since(first);
+      for (int child : children) p.flag_wait(child, kGatherFlag, kShmLag);
+      p.flag_set(kGatherFlag);
+    }
+  }
+}
+
+// MPIDI_POSIX_mpi_reduce_release_gather, per cell: release (a rank may write the cell once its parent in
+// the 4-ary tree has arrived at the cell NUM_CELLS - 1 before: relaxation 3), then gather (a parent waits
+// for each child's cell and reduces it into its own: relaxation 0); rank 0 sends the result to a root
+// elsewhere.
+void shm_reduce(Builder& b, const Group& g, int root, uint64_t nbytes) {
+  const int size = g.size();
+  if (size < 2 || nbytes == 0) return;
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    const auto children = kary_children(size, rank, kShmReduceTreeK);
+    for (uint64_t bytes : shm_cells(nbytes)) {
+      if (rank != 0) p.flag_wait(kary_parent(rank, kShmReduceTreeK), kReleaseFlag, kShmLag);
+      p.flag_set(kReleaseFlag);
+      for (int child : children) {
+        p.recv(child, bytes);
+        p.reduce(bytes);
+      }
+      p.flag_set(kGatherFlag);
+      if (rank != 0) p.send(kary_parent(rank, kShmReduceTreeK), bytes);
+      if (root != 0 && rank == 0) p.send(root, bytes);
+      if (root != 0 && rank == root) p.recv(0, bytes);
+    }
+  }
+}
+
+// MPIDI_POSIX_mpi_allreduce_release_gather, per cell: gather up the 4-ary reduce tree (relaxation 0), then
+// release down the 64-ary bcast tree, every rank copying the result out of rank 0's cell (relaxation 0).
+void shm_allreduce(Builder& b, const Group& g, uint64_t nbytes) {
+  const int size = g.size();
+  if (size < 2 || nbytes == 0) return;
+  for (int rank = 0; rank < size; rank++) {
+    Proc p(b, g, rank);
+    for (uint64_t bytes : shm_cells(nbytes)) {
+      for (int child : kary_children(size, rank, kShmReduceTreeK)) {
+        p.recv(child, bytes);
+        p.reduce(bytes);
+      }
+      p.flag_set(kGatherFlag);
+      if (rank != 0) p.send(kary_parent(rank, kShmReduceTreeK), bytes);
+      p.next_round();
+      if (rank != 0) p.recv(kary_parent(rank, kShmBcastTreeK), bytes);
+      p.flag_set(kReleaseFlag);
+      uint32_t first = p.next_request();
+      for (int child : kary_children(size, rank, kShmBcastTreeK)) p.isend(child, bytes);
       p.wait_since(first);
     }
   }
 }
 
-// MPIDI_POSIX_mpi_reduce_release_gather: each cell's partial results gathered up the 4-ary tree, each
-// parent reducing its children's cells. Modelled as one message per cell from each child to its parent.
-void shm_reduce(Builder& b, const Group& g, int root, uint64_t nbytes) {
-  const int size = g.size();
-  if (size < 2 || nbytes == 0) return;
-  const uint64_t cells = (nbytes + kShmCellBytes - 1) / kShmCellBytes;
-  for (int rank = 0; rank < size; rank++) {
-    Proc p(b, g, rank);
-    int rel = (rank - root + size) % size;
-    auto children = kary_children(size, rel, kShmReduceTreeK);
-    for (uint64_t c = 0; c < cells; c++) {
-      uint64_t bytes = c == cells - 1 ? nbytes - kShmCellBytes * c : kShmCellBytes;
-      for (int child : children) {
-        p.recv((child + root) % size, bytes);
-        p.reduce(bytes);
-      }
-      if (rel != 0) p.send(((rel - 1) / kShmReduceTreeK + root) % size, bytes);
-    }
-  }
-}
-
-// MPIDI_POSIX_mpi_barrier_release_gather: gather up the reduce tree, release down the bcast tree
+// MPIDI_POSIX_mpi_barrier_release_gather: gather then release, both on the bcast tree (relaxation 0)
 void shm_barrier(Builder& b, const Group& g) {
   const int size = g.size();
   for (int rank = 0; rank < size; rank++) {
     Proc p(b, g, rank);
-    for (int child : kary_children(size, rank, kShmReduceTreeK)) p.recv(child, 0);
-    if (rank != 0) p.send((rank - 1) / kShmReduceTreeK, 0);
+    const auto children = kary_children(size, rank, kShmBcastTreeK);
+    for (int child : children) p.recv(child, 0);
+    p.flag_set(kGatherFlag);
+    if (rank != 0) p.send(kary_parent(rank, kShmBcastTreeK), 0);
     p.next_round();
-    if (rank != 0) p.recv((rank - 1) / kShmBcastTreeK, 0);
+    if (rank != 0) p.recv(kary_parent(rank, kShmBcastTreeK), 0);
+    p.flag_set(kReleaseFlag);
     uint32_t first = p.next_request();
-    for (int child : kary_children(size, rank, kShmBcastTreeK)) p.isend(child, 0);
+    for (int child : children) p.isend(child, 0);
     p.wait_since(first);
   }
 }
@@ -762,17 +817,53 @@ Nodes nodes_of(const CollectiveCall& c) {
   return n;
 }
 
-std::string ch4_bcast(Builder& b, const Nodes& n, const Group& all, int root, uint64_t nbytes, std::string* approx) {
+// The calls a collective makes to the POSIX collectives of its node communicators. Each counts toward
+// MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD (posix_coll_release_gather.h): the first 4 on a communicator fall
+// back to MPIR's point-to-point algorithms (MPIR_*_impl on the node communicator), later ones run
+// release/gather. A call with no data returns before it counts.
+// An MPICH built without the POSIX module (ch4:ucx by default: src/mpid/ch4/subconfigure.m4 sets
+// MPIDI_CH4_DIRECT_NETMOD) runs those parts as MPIDI_NM_mpi_* instead, i.e. MPIR's algorithms on the node
+// communicator over the netmod.
+struct PosixCalls {
+  static constexpr uint64_t kThreshold = 5;  // MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD
+  bool shm = true;                           // CollectiveCall::mpich_shm
+  uint32_t before = UINT32_MAX;
+  uint32_t made = 0;
+  bool fell_back = false;
+  // counts one call; true: it runs release/gather
+  bool release_gather() {
+    if (!shm) return false;
+    made++;
+    bool rg = before == UINT32_MAX || uint64_t{before} + made >= kThreshold;
+    fell_back |= !rg;
+    return rg;
+  }
+  // what runs on each node's communicator
+  const char* local(bool rg) const {
+    return rg ? "POSIX release/gather" : shm ? "MPIR (the first 4 calls on a communicator)" : "MPIR over the netmod";
+  }
+  std::string note() const {
+    if (!shm) return " (no POSIX shared-memory module in this MPICH, as ch4:ucx builds by default: MPIDI_NM_* on each node)";
+    return fell_back ? " (the first 4 on the communicator: MPIR point-to-point, posix_coll_release_gather.h)" : "";
+  }
+};
+
+constexpr const char* kShmApprox = "MPICH's shared-memory release/gather copies through shared cells: modelled as "
+                                   "messages on its trees and waits on its flags";
+
+std::string ch4_bcast(Builder& b, const Nodes& n, const Group& all, int root, uint64_t nbytes, PosixCalls& px,
+                      std::string* approx) {
   const int size = all.size();
   const int root_node = n.node_of[root], root_local = n.local_rank[root];
-  auto shm_all = [&](auto&& fn) {
-    for (const auto& lg : n.local)
-      if (lg.size() > 1) fn(lg);
-  };
   bool alpha = size < 8 || nbytes < 12288;
   bool beta = !alpha && is_pow2(size) && nbytes < 524288;
   if (!n.parent || (!alpha && !beta)) return "gamma: " + mpir_bcast(b, all, root, nbytes);
-  *approx = "MPICH's shared-memory release/gather copies through shared cells: modelled as messages down its trees";
+  const bool rg = nbytes > 0 && px.release_gather();
+  auto local = [&](const Group& lg, int local_root) {
+    if (lg.size() < 2) return;
+    rg ? shm_bcast(b, lg, local_root, nbytes) : void(mpir_bcast(b, lg, local_root, nbytes));
+  };
+  if (rg) *approx = kShmApprox;
   std::string nm;
   if (alpha) {
     // MPIDI_Bcast_intra_composition_alpha: the root hands the data to its node's first rank
@@ -781,72 +872,92 @@ std::string ch4_bcast(Builder& b, const Nodes& n, const Group& all, int root, ui
       Proc(b, all, n.local[root_node].pos[0]).recv(root, nbytes);
     }
     nm = n.roots.size() > 1 ? mpir_bcast(b, n.roots, root_node, nbytes) : "";
-    shm_all([&](const Group& lg) { shm_bcast(b, lg, 0, nbytes); });
+    for (const auto& lg : n.local) local(lg, 0);
     return "alpha: node roots [" + (nm.empty() ? std::string("one node") : nm) +
-           "], then POSIX release/gather bcast in each node (ch4_coll_impl.h: MPIDI_Bcast_intra_composition_alpha)";
+           "], then " + px.local(rg) + " bcast in each node (ch4_coll_impl.h: MPIDI_Bcast_intra_composition_alpha)" +
+           px.note();
   }
   // MPIDI_Bcast_intra_composition_beta
-  if (root_local > 0) shm_bcast(b, n.local[root_node], root_local, nbytes);
+  if (root_local > 0) local(n.local[root_node], root_local);
   nm = n.roots.size() > 1 ? mpir_bcast(b, n.roots, root_node, nbytes) : "";
   for (size_t i = 0; i < n.local.size(); i++)
-    if (n.local[i].size() > 1 && !(static_cast<int>(i) == root_node && root_local > 0)) shm_bcast(b, n.local[i], 0, nbytes);
-  return "beta: POSIX release/gather bcast in the root's node, node roots [" +
-         (nm.empty() ? std::string("one node") : nm) + "], the other nodes (ch4_coll_impl.h: MPIDI_Bcast_intra_composition_beta)";
+    if (!(static_cast<int>(i) == root_node && root_local > 0)) local(n.local[i], 0);
+  return "beta: " + std::string(px.local(rg)) + " bcast in the root's node, node roots [" +
+         (nm.empty() ? std::string("one node") : nm) +
+         "], the other nodes (ch4_coll_impl.h: MPIDI_Bcast_intra_composition_beta)" + px.note();
 }
 
-std::string ch4_reduce(Builder& b, const Nodes& n, const Group& all, int root, Vec v, std::string* approx) {
+std::string ch4_reduce(Builder& b, const Nodes& n, const Group& all, int root, Vec v, PosixCalls& px,
+                       std::string* approx) {
   if (!n.parent) return "gamma: " + mpir_reduce(b, all, root, v);
-  *approx = "MPICH's shared-memory release/gather copies through shared cells: modelled as messages up its trees";
+  const bool rg = v.total() > 0 && px.release_gather();
+  auto local = [&](const Group& lg, int local_root) {
+    if (lg.size() < 2) return;
+    rg ? shm_reduce(b, lg, local_root, v.total()) : void(mpir_reduce(b, lg, local_root, v));
+  };
+  if (rg) *approx = kShmApprox;
   const int root_node = n.node_of[root];
   if (v.total() <= 2048) {  // MPIDI_Reduce_intra_composition_beta
     for (size_t i = 0; i < n.local.size(); i++)
-      if (static_cast<int>(i) != root_node) shm_reduce(b, n.local[i], 0, v.total());
+      if (static_cast<int>(i) != root_node) local(n.local[i], 0);
     std::string nm = n.roots.size() > 1 ? mpir_reduce(b, n.roots, root_node, v) : "";
-    shm_reduce(b, n.local[root_node], n.local_rank[root], v.total());
-    return "beta: POSIX release/gather reduce in each node, node roots [" + (nm.empty() ? std::string("one node") : nm) +
-           "] (ch4_coll_impl.h: MPIDI_Reduce_intra_composition_beta)";
+    local(n.local[root_node], n.local_rank[root]);
+    return "beta: " + std::string(px.local(rg)) + " reduce in each node, node roots [" + (nm.empty() ? std::string("one node") : nm) +
+           "] (ch4_coll_impl.h: MPIDI_Reduce_intra_composition_beta)" + px.note();
   }
   // MPIDI_Reduce_intra_composition_alpha
-  for (const auto& lg : n.local) shm_reduce(b, lg, 0, v.total());
+  for (const auto& lg : n.local) local(lg, 0);
   std::string nm = n.roots.size() > 1 ? mpir_reduce(b, n.roots, 0, v) : "";
   if (root != 0) {
     Proc(b, all, 0).send(root, v.total());
     Proc(b, all, root).recv(0, v.total());
   }
-  return "alpha: POSIX release/gather reduce in each node, node roots [" + (nm.empty() ? std::string("one node") : nm) +
-         "], then to the root (ch4_coll_impl.h: MPIDI_Reduce_intra_composition_alpha)";
+  return "alpha: " + std::string(px.local(rg)) + " reduce in each node, node roots [" + (nm.empty() ? std::string("one node") : nm) +
+         "], then to the root (ch4_coll_impl.h: MPIDI_Reduce_intra_composition_alpha)" + px.note();
 }
 
-std::string ch4_allreduce(Builder& b, const Nodes& n, const Group& all, Vec v, std::string* approx) {
+std::string ch4_allreduce(Builder& b, const Nodes& n, const Group& all, Vec v, PosixCalls& px, std::string* approx) {
   if (n.single && all.size() > 1) {  // comm_size=node_comm_size: MPIDI_Allreduce_intra_composition_gamma
-    *approx = "MPICH's shared-memory release/gather copies through shared cells: modelled as messages on its trees";
-    shm_reduce(b, all, 0, v.total());
-    shm_bcast(b, all, 0, v.total());
-    return "gamma: POSIX release/gather allreduce (posix_coll_release_gather.h: "
-           "MPIDI_POSIX_mpi_allreduce_release_gather)";
+    if (v.total() > 0 && px.release_gather()) {
+      *approx = kShmApprox;
+      shm_allreduce(b, all, v.total());
+      return "gamma: POSIX release/gather allreduce (posix_coll_release_gather.h: "
+             "MPIDI_POSIX_mpi_allreduce_release_gather)" + px.note();
+    }
+    return "gamma: " + mpir_allreduce(b, all, v) + px.note();
   }
   if (!n.parent) return "beta: " + mpir_allreduce(b, all, v);
-  *approx = "MPICH's shared-memory release/gather copies through shared cells: modelled as messages on its trees";
-  for (const auto& lg : n.local) shm_reduce(b, lg, 0, v.total());
+  // MPIDI_Allreduce_intra_composition_alpha: a POSIX reduce and a POSIX bcast on each node
+  const bool reduce_rg = v.total() > 0 && px.release_gather();
+  for (const auto& lg : n.local)
+    if (lg.size() > 1) reduce_rg ? shm_reduce(b, lg, 0, v.total()) : void(mpir_reduce(b, lg, 0, v));
   std::string nm = mpir_allreduce(b, n.roots, v);
-  for (const auto& lg : n.local) shm_bcast(b, lg, 0, v.total());
-  return "alpha: POSIX reduce in each node, node roots [" + nm +
-         "], POSIX bcast in each node (ch4_coll_impl.h: MPIDI_Allreduce_intra_composition_alpha)";
+  const bool bcast_rg = v.total() > 0 && px.release_gather();
+  for (const auto& lg : n.local)
+    if (lg.size() > 1) bcast_rg ? shm_bcast(b, lg, 0, v.total()) : void(mpir_bcast(b, lg, 0, v.total()));
+  if (reduce_rg || bcast_rg) *approx = kShmApprox;
+  return "alpha: " + std::string(px.local(reduce_rg)) + " reduce in each node, node roots [" + nm + "], " +
+         px.local(bcast_rg) + " bcast in each node (ch4_coll_impl.h: MPIDI_Allreduce_intra_composition_alpha)" +
+         px.note();
 }
 
-std::string ch4_barrier(Builder& b, const Nodes& n, const Group& all, std::string* approx) {
+std::string ch4_barrier(Builder& b, const Nodes& n, const Group& all, PosixCalls& px, std::string* approx) {
   if (!n.parent) {
     barrier_dissemination(b, all);
     return "beta: MPIR dissemination (barrier_intra_dissemination.c)";
   }
-  *approx = "MPICH's shared-memory release/gather synchronises through shared flags: modelled as messages on its trees";
+  // MPIDI_Barrier_intra_composition_alpha: a POSIX barrier in each node, the node roots' barrier, and a
+  // 1-byte POSIX bcast in each node
+  const bool barrier_rg = px.release_gather();
   for (const auto& lg : n.local)
-    if (lg.size() > 1) shm_barrier(b, lg);
+    if (lg.size() > 1) barrier_rg ? shm_barrier(b, lg) : barrier_dissemination(b, lg);
   if (n.roots.size() > 1) barrier_dissemination(b, n.roots);
+  const bool bcast_rg = px.release_gather();
   for (const auto& lg : n.local)
-    if (lg.size() > 1) shm_bcast(b, lg, 0, 1);
-  return "alpha: POSIX barrier in each node, node roots by dissemination, a 1-byte POSIX bcast "
-         "(ch4_coll_impl.h: MPIDI_Barrier_intra_composition_alpha)";
+    if (lg.size() > 1) bcast_rg ? shm_bcast(b, lg, 0, 1) : void(mpir_bcast(b, lg, 0, 1));
+  if (barrier_rg || bcast_rg) *approx = kShmApprox;
+  return "alpha: " + std::string(px.local(barrier_rg)) + " barrier in each node, node roots by dissemination, a 1-byte " +
+         px.local(bcast_rg) + " bcast (ch4_coll_impl.h: MPIDI_Barrier_intra_composition_alpha)" + px.note();
 }
 
 }  // namespace
@@ -861,6 +972,9 @@ Chosen mpich_schedule(const CollectiveCall& c, Builder& b) {
                       base == MPA_CALL_Gatherv || base == MPA_CALL_Scatter || base == MPA_CALL_Scatterv;
   if (rooted && (c.root < 0 || c.root >= size)) return {};
   Chosen out;
+  PosixCalls px;
+  px.shm = c.mpich_shm;
+  px.before = c.node_calls_before;
   auto blocks = [&]() { return c.rank_bytes.empty() ? std::vector<uint64_t>(size, c.bytes) : c.rank_bytes; };
   std::string alg;
   switch (base) {
@@ -869,20 +983,20 @@ Chosen mpich_schedule(const CollectiveCall& c, Builder& b) {
         barrier_dissemination(b, all);
         alg = "MPIR recursive doubling, i.e. dissemination (ibarrier_intra_sched_recursive_doubling.c)";
       } else {
-        alg = ch4_barrier(b, nodes, all, &out.approximation);
+        alg = ch4_barrier(b, nodes, all, px, &out.approximation);
       }
       break;
     case MPA_CALL_Bcast:
       alg = nonblocking ? mpir_bcast(b, all, c.root, c.bytes)
-                        : ch4_bcast(b, nodes, all, c.root, c.bytes, &out.approximation);
+                        : ch4_bcast(b, nodes, all, c.root, c.bytes, px, &out.approximation);
       break;
     case MPA_CALL_Reduce:
       alg = nonblocking ? mpir_reduce(b, all, c.root, Vec::of(c.bytes))
-                        : ch4_reduce(b, nodes, all, c.root, Vec::of(c.bytes), &out.approximation);
+                        : ch4_reduce(b, nodes, all, c.root, Vec::of(c.bytes), px, &out.approximation);
       break;
     case MPA_CALL_Allreduce:
       alg = nonblocking ? mpir_allreduce(b, all, Vec::of(c.bytes))
-                        : ch4_allreduce(b, nodes, all, Vec::of(c.bytes), &out.approximation);
+                        : ch4_allreduce(b, nodes, all, Vec::of(c.bytes), px, &out.approximation);
       break;
     case MPA_CALL_Gather:
       if (size > 1 && c.bytes) gather_binomial(b, all, c.root, c.bytes);
@@ -970,6 +1084,7 @@ Chosen mpich_schedule(const CollectiveCall& c, Builder& b) {
     out.approximation = out.approximation.empty() ? why : out.approximation + "; " + why;
   }
   out.algorithm = "MPICH 4.0 " + alg;
+  out.node_calls = px.made;
   return out;
 }
 

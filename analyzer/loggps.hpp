@@ -173,6 +173,9 @@ class LogGPS {
   // A local reduction of k bytes within a collective: mpiadvise's extension, priced by the optional
   // reduce_ns_per_byte of the parameter set ([mpi] in the files), free where the set has none.
   double reduction(uint64_t k) const { return k * p_.reduce_ns_per_byte.value_or(0.0); }
+  // A flag one rank raises in shared memory and another waits on (MPICH's release/gather collectives):
+  // seen L after it is raised, as a 0-byte message's data would arrive (mpiadvise's extension).
+  double flag_seen(double raised_at) const { return raised_at + p_.L; }
 
  private:
   // the per-byte costs (overhead_send, gap, overhead_recv) with the largest scaled by the senders

@@ -1,6 +1,7 @@
 #include "replay.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
 #include <limits>
@@ -561,6 +562,17 @@ class Simulation {
   std::vector<CollMsg> cmsg_;
   std::vector<uint32_t> cmsg_free_;
   std::map<std::string, std::shared_ptr<const CollSchedule>> schedule_cache_;
+  // MPICH's release/gather flags (CollStep::FlagSet, FlagWait): per communicator, counter and position,
+  // how often the flag was raised and when, the last kFlagRing times (a wait reaches back at most
+  // NUM_CELLS - 1 raises, and a rank cannot run further ahead of the one it waits on)
+  static constexpr size_t kFlagRing = 16;
+  struct FlagLine {
+    uint64_t raised = 0;
+    std::array<double, kFlagRing> at{};
+    std::vector<int> waiting;  // ranks parked until it is raised again
+  };
+  std::unordered_map<uint64_t, FlagLine> flags_;
+  std::unordered_map<uint32_t, uint32_t> node_calls_;  // per communicator: CollectiveCall::node_calls_before
   MpiLibrary library_ = MpiLibrary::Other;
   uint64_t coll_by_algorithm_ = 0, coll_approximate_ = 0, coll_closed_formula_ = 0, coll_messages_ = 0,
            coll_rendezvous_ = 0;
@@ -602,8 +614,13 @@ class Simulation {
     auto logged = logged_collective(t_, c_id, library_);
     if (!logged) return nullptr;
     *positions = logged->member_position;
+    uint32_t& node_calls = node_calls_[t_.collectives[c_id].comm];
+    // calls past the threshold all run alike: one schedule in the cache for them
+    logged->call.node_calls_before = node_calls < 4 ? node_calls : UINT32_MAX;
+    logged->call.mpich_shm = o_.mpich_shm_collectives;
     auto one = cached_schedule(logged->call);
     if (!one) return nullptr;
+    node_calls = std::min<uint32_t>(node_calls + one->node_calls, 4);
     std::string why = logged->approximation;
     if (!one->approximation.empty()) why = why.empty() ? one->approximation : why + "; " + one->approximation;
     *approximation = why;
@@ -622,6 +639,7 @@ class Simulation {
       part.bytes = std::min(chunk, logged->call.bytes - done);
       auto sched = cached_schedule(part);
       if (!sched) return one;
+      whole->node_calls += sched->node_calls;
       whole->algorithm = fmt::format("{} parts of {} bytes: {}", parts, chunk, sched->algorithm);
       for (size_t pos = 0; pos < sched->ranks.size(); pos++) {
         uint32_t posted = 0;
@@ -638,8 +656,9 @@ class Simulation {
   }
 
   std::shared_ptr<const CollSchedule> cached_schedule(const CollectiveCall& call) {
-    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", static_cast<int>(call.library), call.call, call.size,
-                                  call.root, call.bytes, fmt::join(call.rank_bytes, ","), fmt::join(call.host, ","));
+    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(call.library), call.call, call.size,
+                                  call.root, call.bytes, fmt::join(call.rank_bytes, ","), fmt::join(call.host, ","),
+                                  call.node_calls_before, call.mpich_shm);
     auto it = schedule_cache_.find(key);
     if (it != schedule_cache_.end()) return it->second;
     std::shared_ptr<const CollSchedule> sched;
@@ -647,6 +666,12 @@ class Simulation {
     if (schedule_cache_.size() > 4096) schedule_cache_.clear();
     schedule_cache_.emplace(std::move(key), sched);
     return sched;
+  }
+
+  // a position's flag of a stream on the instance's communicator
+  FlagLine& flag(uint32_t c_id, uint8_t stream, int pos) {
+    const uint64_t key = (uint64_t{t_.collectives[c_id].comm} << 24) | (uint64_t{stream} << 23) | static_cast<uint64_t>(pos);
+    return flags_[key];
   }
 
   uint32_t new_coll_msg() {
@@ -784,6 +809,26 @@ class Simulation {
         case CollStep::Reduce:
           m.t += model_.reduction(st.bytes);
           break;
+        case CollStep::FlagSet: {
+          FlagLine& mine = flag(c_id, st.stream, pos);
+          mine.at[++mine.raised % kFlagRing] = m.t;
+          for (int r : mine.waiting) ready_.push_back(r);
+          mine.waiting.clear();
+          break;
+        }
+        case CollStep::FlagWait: {
+          if (start_only) return Walk::Posted;
+          const int64_t want = static_cast<int64_t>(flag(c_id, st.stream, pos).raised) + 1 - st.lag;
+          FlagLine& peer = flag(c_id, st.stream, st.peer);
+          if (want <= 0 || static_cast<uint64_t>(want) + kFlagRing <= peer.raised) break;  // long since raised
+          if (peer.raised < static_cast<uint64_t>(want)) {
+            if (std::find(peer.waiting.begin(), peer.waiting.end(), rank) == peer.waiting.end())
+              peer.waiting.push_back(rank);
+            return Walk::Parked;
+          }
+          m.t = std::max(m.t, model_.flag_seen(peer.at[static_cast<uint64_t>(want) % kFlagRing]));
+          break;
+        }
         case CollStep::Send:
         case CollStep::Recv: {
           if (start_only) return Walk::Posted;

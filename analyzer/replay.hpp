@@ -42,6 +42,8 @@ struct ReplayOptions {
   // The MPI library the run used ("Open MPI", "MPICH", as RunFacts names it): its algorithms replay the
   // collectives (analyzer/collectives.hpp). Empty: the parameter set's library.
   std::string mpi_library;
+  // MPICH built with ch4's POSIX shared-memory module (RunFacts::mpich_shm_collectives, replay_library)
+  bool mpich_shm_collectives = true;
   // The phases of the run (analyzer/phases.hpp): the replay records the simulated time at which each
   // opens on each rank (ReplayResult::marks). Null: none.
   std::shared_ptr<const PhaseMarks> marks;

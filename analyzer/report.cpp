@@ -112,7 +112,7 @@ struct Builder {
 
   Builder(const Analysis& analysis, const ReportOptions& o) : a(analysis), t(analysis.trace), options(o) {
     base.params = a.chosen.params;
-    base.mpi_library = a.facts.library;
+    replay_library(a.facts, base);
     base.marks = std::make_shared<const PhaseMarks>(phase_marks(t));
     baseline = replay(t, base);
   }

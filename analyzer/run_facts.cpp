@@ -128,6 +128,12 @@ RunFacts run_facts(const nlohmann::json& h, const std::vector<std::string>& host
     };
     f.library_version = field("MPICH Version:");
     f.device = field("MPICH Device:");
+    // src/mpid/ch4/subconfigure.m4: --with-ch4-shmmods defaults to auto, which is none over UCX, posix
+    // otherwise; none or no (or --without-ch4-shmmods) leaves the module out
+    std::string shmmods = field("--with-ch4-shmmods=");
+    if (lib.find("--without-ch4-shmmods") != std::string::npos) shmmods = "none";
+    if (shmmods.empty() || shmmods == "auto") shmmods = f.device == "ch4:ucx" ? "none" : "posix";
+    f.mpich_shm_collectives = f.device.rfind("ch4", 0) == 0 && shmmods != "none" && shmmods != "no";
   } else {
     f.library = lib.substr(0, lib.find(','));
   }
@@ -224,6 +230,11 @@ ChosenParams choose_params(const RunFacts& facts, const std::string& requested, 
     c.why += fmt::format("; S = {} from the log ({})", c.params.S, facts.effective_S_note);
   }
   return c;
+}
+
+void replay_library(const RunFacts& facts, ReplayOptions& o) {
+  o.mpi_library = facts.library;
+  o.mpich_shm_collectives = facts.mpich_shm_collectives;
 }
 
 }  // namespace mpiadvise

@@ -10,6 +10,7 @@
 
 #include "log_reader.hpp"
 #include "loggps.hpp"
+#include "replay.hpp"
 
 namespace mpiadvise {
 
@@ -20,6 +21,10 @@ struct RunFacts {
   // shared-memory transports); ch3, ch4 over OFI: "ch3", "ofi"; else "unknown"
   std::string transport;
   std::string device;         // MPICH's device, e.g. "ch4:ucx"; "" for Open MPI
+  // MPICH's ch4 built with its POSIX shared-memory module, whose collectives then run within each node
+  // (analyzer/collectives_mpich.cpp). Its configure leaves the module out over UCX unless asked
+  // (--with-ch4-shmmods; src/mpid/ch4/subconfigure.m4): not in Debian's ch4:ucx.
+  bool mpich_shm_collectives = false;
   std::vector<std::string> hosts;
   std::string eager_setting;  // the setting that controls S, e.g. "btl_tcp_eager_limit"
   std::optional<uint64_t> configured_S;  // its value in the log
@@ -35,6 +40,8 @@ struct RunFacts {
 };
 
 RunFacts run_facts(const JobLog& job);
+// What a replay takes from the facts: the library whose collectives it follows, and how it was built.
+void replay_library(const RunFacts& facts, ReplayOptions& o);
 // The same from one rank's header (mpi_library, cvars, env) and the job's hosts: the calibration
 // benchmark's facts line has the same keys.
 RunFacts run_facts(const nlohmann::json& header, const std::vector<std::string>& hosts);

@@ -41,7 +41,7 @@ int run_export(const ExportCommand& c) {
   if (c.predicted) {
     ReplayOptions o;
     o.params = a.chosen.params;
-    o.mpi_library = a.facts.library;
+    replay_library(a.facts, o);
     o.record_spans = true;
     predicted = replay(a.trace, o);
   }

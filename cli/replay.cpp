@@ -167,7 +167,7 @@ void print_text(const Loaded& l, const ReplayResult& r, const std::string& title
 ReplayOptions options_for(const ReplayCommand& c, const Loaded& l) {
   ReplayOptions o;
   o.params = l.chosen.params;
-  o.mpi_library = l.facts.library;
+  replay_library(l.facts, o);
   o.mode = c.mode == "paper" ? ReplayMode::Paper : ReplayMode::Simulate;
   o.model = c.model == "loggp" ? ModelKind::LogGP : ModelKind::LogGPS;
   o.compute_factor = c.compute_factor;

@@ -8,6 +8,7 @@
 #include "call_ids.h"
 #include "collectives.hpp"
 #include "replay.hpp"
+#include "run_facts.hpp"
 #include "support.hpp"
 
 using Catch::Detail::Approx;
@@ -565,4 +566,141 @@ TEST_CASE("what-ifs reach collectives: a larger S makes their steps eager, --spl
   CHECK(parts.collective_rendezvous_messages == 0);
   REQUIRE(parts.collective_algorithms.size() == 1);
   CHECK(parts.collective_algorithms.begin()->first.rfind("7 parts of 14286 bytes: Open MPI 4.1 coll/tuned basic_linear", 0) == 0);
+}
+
+// ---- MPICH's POSIX release/gather collectives, and an MPICH without them ---------------------------------
+TEST_CASE("MPICH's shared-memory Reduce: a child may run NUM_CELLS - 1 calls ahead of its parent, and no further",
+          "[coll][schedule]") {
+  // release_gather.h: per cell, the release step (a child waits for its parent's release flag to reach its
+  // own count less NUM_CELLS - 1 = 3), then the gather step (a parent waits for each child's cell); the
+  // 4-ary tree over 4 ranks is 0 -> 1, 2, 3
+  auto s = schedule(MpiLibrary::MPICH, MPA_CALL_Reduce, 4, 1024, 0, 1);
+  CHECK(describe_steps(s.ranks[0]) ==
+        "release; recv 1 1024; reduce 1024; recv 2 1024; reduce 1024; recv 3 1024; reduce 1024; gathered");
+  CHECK(describe_steps(s.ranks[3]) == "await-release 0 -3; release; gathered; send 0 1024");
+  CHECK(s.node_calls == 1);
+  // a root elsewhere: the tree is still rooted at 0, which sends it the result (MPIC_Send)
+  auto r2 = schedule(MpiLibrary::MPICH, MPA_CALL_Reduce, 4, 1024, 2, 1);
+  CHECK(describe_steps(r2.ranks[2]) == "await-release 0 -3; release; gathered; send 0 1024; recv 0 1024");
+  // Bcast: the root may refill a cell once each child has gathered the one 3 cells before
+  auto b = schedule(MpiLibrary::MPICH, MPA_CALL_Bcast, 2, 8, 0, 1);
+  CHECK(describe_steps(b.ranks[0]) == "release; isend 1 8; wait 0+1; await-gathered 1 -3; gathered");
+  CHECK(describe_steps(b.ranks[1]) == "recv 0 8; release; gathered");
+  // the first 4 calls on a communicator run MPIR's algorithms (MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD = 5)
+  CollectiveCall c;
+  c.library = MpiLibrary::MPICH;
+  c.call = MPA_CALL_Reduce;
+  c.size = 4;
+  c.bytes = 1024;
+  c.root = 0;
+  c.host.assign(4, 0);
+  c.node_calls_before = 3;
+  auto fourth = collective_schedule(c);
+  REQUIRE(fourth);
+  CHECK(describe_steps(fourth->ranks[3]) == "send 2 1024");  // binomial: 3 -> 2 -> 0
+  CHECK(fourth->algorithm.find("first 4") != std::string::npos);
+  c.node_calls_before = 4;
+  CHECK(describe_steps(collective_schedule(c)->ranks[3]) == "await-release 0 -3; release; gathered; send 0 1024");
+  // Allreduce over 2 nodes (composition alpha) makes two calls: a POSIX reduce and a POSIX bcast
+  c.call = MPA_CALL_Allreduce;
+  c.root = -1;
+  c.host = {0, 0, 1, 1};
+  c.node_calls_before = UINT32_MAX;
+  CHECK(collective_schedule(c)->node_calls == 2);
+  // built without the POSIX module (ch4:ucx): MPIR's algorithms on each node, nothing counted
+  c.mpich_shm = false;
+  c.call = MPA_CALL_Reduce;
+  c.root = 0;
+  c.host.assign(4, 0);
+  auto ucx = collective_schedule(c);
+  REQUIRE(ucx);
+  CHECK(ucx->node_calls == 0);
+  CHECK(ucx->approximation.empty());
+  CHECK(describe_steps(ucx->ranks[3]) == "send 2 1024");
+  CHECK(ucx->algorithm.find("no POSIX shared-memory module") != std::string::npos);
+}
+
+namespace {
+
+// Two ranks on one host, `calls` MPI_Reduce of 8 bytes to rank 0; rank 0 computes 100 us before each, rank 1
+// nothing (10 ns between its calls).
+Trace reduce_loop(int calls) {
+  Trace t;
+  t.world_size = 2;
+  t.ranks.resize(2);
+  t.site_keys.resize(2);
+  t.comms.push_back(TraceComm{1, {0, 1}, {}});
+  for (int r = 0; r < 2; r++) {
+    t.ranks[r].rank = r;
+    t.ranks[r].hostname = "node";
+    t.ranks[r].ops.push_back(Op{0, 0, MPA_CALL_Init, 0, OpKind::Other, 0, 0});
+  }
+  for (int k = 0; k < calls; k++) {
+    CollectiveInstance c;
+    c.call = MPA_CALL_Reduce;
+    c.comm = 0;
+    c.root = 0;
+    c.bytes = 8;
+    for (int r = 0; r < 2; r++) {
+      auto& ops = t.ranks[r].ops;
+      uint64_t at = r == 0 ? 100000 * static_cast<uint64_t>(k + 1) : 20 * static_cast<uint64_t>(k + 1);
+      ops.push_back(Op{at, at + 10, MPA_CALL_Reduce, 1, OpKind::Collective, static_cast<uint32_t>(t.links.size()), 1});
+      t.links.push_back(Link{Link::PostColl, static_cast<uint32_t>(t.collectives.size())});
+      c.members.emplace_back(r, static_cast<uint32_t>(ops.size() - 1));
+      c.sent.push_back(8);
+      c.received.push_back(std::nullopt);
+    }
+    t.collectives.push_back(c);
+  }
+  for (int r = 0; r < 2; r++) {
+    uint64_t end = t.ranks[r].ops.back().t_exit;
+    t.ranks[r].ops.push_back(Op{end, end + 10, MPA_CALL_Finalize, 2, OpKind::Other, 0, 0});
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("replayed, MPICH's shared-memory Reduce holds an early child back by the reuse of its cells", "[coll][replay]") {
+  // 10 calls with the root 100 us late each time. Calls 1-4 run MPIR's binomial tree (rank 1 sends
+  // eagerly and goes on); from call 5 on, release/gather: at call c >= 8 rank 1 waits for the root's
+  // release flag of call c - 3, raised when the root arrived there, seen L = 100 ns later, then sends
+  // (o' = 1000). The root arrives at call c at 100000 + (c - 1) x (99990 + 1000): its computation and
+  // its receive. So rank 1 ends call 8 at 503960 + 1100, call 10 at 705940 + 1100 = 707040; it arrived
+  // at call 8 at 7090 (7 calls of o' and 10 ns between calls from 20 on), and at calls 9 and 10 10 ns
+  // after the previous: 7 x 1000 + (505060 - 7090) + 2 x 100980 = 706930 ns in MPI_Reduce.
+  Trace t = reduce_loop(10);
+  ReplayOptions o = simple_model(65536);
+  o.mpi_library = "MPICH";
+  auto shm = replay(t, o);
+  CHECK(shm.collectives_by_algorithm == 10);
+  CHECK(shm.ranks[1].predicted.collectives == Approx(706930));
+  // ch4:ucx (no POSIX module): binomial every time, rank 1 never waits
+  o.mpich_shm_collectives = false;
+  auto ucx = replay(t, o);
+  CHECK(ucx.ranks[1].predicted.collectives < 20000);
+  // the root's part does not change: it waits for nobody
+  CHECK(shm.ranks[0].predicted.collectives == Approx(ucx.ranks[0].predicted.collectives).margin(1000));
+}
+
+TEST_CASE("the log's library string says whether MPICH has its shared-memory collectives", "[coll][facts]") {
+  // MPI_Get_library_version of MPICH names the device and the configure line; ch4's configure leaves the
+  // POSIX module out over UCX unless --with-ch4-shmmods names it (src/mpid/ch4/subconfigure.m4)
+  auto shm = [](const std::string& device, const std::string& configure) {
+    nlohmann::json h;
+    h["mpi_library"] = "MPICH Version:\t4.0.2\nMPICH Device:\t" + device + "\nMPICH configure:\t" + configure + "\n";
+    return run_facts(h, {"node"}).mpich_shm_collectives;
+  };
+  CHECK_FALSE(shm("ch4:ucx", "--prefix=/usr --with-device=ch4:ucx --with-pm=hydra"));  // Debian's
+  CHECK(shm("ch4:ucx", "--with-device=ch4:ucx --with-ch4-shmmods=posix"));
+  CHECK(shm("ch4:ofi", "--with-device=ch4:ofi"));
+  CHECK_FALSE(shm("ch4:ofi", "--with-device=ch4:ofi --without-ch4-shmmods"));
+  CHECK_FALSE(shm("ch4:ofi", "--with-device=ch4:ofi --with-ch4-shmmods=none"));
+  CHECK_FALSE(shm("ch3:nemesis", "--with-device=ch3:nemesis"));
+  ReplayOptions o;
+  nlohmann::json h;
+  h["mpi_library"] = "MPICH Version:\t4.0.2\nMPICH Device:\tch4:ucx\nMPICH configure:\t--with-device=ch4:ucx\n";
+  replay_library(run_facts(h, {"node"}), o);
+  CHECK(o.mpi_library == "MPICH");
+  CHECK_FALSE(o.mpich_shm_collectives);
 }

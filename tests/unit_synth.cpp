@@ -85,7 +85,7 @@ ReplayResult replay_of(const JobLog& job, const Trace& t) {
   const RunFacts facts = run_facts(job);
   ReplayOptions o;
   o.params = choose_params(facts, "", fs::path(MPA_SOURCE_DIR) / "share" / "params").params;
-  o.mpi_library = facts.library;
+  mpiadvise::replay_library(facts, o);
   ReplayResult r = replay(t, o);
   CHECK(r.unresolved_ops == 0);
   CHECK(r.stalls.empty());
