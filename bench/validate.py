@@ -30,6 +30,7 @@ BENCH_KEEP=1 keeps the logs (and ABINIT's working directories) in $BUILD/validat
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -99,8 +100,21 @@ class Setup:
         return s
 
 
-def run(cmd, **kw):
-    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", **kw)
+def run(cmd, timeout=None, **kw):
+    """The command in a session of its own: on a timeout the whole job is killed, mpirun and its ranks too
+    (a hung MPICH job's ranks, left behind, spin on both CPUs and slow every later run)."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                          start_new_session=True, **kw) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.communicate()
+            raise
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 def linked_mpi(exe):
