@@ -84,6 +84,7 @@ struct CollectiveCall {
   // communicator before this one; they run release/gather from the MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD-th
   // (5th) on, point-to-point algorithms before. The replay counts them; the default is "long past".
   uint32_t node_calls_before = UINT32_MAX;
+  static constexpr uint32_t kNodeCallsFallingBack = 4;  // from this many on, every call runs alike
   // MPICH: built with ch4's POSIX shared-memory module (RunFacts::mpich_shm_collectives)
   bool mpich_shm = true;
 };

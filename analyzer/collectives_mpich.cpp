@@ -825,7 +825,7 @@ Nodes nodes_of(const CollectiveCall& c) {
 // MPIDI_CH4_DIRECT_NETMOD) runs those parts as MPIDI_NM_mpi_* instead, i.e. MPIR's algorithms on the node
 // communicator over the netmod.
 struct PosixCalls {
-  static constexpr uint64_t kThreshold = 5;  // MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD
+  static constexpr uint64_t kThreshold = CollectiveCall::kNodeCallsFallingBack + 1;  // MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD
   bool shm = true;                           // CollectiveCall::mpich_shm
   uint32_t before = UINT32_MAX;
   uint32_t made = 0;

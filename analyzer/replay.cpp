@@ -616,11 +616,12 @@ class Simulation {
     *positions = logged->member_position;
     uint32_t& node_calls = node_calls_[t_.collectives[c_id].comm];
     // calls past the threshold all run alike: one schedule in the cache for them
-    logged->call.node_calls_before = node_calls < 4 ? node_calls : UINT32_MAX;
+    constexpr uint32_t kPast = CollectiveCall::kNodeCallsFallingBack;
+    logged->call.node_calls_before = node_calls < kPast ? node_calls : UINT32_MAX;
     logged->call.mpich_shm = o_.mpich_shm_collectives;
     auto one = cached_schedule(logged->call);
     if (!one) return nullptr;
-    node_calls = std::min<uint32_t>(node_calls + one->node_calls, 4);
+    node_calls = std::min<uint32_t>(node_calls + one->node_calls, kPast);
     std::string why = logged->approximation;
     if (!one->approximation.empty()) why = why.empty() ? one->approximation : why + "; " + one->approximation;
     *approximation = why;
@@ -750,9 +751,9 @@ class Simulation {
     for (int r : cmsg_[id].waiting) ready_.push_back(r);
     cmsg_[id].waiting.clear();
   }
-  void park_coll(uint32_t id, int rank) {
-    auto& w = cmsg_[id].waiting;
-    if (std::find(w.begin(), w.end(), rank) == w.end()) w.push_back(rank);
+  void park_coll(uint32_t id, int rank) { add_waiter(cmsg_[id].waiting, rank); }
+  static void add_waiter(std::vector<int>& waiting, int rank) {
+    if (std::find(waiting.begin(), waiting.end(), rank) == waiting.end()) waiting.push_back(rank);
   }
   // when the send side of a collective's message completes, or kUnknown (its receive not posted yet)
   double coll_send_done(uint32_t id) const {
@@ -822,8 +823,7 @@ class Simulation {
           FlagLine& peer = flag(c_id, st.stream, st.peer);
           if (want <= 0 || static_cast<uint64_t>(want) + kFlagRing <= peer.raised) break;  // long since raised
           if (peer.raised < static_cast<uint64_t>(want)) {
-            if (std::find(peer.waiting.begin(), peer.waiting.end(), rank) == peer.waiting.end())
-              peer.waiting.push_back(rank);
+            add_waiter(peer.waiting, rank);
             return Walk::Parked;
           }
           m.t = std::max(m.t, model_.flag_seen(peer.at[static_cast<uint64_t>(want) % kFlagRing]));
