@@ -372,7 +372,7 @@ def main():
             if c.returncode != 0:
                 sys.exit("validate: mpiadvise calibrate over %s %s failed: %s" % (MPI_NAME[m], setup.name, c.stderr.strip()))
             params[(m, t)] = f
-            residual = next((l.strip() for l in c.stdout.splitlines() if "residual" in l), "")
+            residual = next((l.strip() for l in c.stdout.splitlines() if "residual RMS" in l), "")
             print("  parameters for %s %s: %s (%s)" % (MPI_NAME[m], setup.name, f, residual), flush=True)
 
     rows, results = [], []
