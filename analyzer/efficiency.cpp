@@ -20,6 +20,7 @@ LogGPSParams ideal_network(const LogGPSParams& p) {
   ideal.eager_header_bytes = 0;
   ideal.reduce_ns_per_byte.reset();  // a reduction inside a collective is the library's, not the program's
   ideal.persistent_saving.reset();
+  ideal.isend_ns = ideal.irecv_ns = 0.0;
   return ideal;
 }
 

@@ -36,6 +36,9 @@ void LogGPSParams::validate(const std::string& where) const {
   if (persistent_saving && !(std::fabs(*persistent_saving) <= kMaxTimeNs))
     throw ParamError(fmt::format("{}: persistent_saving_ns = {} is not a saving per call (at most {:g} ns either way)",
                                  where, *persistent_saving, kMaxTimeNs));
+  for (const auto& [key, v] : {std::pair{"isend_ns", isend_ns}, std::pair{"irecv_ns", irecv_ns}})
+    if (v && !(*v >= 0 && *v <= kMaxTimeNs))
+      throw ParamError(fmt::format("{}: {} = {} is not a time from 0 to {:g} ns", where, key, *v, kMaxTimeNs));
   if (s > S)
     throw ParamError(fmt::format("{}: s = {} is larger than S = {} (a single packet cannot exceed the eager limit)",
                                  where, s, S));
@@ -131,13 +134,18 @@ LogGPSParams load_params(const fs::path& file) {
   if (const toml::table* mpi = doc["mpi"].as_table()) {
     for (const auto& [k, v] : *mpi) {
       std::string key(k.str());
-      if (key != "persistent_saving_ns" && key != "reduce_ns_per_byte")
+      if (key != "persistent_saving_ns" && key != "reduce_ns_per_byte" && key != "isend_ns" && key != "irecv_ns")
         throw ParamError(fmt::format(
-            "{}: [mpi] {}: unknown key (the keys are persistent_saving_ns, reduce_ns_per_byte)", where, key));
+            "{}: [mpi] {}: unknown key (the keys are persistent_saving_ns, reduce_ns_per_byte, isend_ns, irecv_ns)",
+            where, key));
       std::optional<double> value = v.value<double>();
       if (!value || !std::isfinite(*value)) throw ParamError(fmt::format("{}: [mpi] {}: not a number", where, key));
       if (key == "persistent_saving_ns") {
         p.persistent_saving = *value;
+      } else if (key == "isend_ns" || key == "irecv_ns") {
+        if (*value < 0 || *value > kMaxTimeNs)
+          throw ParamError(fmt::format("{}: [mpi] {} = {} is not a time from 0 to {:g} ns", where, key, *value, kMaxTimeNs));
+        (key == "isend_ns" ? p.isend_ns : p.irecv_ns) = *value;
       } else {
         if (*value < 0) throw ParamError(fmt::format("{}: [mpi] {} = {} is negative", where, key, *value));
         p.reduce_ns_per_byte = *value;

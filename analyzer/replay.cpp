@@ -799,13 +799,13 @@ class Simulation {
           post_coll_send(id, m.t);
           m.requests.push_back(id);
           m.request_sends.push_back(1);
-          m.t += p_.o;
+          m.t += model_.isend();
           break;
         case CollStep::Irecv:  // (10)
           post_coll_recv(id, m.t);
           m.requests.push_back(id);
           m.request_sends.push_back(0);
-          m.t += p_.o;
+          m.t += model_.irecv();
           break;
         case CollStep::Reduce:
           m.t += model_.reduction(st.bytes);
@@ -1034,14 +1034,16 @@ class Simulation {
         break;
       }
       case OpKind::PostSend:
-      case OpKind::PostRecv:
+      case OpKind::PostRecv: {
         if (!s.posted) {
           post_links(r, op, s.now);
           s.posted = true;
         }
-        end = s.now + p_.o;  // (6), (10)
-        (op.kind == OpKind::PostSend ? parts.send_overhead : parts.recv_overhead) += p_.o;
+        const double post = op.kind == OpKind::PostSend ? model_.isend() : model_.irecv();  // (6), (10)
+        end = s.now + post;
+        (op.kind == OpKind::PostSend ? parts.send_overhead : parts.recv_overhead) += post;
         break;
+      }
       case OpKind::PostCollective: {
         if (!s.posted) {
           post_links(r, op, s.now);
@@ -1097,8 +1099,8 @@ class Simulation {
     if (op.call == MPA_CALL_Recv && (o_.prepost_everywhere || at(o_.prepost_sites, r, op.callsite))) {
       // the Irecv of the next receive at this site, right after this one completes (an MPI_Mrecv is
       // not: its message comes from the MPI_Mprobe before it)
-      end += p_.o;
-      parts.recv_overhead += p_.o;
+      end += model_.irecv();
+      parts.recv_overhead += model_.irecv();
       s.preposting.insert(t_.site(r, op.callsite));
     }
     s.b += parts;
@@ -1225,7 +1227,7 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
           modelled = true;
         } else if (l.kind == Link::PostSend || l.kind == Link::PostRecv) {
           if (op.kind == OpKind::PostSend || op.kind == OpKind::PostRecv) {
-            routine = std::max(routine, p.o);  // (6), (10)
+            routine = std::max(routine, op.kind == OpKind::PostSend ? model.isend() : model.irecv());  // (6), (10)
             modelled = true;
           }
         }

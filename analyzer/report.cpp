@@ -602,6 +602,8 @@ nlohmann::json params_json(const LogGPSParams& p) {
                       {"s_bytes", bytes_json(p.s)}, {"S_bytes", bytes_json(p.S)}};
   if (p.persistent_saving) j["persistent_saving_ns"] = *p.persistent_saving;
   if (p.reduce_ns_per_byte) j["reduce_ns_per_byte"] = *p.reduce_ns_per_byte;
+  if (p.isend_ns) j["isend_ns"] = *p.isend_ns;
+  if (p.irecv_ns) j["irecv_ns"] = *p.irecv_ns;
   if (p.raised_from)
     j["raised"] = {{"from_bytes", *p.raised_from}, {"Oss_ns_per_byte", p.Oss_raised}, {"Ors_ns_per_byte", p.Ors_raised}};
   return j;

@@ -92,6 +92,8 @@ void from_json(const json& j, Params& v) {
   p.S = j.at("S_bytes").get<Bytes>().value;
   take(j, "persistent_saving_ns", p.persistent_saving);
   take(j, "reduce_ns_per_byte", p.reduce_ns_per_byte);
+  take(j, "isend_ns", p.isend_ns);
+  take(j, "irecv_ns", p.irecv_ns);
   if (j.contains("raised")) {
     const json& r = j["raised"];
     p.raised_from = r.at("from_bytes").get<uint64_t>();

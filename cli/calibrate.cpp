@@ -69,7 +69,7 @@ fs::path bench_path(const std::string& given, const std::vector<std::string>& co
 
 // What one run of the benchmark printed.
 struct BenchOutput {
-  nlohmann::json facts, persistent;
+  nlohmann::json facts, persistent, posts;
   Sweep sweep;               // its samples, and S from its bisection (s = S until the fit chooses)
   std::optional<uint64_t> S_next;  // the smallest size whose send waited; none when no size of the sweep waited
   int probes = 0;            // round-trip probes of the bisection
@@ -125,6 +125,7 @@ BenchOutput run_bench(const std::vector<std::string>& command, const std::string
     if (j.is_discarded()) throw std::runtime_error("the benchmark printed a line that is not JSON: " + line.substr(0, 80));
     if (j.value("facts", false)) b.facts = j;
     else if (j.value("persistent", false)) b.persistent = j;
+    else if (j.value("posts", false)) b.posts = j;
     else if (j.value("bisection", false)) read_bisection(j, b), bisected = true;
     else if (j.value("flood", false) && j["through"].is_array())
       b.floods.push_back({j.value("k", uint64_t{0}), j.value("sent", uint64_t{0}), j["through"].get<std::vector<uint64_t>>()});
@@ -318,6 +319,13 @@ int run_calibrate(const CalibrateOptions& o) {
     file << fmt::format("\n# MPI_Isend + MPI_Irecv + MPI_Waitall of 0 bytes took {:.0f} ns, MPI_Startall + MPI_Waitall on\n"
                         "# persistent requests {:.0f} ns: per call, a persistent request saves\n[mpi]\npersistent_saving_ns = {:.1f}\n",
                         persistent["exchange_ns"].get<double>(), persistent["persistent_exchange_ns"].get<double>(), *saving);
+  const nlohmann::json& posts = run1.posts;
+  if (posts.contains("isend_ns") && posts.contains("irecv_ns"))
+    file << fmt::format("{}# the median MPI_Isend of 0 bytes to a posted receive, and MPI_Irecv before its message ({} calls\n"
+                        "# each): what posting costs the caller, where the model's (6) and (10) say o'\n"
+                        "isend_ns = {:.1f}\nirecv_ns = {:.1f}\n",
+                        saving ? "" : "\n[mpi]\n", posts.value("calls", 0), posts["isend_ns"].get<double>(),
+                        posts["irecv_ns"].get<double>());
   const EagerBufferFit buffer = fit_eager_buffer(run1.floods);
   file << eager_toml(buffer, run1.floods);
   // the raised sweep alone: what eager messages above the library's own limit cost per byte
@@ -365,6 +373,9 @@ int run_calibrate(const CalibrateOptions& o) {
   if (saving)
     fmt::print("  a persistent request saves {:.0f} ns per call{}\n", *saving,
                *saving < 0 ? " (it costs more: the library's persistent path is the slower one)" : "");
+  if (posts.contains("isend_ns") && posts.contains("irecv_ns"))
+    fmt::print("  posting: MPI_Isend {:.0f} ns, MPI_Irecv {:.0f} ns (o' {:.0f} ns)\n", posts["isend_ns"].get<double>(),
+               posts["irecv_ns"].get<double>(), f.params.o);
   if (run2)
     fmt::print("  fitted with the sweep with {}: eager up to {} bytes{}\n", limit_env, run2->sweep.S,
                run2->S_next ? fmt::format(" (a {}-byte send still waited)", *run2->S_next) : std::string());

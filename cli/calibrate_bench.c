@@ -13,7 +13,8 @@
  * sends of k bytes (k = 64, S/2 and S, at most S); the sends that returned before the first one that
  * waited went into the library's buffer for a late receiver. Three floods per size.
  * Prints JSON lines on stdout from rank 0: the run's facts, one line per (w, k) with every repetition's
- * round trip and send time, the bisection, the floods, the persistent-request timing. Progress goes to
+ * round trip and send time, the bisection, the floods, the persistent-request timing, the time of an
+ * MPI_Isend and an MPI_Irecv call (post_costs). Progress goes to
  * stderr. */
 #define _GNU_SOURCE /* strcasestr */
 #include <mpi.h>
@@ -51,6 +52,59 @@ static void print_json_string(const char *s)
     else putchar(*p);
   }
   putchar('"');
+}
+
+static int by_value(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* What posting a non-blocking call costs its caller: rank 1 posts n MPI_Irecv for messages not yet sent,
+ * timing each call; after a barrier rank 0 posts the n matching 0-byte MPI_Isend, timing each, to the
+ * waiting receives (a halo exchange's usual order). Five batches; the median call of all. Rank 0 prints
+ * both (rank 1 sends it its median). */
+static void post_costs(char *buf, int n, int rank)
+{
+  MPI_Request *req = malloc(sizeof *req * n);
+  double *t = malloc(sizeof *t * n * 5);
+  if (!req || !t) {
+    fprintf(stderr, "mpiadvise-calibrate-bench: out of memory\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  for (int batch = 0; batch < 5; batch++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1) {
+      for (int i = 0; i < n; i++) {
+        double t0 = now_ns();
+        MPI_Irecv(buf, 0, MPI_BYTE, 0, 6, MPI_COMM_WORLD, &req[i]);
+        t[batch * n + i] = now_ns() - t0;
+      }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+      for (int i = 0; i < n; i++) {
+        double t0 = now_ns();
+        MPI_Isend(buf, 0, MPI_BYTE, 1, 6, MPI_COMM_WORLD, &req[i]);
+        t[batch * n + i] = now_ns() - t0;
+      }
+    }
+    for (int i = 0; i < n && rank < 2; i++) MPI_Wait(&req[i], MPI_STATUS_IGNORE); /* MPI_STATUSES_IGNORE: see below */
+  }
+  double median = 0;
+  if (rank < 2) {
+    qsort(t, (size_t)n * 5, sizeof *t, by_value);
+    median = t[n * 5 / 2];
+  }
+  if (rank == 1) MPI_Send(&median, 1, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
+  if (rank == 0) {
+    double irecv = 0;
+    MPI_Recv(&irecv, 1, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    printf("{\"posts\":true,\"calls\":%d,\"isend_ns\":%.1f,\"irecv_ns\":%.1f}\n", n * 5, median, irecv);
+    fflush(stdout);
+  }
+  free(req);
+  free(t);
 }
 
 /* the eager and rendezvous limits the library reports through MPI_T */
@@ -358,6 +412,7 @@ int main(int argc, char **argv)
       MPI_Barrier(MPI_COMM_WORLD);
     }
   }
+  post_costs(buf, reps * 20, rank);
   free(sizes);
   free(buf);
   free(rtt);

@@ -46,6 +46,13 @@ TEST_CASE("calibration pins the effective S by bisection for two eager limits", 
     auto p = mpiadvise::load_params(out);  // refuses a negative parameter
     CHECK(p.S == S);
     CHECK(p.o > 0);
+    // what posting a non-blocking call costs, timed apart from the round trips: an MPI_Irecv only queues
+    // its request, far below o' (which over TCP holds a syscall's microseconds)
+    REQUIRE(p.isend_ns);
+    REQUIRE(p.irecv_ns);
+    CHECK(*p.isend_ns > 0);
+    CHECK(*p.irecv_ns < p.o / 4);
+    CHECK(std::regex_search(r.out, std::regex(R"(posting: MPI_Isend \d+ ns, MPI_Irecv \d+ ns)")));
     if (mpi().openmpi())
       CHECK(r.out.find("MPI_T btl_tcp_eager_limit = " + std::to_string(limit) + "  (agrees with the effective S)") !=
             std::string::npos);

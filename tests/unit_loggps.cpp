@@ -200,6 +200,13 @@ TEST_CASE("bad parameter files and values are refused with the file, the key and
   CHECK_THROWS_WITH(load_params(write_params(huge)), Catch::Contains("L_ns") && Catch::Contains("larger than L allows"));
   std::string saving = std::string(kComplete) + "[mpi]\npersistent_saving_ns = 1e200\n";
   CHECK_THROWS_WITH(load_params(write_params(saving)), Catch::Contains("persistent_saving_ns"));
+  std::string posts = std::string(kComplete) + "[mpi]\nisend_ns = 5160\nirecv_ns = 40\n";
+  LogGPSParams measured = load_params(write_params(posts));
+  CHECK(LogGPS(measured).isend() == 5160);
+  CHECK(LogGPS(measured).irecv() == 40);
+  CHECK(LogGPS(load_params(write_params(kComplete))).irecv() == 6730);  // o', as (10) says
+  CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[mpi]\nirecv_ns = -1\n")),
+                    Catch::Contains("irecv_ns = -1"));
   CHECK_THROWS_WITH(find_params("no-such-set", params_dir()), Catch::Contains("myrinet-mpich-score"));
 }
 

@@ -182,3 +182,38 @@ TEST_CASE("an eager send waits for room in a late receiver's eager buffer, and g
     CHECK(r.ranks[0].predicted.send_wait == Approx(99000 - 2820));
   }
 }
+
+TEST_CASE("posting an MPI_Isend or MPI_Irecv costs what the set measured for it, o' where it has none",
+          "[replay][posts]") {
+  // Rank 0: MPI_Isend of 100 bytes at 1000 ns, computes, MPI_Wait at 5000. Rank 1: MPI_Irecv at 1000
+  // (50 ns), computes, MPI_Wait at 5000. some_params: o' 500, T1 = T3 = 510, transfer 1020.
+  Trace t = empty_trace(2);
+  Message m;
+  m.src = 0, m.dst = 1, m.bytes = 100, m.tag = 0;
+  m.send_op = m.recv_op = 0;
+  m.send_done_op = m.recv_done_op = 1;
+  t.messages.push_back(m);
+  add_op(t, 0, 1000, 1100, MPA_CALL_Isend, OpKind::PostSend, {Link{Link::PostSend, 0}});
+  add_op(t, 0, 5000, 5100, MPA_CALL_Wait, OpKind::Completion, {Link{Link::DoneSend, 0}});
+  add_op(t, 1, 1000, 1050, MPA_CALL_Irecv, OpKind::PostRecv, {Link{Link::PostRecv, 0}});
+  add_op(t, 1, 5000, 5100, MPA_CALL_Wait, OpKind::Completion, {Link{Link::DoneRecv, 0}});
+  ReplayOptions o;
+  o.params = some_params();
+  for (ReplayMode mode : {ReplayMode::Simulate, ReplayMode::Paper}) {
+    o.mode = mode;
+    CAPTURE(mode == ReplayMode::Paper);
+    // the paper's (6) and (10): each post o'. Then the computation as recorded (3900 and 3950 ns), then
+    // each Wait: the eager send done at 510 and the message in at 1530 + 510 long before, so (11) gives o'.
+    ReplayResult paper = replay(t, o);
+    CHECK(paper.ranks[0].predicted_ns == Approx(500 + 3900 + 500));
+    CHECK(paper.ranks[1].predicted_ns == Approx(500 + 3950 + 500));
+    o.params.isend_ns = 200;
+    o.params.irecv_ns = 30;
+    ReplayResult measured = replay(t, o);
+    CHECK(measured.ranks[0].predicted_ns == Approx(200 + 3900 + 500));
+    CHECK(measured.ranks[1].predicted_ns == Approx(30 + 3950 + 500));
+    CHECK(measured.ranks[1].predicted.recv_overhead == Approx(30 + 500));
+    o.params.isend_ns.reset();
+    o.params.irecv_ns.reset();
+  }
+}
