@@ -79,8 +79,15 @@ uint64_t header_bytes(const RunFacts& f) { return f.setting_overhead; }
 }  // namespace
 
 std::optional<RaiseEagerLimit> advise_eager_limit(const Trace& trace, const RunFacts& facts, const ReplayOptions& base) {
+  if (!facts.eager_setting_futile.empty()) return std::nullopt;
+  auto chosen = choose_eager_limit(trace, facts, base, replay(trace, base));
+  if (!chosen) return std::nullopt;
+  return std::move(chosen->advice);
+}
+
+std::optional<EagerLimitChoice> choose_eager_limit(const Trace& trace, const RunFacts& facts, const ReplayOptions& base,
+                                                   const ReplayResult& baseline) {
   if (!facts.eager_setting_futile.empty()) return std::nullopt;  // no setting to advise there
-  ReplayResult baseline = replay(trace, base);
   if (baseline.rendezvous_messages == 0) return std::nullopt;
   const double before = send_wait(baseline);
   const uint64_t header = header_bytes(facts);
@@ -112,8 +119,10 @@ std::optional<RaiseEagerLimit> advise_eager_limit(const Trace& trace, const RunF
   if (gain <= 0) return std::nullopt;
   // the smallest limit that gives 90% of the best gain (and then also removes most of the send-wait)
   RaiseEagerLimit best;
-  for (const auto& [limit, r] : sweep) {
+  ReplayResult* best_replay = nullptr;
+  for (auto& [limit, r] : sweep) {
     if (baseline.predicted_ns - r.predicted_ns < 0.9 * gain) continue;
+    best_replay = &r;
     best.value = limit;
     best.S = limit > header ? limit - header : 0;
     best.baseline_ns = baseline.predicted_ns;
@@ -156,7 +165,7 @@ std::optional<RaiseEagerLimit> advise_eager_limit(const Trace& trace, const RunF
   best.send_sites.assign(sites.begin(), sites.end());
   for (const auto& [dst, srcs] : senders) best.senders_per_rank = std::max(best.senders_per_rank, static_cast<int>(srcs.size()));
   best.memory_per_rank_bytes = static_cast<uint64_t>(best.senders_per_rank) * best.value;
-  return best;
+  return EagerLimitChoice{std::move(best), std::move(*best_replay)};
 }
 
 const char* advice_kind_name(AdviceKind k) {
@@ -280,7 +289,7 @@ std::vector<std::pair<SiteKey, SiteFacts>> ranked_sites(const AdviceInput& in) {
 
 // A change at a site of the trace, replayed with options
 Proposal at_site(const SiteKey& key, const SiteFacts& f, AdviceChange change, ReplayOptions whatif) {
-  Proposal p{Advice{}, std::move(whatif)};
+  Proposal p{Advice{}, std::move(whatif), std::nullopt};
   p.advice.change = std::move(change);
   p.advice.site = key;
   p.advice.members = f.members;
@@ -320,13 +329,13 @@ const char* persistent_init(uint32_t call) {
 
 // A larger S: the smallest setting of the library that removes most of the rendezvous send-wait.
 std::vector<Proposal> propose_eager_limit(const AdviceInput& in) {
-  auto e = advise_eager_limit(in.trace, in.facts, in.base);
+  auto e = choose_eager_limit(in.trace, in.facts, in.base, in.baseline);
   if (!e) return {};
-  Proposal p{Advice{}, in.base};
-  p.whatif.params.move_S(e->S);
-  p.advice.messages = e->messages_made_eager;
-  p.advice.members = e->send_sites;
-  p.advice.change = std::move(*e);
+  Proposal p{Advice{}, in.base, std::move(e->replayed)};
+  p.whatif.params.move_S(e->advice.S);
+  p.advice.messages = e->advice.messages_made_eager;
+  p.advice.members = e->advice.send_sites;
+  p.advice.change = std::move(e->advice);
   return {p};
 }
 std::string title_eager_limit(const Advice& a, const std::string&) {
@@ -390,7 +399,7 @@ std::vector<Proposal> propose_persistent(const AdviceInput& in) {
   if (!in.base.params.persistent_saving) return out;
   for (const auto& rc : repeated_calls(in.trace)) {
     if (out.size() >= in.max_sites) break;
-    Proposal p{Advice{}, in.base};
+    Proposal p{Advice{}, in.base, std::nullopt};
     p.whatif.persistent_sites = {rc.site};
     p.advice.change = PersistentRequests{rc.identical};
     p.advice.site = rc.site;
@@ -432,7 +441,7 @@ std::vector<Advice> advise(const AdviceInput& in) {
   const Breakdown before = sum_ranks(in.baseline);
   for (const Advisor& advisor : advisors())
     for (Proposal& p : advisor.propose(in)) {
-      const ReplayResult r = replay(in.trace, p.whatif);
+      const ReplayResult r = p.replayed ? std::move(*p.replayed) : replay(in.trace, p.whatif);
       Advice& a = out.emplace_back(std::move(p.advice));
       a.baseline_ns = in.baseline.predicted_ns;
       a.predicted_ns = r.predicted_ns;

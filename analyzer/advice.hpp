@@ -56,6 +56,14 @@ struct RaiseEagerLimit {
 };
 
 std::optional<RaiseEagerLimit> advise_eager_limit(const Trace& trace, const RunFacts& facts, const ReplayOptions& base);
+// The same from the replay of the run as it was (base's), handing back the replay of the setting advised:
+// the sweep has run it, and the report's advice takes it from there instead of running it again.
+struct EagerLimitChoice {
+  RaiseEagerLimit advice;
+  ReplayResult replayed;
+};
+std::optional<EagerLimitChoice> choose_eager_limit(const Trace& trace, const RunFacts& facts, const ReplayOptions& base,
+                                                   const ReplayResult& baseline);
 
 enum class AdviceKind { RaiseEagerLimit, SplitMessages, PrepostReceives, NonblockingSend, PersistentRequests };
 const char* advice_kind_name(AdviceKind k);  // "raise_eager_limit", ...
@@ -105,6 +113,7 @@ struct AdviceInput {
 struct Proposal {
   Advice advice;
   ReplayOptions whatif;
+  std::optional<ReplayResult> replayed;  // the what-if's replay, where the advisor ran it already
 };
 
 // One kind of advice: which changes to weigh on a trace, each a transformation of the replay, and how

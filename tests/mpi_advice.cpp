@@ -52,6 +52,18 @@ TEST_CASE("the late receivers' send is the top hot spot, and raising the eager l
   CHECK(advice->send_wait_after_ns < 0.01 * advice->send_wait_before_ns);
   CHECK(advice->senders_per_rank == 1);
   CHECK(advice->memory_per_rank_bytes == 131072);
+
+  // the report's advice takes the sweep's replay of the setting it advises instead of running it again:
+  // the figures are those of a replay of its own
+  const ReplayResult baseline = replay(trace, base);
+  const auto all = advise({trace, facts, waits, base, baseline, 10});
+  auto eager = std::find_if(all.begin(), all.end(), [](const Advice& a) { return a.kind() == AdviceKind::RaiseEagerLimit; });
+  REQUIRE(eager != all.end());
+  ReplayOptions raised = base;
+  raised.params.move_S(advice->S);
+  CHECK(eager->predicted_ns == replay(trace, raised).predicted_ns);
+  CHECK(eager->baseline_ns == baseline.predicted_ns);
+  CHECK(std::get<RaiseEagerLimit>(eager->change).value == advice->value);
 }
 
 TEST_CASE("no eager-limit advice where no send waits for its receiver", "[advice]") {
