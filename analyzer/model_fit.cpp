@@ -16,6 +16,7 @@ const char* miss_reason_name(MissReason r) {
     case MissReason::Collectives: return "collectives";
     case MissReason::SlowMessages: return "slow_messages";
     case MissReason::Oversubscribed: return "oversubscribed";
+    case MissReason::FastMessages: return "fast_messages";
   }
   return "?";
 }
@@ -184,6 +185,16 @@ ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& p
                                         "predicted): the machine was loaded (ranks descheduled inside MPI), or the "
                                         "set does not fit it (mpiadvise calibrate measures one)",
                                         100 * slow_messages_ns / ranks_ns, messages_measured / 1e6, messages_predicted / 1e6)});
+  // the other way: a prediction too long, where the set prices the messages above what they took
+  const double fast_messages_ns = messages_predicted - messages_measured;
+  if (fast_messages_ns > kExpectedModelError / 2 * ranks_ns)
+    fit.suspects.push_back({MissReason::FastMessages, fast_messages_ns / ranks_ns,
+                            fmt::format("the calls that send and receive messages took {:.1f}% of the ranks' time "
+                                        "less than the parameter set prices them ({:.1f} ms measured, {:.1f} ms "
+                                        "predicted): the set was measured on a slower or loaded machine, or a "
+                                        "disturbed calibration run threw it off (mpiadvise calibrate on a quiet "
+                                        "machine measures one; compare several)",
+                                        100 * fast_messages_ns / ranks_ns, messages_measured / 1e6, messages_predicted / 1e6)});
   std::stable_sort(fit.suspects.begin(), fit.suspects.end(),
                    [](const auto& a, const auto& b) { return a.share > b.share; });
   return fit;

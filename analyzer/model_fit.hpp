@@ -24,6 +24,8 @@ enum class MissReason : uint8_t {
   SlowMessages,  // point-to-point calls take longer than the set prices their messages: a loaded machine,
                  // or a set that does not fit it
   Oversubscribed,  // more ranks on a host than it has CPUs: they share cores, and the model gives each its own
+  FastMessages,    // point-to-point calls take less time than the set prices their messages: a set measured
+                   // on a slower or loaded machine, or by a calibration a disturbed run threw off
 };
 const char* miss_reason_name(MissReason r);
 

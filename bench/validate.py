@@ -4,7 +4,10 @@ asserts nothing.
 
 For each MPI (Open MPI and MPICH, where built), application, transport and rank count (2 and 4), REPS
 traced runs, each reported by mpiadvise with the parameter set this machine's calibration gives for that
-MPI and transport (mpiadvise calibrate --quick, once per MPI and transport at the start, between 2 ranks).
+MPI and transport (mpiadvise calibrate --quick, CALIBRATIONS times per MPI and transport at the start, between 2
+ranks; each parameter the median of the calibrations: one quick calibration of Open MPI's shared memory on a
+quiet machine gave Osl 0.368 ns/B where three more gave 0.164-0.188, and every halo row over vader then
+missed by +47%).
 The transports: TCP and shared memory, i.e. Open MPI's ob1 over btl tcp or vader, and MPICH's ch4 over
 UCX with UCX_TLS=tcp,self or sm,self. A row: the measured run time (median, and the range over the runs), the
 predicted one, and the replay's error (median over the runs, and its range). Then the advice of the run
@@ -21,7 +24,7 @@ SCF ground state with 60 k-points shared between the ranks (bench/validate/abini
 empty working directory). A missing package is a row that says so, and so is a program linked against
 the other MPI (Debian builds PETSc, MEEP and ABINIT for Open MPI only).
 
-Environment: BUILD (build), VALIDATE_REPS (3), VALIDATE_RANKS (2,4: the rank counts; 4 ranks on 2 cores
+Environment: BUILD (build), VALIDATE_REPS (3), VALIDATE_CALIBRATIONS (3), VALIDATE_RANKS (2,4: the rank counts; 4 ranks on 2 cores
 share them), VALIDATE_MPIS (openmpi,mpich: those built), VALIDATE_ONLY (comma-separated application
 names), VALIDATE_TRANSPORTS (tcp,shm; vader is shm), the eager-limit sweep runs with Open MPI over TCP,
 and alone with VALIDATE_ONLY=sweep), MPIRUN_OPENMPI (mpirun.openmpi), MPIRUN_MPICH (mpirun.mpich),
@@ -40,6 +43,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(os.path.join(ROOT, os.environ.get("BUILD", "build")))
 MPIADVISE = os.path.join(BUILD, "bin", "mpiadvise")
 REPS = int(os.environ.get("VALIDATE_REPS", "3"))
+CALIBRATIONS = max(1, int(os.environ.get("VALIDATE_CALIBRATIONS", "3")))
 NPS = [int(n) for n in os.environ.get("VALIDATE_RANKS", "2,4").split(",") if n.strip()]
 MPIRUN = {"openmpi": os.environ.get("MPIRUN_OPENMPI", "mpirun.openmpi"),
           "mpich": os.environ.get("MPIRUN_MPICH", "mpirun.mpich")}
@@ -272,6 +276,46 @@ def eager_sweep(params):
     return rows
 
 
+def median_params(files, out):
+    """A parameter file whose every number is the median of that key in that table over the calibrations
+    (files), written to out. The first file gives the layout and what is not a number; a key some of them
+    lack takes the median of those that have it. Returns {key: (min, max)} of o_ns and the per-byte costs."""
+    def tables(path):
+        section, values = "", {}
+        for line in open(path):
+            s = line.strip()
+            if s.startswith("["):
+                section = s
+            elif "=" in s and not s.startswith("#"):
+                key, value = (x.strip() for x in s.split("#", 1)[0].split("=", 1))
+                try:
+                    values[(section, key)] = float(value)
+                except ValueError:
+                    pass
+        return values
+    all_values = [tables(f) for f in files]
+    spread = {}
+    lines, section = [], ""
+    for line in open(files[0]):
+        s = line.strip()
+        if s.startswith("["):
+            section = s
+        if "=" in s and not s.startswith("#"):
+            key = s.split("=", 1)[0].strip()
+            got = [v[(section, key)] for v in all_values if (section, key) in v]
+            if got and (section, key) in all_values[0]:
+                m = statistics.median_low(got) if key.endswith("_bytes") or key.endswith("_messages") else statistics.median(got)
+                number = "%d" % m if key.endswith("_bytes") or key.endswith("_messages") else "%.6f" % m
+                line = "%s = %s  # median of %d calibrations (%g..%g)\n" % (key, number, len(got), min(got), max(got))
+                if section == "[loggps]" and (key == "o_ns" or key.endswith("_per_byte")):
+                    spread[key] = (min(got), max(got))
+        lines.append(line)
+    with open(out, "w") as f:
+        f.write("# %s\n" % ("the median of %d calibrations by mpiadvise calibrate --quick: %s" % (len(files), ", ".join(files))))
+        f.writelines(lines)
+    return spread
+
+
 def median_run(reports):
     ordered = sorted(reports, key=lambda r: r["model"]["measured_ns"])
     return ordered[len(ordered) // 2]
@@ -312,6 +356,9 @@ def validate_one(name, argv, setup, np, changes, params):
                   "%s (%s..%s)" % (pct(statistics.median(errors)), pct(min(errors)), pct(max(errors)))]
     result = {"application": name, "mpi": setup.mpi, "transport": setup.name, "ranks": np, "measured_ns": measured,
               "predicted_ns": predicted, "errors": errors, "advice": []}
+    # a row beyond the model's expected error: what the report itself suspects, in the median run
+    if abs(statistics.median(errors)) > 0.10:
+        result["suspects"] = [{"reason": s["reason"], "detail": s["detail"]} for s in base["model"]["fit"]["suspects"]]
     advised = [a for a in base["advice"] if a["kind"] == "raise_eager_limit" or a["kind"] in changes]
     if not advised:
         notes = [n for n in base["notes"] if "no change predicted" in n or "no eager limit" in n or "at most S" in n]
@@ -368,12 +415,25 @@ def main():
         for t in transports:
             setup = Setup(m, t)
             f = os.path.join(OUT, "params-%s-%s.toml" % (m, setup.name))
-            c = run([MPIADVISE, "calibrate", "--quick", "-o", f, "--", *setup.launcher()], env=setup.environ())
-            if c.returncode != 0:
-                sys.exit("validate: mpiadvise calibrate over %s %s failed: %s" % (MPI_NAME[m], setup.name, c.stderr.strip()))
+            each, residuals = [], []
+            for i in range(CALIBRATIONS):
+                fi = f if CALIBRATIONS == 1 else os.path.join(OUT, "params-%s-%s.%d.toml" % (m, setup.name, i + 1))
+                c = run([MPIADVISE, "calibrate", "--quick", "-o", fi, "--", *setup.launcher()], env=setup.environ())
+                if c.returncode != 0:
+                    sys.exit("validate: mpiadvise calibrate over %s %s failed: %s" % (MPI_NAME[m], setup.name, c.stderr.strip()))
+                each.append(fi)
+                residuals.append(next((l.strip() for l in c.stdout.splitlines() if "residual RMS" in l), ""))
             params[(m, t)] = f
-            residual = next((l.strip() for l in c.stdout.splitlines() if "residual RMS" in l), "")
-            print("  parameters for %s %s: %s (%s)" % (MPI_NAME[m], setup.name, f, residual), flush=True)
+            if CALIBRATIONS == 1:
+                print("  parameters for %s %s: %s (%s)" % (MPI_NAME[m], setup.name, f, residuals[0]), flush=True)
+                continue
+            spread = median_params(each, f)
+            print("  parameters for %s %s: %s, the median of %d calibrations (o' %s ns; Oss, Ors, Osl %s ns/B)"
+                  % (MPI_NAME[m], setup.name, f, CALIBRATIONS, "%.0f..%.0f" % spread["o_ns"],
+                     ", ".join("%.3f..%.3f" % spread[k] for k in ("Oss_ns_per_byte", "Ors_ns_per_byte", "Osl_ns_per_byte"))),
+                  flush=True)
+            for r in residuals:
+                print("    %s" % r, flush=True)
 
     rows, results = [], []
     header = ("application", "MPI", "transport", "ranks", "measured ms", "predicted ms", "error", "advice",
@@ -406,6 +466,14 @@ def main():
         cells = [str(c) for c in r]
         print("  " + "  ".join(c.ljust(w) if i in (0, 1, 2, 7) else c.rjust(w)
                                for i, (c, w) in enumerate(zip(cells, widths))).rstrip())
+    missed = [r for r in results if "suspects" in r]
+    if missed:
+        print("  rows beyond 10%%, with what the report of the median run suspects (%s):" % "model.fit.suspects")
+    for r in missed:
+        s = r["suspects"][0] if r["suspects"] else {"reason": "none", "detail": "the report names no cause"}
+        detail = s["detail"] if len(s["detail"]) <= 150 else s["detail"][:147] + "..."
+        print("    %s, %s %s, %d ranks, %s: %s: %s" % (r["application"], MPI_NAME[r["mpi"]], r["transport"], r["ranks"],
+              pct(statistics.median(r["errors"])), s["reason"], detail))
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump({"rows": results, "eager_sweep": [list(r) for r in sweep]}, f, indent=1)
     print("(%d s; load average %s at the end; figures in %s)" % (time.time() - started,

@@ -127,3 +127,24 @@ TEST_CASE("a parameter set measured for another library or transport is suspecte
   CHECK(f.suspects.front().detail.find("MPICH-SCore over myrinet") != std::string::npos);
   CHECK(f.suspects.front().detail.find("Open MPI over tcp") != std::string::npos);
 }
+
+TEST_CASE("a set that prices the messages above what they took is suspected when the prediction is too long",
+          "[fit]") {
+  // the same run priced with o' = 60 us, where every call took 1 us: the 20 Isends alone are predicted
+  // 20 x 59 us longer than they took, about a quarter of the two ranks' 4.2 ms
+  Trace t = isend_run({});
+  LogGPSParams slow = tcp_params();
+  slow.o = 60'000;
+  ModelFit f = assess_fit(t, tcp_facts(), slow, replayed(t, slow));
+  CHECK(f.error > kExpectedModelError);
+  CHECK_FALSE(f.explained);
+  REQUIRE(has(f, MissReason::FastMessages));
+  CHECK_FALSE(has(f, MissReason::SlowMessages));
+  for (const auto& s : f.suspects)
+    if (s.reason == MissReason::FastMessages) {
+      CHECK(s.share > 20 * 59e3 / (2 * 4.2e6));
+      CHECK(s.detail.find("less than the parameter set prices them") != std::string::npos);
+    }
+  // priced as it ran, nothing of the kind
+  CHECK_FALSE(has(assess_fit(t, tcp_facts(), tcp_params(), replayed(t, tcp_params())), MissReason::FastMessages));
+}
