@@ -337,6 +337,55 @@ double weighted_error(const Row& row, const LogGPSParams& p) {
 
 }  // namespace
 
+std::optional<RaisedFit> fit_raised(const Sweep& raised, uint64_t from, const LogGPSParams& base) {
+  std::vector<Row> rows;  // pointing into `raised`, which outlives them (not into a copy of it)
+  for (const auto& r : raised.samples)
+    if (r.rtt_ns > 0 && r.k > from && r.k <= raised.S) rows.push_back({&r, raised.s, raised.S, false});
+  for (const auto& r : raised.samples)
+    if (r.send_ns > 0 && r.k > from && r.k <= raised.S) rows.push_back({&r, raised.s, raised.S, true});
+  if (rows.size() < 2) return std::nullopt;
+  LogGPSParams p = base;
+  p.raised_from = from;
+  p.Oss_raised = base.Oss, p.Ors_raised = base.Ors;  // a start on the eager branch of every row
+  double* unknown[] = {&p.Oss_raised, &p.Ors_raised};
+  constexpr size_t n = 2;
+  constexpr double h = 1e-3;  // ns/B: the model is affine in both within a branch
+  Matrix A(rows.size(), n);
+  std::vector<double> b(rows.size());
+  auto linearise_at = [&] {
+    for (size_t i = 0; i < rows.size(); i++) {
+      const double f0 = model_value(rows[i], p), scale = weight_scale(rows[i]);
+      double offset = f0;
+      for (size_t j = 0; j < n; j++) {
+        *unknown[j] += h;
+        const double slope = (model_value(rows[i], p) - f0) / h;
+        *unknown[j] -= h;
+        A(i, j) = slope / scale;
+        offset -= slope * *unknown[j];
+      }
+      b[i] = (measured(rows[i]) - offset) / scale;
+    }
+  };
+  for (int round = 0; round < 10; round++) {
+    linearise_at();
+    const std::vector<double> x = nnls(A, b);
+    double change = 0;
+    for (size_t j = 0; j < n; j++) change = std::max(change, std::fabs(x[j] - *unknown[j])), *unknown[j] = x[j];
+    if (change < 1e-12) break;
+  }
+  linearise_at();
+  RaisedFit out;
+  out.Oss = p.Oss_raised, out.Ors = p.Ors_raised, out.rows = rows.size();
+  double sse = 0;
+  for (const Row& row : rows) sse += std::pow(weighted_error(row, p), 2);
+  std::vector<bool> free(n, true);
+  const std::vector<double> inv = inverse_normal(A, free);
+  const double sigma2 = rows.size() > n ? sse / static_cast<double>(rows.size() - n) : kNaN;
+  out.Oss_error = inv.empty() ? kNaN : std::sqrt(sigma2 * inv[0]);
+  out.Ors_error = inv.empty() ? kNaN : std::sqrt(sigma2 * inv[n + 1]);
+  return out;
+}
+
 Fit fit_params(const std::vector<Sweep>& sweeps, bool with_R) {
   if (sweeps.empty()) throw ParamError("calibration: no sweep to fit");
   const std::vector<Row> all = rows_of(sweeps);

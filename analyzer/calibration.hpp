@@ -114,6 +114,20 @@ struct Fit {
 // with_R false: R held at 0
 Fit fit_params(const std::vector<Sweep>& sweeps, bool with_R = true);
 
+// The [raised] table (LogGPSParams::raised_from, Oss_raised, Ors_raised): what eager messages above the
+// library's own limit `from` cost per byte, fitted to the rows of the sweep with the limit raised whose
+// size is above `from` and eager in it, every other parameter held at the base fit's. Those are the
+// messages a what-if that raises S makes eager, and the sizes that decide its gain: fitted over every
+// size of that sweep, the many small ones set the slope, and over loopback TCP a 128 KiB eager message
+// was priced at 0.4 ns/B where it took 0.7-1.2 (the halo example, predicted 5-15% faster with S raised,
+// ran 30-47% slower). nullopt when fewer than 2 rows are above `from`.
+struct RaisedFit {
+  double Oss = 0, Ors = 0;
+  double Oss_error = 0, Ors_error = 0;  // one standard error each, as Fit's; NaN where not determined
+  size_t rows = 0;
+};
+std::optional<RaisedFit> fit_raised(const Sweep& raised, uint64_t from, const LogGPSParams& base);
+
 // What a calibration found.
 struct Calibration {
   Fit fit;

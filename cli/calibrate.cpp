@@ -378,20 +378,21 @@ int run_calibrate(const CalibrateOptions& o) {
   const EagerBufferFit buffer = fit_eager_buffer(run1.floods);
   file << eager_toml(buffer, run1.floods);
   // the raised sweep alone: what eager messages above the library's own limit cost per byte
-  std::optional<Fit> raised_fit;
+  std::optional<RaisedFit> raised_fit;
   if (run2) {
-    try {
-      raised_fit = fit_params({run2->sweep});
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "mpiadvise calibrate: the sweep with {} alone gives no fit ({}): no [raised] table\n", limit_env, e.what());
-    }
+    raised_fit = fit_raised(run2->sweep, run1.sweep.S, f.params);
+    if (!raised_fit)
+      fmt::print(stderr, "mpiadvise calibrate: the sweep with {} has too few eager sizes above {} bytes: no [raised] table\n",
+                 limit_env, run1.sweep.S);
   }
   if (raised_fit)
-    file << fmt::format("\n# Eager messages above {} bytes, as {} sends them: the second sweep alone, fitted (its eager sizes\n"
-                        "# up to {} bytes; the fit of both sweeps above prices every eager size alike). A what-if that raises S\n"
-                        "# prices the messages it makes eager with these.\n[raised]\nfrom_bytes = {}\n"
-                        "Oss_ns_per_byte = {}\nOrs_ns_per_byte = {}\n",
-                        run1.sweep.S, limit_env, run2->sweep.S, run1.sweep.S, toml_value(*raised_fit, 2), toml_value(*raised_fit, 3));
+    file << fmt::format("\n# Eager messages above {} bytes, as {} sends them: the second sweep's {} samples of eager sizes\n"
+                        "# from {} to {} bytes, fitted with every other parameter held at the values above (the fit of both\n"
+                        "# sweeps prices every eager size alike). A what-if that raises S prices the messages it makes eager\n"
+                        "# with these.\n[raised]\nfrom_bytes = {}\n"
+                        "Oss_ns_per_byte = {:.6f}  # +- {:.6f}\nOrs_ns_per_byte = {:.6f}  # +- {:.6f}\n",
+                        run1.sweep.S, limit_env, raised_fit->rows, run1.sweep.S + 1, run2->sweep.S, run1.sweep.S,
+                        raised_fit->Oss, raised_fit->Oss_error, raised_fit->Ors, raised_fit->Ors_error);
   if (!file) throw std::runtime_error(o.output + ": cannot write the parameter file");
   fmt::print("mpiadvise calibrate: {}\n", lib.substr(0, std::min(lib.find_first_of("\r\n"), size_t{60})));
   for (size_t i = 0; i < kFittedNames.size(); i++)
@@ -429,8 +430,8 @@ int run_calibrate(const CalibrateOptions& o) {
     fmt::print("  fitted with the sweep with {}: eager up to {} bytes{}\n", limit_env, run2->sweep.S,
                run2->S_next ? fmt::format(" (a {}-byte send still waited)", *run2->S_next) : std::string());
   if (raised_fit)
-    fmt::print("  eager above {} bytes (the sweep with the limit raised, alone): Oss {:.4f}, Ors {:.4f} ns/B\n", run1.sweep.S,
-               raised_fit->params.Oss, raised_fit->params.Ors);
+    fmt::print("  eager above {} bytes (the sweep with the limit raised, its sizes above it): Oss {:.4f}, Ors {:.4f} ns/B\n",
+               run1.sweep.S, raised_fit->Oss, raised_fit->Ors);
   if (!eager_note.empty()) fmt::print("  note: {}\n", eager_note);
   fmt::print("  eager buffer for a late receiver: {}\n", eager_buffer_text(buffer));
   fmt::print("  written to {}\n", o.output);

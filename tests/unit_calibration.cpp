@@ -367,3 +367,26 @@ TEST_CASE("the eager buffer follows from the floods: bytes with a header per mes
     CHECK(none.counts.size() == 2);
   }
 }
+
+TEST_CASE("the [raised] table is fitted to the raised sweep's eager sizes above the library's limit alone",
+          "[calibration]") {
+  // a library whose eager messages above its own limit (65480) go by a costlier protocol: 0.3 and 0.2 ns/B
+  // against 0.05 and 0.03 below it
+  LogGPSParams truth = tcp_like();
+  truth.L = 700, truth.Oss = 0.05, truth.Ors = 0.03;
+  const auto sizes = sizes_up_to(1 << 20, 1 << 15, {65480});
+  LogGPSParams raised = truth;
+  raised.s = raised.S = 1 << 20;  // the sweep with the limit raised: every size eager
+  raised.raised_from = 65480;
+  raised.Oss_raised = 0.3, raised.Ors_raised = 0.2;
+  const Sweep all_eager = generate(raised, sizes, 5e5, 0, 2);
+  auto r = fit_raised(all_eager, 65480, truth);
+  REQUIRE(r);
+  CHECK(r->Oss == Approx(0.3).epsilon(1e-6));
+  CHECK(r->Ors == Approx(0.2).epsilon(1e-6));
+  size_t above = 0;
+  for (const auto& s : all_eager.samples) above += s.k > 65480;
+  CHECK(r->rows >= above);  // every round trip above the limit, and the sends
+  // no sizes above the limit: no table
+  CHECK_FALSE(fit_raised(all_eager, 1 << 20, truth));
+}
