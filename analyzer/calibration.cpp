@@ -208,10 +208,15 @@ RoundTrip from_repetitions(uint64_t k, double w, const std::vector<double>& rtt_
 }
 
 // ---- the fit ------------------------------------------------------------------------------------------------
-double& fitted_param(LogGPSParams& p, size_t i) {
-  double* fields[] = {&p.L, &p.o, &p.Oss, &p.Ors, &p.Osl, &p.Orl, &p.Gs, &p.Gl, &p.R};
-  return *fields[i];
-}
+namespace {
+// kFittedNames' parameters, in its order
+constexpr double LogGPSParams::*kFittedFields[] = {&LogGPSParams::L,   &LogGPSParams::o,   &LogGPSParams::Oss,
+                                                   &LogGPSParams::Ors, &LogGPSParams::Osl, &LogGPSParams::Orl,
+                                                   &LogGPSParams::Gs,  &LogGPSParams::Gl,  &LogGPSParams::R};
+static_assert(std::size(kFittedFields) == kFittedNames.size());
+}  // namespace
+
+double& fitted_param(LogGPSParams& p, size_t i) { return p.*kFittedFields[i]; }
 double fitted_param(const LogGPSParams& p, size_t i) { return fitted_param(const_cast<LogGPSParams&>(p), i); }
 
 namespace {
@@ -257,24 +262,41 @@ double weight_scale(const Row& row) {
   return std::max({comm, 0.01 * y, 1.0});
 }
 
-// with_R false: R held at 0 (its column left empty)
-LinearProblem linearise_rows(const std::vector<Row>& rows, const LogGPSParams& at, bool with_R = true) {
+// A parameter a fit solves for, and the step of the model's difference in it.
+struct Unknown {
+  double LogGPSParams::*field;
+  double step;
+};
+
+// The weighted linear problem of the rows in the unknowns at `at`: the model is affine in each within a
+// branch, so a difference gives its exact column.
+LinearProblem linearise_over(const std::vector<Row>& rows, const LogGPSParams& at, const std::vector<Unknown>& unknowns) {
   LinearProblem lp;
-  lp.A = Matrix(rows.size(), kParams);
+  lp.A = Matrix(rows.size(), unknowns.size());
   lp.b.assign(rows.size(), 0.0);
   for (size_t i = 0; i < rows.size(); i++) {
     const double f0 = model_value(rows[i], at), scale = weight_scale(rows[i]);
     double offset = f0;
-    for (size_t j = 0; j < kParams; j++) {
+    for (size_t j = 0; j < unknowns.size(); j++) {
       LogGPSParams q = at;
-      fitted_param(q, j) += step(j);
-      const double slope = (model_value(rows[i], q) - f0) / step(j);
-      lp.A(i, j) = j == kR && !with_R ? 0.0 : slope / scale;
-      offset -= slope * fitted_param(at, j);
+      q.*unknowns[j].field += unknowns[j].step;
+      const double slope = (model_value(rows[i], q) - f0) / unknowns[j].step;
+      lp.A(i, j) = slope / scale;
+      offset -= slope * at.*unknowns[j].field;
     }
     lp.b[i] = (measured(rows[i]) - offset) / scale;
     if (!rows[i].send) lp.round_trip_rows = i + 1;
   }
+  return lp;
+}
+
+// The model's fitted parameters (kFittedNames); with_R false: R held at 0 (its column left empty)
+LinearProblem linearise_rows(const std::vector<Row>& rows, const LogGPSParams& at, bool with_R = true) {
+  std::vector<Unknown> all;
+  for (size_t j = 0; j < kParams; j++) all.push_back({kFittedFields[j], step(j)});
+  LinearProblem lp = linearise_over(rows, at, all);
+  if (!with_R)
+    for (size_t i = 0; i < rows.size(); i++) lp.A(i, kR) = 0.0;
   return lp;
 }
 
@@ -347,39 +369,23 @@ std::optional<RaisedFit> fit_raised(const Sweep& raised, uint64_t from, const Lo
   LogGPSParams p = base;
   p.raised_from = from;
   p.Oss_raised = base.Oss, p.Ors_raised = base.Ors;  // a start on the eager branch of every row
-  double* unknown[] = {&p.Oss_raised, &p.Ors_raised};
+  const std::vector<Unknown> unknowns = {{&LogGPSParams::Oss_raised, 1e-3}, {&LogGPSParams::Ors_raised, 1e-3}};
   constexpr size_t n = 2;
-  constexpr double h = 1e-3;  // ns/B: the model is affine in both within a branch
-  Matrix A(rows.size(), n);
-  std::vector<double> b(rows.size());
-  auto linearise_at = [&] {
-    for (size_t i = 0; i < rows.size(); i++) {
-      const double f0 = model_value(rows[i], p), scale = weight_scale(rows[i]);
-      double offset = f0;
-      for (size_t j = 0; j < n; j++) {
-        *unknown[j] += h;
-        const double slope = (model_value(rows[i], p) - f0) / h;
-        *unknown[j] -= h;
-        A(i, j) = slope / scale;
-        offset -= slope * *unknown[j];
-      }
-      b[i] = (measured(rows[i]) - offset) / scale;
-    }
-  };
-  for (int round = 0; round < 10; round++) {
-    linearise_at();
-    const std::vector<double> x = nnls(A, b);
+  LinearProblem lp;
+  for (int round = 0; round < 10; round++) {  // again while a row's branch changes
+    lp = linearise_over(rows, p, unknowns);
+    const std::vector<double> x = nnls(lp.A, lp.b);
     double change = 0;
-    for (size_t j = 0; j < n; j++) change = std::max(change, std::fabs(x[j] - *unknown[j])), *unknown[j] = x[j];
+    for (size_t j = 0; j < n; j++) change = std::max(change, std::fabs(x[j] - p.*unknowns[j].field)), p.*unknowns[j].field = x[j];
     if (change < 1e-12) break;
   }
-  linearise_at();
+  lp = linearise_over(rows, p, unknowns);
   RaisedFit out;
   out.Oss = p.Oss_raised, out.Ors = p.Ors_raised, out.rows = rows.size();
   double sse = 0;
   for (const Row& row : rows) sse += std::pow(weighted_error(row, p), 2);
   std::vector<bool> free(n, true);
-  const std::vector<double> inv = inverse_normal(A, free);
+  const std::vector<double> inv = inverse_normal(lp.A, free);
   const double sigma2 = rows.size() > n ? sse / static_cast<double>(rows.size() - n) : kNaN;
   out.Oss_error = inv.empty() ? kNaN : std::sqrt(sigma2 * inv[0]);
   out.Ors_error = inv.empty() ? kNaN : std::sqrt(sigma2 * inv[n + 1]);
