@@ -66,9 +66,12 @@ class Simulation {
     marks_.resize(t.ranks.size());
     coll_arrive_.resize(t.collectives.size());
     coll_done_.assign(t.collectives.size(), {});
-    waiting_msg_.resize(t.messages.size());
+    msg_waiters_.assign(t.messages.size(), {});
+    next_msg_waiter_.assign(t.ranks.size(), -1);
+    waits_on_msg_.assign(t.ranks.size(), kNone);
     waiting_coll_.resize(t.collectives.size());
     ranks_.resize(t.ranks.size());
+    site_index_.resize(t.ranks.size());
     for (size_t i = 0; i < t.collectives.size(); i++) coll_arrive_[i].assign(t.collectives[i].members.size(), kUnknown);
     runs_.resize(t.collectives.size());
     member_done_.resize(t.collectives.size());
@@ -148,7 +151,9 @@ class Simulation {
       res.ranks.push_back(rr);
     }
     res.measured_ns = measured_end;
-    for (auto& [key, site] : sites_) res.sites.push_back(site);
+    res.sites = std::move(sites_);
+    std::sort(res.sites.begin(), res.sites.end(),
+              [](const SiteReplay& a, const SiteReplay& b) { return std::tie(a.rank, a.callsite) < std::tie(b.rank, b.callsite); });
     res.rendezvous_messages = rendezvous_messages_;
     res.rendezvous_bytes = rendezvous_bytes_;
     res.split_messages = split_messages_;
@@ -213,7 +218,15 @@ class Simulation {
   std::vector<MsgState> msg_;
   std::vector<std::vector<double>> coll_arrive_;
   std::vector<std::vector<double>> coll_done_;
-  std::vector<std::vector<int>> waiting_msg_, waiting_coll_, waiting_rank_;
+  std::vector<std::vector<int>> waiting_coll_, waiting_rank_;
+  // The ranks parked on each message, first parked first: a list through the ranks (a rank is parked on
+  // one thing at a time), 8 bytes a message where a list of its own took 24 and an allocation.
+  struct Waiters {
+    int32_t head = -1, tail = -1;
+  };
+  std::vector<Waiters> msg_waiters_;
+  std::vector<int32_t> next_msg_waiter_;  // by rank: the next rank in its message's list
+  std::vector<uint32_t> waits_on_msg_;    // by rank: the message whose list it is in, or kNone
   std::vector<Channel> channels_;
   std::vector<uint32_t> channel_of_, channel_pos_;  // per message, kNone when not eager
   std::vector<std::vector<uint32_t>> channels_into_;  // per receiver
@@ -223,7 +236,11 @@ class Simulation {
   std::vector<std::vector<double>> marks_;
   std::vector<std::vector<ReplayResult::Span>> spans_;  // with ReplayOptions::record_spans
   std::deque<int> ready_;
-  std::map<std::pair<int, uint32_t>, SiteReplay> sites_;
+  // the sites' figures, in the order first met; by rank, a call site id's index into them (ids are
+  // numbered from 0 on each rank: a dense table, but an id far beyond the sites met goes to the map)
+  std::vector<SiteReplay> sites_;
+  std::vector<std::vector<uint32_t>> site_index_;
+  std::map<std::pair<int, uint32_t>, uint32_t> sparse_sites_;
   uint64_t rendezvous_messages_ = 0, rendezvous_bytes_ = 0, split_messages_ = 0, unresolved_ = 0;
 
   // Receive contention: messages that one completion op receives together share the receiver.
@@ -246,20 +263,30 @@ class Simulation {
     channels_into_.resize(t_.ranks.size());
     channel_of_.assign(t_.messages.size(), kNone);
     channel_pos_.assign(t_.messages.size(), 0);
-    std::map<std::pair<int, int>, uint32_t> index;
-    for (size_t r = 0; r < t_.ranks.size(); r++)
+    // by receiver, the channel from the sender at hand (reset after each sender: its receivers only)
+    std::vector<uint32_t> to(t_.ranks.size(), kNone);
+    std::vector<int> receivers;
+    for (size_t r = 0; r < t_.ranks.size(); r++) {
       for (const auto& op : t_.ranks[r].ops)
         for (uint32_t k = 0; k < op.n_links; k++) {
           const Link& l = t_.links[op.first_link + k];
           if (l.kind != Link::PostSend || l.id == kNone) continue;
           const Message& m = t_.messages[l.id];
           if (rendezvous(m) || m.dst < 0 || m.dst >= static_cast<int>(t_.ranks.size())) continue;
-          auto [it, fresh] = index.try_emplace({m.src, m.dst}, static_cast<uint32_t>(channels_.size()));
-          if (fresh) channels_.emplace_back(), channels_into_[m.dst].push_back(it->second);
-          channel_of_[l.id] = it->second;
-          channel_pos_[l.id] = static_cast<uint32_t>(channels_[it->second].messages.size());
-          channels_[it->second].messages.push_back(l.id);
+          uint32_t& c = to[m.dst];
+          if (c == kNone) {
+            c = static_cast<uint32_t>(channels_.size());
+            channels_.emplace_back();
+            channels_into_[m.dst].push_back(c);
+            receivers.push_back(m.dst);
+          }
+          channel_of_[l.id] = c;
+          channel_pos_[l.id] = static_cast<uint32_t>(channels_[c].messages.size());
+          channels_[c].messages.push_back(l.id);
         }
+      for (int d : receivers) to[d] = kNone;
+      receivers.clear();
+    }
   }
 
   // When an eager message is taken out of the receiver's buffer: the receiver drains it whenever it is
@@ -341,8 +368,15 @@ class Simulation {
   }
 
   void wake_msg(uint32_t m) {
-    for (int r : waiting_msg_[m]) ready_.push_back(r);
-    waiting_msg_[m].clear();
+    Waiters& w = msg_waiters_[m];
+    for (int32_t r = w.head; r >= 0;) {
+      const int32_t next = next_msg_waiter_[r];
+      ready_.push_back(r);
+      next_msg_waiter_[r] = -1;
+      waits_on_msg_[r] = kNone;
+      r = next;
+    }
+    w = {};
   }
   void set_ts(uint32_t m, double ts) {
     msg_[m].ts = ts;
@@ -1143,8 +1177,28 @@ class Simulation {
   void park(int r) {
     ranks_[r].parked = blocked_on_.on_rank ? RankState::Parked::Rank : RankState::Parked::Message;
     ranks_[r].parked_id = blocked_on_.id;
-    auto& w = blocked_on_.on_rank ? waiting_rank_[blocked_on_.id] : waiting_msg_[blocked_on_.id];
-    if (std::find(w.begin(), w.end(), r) == w.end()) w.push_back(r);
+    if (blocked_on_.on_rank) {
+      auto& w = waiting_rank_[blocked_on_.id];
+      if (std::find(w.begin(), w.end(), r) == w.end()) w.push_back(r);
+      return;
+    }
+    const uint32_t m = blocked_on_.id;
+    if (waits_on_msg_[r] == m) return;
+    if (waits_on_msg_[r] != kNone) leave_msg_list(r);  // released by a stall, it waits on another now
+    Waiters& w = msg_waiters_[m];
+    if (w.tail < 0) w.head = r;
+    else next_msg_waiter_[w.tail] = r;
+    w.tail = r;
+    waits_on_msg_[r] = m;
+  }
+  void leave_msg_list(int r) {
+    Waiters& w = msg_waiters_[waits_on_msg_[r]];
+    int32_t prev = -1;
+    for (int32_t q = w.head; q >= 0 && q != r; q = next_msg_waiter_[q]) prev = q;
+    (prev < 0 ? w.head : next_msg_waiter_[prev]) = next_msg_waiter_[r];
+    if (w.tail == r) w.tail = prev;
+    next_msg_waiter_[r] = -1;
+    waits_on_msg_[r] = kNone;
   }
   void wake_rank(int r) {
     if (waiting_rank_.empty() || waiting_rank_[r].empty()) return;
@@ -1153,14 +1207,25 @@ class Simulation {
   }
 
   SiteReplay& site(int r, const Op& op, bool count_call) {
-    auto [it, fresh] = sites_.try_emplace({r, op.callsite});
-    if (fresh) {
-      it->second.rank = r;
-      it->second.callsite = op.callsite;
-      it->second.call = op.call;
+    constexpr uint32_t kDense = 1 << 16;
+    uint32_t* slot = nullptr;
+    if (op.callsite < kDense) {
+      auto& index = site_index_[r];
+      if (op.callsite >= index.size()) index.resize(op.callsite + 1, kNone);
+      slot = &index[op.callsite];
+    } else {
+      slot = &sparse_sites_.try_emplace({r, op.callsite}, kNone).first->second;
     }
-    if (count_call) it->second.calls++;
-    return it->second;
+    if (*slot == kNone) {
+      *slot = static_cast<uint32_t>(sites_.size());
+      SiteReplay& fresh = sites_.emplace_back();
+      fresh.rank = r;
+      fresh.callsite = op.callsite;
+      fresh.call = op.call;
+    }
+    SiteReplay& s = sites_[*slot];
+    if (count_call) s.calls++;
+    return s;
   }
 };
 

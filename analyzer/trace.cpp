@@ -132,7 +132,7 @@ struct Builder {
       Op op;
       op.t_enter = ev.t_enter_ns;
       op.t_exit = ev.t_exit_ns;
-      op.call = static_cast<uint32_t>(ev.call < 0 ? 0 : ev.call);
+      op.call = static_cast<uint16_t>(ev.call < 0 ? 0 : ev.call);  // the reader's ids: below MPA_CALL_COUNT
       op.callsite = ev.callsite;
       op.kind = op_kind(ev.call, ev.count);
       op.unfinished = ev.unfinished;

@@ -56,17 +56,20 @@ struct Link {
   uint32_t id;  // message or collective instance
 };
 
+// 32 bytes: one per MPI call of the run, the bulk of a trace in memory.
 struct Op {
   uint64_t t_enter = 0, t_exit = 0;  // measured, ns on rank 0's clock
-  uint32_t call = 0;                 // mpa_call_id
   uint32_t callsite = 0;
-  OpKind kind = OpKind::Other;
   uint32_t first_link = 0, n_links = 0;  // range in Trace::links
+  uint16_t call = 0;                 // mpa_call_id
+  OpKind kind = OpKind::Other;
   // The call had not returned when a signal ended the rank (Event::unfinished): t_exit is the signal's
   // time. It posts what it posts (a receive, a send, its entry into a collective) but completes nothing:
   // no Done link, no status, so a receive in progress has received nothing. Where a hung rank was waiting.
   bool unfinished = false;
 };
+static_assert(sizeof(Op) == 32);
+static_assert(MPA_CALL_COUNT <= UINT16_MAX);
 
 struct Message {
   int src = -1, dst = -1;             // world ranks

@@ -390,9 +390,9 @@ Trace one_bcast(uint64_t bytes, int late, uint64_t late_ns) {
     auto& ops = t.ranks[r].ops;
     t.ranks[r].rank = r;
     uint64_t arrive = r == late ? late_ns : 0;
-    ops.push_back(Op{0, 0, MPA_CALL_Init, 0, OpKind::Other, 0, 0});
-    ops.push_back(Op{arrive, arrive + 10, MPA_CALL_Bcast, 1, OpKind::Collective, static_cast<uint32_t>(r), 1});
-    ops.push_back(Op{arrive + 10, arrive + 20, MPA_CALL_Finalize, 2, OpKind::Other, 0, 0});
+    ops.push_back(Op{0, 0, 0, 0, 0, MPA_CALL_Init, OpKind::Other});
+    ops.push_back(Op{arrive, arrive + 10, 1, static_cast<uint32_t>(r), 1, MPA_CALL_Bcast, OpKind::Collective});
+    ops.push_back(Op{arrive + 10, arrive + 20, 2, 0, 0, MPA_CALL_Finalize, OpKind::Other});
     t.links.push_back(Link{Link::PostColl, 0});
     c.members.emplace_back(r, 1);
     c.sent.push_back(bytes);
@@ -523,12 +523,12 @@ TEST_CASE("a non-blocking collective posts its first round at the I- call and ru
   for (int r = 0; r < 4; r++) {
     auto& ops = t.ranks[r].ops;
     t.ranks[r].rank = r;
-    ops.push_back(Op{0, 0, MPA_CALL_Init, 0, OpKind::Other, 0, 0});
-    ops.push_back(Op{0, 10, MPA_CALL_Ibarrier, 1, OpKind::PostCollective, static_cast<uint32_t>(t.links.size()), 1});
+    ops.push_back(Op{0, 0, 0, 0, 0, MPA_CALL_Init, OpKind::Other});
+    ops.push_back(Op{0, 10, 1, static_cast<uint32_t>(t.links.size()), 1, MPA_CALL_Ibarrier, OpKind::PostCollective});
     t.links.push_back(Link{Link::PostColl, 0});
-    ops.push_back(Op{100010, 100020, MPA_CALL_Wait, 2, OpKind::Completion, static_cast<uint32_t>(t.links.size()), 1});
+    ops.push_back(Op{100010, 100020, 2, static_cast<uint32_t>(t.links.size()), 1, MPA_CALL_Wait, OpKind::Completion});
     t.links.push_back(Link{Link::DoneColl, 0});
-    ops.push_back(Op{100020, 100030, MPA_CALL_Finalize, 3, OpKind::Other, 0, 0});
+    ops.push_back(Op{100020, 100030, 3, 0, 0, MPA_CALL_Finalize, OpKind::Other});
     c.members.emplace_back(r, 1);
     c.sent.push_back(std::nullopt);
     c.received.push_back(std::nullopt);
@@ -633,7 +633,7 @@ Trace reduce_loop(int calls) {
   for (int r = 0; r < 2; r++) {
     t.ranks[r].rank = r;
     t.ranks[r].hostname = "node";
-    t.ranks[r].ops.push_back(Op{0, 0, MPA_CALL_Init, 0, OpKind::Other, 0, 0});
+    t.ranks[r].ops.push_back(Op{0, 0, 0, 0, 0, MPA_CALL_Init, OpKind::Other});
   }
   for (int k = 0; k < calls; k++) {
     CollectiveInstance c;
@@ -644,7 +644,7 @@ Trace reduce_loop(int calls) {
     for (int r = 0; r < 2; r++) {
       auto& ops = t.ranks[r].ops;
       uint64_t at = r == 0 ? 100000 * static_cast<uint64_t>(k + 1) : 20 * static_cast<uint64_t>(k + 1);
-      ops.push_back(Op{at, at + 10, MPA_CALL_Reduce, 1, OpKind::Collective, static_cast<uint32_t>(t.links.size()), 1});
+      ops.push_back(Op{at, at + 10, 1, static_cast<uint32_t>(t.links.size()), 1, MPA_CALL_Reduce, OpKind::Collective});
       t.links.push_back(Link{Link::PostColl, static_cast<uint32_t>(t.collectives.size())});
       c.members.emplace_back(r, static_cast<uint32_t>(ops.size() - 1));
       c.sent.push_back(8);
@@ -654,7 +654,7 @@ Trace reduce_loop(int calls) {
   }
   for (int r = 0; r < 2; r++) {
     uint64_t end = t.ranks[r].ops.back().t_exit;
-    t.ranks[r].ops.push_back(Op{end, end + 10, MPA_CALL_Finalize, 2, OpKind::Other, 0, 0});
+    t.ranks[r].ops.push_back(Op{end, end + 10, 2, 0, 0, MPA_CALL_Finalize, OpKind::Other});
   }
   return t;
 }
