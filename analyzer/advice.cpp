@@ -1,5 +1,7 @@
 #include "advice.hpp"
 
+#include "parallel.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -104,15 +106,19 @@ std::optional<EagerLimitChoice> choose_eager_limit(const Trace& trace, const Run
         smallest_waiting = std::min(smallest_waiting, m.bytes);
   }
   // the sweep: each power of two above the limit in force, up to the first that makes every message eager
-  std::vector<std::pair<uint64_t, ReplayResult>> sweep;
+  std::vector<uint64_t> limits;
+  std::vector<ReplayOptions> whatifs;
   for (uint64_t limit = 1024; limit <= LogGPSParams::kInfinite / 4; limit *= 2) {
     uint64_t S = limit > header ? limit - header : 0;
     if (S <= base.params.S || S < smallest_waiting) continue;
-    ReplayOptions o = base;
-    o.params.move_S(S);
-    sweep.emplace_back(limit, replay(trace, o));
+    limits.push_back(limit);
+    whatifs.push_back(base);
+    whatifs.back().params.move_S(S);
     if (limit >= need) break;
   }
+  std::vector<ReplayResult> replayed = replay_all(trace, whatifs);
+  std::vector<std::pair<uint64_t, ReplayResult>> sweep;
+  for (size_t i = 0; i < limits.size(); i++) sweep.emplace_back(limits[i], std::move(replayed[i]));
   double best_ns = baseline.predicted_ns;
   for (const auto& [limit, r] : sweep) best_ns = std::min(best_ns, r.predicted_ns);
   const double gain = baseline.predicted_ns - best_ns;
@@ -439,17 +445,25 @@ std::vector<Advice> advise(const AdviceInput& in) {
   const double error = std::fabs(in.baseline.error());
   const double threshold = std::max(error, 0.01);
   const Breakdown before = sum_ranks(in.baseline);
+  std::vector<Proposal> proposals;
   for (const Advisor& advisor : advisors())
-    for (Proposal& p : advisor.propose(in)) {
-      const ReplayResult r = p.replayed ? std::move(*p.replayed) : replay(in.trace, p.whatif);
-      Advice& a = out.emplace_back(std::move(p.advice));
-      a.baseline_ns = in.baseline.predicted_ns;
-      a.predicted_ns = r.predicted_ns;
-      a.model_error = error;
-      a.before = before;
-      a.after = sum_ranks(r);
-      a.worthwhile = a.saving() > threshold;
-    }
+    for (Proposal& p : advisor.propose(in)) proposals.push_back(std::move(p));
+  // the what-ifs not replayed yet, on the machine's cores
+  std::vector<size_t> pending;
+  std::vector<ReplayOptions> whatifs;
+  for (size_t i = 0; i < proposals.size(); i++)
+    if (!proposals[i].replayed) pending.push_back(i), whatifs.push_back(proposals[i].whatif);
+  std::vector<ReplayResult> replayed = replay_all(in.trace, whatifs);
+  for (size_t k = 0; k < pending.size(); k++) proposals[pending[k]].replayed = std::move(replayed[k]);
+  for (Proposal& p : proposals) {
+    Advice& a = out.emplace_back(std::move(p.advice));
+    a.baseline_ns = in.baseline.predicted_ns;
+    a.predicted_ns = p.replayed->predicted_ns;
+    a.model_error = error;
+    a.before = before;
+    a.after = sum_ranks(*p.replayed);
+    a.worthwhile = a.saving() > threshold;
+  }
   std::stable_sort(out.begin(), out.end(), [](const Advice& a, const Advice& b) { return a.predicted_ns < b.predicted_ns; });
   return out;
 }

@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "parallel.hpp"
 
 namespace mpiadvise {
 
@@ -72,6 +75,10 @@ namespace {
 // mpiadvise-synth's logs: 151 for a halo of 64 ranks x 1e5 calls, 275 for an alltoall of 16 ranks x 1e5.
 // The lower figure: only a run that cannot fit is refused.
 constexpr double kBytesPerCall = 150;
+// And for each replay run beside the first (analysis_threads): its state and, for the gate's replays, a
+// retimed copy of the trace; mpiadvise report --format json of a halo of 64 ranks x 2e4 calls peaked at
+// 433 MiB with one thread and 551 MiB with two, 92 bytes a call more.
+constexpr double kBytesPerCallPerThread = 90;
 
 uint64_t meminfo_available() {
   std::ifstream in("/proc/meminfo");
@@ -116,7 +123,21 @@ void check_memory(const JobLog& job) {
   for (const auto& r : job.ranks()) calls += r->calls_estimate();
   const double need = static_cast<double>(calls) * kBytesPerCall;
   const uint64_t avail = memory_available();
-  if (avail == UINT64_MAX || need <= static_cast<double>(avail)) return;
+  if (avail == UINT64_MAX) return;
+  // replays at once: as many as fit beside the analysis itself
+  const unsigned threads = analysis_threads();
+  if (threads > 1 && calls > 0 && need <= static_cast<double>(avail)) {
+    const double per_thread = static_cast<double>(calls) * kBytesPerCallPerThread;
+    const double fit = (static_cast<double>(avail) - need) / per_thread + 1;
+    if (fit < threads) {
+      const unsigned n = static_cast<unsigned>(std::max(1.0, fit));
+      std::fprintf(stderr, "mpiadvise: %s: %u replays at once would need about %s where %s is available: %u at once\n",
+                   job.dir().c_str(), threads, gib(need + (threads - 1) * per_thread).c_str(),
+                   gib(static_cast<double>(avail)).c_str(), n);
+      set_analysis_threads(n);
+    }
+  }
+  if (need <= static_cast<double>(avail)) return;
   throw std::runtime_error(fmt::format(
       "{}: the logs of {} ranks hold {} MPI calls, and their analysis needs about {} ({:.0f} bytes a call) where "
       "{} is available; analyse them on a machine with that memory, or trace only the part of the run that "

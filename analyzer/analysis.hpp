@@ -36,7 +36,8 @@ struct Analysis {
 // Throws LogError (bad logs) or ParamError (bad parameter set); params: a name, a file, or "" to choose;
 // debug_dirs: where to look first for separate debug files (see debug_dirs() in symbolizer.hpp).
 // Refuses, with one line naming the figures and what helps, logs whose analysis cannot fit in the memory
-// this process may still take (the system's, its cgroup's, its address-space limit).
+// this process may still take (the system's, its cgroup's, its address-space limit); where it fits but
+// not with analysis_threads() replays at once, lowers them to as many as fit, and says so on stderr.
 void check_memory(const JobLog& job);
 
 Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs = {});

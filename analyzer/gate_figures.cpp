@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "gate.hpp"
+#include "parallel.hpp"
 #include "replay.hpp"
 #include "steady_trace.hpp"
 #include "text_escape.hpp"
@@ -95,31 +96,43 @@ RunFigures run_figures(const Analysis& a) {
   f.intervals = intervals.measured;
   f.repeated_intervals = intervals.repeated;
   f.replaced_intervals = intervals.replaced;
-  std::vector<std::vector<double>> values(intervals.ranks.size());
-  for (size_t r = 0; r < intervals.ranks.size(); r++)
-    for (const auto& x : intervals.ranks[r]) values[r].push_back(x.repeated ? std::min(x.steady_ns, x.median_ns) : 0.0);
-  const Sample floor = sample_of(t, replay(retimed(t, intervals, values), options));
-  for (size_t r = 0; r < intervals.ranks.size(); r++)
-    for (size_t i = 0; i < intervals.ranks[r].size(); i++)
-      values[r][i] = intervals.ranks[r][i].repeated ? intervals.ranks[r][i].steady_ns : 0.0;
-  const Sample steady = sample_of(t, replay(retimed(t, intervals, values), options));
-  std::vector<Sample> noisy;
+  std::vector<std::vector<double>> values(intervals.ranks.size());  // shaped as the intervals
+  for (size_t r = 0; r < intervals.ranks.size(); r++) values[r].assign(intervals.ranks[r].size(), 0.0);
+  // The interval values of replay k: 0 the floor, 1 the steady one, then the noisy ones, drawn in this
+  // order. Each replay retimes a trace of its own: as many at once as there are threads, each with its
+  // values drawn before the batch starts (the same draws whatever the thread count).
   std::mt19937_64 rng(kNoiseSeed);
   std::normal_distribution<double> normal;
-  for (int k = 0; k < kNoiseReplays; k++) {
-    // every number drawn whether used or not: the same log, the same draws
+  auto draw = [&](size_t k, std::vector<std::vector<double>>& out) {
     for (size_t r = 0; r < intervals.ranks.size(); r++) {
+      if (k < 2) {
+        for (size_t i = 0; i < intervals.ranks[r].size(); i++) {
+          const MeasuredInterval& x = intervals.ranks[r][i];
+          out[r][i] = !x.repeated ? 0.0 : k == 0 ? std::min(x.steady_ns, x.median_ns) : x.steady_ns;
+        }
+        continue;
+      }
+      // every number drawn whether used or not: the same log, the same draws
       const double speed = 1 + kRankSpeedNoise * normal(rng);
       std::vector<double> shift(intervals.intervals[r]);
       for (auto& x : shift) x = kIntervalShiftNs * normal(rng);
       for (size_t i = 0; i < intervals.ranks[r].size(); i++) {
         const MeasuredInterval& x = intervals.ranks[r][i];
         const double z = normal(rng);
-        values[r][i] = x.repeated ? std::max(0.0, x.steady_ns * speed + shift[x.interval] + x.noise_ns * z) : 0.0;
+        out[r][i] = x.repeated ? std::max(0.0, x.steady_ns * speed + shift[x.interval] + x.noise_ns * z) : 0.0;
       }
     }
-    noisy.push_back(sample_of(t, replay(retimed(t, intervals, values), options)));
+  };
+  const size_t replays = 2 + kNoiseReplays, batch = std::max<size_t>(1, std::min<size_t>(analysis_threads(), replays));
+  std::vector<std::vector<std::vector<double>>> drawn(batch, values);
+  std::vector<Sample> samples(replays);
+  for (size_t first = 0; first < replays; first += batch) {
+    const size_t n = std::min(batch, replays - first);
+    for (size_t k = 0; k < n; k++) draw(first + k, drawn[k]);
+    parallel_for(n, [&](size_t k) { samples[first + k] = sample_of(t, replay(retimed(t, intervals, drawn[k]), options)); });
   }
+  const Sample floor = samples[0], steady = samples[1];
+  const std::vector<Sample> noisy(samples.begin() + 2, samples.end());
   f.predicted = time_figure(steady, floor, noisy, [](const Sample& s) { return s.predicted; });
   f.send_wait = time_figure(steady, floor, noisy, [](const Sample& s) { return s.send_wait; });
   f.recv_wait = time_figure(steady, floor, noisy, [](const Sample& s) { return s.recv_wait; });

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "parallel.hpp"
 #include "replay.hpp"
 
 namespace mpiadvise {
@@ -142,8 +143,9 @@ const char* halo_change_name(HaloWhatIf::Change c) {
 
 std::vector<HaloWhatIf> halo_whatifs(const Trace& t, const HaloExchange& h, const ReplayOptions& base) {
   std::vector<HaloWhatIf> out;
+  std::vector<ReplayOptions> whatifs;
   auto tried = [&](HaloWhatIf::Change change, bool overlap, bool split) {
-    ReplayOptions o = base;
+    ReplayOptions& o = whatifs.emplace_back(base);
     for (const auto& [key, at] : h.send_sites) {
       if (overlap) o.nonblocking_sites.insert(key);
       if (split) o.split_sites.insert(key);
@@ -152,7 +154,6 @@ std::vector<HaloWhatIf> halo_whatifs(const Trace& t, const HaloExchange& h, cons
       for (const auto& [key, at] : h.recv_sites) o.prepost_sites.insert(key);
     HaloWhatIf w;
     w.change = change, w.nonblocking = w.prepost = overlap, w.split = split;
-    w.predicted_ns = replay(t, o).predicted_ns;
     out.push_back(w);
   };
   tried(HaloWhatIf::Change::Overlap, true, false);
@@ -160,6 +161,8 @@ std::vector<HaloWhatIf> halo_whatifs(const Trace& t, const HaloExchange& h, cons
     tried(HaloWhatIf::Change::Split, false, true);
     tried(HaloWhatIf::Change::OverlapAndSplit, true, true);
   }
+  const std::vector<ReplayResult> replayed = replay_all(t, whatifs);
+  for (size_t i = 0; i < out.size(); i++) out[i].predicted_ns = replayed[i].predicted_ns;
   return out;
 }
 

@@ -11,6 +11,7 @@
 
 #include "log_reader.hpp"
 #include "loggps.hpp"
+#include "parallel.hpp"
 
 namespace mpiadvise {
 namespace {
@@ -34,10 +35,12 @@ report::SSweep s_sweep(const Analysis& a, const ReplayOptions& base, std::option
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());
   report::SSweep sweep{{current}, advised_S, considered_S, {}};
-  for (uint64_t S : values) {
-    ReplayOptions o = base;
-    o.params.move_S(S);
-    const ReplayResult r = replay(a.trace, o);
+  std::vector<ReplayOptions> whatifs(values.size(), base);
+  for (size_t i = 0; i < values.size(); i++) whatifs[i].params.move_S(values[i]);
+  const std::vector<ReplayResult> replayed = replay_all(a.trace, whatifs);
+  for (size_t i = 0; i < values.size(); i++) {
+    const uint64_t S = values[i];
+    const ReplayResult& r = replayed[i];
     double send_wait = 0;
     for (const auto& rr : r.ranks) send_wait += rr.predicted.send_wait;
     sweep.points.push_back({S, r.predicted_ns, send_wait, r.rendezvous_messages + r.collective_rendezvous_messages});

@@ -31,6 +31,8 @@ std::string render_html(const report::Report& report);
 
 // --debug-dir DIR, on every command that names call sites: where to look first for separate debug files.
 void add_debug_dir_option(CLI::App* sub, std::vector<std::string>& dirs);
+// --threads N: replays run at once (set_analysis_threads)
+void add_threads_option(CLI::App* sub);
 // The directories given with --debug-dir, then those of MPIADVISE_DEBUG_PATH; throws naming a bad one.
 std::vector<std::string> debug_search_dirs(const std::vector<std::string>& given);
 

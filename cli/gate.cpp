@@ -407,6 +407,7 @@ std::function<int()> add_gate(CLI::App& app) {
   sub->add_option("--json", c->json_out, "Write the verdict as JSON (schema mpiadvise-gate/2)");
   sub->add_option("--markdown", c->markdown, "Write a Markdown summary for a merge-request comment");
   add_debug_dir_option(sub, c->debug_dirs);
+  add_threads_option(sub);
   return [c] { return run_gate(*c); };
 }
 

@@ -551,6 +551,7 @@ std::function<int()> add_report(CLI::App& app) {
   sub->add_option("--top", c->top, "Hot spots listed, and candidate sites replayed for each kind of advice (default 10)")
       ->check(CLI::Range(1, 1000));
   add_debug_dir_option(sub, c->debug_dirs);
+  add_threads_option(sub);
   return [c] { return run_report(*c); };
 }
 

@@ -522,3 +522,22 @@ TEST_CASE("more ranks than the host has CPUs: the report suspects that they shar
     CHECK_FALSE(suspects_oversubscription(report_of(roomy.dir)));
   }
 }
+
+TEST_CASE("the report is the same whatever the number of threads replaying its what-ifs", "[report][threads]") {
+  // the pipeline: advice of three kinds (the eager-limit sweep, split, non-blocking), optimisation
+  // targets, the S sweep of the charts and the gate's noise replays, all replayed in parallel
+  auto run = traced_run("pipeline", {"131072", "20", "2"}, 0);
+  REQUIRE(run.status == 0);
+  const std::string report = mpiadvise_cmd() + " report --format json " + run.dir.string();
+  auto one = run_command(report + " --threads 1");
+  auto three = run_command(report + " --threads 3");
+  REQUIRE(one.status == 0);
+  REQUIRE(three.status == 0);
+  const json j = json::parse(one.out);
+  CHECK(j["advice"].size() >= 2);
+  CHECK(!j["targets"].empty());
+  CHECK(one.out == three.out);
+  auto bad = run_command(report + " --threads 0");
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("--threads") != std::string::npos);
+}

@@ -2,6 +2,10 @@
 // so the expected times follow from the model's equations and the ops' recorded times alone.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <stdexcept>
+
+#include "parallel.hpp"
 #include "replay.hpp"
 
 using namespace mpiadvise;
@@ -216,4 +220,57 @@ TEST_CASE("posting an MPI_Isend or MPI_Irecv costs what the set measured for it,
     o.params.isend_ns.reset();
     o.params.irecv_ns.reset();
   }
+}
+
+TEST_CASE("replay_all gives each what-if what replay gives it, in order, on any number of threads", "[replay][threads]") {
+  // rank 0 sends ten messages of 1000 to 10000 bytes; rank 1 receives them late: under S = 4096 the
+  // larger ones wait for it, and each what-if below moves S or the computation
+  Trace t = empty_trace(2);
+  for (uint32_t i = 0; i < 10; i++) {
+    Message m;
+    m.src = 0, m.dst = 1, m.bytes = 1000u * (i + 1);
+    m.send_op = m.send_done_op = m.recv_op = m.recv_done_op = i;
+    t.messages.push_back(m);
+    add_op(t, 0, 1000 + 2000 * i, 1100 + 2000 * i, MPA_CALL_Send, OpKind::Send, {Link{Link::PostSend, i}, Link{Link::DoneSend, i}});
+    add_op(t, 1, 5000 + 3000 * i, 5100 + 3000 * i, MPA_CALL_Recv, OpKind::Recv, {Link{Link::PostRecv, i}, Link{Link::DoneRecv, i}});
+  }
+  std::vector<ReplayOptions> whatifs;
+  for (uint64_t S : {0, 1024, 4096, 8192, 65536}) {
+    ReplayOptions& o = whatifs.emplace_back();
+    o.params = some_params();
+    o.params.move_S(S);
+    o.compute_factor = S == 8192 ? 0.5 : 1.0;
+  }
+  std::vector<ReplayResult> serial;
+  for (const auto& o : whatifs) serial.push_back(replay(t, o));
+  CHECK(serial[0].predicted_ns != serial[4].predicted_ns);  // the what-ifs differ
+  for (unsigned threads : {1u, 2u, 3u, 8u}) {
+    set_analysis_threads(threads);
+    CHECK(analysis_threads() == threads);
+    const std::vector<ReplayResult> parallel = replay_all(t, whatifs);
+    REQUIRE(parallel.size() == serial.size());
+    for (size_t i = 0; i < serial.size(); i++) {
+      CHECK(parallel[i].predicted_ns == serial[i].predicted_ns);
+      CHECK(parallel[i].rendezvous_messages == serial[i].rendezvous_messages);
+      for (size_t r = 0; r < serial[i].ranks.size(); r++)
+        CHECK(parallel[i].ranks[r].predicted.send_wait == serial[i].ranks[r].predicted.send_wait);
+    }
+  }
+  set_analysis_threads(0);
+  CHECK(analysis_threads() >= 1);
+}
+
+TEST_CASE("parallel_for calls each index once, and a failure in one reaches the caller", "[replay][threads]") {
+  set_analysis_threads(4);
+  std::vector<std::atomic<int>> calls(1000);
+  parallel_for(calls.size(), [&](size_t i) { calls[i]++; });
+  int wrong = 0;
+  for (const auto& c : calls) wrong += c.load() != 1;
+  CHECK(wrong == 0);
+  CHECK_THROWS_WITH(parallel_for(100, [](size_t i) {
+                      if (i == 37) throw std::runtime_error("index 37 failed");
+                    }),
+                    "index 37 failed");
+  parallel_for(0, [](size_t) { FAIL("no index to call"); });
+  set_analysis_threads(0);
 }
