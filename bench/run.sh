@@ -11,6 +11,9 @@
 #   (c) a 1-D halo exchange on 4 ranks (oversubscribed on small machines) for log bytes and memory.
 #   (d) replay throughput of the analyzer on a synthetic trace of 64 ranks x 1 M events, and the cost of the
 #       report's advice in simulations of that trace (bench/replay_bench.cpp).
+#   (e) mpiadvise report --format json of mpiadvise-synth's logs (a halo of 64 ranks x BENCH_REPORT_EVENTS,
+#       default 20000 calls each), with one thread and with every CPU, side by side: time, peak memory,
+#       bytes per call, and whether the two reports are the same.
 #
 # (a)-(c) run under the MPI named by BENCH_MPI (openmpi or mpich; `make bench` runs them under each MPI
 # built), with the tracing library built for it; BENCH_REPLAY=0 leaves (d) out.
@@ -138,3 +141,34 @@ if [ ! -x "$bin/replay_bench" ] || [ bench/replay_bench.cpp -nt "$bin/replay_ben
 fi
 echo
 MPIADVISE_PARAMS_DIR="$PWD/share/params" "$bin/replay_bench" "${BENCH_REPLAY_RANKS:-64}" "${BENCH_REPLAY_EVENTS:-1000000}"
+
+# ---- (e) the report on synthetic logs: one thread against every CPU ----
+echo
+report_events="${BENCH_REPORT_EVENTS:-20000}"
+synth_dir="$build_abs/bench/synth-halo"
+rm -rf "$synth_dir"
+"$build_abs/bin/mpiadvise-synth" --ranks 64 --events "$report_events" --pattern halo -o "$synth_dir" >/dev/null
+"$PYTHON" - "$build_abs/bin/mpiadvise" "$synth_dir" "$((64 * report_events))" <<'PY'
+import os, resource, subprocess, sys, time
+mpiadvise, logs, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
+cpus = len(os.sched_getaffinity(0))
+def run(threads):
+    # each in a process of its own, so that its peak is its own
+    code = ("import resource, subprocess, sys, time\n"
+            "t = time.monotonic()\n"
+            "out = subprocess.run(sys.argv[1:], capture_output=True, check=True).stdout\n"
+            "sys.stdout.buffer.write(b'%f %d\\n' % (time.monotonic() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) + out)\n")
+    out = subprocess.run([sys.executable, "-c", code, mpiadvise, "report", "--format", "json", "--threads", str(threads), logs],
+                         capture_output=True, check=True).stdout
+    head, _, report = out.partition(b"\n")
+    seconds, kib = head.split()
+    return float(seconds), int(kib), report
+one = run(1)
+many = run(cpus) if cpus > 1 else one
+print("report of a synthetic halo, 64 ranks x %d calls (mpiadvise report --format json):" % (calls // 64))
+for name, (s, kib, _) in (("1 thread", one), ("%d threads" % cpus, many)):
+    print("  %-10s %7.2f s   %7.1f MiB peak   %6.1f bytes per call" % (name, s, kib / 1024, kib * 1024 / calls))
+print("  %d threads / 1: %.2fx the speed, %.2fx the memory; the reports %s" %
+      (cpus, one[0] / many[0], many[1] / one[1], "are the same" if one[2] == many[2] else "DIFFER"))
+PY
+rm -rf "$synth_dir"
