@@ -239,6 +239,11 @@ class Simulation {
   // the sites' figures, in the order first met; by rank, a call site id's index into them (ids are
   // numbered from 0 on each rank: a dense table, but an id far beyond the sites met goes to the map)
   std::vector<SiteReplay> sites_;
+  struct SiteMemo {
+    const std::set<SiteKey>* sites = nullptr;
+    std::vector<std::vector<int8_t>> known;  // by rank and call site id: -1 not asked yet, 0 no, 1 yes
+  };
+  mutable std::deque<SiteMemo> site_memos_;  // one for each of the options' sets asked about
   std::vector<std::vector<uint32_t>> site_index_;
   std::map<std::pair<int, uint32_t>, uint32_t> sparse_sites_;
   uint64_t rendezvous_messages_ = 0, rendezvous_bytes_ = 0, split_messages_ = 0, unresolved_ = 0;
@@ -363,8 +368,25 @@ class Simulation {
     return at(o_.compute_sites, r, op.callsite) ? o_.compute_factor : 1.0;
   }
 
+  // Whether a rank's call site is one of the option's sites. A site's key holds strings: each answer is
+  // kept by rank and call site id, for each of the options' sets.
   bool at(const std::set<SiteKey>& sites, int rank, uint32_t callsite) const {
-    return !sites.empty() && sites.count(t_.site(rank, callsite));
+    if (sites.empty()) return false;
+    constexpr uint32_t kDense = 1 << 16;
+    if (callsite >= kDense) return sites.count(t_.site(rank, callsite)) > 0;
+    SiteMemo* memo = nullptr;
+    for (auto& m : site_memos_)
+      if (m.sites == &sites) memo = &m;
+    if (!memo) {
+      memo = &site_memos_.emplace_back();
+      memo->sites = &sites;
+      memo->known.resize(t_.ranks.size());
+    }
+    auto& known = memo->known[rank];
+    if (callsite >= known.size()) known.resize(callsite + 1, -1);
+    int8_t& k = known[callsite];
+    if (k < 0) k = sites.count(t_.site(rank, callsite)) > 0;
+    return k > 0;
   }
 
   void wake_msg(uint32_t m) {
@@ -985,7 +1007,8 @@ class Simulation {
       case OpKind::Completion: {
         if (!s.posted) {
           // a receive made an Irecv: posted when the previous one at this site completed
-          auto pre = op.call == MPA_CALL_Recv ? s.preposted.find(t_.site(r, op.callsite)) : s.preposted.end();
+          auto pre = op.call == MPA_CALL_Recv && !s.preposted.empty() ? s.preposted.find(t_.site(r, op.callsite))
+                                                                       : s.preposted.end();
           s.preposted_now = pre != s.preposted.end() && pre->second < s.now;
           post_links(r, op, s.preposted_now ? pre->second : s.now);
           s.posted = true;
