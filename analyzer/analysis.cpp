@@ -75,10 +75,10 @@ namespace {
 // mpiadvise-synth's logs: 151 for a halo of 64 ranks x 1e5 calls, 275 for an alltoall of 16 ranks x 1e5.
 // The lower figure: only a run that cannot fit is refused.
 constexpr double kBytesPerCall = 150;
-// And for each replay run beside the first (analysis_threads): its state and, for the gate's replays, a
-// retimed copy of the trace; mpiadvise report --format json of a halo of 64 ranks x 2e4 calls peaked at
-// 433 MiB with one thread and 551 MiB with two, 92 bytes a call more.
-constexpr double kBytesPerCallPerThread = 90;
+// And for each replay run beside the first (analysis_threads): its state and, for the gate's replays, the
+// ops' retimed times; mpiadvise report --format json of a halo of 64 ranks x 2e4 calls peaked at 374 MiB
+// with one thread and 423 MiB with two, 40 bytes a call more.
+constexpr double kBytesPerCallPerThread = 40;
 
 uint64_t meminfo_available() {
   std::ifstream in("/proc/meminfo");

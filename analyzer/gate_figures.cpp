@@ -129,7 +129,11 @@ RunFigures run_figures(const Analysis& a) {
   for (size_t first = 0; first < replays; first += batch) {
     const size_t n = std::min(batch, replays - first);
     for (size_t k = 0; k < n; k++) draw(first + k, drawn[k]);
-    parallel_for(n, [&](size_t k) { samples[first + k] = sample_of(t, replay(retimed(t, intervals, drawn[k]), options)); });
+    parallel_for(n, [&](size_t k) {
+      ReplayOptions o = options;
+      o.times = std::make_shared<const OpTimes>(retimed_times(t, intervals, drawn[k]));
+      samples[first + k] = sample_of(t, replay(t, o));
+    });
   }
   const Sample floor = samples[0], steady = samples[1];
   const std::vector<Sample> noisy(samples.begin() + 2, samples.end());

@@ -6,6 +6,7 @@
 #include <deque>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -31,9 +32,10 @@ namespace {
 constexpr double kUnknown = -1;
 
 // The computation after a rank's last replayed call, up to MPI_Finalize (output, freeing, a last step).
-double tail_gap(const RankTrace& r, const ReplayWindow& w) {
+double tail_gap(const RankTrace& r, const ReplayWindow& w, const std::vector<OpTime>* times) {
   if (w.end <= w.first) return 0;
-  return std::max(0.0, static_cast<double>(w.stop_ns) - static_cast<double>(r.ops[w.end - 1].t_exit));
+  const uint64_t last_exit = times ? (*times)[w.end - 1].exit : r.ops[w.end - 1].t_exit;
+  return std::max(0.0, static_cast<double>(w.stop_ns) - static_cast<double>(last_exit));
 }
 
 LogGPSParams effective_params(const ReplayOptions& o) {
@@ -88,7 +90,7 @@ class Simulation {
     res.params = p_;
     uint64_t t0 = std::numeric_limits<uint64_t>::max();
     for (size_t r = 0; r < t_.ranks.size(); r++) {
-      ranks_[r].w = replay_window(t_.ranks[r]);
+      ranks_[r].w = replay_window(t_.ranks[r], times_of(r));
       if (ranks_[r].w.end > ranks_[r].w.first) t0 = std::min(t0, ranks_[r].w.start_ns);
     }
     for (size_t r = 0; r < t_.ranks.size(); r++) {
@@ -131,7 +133,7 @@ class Simulation {
     for (size_t r = 0; r < ranks_.size(); r++) {
       RankState& s = ranks_[r];
       mark(static_cast<int>(r), s.w.end, false);  // phases opening at the window's end, about its tail
-      const double tail = tail_gap(t_.ranks[r], s.w) * computation_factor(static_cast<int>(r), s.w.end);
+      const double tail = tail_gap(t_.ranks[r], s.w, times_of(r)) * computation_factor(static_cast<int>(r), s.w.end);
       s.now += tail;
       s.b.computation += tail;
       mark(static_cast<int>(r), s.w.end, true);
@@ -367,6 +369,12 @@ class Simulation {
     const Op& op = ops[std::min<size_t>(i, ops.size() - 1)];
     return at(o_.compute_sites, r, op.callsite) ? o_.compute_factor : 1.0;
   }
+
+  // An op's entry and exit as replayed: ReplayOptions::times where given, else as measured.
+  const std::vector<OpTime>* times_of(size_t r) const { return o_.times ? &(*o_.times)[r] : nullptr; }
+  uint64_t enter_ns(int r, uint32_t i) const { return o_.times ? (*o_.times)[r][i].enter : t_.ranks[r].ops[i].t_enter; }
+  uint64_t exit_ns(int r, uint32_t i) const { return o_.times ? (*o_.times)[r][i].exit : t_.ranks[r].ops[i].t_exit; }
+  double measured(int r, uint32_t i) const { return static_cast<double>(exit_ns(r, i) - enter_ns(r, i)); }
 
   // Whether a rank's call site is one of the option's sites. A site's key holds strings: each answer is
   // kept by rank and call site id, for each of the options' sets.
@@ -973,8 +981,8 @@ class Simulation {
     const Op& op = ops[s.i];
     if (!s.gap_done) {
       mark(r, s.i, false);
-      double prev_exit = s.i > s.w.first ? static_cast<double>(ops[s.i - 1].t_exit) : static_cast<double>(s.w.start_ns);
-      double gap = static_cast<double>(op.t_enter) - prev_exit;
+      double prev_exit = s.i > s.w.first ? static_cast<double>(exit_ns(r, s.i - 1)) : static_cast<double>(s.w.start_ns);
+      double gap = static_cast<double>(enter_ns(r, s.i)) - prev_exit;
       gap = std::max(gap, 0.0) * computation_factor(r, s.i);
       s.now += gap;
       s.b.computation += gap;
@@ -1131,14 +1139,14 @@ class Simulation {
       case OpKind::Probe:
       case OpKind::Polling:
       case OpKind::Other:
-        end = s.now + static_cast<double>(op.t_exit - op.t_enter);
+        end = s.now + measured(r, s.i);
         parts.other += end - s.now;
         break;
     }
     if (end == kUnknown) {  // forced: a partner is missing from the logs; keep the measured time
       unresolved_++;
       parts = Breakdown{};
-      end = s.now + static_cast<double>(op.t_exit - op.t_enter);
+      end = s.now + measured(r, s.i);
       parts.other += end - s.now;
     }
     if (p_.persistent_saving && (op.kind == OpKind::Send || op.kind == OpKind::SyncSend || op.kind == OpKind::Recv ||
@@ -1339,7 +1347,7 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
       site_part.computation = 0;
       it->second.predicted += site_part;
     }
-    const double tail = tail_gap(t.ranks[r], w[r]) * o.compute_factor;
+    const double tail = tail_gap(t.ranks[r], w[r], nullptr) * o.compute_factor;
     total += tail;
     rr.predicted.computation += tail;
     rr.predicted_ns = total;
@@ -1357,6 +1365,13 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
 }  // namespace
 
 ReplayResult replay(const Trace& trace, const ReplayOptions& options) {
+  if (options.times) {
+    if (options.mode == ReplayMode::Paper)
+      throw std::invalid_argument("replay: retimed ops (ReplayOptions::times) are for the simulation mode");
+    bool fits = options.times->size() == trace.ranks.size();
+    for (size_t r = 0; fits && r < trace.ranks.size(); r++) fits = (*options.times)[r].size() == trace.ranks[r].ops.size();
+    if (!fits) throw std::invalid_argument("replay: ReplayOptions::times does not hold one time per op of every rank");
+  }
   if (options.mode == ReplayMode::Paper) return paper_replay(trace, options);
   Simulation sim(trace, options);
   return sim.run();

@@ -50,6 +50,10 @@ struct ReplayOptions {
   // Simulation mode: record when each op was entered and left in the simulation (ReplayResult::spans),
   // for a predicted timeline (mpiadvise export --predicted).
   bool record_spans = false;
+  // Simulation mode: the ops' times to replay instead of the measured ones, one per op of every rank (the
+  // gate's retimed runs, analyzer/steady_trace.hpp: 16 bytes an op where a retimed copy of the trace
+  // takes all of it). Null: as measured.
+  std::shared_ptr<const OpTimes> times;
 };
 
 // Time split by cause, ns. The parts add up to the total.

@@ -94,17 +94,18 @@ SteadyIntervals steady_intervals(const Trace& trace) {
   return out;
 }
 
-Trace retimed(const Trace& trace, const SteadyIntervals& intervals, const std::vector<std::vector<double>>& values) {
-  Trace t = trace;
+OpTimes retimed_times(const Trace& trace, const SteadyIntervals& intervals, const std::vector<std::vector<double>>& values) {
+  OpTimes t(trace.ranks.size());
   // far enough from 0 that MPI_Init's measured duration fits before the common start
   uint64_t start = 0;
   for (const auto& rank : trace.ranks)
     if (!rank.ops.empty()) start = std::max(start, rank.ops.front().t_exit - rank.ops.front().t_enter);
   start += 1;
-  for (size_t r = 0; r < t.ranks.size(); r++) {
-    auto& ops = t.ranks[r].ops;
-    if (ops.empty()) continue;
+  for (size_t r = 0; r < t.size(); r++) {
     const auto& orig = trace.ranks[r].ops;
+    auto& ops = t[r];
+    if (orig.empty()) continue;
+    ops.resize(orig.size());
     std::vector<double> gap(ops.size()), duration(ops.size());
     for (size_t i = 0; i < ops.size(); i++) {
       gap[i] = i > 0 && orig[i].t_enter > orig[i - 1].t_exit ? static_cast<double>(orig[i].t_enter - orig[i - 1].t_exit) : 0;
@@ -117,16 +118,27 @@ Trace retimed(const Trace& trace, const SteadyIntervals& intervals, const std::v
     // gap and duration
     const uint64_t first_ns = static_cast<uint64_t>(duration[0]);
     const bool init = orig[0].call == MPA_CALL_Init || orig[0].call == MPA_CALL_Init_thread;
-    ops[0].t_enter = init ? start - first_ns : start;
-    ops[0].t_exit = init ? start : start + first_ns;
-    double exit = static_cast<double>(ops[0].t_exit);
+    ops[0].enter = init ? start - first_ns : start;
+    ops[0].exit = init ? start : start + first_ns;
+    double exit = static_cast<double>(ops[0].exit);
     for (size_t i = 1; i < ops.size(); i++) {
       const double enter = exit + gap[i];
       exit = enter + duration[i];
-      ops[i].t_enter = static_cast<uint64_t>(std::llround(enter));
-      ops[i].t_exit = std::max(ops[i].t_enter, static_cast<uint64_t>(std::llround(exit)));
+      ops[i].enter = static_cast<uint64_t>(std::llround(enter));
+      ops[i].exit = std::max(ops[i].enter, static_cast<uint64_t>(std::llround(exit)));
     }
   }
+  return t;
+}
+
+Trace retimed(const Trace& trace, const SteadyIntervals& intervals, const std::vector<std::vector<double>>& values) {
+  const OpTimes times = retimed_times(trace, intervals, values);
+  Trace t = trace;
+  for (size_t r = 0; r < t.ranks.size(); r++)
+    for (size_t i = 0; i < t.ranks[r].ops.size(); i++) {
+      t.ranks[r].ops[i].t_enter = times[r][i].enter;
+      t.ranks[r].ops[i].t_exit = times[r][i].exit;
+    }
   return t;
 }
 

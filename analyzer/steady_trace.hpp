@@ -55,5 +55,8 @@ SteadyIntervals steady_intervals(const Trace& trace);
 // and every rank leaving MPI_Init at the same time: when the launcher started a rank is not the
 // program's doing. Ops outside the replayed window keep their measured durations.
 Trace retimed(const Trace& trace, const SteadyIntervals& intervals, const std::vector<std::vector<double>>& values);
+// The same ops' times alone, for ReplayOptions::times: replay(trace, o) with o.times set to them gives what
+// the replay of retimed() gives, without a copy of the trace.
+OpTimes retimed_times(const Trace& trace, const SteadyIntervals& intervals, const std::vector<std::vector<double>>& values);
 
 }  // namespace mpiadvise

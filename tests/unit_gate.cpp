@@ -4,8 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <memory>
+#include <stdexcept>
 
 #include "gate.hpp"
+#include "replay.hpp"
 #include "steady_trace.hpp"
 
 using namespace mpiadvise;
@@ -123,6 +126,26 @@ TEST_CASE("the retimed trace has the given intervals and starts every rank at MP
     CHECK(ops[i].t_enter - ops[i - 1].t_exit == 1000 * (k + 1));
     CHECK(ops[i].t_exit - ops[i].t_enter == 100);  // the measured duration of a modelled call is kept
   }
+}
+
+TEST_CASE("a replay given the retimed ops' times predicts what the replay of the retimed trace does", "[gate][unit]") {
+  // the gate's replays take the times alone (ReplayOptions::times) instead of a copy of the trace
+  const Trace t = one_rank({5000, 6000, 7000, 8000, 9000, 4000, 3000});
+  const SteadyIntervals s = steady_intervals(t);
+  std::vector<std::vector<double>> values(1);
+  for (size_t i = 0; i < s.ranks[0].size(); i++) values[0].push_back(700.0 * static_cast<double>(i + 2));
+  ReplayOptions o;
+  o.params.o = 100;
+  const ReplayResult copied = replay(retimed(t, s, values), o);
+  o.times = std::make_shared<const OpTimes>(retimed_times(t, s, values));
+  const ReplayResult given = replay(t, o);
+  CHECK(given.predicted_ns == copied.predicted_ns);
+  CHECK(given.measured_ns == copied.measured_ns);
+  CHECK(given.ranks[0].predicted.computation == copied.ranks[0].predicted.computation);
+  CHECK(given.predicted_ns != replay(t, ReplayOptions{}).predicted_ns);  // the times changed the prediction
+  // times that do not fit the trace are refused
+  o.times = std::make_shared<const OpTimes>(OpTimes(1));
+  CHECK_THROWS_AS(replay(t, o), std::invalid_argument);
 }
 
 TEST_CASE("counts compare exactly; a time compares against the noise band", "[gate][unit]") {
