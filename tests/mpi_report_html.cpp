@@ -104,13 +104,20 @@ TEST_CASE("report --format html draws the JSON's figures in Chromium, with no co
   for (const auto& d : sweep["datasets"])
     current_marked |= d["label"].get<std::string>() == "current S = " + std::to_string(S) + " B" && d["data"][0]["x"] == S;
   CHECK(current_marked);
-  // the messages past S cost the run: a sweep point above 256 KiB predicts less than the current S
-  double at_current = 0, above = INFINITY;
+  // site B's ten 256 KiB messages wait for their late receiver at the current S, and at a point of 256 KiB or
+  // more none does. (Whether the run is then faster is the model's to say: with the shipped TCP set's
+  // [raised] costs, 0.6 ns/B for an eager message above 64 KiB, it is not, since the receiver bounds it.)
+  const json* current = nullptr;
+  const json* above = nullptr;
   for (const auto& q : points) {
-    if (q["S"] == S) at_current = q["predicted_ns"];
-    if (q["S"].get<uint64_t>() >= 262144) above = std::min(above, q["predicted_ns"].get<double>());
+    if (q["S"] == S) current = &q;
+    if (!above && q["S"].get<uint64_t>() >= 262144) above = &q;
   }
-  CHECK(above < at_current);
+  REQUIRE(current != nullptr);
+  REQUIRE(above != nullptr);
+  CHECK((*current)["rendezvous_messages"].get<uint64_t>() >= 10);
+  CHECK((*above)["rendezvous_messages"] == 0);
+  CHECK((*above)["send_wait_ns"].get<double>() < (*current)["send_wait_ns"].get<double>());
 
   // messages by size and protocol: 4 KiB eager, 256 KiB by rendezvous, as the JSON's bins count them
   const json& sizes = b["charts"]["sizes"];
