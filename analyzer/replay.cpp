@@ -30,6 +30,9 @@ Breakdown& Breakdown::operator+=(const Breakdown& b) {
 namespace {
 
 constexpr double kUnknown = -1;
+// Call site ids below this are kept in tables by rank and id (the tracer numbers them from 0 on each
+// rank); a larger one, as a damaged log may hold, is looked up instead.
+constexpr uint32_t kDenseCallsites = 1 << 16;
 
 // The computation after a rank's last replayed call, up to MPI_Finalize (output, freeing, a last step).
 double tail_gap(const RankTrace& r, const ReplayWindow& w, const std::vector<OpTime>* times) {
@@ -380,8 +383,7 @@ class Simulation {
   // kept by rank and call site id, for each of the options' sets.
   bool at(const std::set<SiteKey>& sites, int rank, uint32_t callsite) const {
     if (sites.empty()) return false;
-    constexpr uint32_t kDense = 1 << 16;
-    if (callsite >= kDense) return sites.count(t_.site(rank, callsite)) > 0;
+    if (callsite >= kDenseCallsites) return sites.count(t_.site(rank, callsite)) > 0;
     SiteMemo* memo = nullptr;
     for (auto& m : site_memos_)
       if (m.sites == &sites) memo = &m;
@@ -1238,9 +1240,8 @@ class Simulation {
   }
 
   SiteReplay& site(int r, const Op& op, bool count_call) {
-    constexpr uint32_t kDense = 1 << 16;
     uint32_t* slot = nullptr;
-    if (op.callsite < kDense) {
+    if (op.callsite < kDenseCallsites) {
       auto& index = site_index_[r];
       if (op.callsite >= index.size()) index.resize(op.callsite + 1, kNone);
       slot = &index[op.callsite];
