@@ -235,11 +235,13 @@ struct Row {
   bool send;
 };
 
+// The rows of the base fit: every sample but those of sizes the library sends by its second rendezvous
+// protocol (Sweep::large_from), which fit_large fits alone.
 std::vector<Row> rows_of(const std::vector<Sweep>& sweeps) {
   std::vector<Row> rows;
   for (const auto& sw : sweeps)
     for (const auto& r : sw.samples)
-      if (r.rtt_ns > 0) rows.push_back({&r, sw.s, sw.S, false});
+      if (r.rtt_ns > 0 && !(sw.large_from && r.k > *sw.large_from && r.k > sw.S)) rows.push_back({&r, sw.s, sw.S, false});
   for (const auto& sw : sweeps)
     for (const auto& r : sw.samples)
       if (r.send_ns > 0 && r.k <= sw.S) rows.push_back({&r, sw.s, sw.S, true});
@@ -359,6 +361,33 @@ double weighted_error(const Row& row, const LogGPSParams& p) {
 
 }  // namespace
 
+namespace {
+
+// The fit of a few unknowns to rows with every other parameter held at p's (the [raised] and [large]
+// tables): NNLS again while a row's branch changes. p holds the solution; the standard errors, as Fit's.
+std::vector<double> fit_held(const std::vector<Row>& rows, LogGPSParams& p, const std::vector<Unknown>& unknowns) {
+  const size_t n = unknowns.size();
+  LinearProblem lp;
+  for (int round = 0; round < 10; round++) {
+    lp = linearise_over(rows, p, unknowns);
+    const std::vector<double> x = nnls(lp.A, lp.b);
+    double change = 0;
+    for (size_t j = 0; j < n; j++) change = std::max(change, std::fabs(x[j] - p.*unknowns[j].field)), p.*unknowns[j].field = x[j];
+    if (change < 1e-12) break;
+  }
+  lp = linearise_over(rows, p, unknowns);
+  double sse = 0;
+  for (const Row& row : rows) sse += std::pow(weighted_error(row, p), 2);
+  const std::vector<double> inv = inverse_normal(lp.A, std::vector<bool>(n, true));
+  const double sigma2 = rows.size() > n ? sse / static_cast<double>(rows.size() - n) : kNaN;
+  std::vector<double> errors(n, kNaN);
+  if (!inv.empty())
+    for (size_t j = 0; j < n; j++) errors[j] = std::sqrt(sigma2 * inv[j * n + j]);
+  return errors;
+}
+
+}  // namespace
+
 std::optional<RaisedFit> fit_raised(const Sweep& raised, uint64_t from, const LogGPSParams& base) {
   std::vector<Row> rows;  // pointing into `raised`, which outlives them (not into a copy of it)
   for (const auto& r : raised.samples)
@@ -369,26 +398,32 @@ std::optional<RaisedFit> fit_raised(const Sweep& raised, uint64_t from, const Lo
   LogGPSParams p = base;
   p.raised_from = from;
   p.Oss_raised = base.Oss, p.Ors_raised = base.Ors;  // a start on the eager branch of every row
-  const std::vector<Unknown> unknowns = {{&LogGPSParams::Oss_raised, 1e-3}, {&LogGPSParams::Ors_raised, 1e-3}};
-  constexpr size_t n = 2;
-  LinearProblem lp;
-  for (int round = 0; round < 10; round++) {  // again while a row's branch changes
-    lp = linearise_over(rows, p, unknowns);
-    const std::vector<double> x = nnls(lp.A, lp.b);
-    double change = 0;
-    for (size_t j = 0; j < n; j++) change = std::max(change, std::fabs(x[j] - p.*unknowns[j].field)), p.*unknowns[j].field = x[j];
-    if (change < 1e-12) break;
-  }
-  lp = linearise_over(rows, p, unknowns);
+  const std::vector<double> e = fit_held(rows, p, {{&LogGPSParams::Oss_raised, 1e-3}, {&LogGPSParams::Ors_raised, 1e-3}});
   RaisedFit out;
   out.Oss = p.Oss_raised, out.Ors = p.Ors_raised, out.rows = rows.size();
-  double sse = 0;
-  for (const Row& row : rows) sse += std::pow(weighted_error(row, p), 2);
-  std::vector<bool> free(n, true);
-  const std::vector<double> inv = inverse_normal(lp.A, free);
-  const double sigma2 = rows.size() > n ? sse / static_cast<double>(rows.size() - n) : kNaN;
-  out.Oss_error = inv.empty() ? kNaN : std::sqrt(sigma2 * inv[0]);
-  out.Ors_error = inv.empty() ? kNaN : std::sqrt(sigma2 * inv[n + 1]);
+  out.Oss_error = e[0], out.Ors_error = e[1];
+  return out;
+}
+
+std::optional<LargeFit> fit_large(const Sweep& sweep, uint64_t from, const LogGPSParams& base) {
+  std::vector<Row> rows;  // round trips only: a send above S waits for its receiver, and is not one of the fit's rows
+  for (const auto& r : sweep.samples)
+    if (r.rtt_ns > 0 && r.k > from && r.k > sweep.S) rows.push_back({&r, sweep.s, sweep.S, false});
+  if (rows.size() < 4) return std::nullopt;
+  LogGPSParams p = base;
+  p.s = sweep.s, p.S = sweep.S;
+  p.large_from = from;
+  p.R_large = 0, p.Osl_large = base.Osl, p.Orl_large = base.Orl;
+  const std::vector<double> e = fit_held(
+      rows, p, {{&LogGPSParams::R_large, 1.0}, {&LogGPSParams::Osl_large, 1e-3}, {&LogGPSParams::Orl_large, 1e-3}});
+  LargeFit out;
+  out.from = from;
+  out.R = p.R_large, out.Osl = p.Osl_large, out.Orl = p.Orl_large;
+  out.R_error = e[0], out.Osl_error = e[1], out.Orl_error = e[2];
+  out.rows = rows.size();
+  double sum = 0;
+  for (const Row& row : rows) sum += std::pow((model_value(row, p) - measured(row)) / measured(row), 2);
+  out.residual_rtt = std::sqrt(sum / static_cast<double>(rows.size()));
   return out;
 }
 

@@ -59,6 +59,9 @@ RoundTrip from_repetitions(uint64_t k, double w, const std::vector<double>& rtt_
 struct Sweep {
   std::vector<RoundTrip> samples;
   uint64_t s = 0, S = 0;
+  // Sizes above this (and above S) go by the library's second rendezvous protocol
+  // (LogGPSParams::large_from): left out of the fit of the base parameters, fitted alone by fit_large.
+  std::optional<uint64_t> large_from;
 };
 
 // ---- the fit ------------------------------------------------------------------------------------------------
@@ -127,6 +130,21 @@ struct RaisedFit {
   size_t rows = 0;
 };
 std::optional<RaisedFit> fit_raised(const Sweep& raised, uint64_t from, const LogGPSParams& base);
+
+// The [large] table (LogGPSParams::large_from, R_large, Osl_large, Orl_large): what the library's second
+// rendezvous protocol adds, fitted to the sweep's round trips above `from` (and above S), every other
+// parameter held at the base fit's, which left those sizes out (Sweep::large_from). Fitted with the rest,
+// Open MPI's shared memory sits on a ridge: its CMA rendezvous costs 2.8 us more per message than the
+// FIFO below 4041 bytes and less per byte, and one Osl for both came out 0.0-0.37 ns/B from run to run.
+// nullopt when fewer than 4 round trips are above `from`.
+struct LargeFit {
+  uint64_t from = 0;
+  double R = 0, Osl = 0, Orl = 0;
+  double R_error = 0, Osl_error = 0, Orl_error = 0;  // one standard error each; NaN where not determined
+  size_t rows = 0;
+  double residual_rtt = 0;  // RMS of (model - measured) / measured over its round trips
+};
+std::optional<LargeFit> fit_large(const Sweep& sweep, uint64_t from, const LogGPSParams& base);
 
 // What a calibration found.
 struct Calibration {

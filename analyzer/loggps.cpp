@@ -189,6 +189,33 @@ LogGPSParams load_params(const fs::path& file) {
     if (!p.raised_from)
       throw ParamError(fmt::format("{}: [raised] has no from_bytes (the size above which its costs apply)", where));
   }
+  if (const toml::table* large = doc["large"].as_table()) {
+    for (const auto& [k, v] : *large) {
+      std::string key(k.str());
+      if (key == "from_bytes") {
+        std::optional<int64_t> value = v.value_exact<int64_t>();
+        if (!value || *value < 0 || static_cast<double>(*value) > kMaxBytes)
+          throw ParamError(fmt::format("{}: [large] from_bytes: not a whole number of bytes from 0 to 2^62", where));
+        p.large_from = static_cast<uint64_t>(*value);
+        continue;
+      }
+      double LogGPSParams::*field = key == "R_ns"              ? &LogGPSParams::R_large
+                                    : key == "Osl_ns_per_byte" ? &LogGPSParams::Osl_large
+                                    : key == "Orl_ns_per_byte" ? &LogGPSParams::Orl_large
+                                                               : nullptr;
+      if (!field)
+        throw ParamError(fmt::format(
+            "{}: [large] {}: unknown key (the keys are from_bytes, R_ns, Osl_ns_per_byte, Orl_ns_per_byte)", where, key));
+      const double bound = field == &LogGPSParams::R_large ? kMaxTimeNs : kMaxPerByteNs;
+      std::optional<double> value = v.value<double>();
+      if (!value || !std::isfinite(*value) || *value < 0 || *value > bound)
+        throw ParamError(fmt::format("{}: [large] {}: not a {} from 0 to {:g} ns", where, key,
+                                     field == &LogGPSParams::R_large ? "time" : "cost per byte", bound));
+      p.*field = *value;
+    }
+    if (!p.large_from)
+      throw ParamError(fmt::format("{}: [large] has no from_bytes (the size above which its protocol applies)", where));
+  }
   p.validate(where);
   return p;
 }
@@ -233,8 +260,9 @@ LogGPSParams find_params(const std::string& name_or_file, const fs::path& dir) {
 // ---- the model -------------------------------------------------------------------------------------------
 LogGPS::PerByte LogGPS::per_byte(bool long_protocol, double gap, int senders, uint64_t k) const {
   const bool raised = !long_protocol && p_.raised_from && k > *p_.raised_from;
-  PerByte b{long_protocol ? p_.Osl : raised ? p_.Oss_raised : p_.Oss, gap,
-            long_protocol ? p_.Orl : raised ? p_.Ors_raised : p_.Ors};
+  const bool second = long_protocol && large(k);
+  PerByte b{long_protocol ? (second ? p_.Osl_large : p_.Osl) : raised ? p_.Oss_raised : p_.Oss, gap,
+            long_protocol ? (second ? p_.Orl_large : p_.Orl) : raised ? p_.Ors_raised : p_.Ors};
   if (senders > 1) {
     // contention: p senders share the receiver's bandwidth; the largest of the three holds it
     double* largest = &b.os;
@@ -246,39 +274,39 @@ LogGPS::PerByte LogGPS::per_byte(bool long_protocol, double gap, int senders, ui
 }
 
 double LogGPS::T1(uint64_t k, int senders) const { return p_.o + k * per_byte(false, p_.Gs, senders, k).os; }
-double LogGPS::T1p(uint64_t k, int senders) const { return p_.o + k * per_byte(true, p_.Gl, senders).os; }
+double LogGPS::T1p(uint64_t k, int senders) const { return p_.o + k * per_byte(true, p_.Gl, senders, k).os; }
 double LogGPS::T2(uint64_t k, int senders) const { return k * per_byte(false, p_.Gs, senders, k).g + p_.L; }
 double LogGPS::T2p(uint64_t k, int senders) const {
-  double gs = per_byte(false, p_.Gs, senders).g, gl = per_byte(true, p_.Gl, senders).g;
+  double gs = per_byte(false, p_.Gs, senders).g, gl = per_byte(true, p_.Gl, senders, k).g;
   uint64_t s = std::min(p_.s, k);
   return s * gs + (k - s) * gl + p_.L;
 }
 double LogGPS::T3(uint64_t k, int senders) const { return p_.o + k * per_byte(false, p_.Gs, senders, k).orv; }
-double LogGPS::T3p(uint64_t k, int senders) const { return p_.o + k * per_byte(true, p_.Gl, senders).orv; }
+double LogGPS::T3p(uint64_t k, int senders) const { return p_.o + k * per_byte(true, p_.Gl, senders, k).orv; }
 double LogGPS::T4(double tr_minus_ts) const { return std::max(p_.o + p_.L, tr_minus_ts) + p_.o; }
-double LogGPS::T5() const { return p_.o + p_.L + p_.o + p_.R; }
+double LogGPS::T5(uint64_t k) const { return p_.o + p_.L + p_.o + p_.R + (large(k) ? p_.R_large : 0.0); }
 double LogGPS::transfer(uint64_t k, int senders) const { return single_packet(k) ? T2(k, senders) : T2p(k, senders); }
 
 double LogGPS::communication(uint64_t k, double ts, double tr, int senders) const {
   if (single_packet(k)) return T1(k, senders) + T2(k, senders) + T3(k, senders);  // (1)
   if (eager(k)) return T1(k, senders) + T2p(k, senders) + T3(k, senders);          // (2)
-  return T4(tr - ts) + T5() + T1p(k, senders) + T2p(k, senders) + T3p(k, senders); // (3)
+  return T4(tr - ts) + T5(k) + T1p(k, senders) + T2p(k, senders) + T3p(k, senders); // (3)
 }
 
 double LogGPS::send(uint64_t k, double ts, double tr, int senders) const {
   if (eager(k)) return T1(k, senders);                  // (4)
-  return T4(tr - ts) + T5() + T1p(k, senders);          // (5)
+  return T4(tr - ts) + T5(k) + T1p(k, senders);         // (5)
 }
 
 double LogGPS::synchronous_send(uint64_t k, double ts, double tr, int senders) const {
-  return T4(tr - ts) + T5() + T1p(k, senders);
+  return T4(tr - ts) + T5(k) + T1p(k, senders);
 }
 
 double LogGPS::recv(uint64_t k, double ts, double tr, int senders) const {
   double late = tr - ts;
   if (single_packet(k)) return std::max(T1(k, senders) + T2(k, senders) - late, 0.0) + T3(k, senders);   // (7)
   if (eager(k)) return std::max(T1(k, senders) + T2p(k, senders) - late, 0.0) + T3(k, senders);          // (8)
-  return std::max(p_.o + p_.L - late, 0.0) + p_.o + T5() + T1p(k, senders) + T2p(k, senders) + T3p(k, senders);  // (9)
+  return std::max(p_.o + p_.L - late, 0.0) + p_.o + T5(k) + T1p(k, senders) + T2p(k, senders) + T3p(k, senders);  // (9)
 }
 
 double LogGPS::wait(double t_blocking, double tw_minus_ti) const {
@@ -293,7 +321,7 @@ SideCost LogGPS::send_side(uint64_t k, double ts, double tr, int senders, bool s
     return c;
   }
   // (5): T4 is the REQ's way and the wait for the receive beyond it, T5 the ACK's way back
-  double t4 = T4(tr - ts), t5 = T5();
+  double t4 = T4(tr - ts), t5 = T5(k);
   c.wait = send_wait(k, ts, tr, synchronous);
   c.synchronisation = t4 - c.wait + t5;
   c.overhead = T1p(k, senders);
@@ -308,7 +336,7 @@ SideCost LogGPS::recv_side(uint64_t k, double ts, double tr, int senders, bool s
     c.overhead = T3(k, senders);
   } else {  // (9): the REQ reaches the receiver, the ACK goes back, then the data
     c.wait = recv_wait(k, ts, tr, synchronous);
-    c.synchronisation = p_.o + T5() + T1p(k, senders) + T2p(k, senders);
+    c.synchronisation = p_.o + T5(k) + T1p(k, senders) + T2p(k, senders);
     c.overhead = T3p(k, senders);
   }
   c.done = tr + c.wait + c.synchronisation + c.overhead;
@@ -380,7 +408,7 @@ double LogGPS::round_trip(uint64_t k, double w) const {
   if (single_packet(k)) return std::max(T1(k) + 2 * T2(k) + T3(k) - w, 0.0) + w + T1(k) + T3(k);    // (12)
   if (eager(k)) return std::max(T1(k) + 2 * T2p(k) + T3(k) - w, 0.0) + w + T1(k) + T3(k);         // (13)
   double t4 = T4(0);  // the REQ of each direction meets a receiver already waiting
-  return std::max(T2p(k) + T3p(k) + p_.o + p_.L - w, 0.0) + w + 2 * T1p(k) + T2p(k) + T3p(k) + 2 * t4 + 2 * T5() -
+  return std::max(T2p(k) + T3p(k) + p_.o + p_.L - w, 0.0) + w + 2 * T1p(k) + T2p(k) + T3p(k) + 2 * t4 + 2 * T5(k) -
          (p_.o + p_.L);                                                                                 // (14)
 }
 

@@ -63,6 +63,16 @@ struct LogGPSParams {
   // for UCX_RNDV_THRESH=262144 predicted -18.7% and the real run was 6% slower.
   std::optional<uint64_t> raised_from;
   double Oss_raised = 0, Ors_raised = 0;
+  // Messages above S that the library moves by a second rendezvous protocol above large_from bytes
+  // ([large] in the files): Open MPI's shared memory (vader) sends a message above S and up to its
+  // btl_vader_eager_limit less ob1's 56 bytes of headers as fragments through the receiver's FIFO (two
+  // copies, the send completes when the receiver takes them), and a larger one by a rendezvous whose
+  // receiver reads the data with one CMA copy (process_vm_readv): a fixed cost of its own (measured here
+  // 2.8 us one way: a 4040-byte round trip took 1.0 us, a 4041-byte one 6.7 us) and another cost per
+  // byte. Above large_from a message takes R_large more in the handshake (with R, in T5) and Osl_large,
+  // Orl_large per byte instead of Osl, Orl. None when empty: one protocol above S.
+  std::optional<uint64_t> large_from;
+  double R_large = 0, Osl_large = 0, Orl_large = 0;
   static constexpr uint64_t kInfinite = std::numeric_limits<uint64_t>::max();
 
   // Throws ParamError naming what is wrong (negative values, s > S, ...).
@@ -74,6 +84,7 @@ struct LogGPSParams {
     S = new_S;
   }
   // Sets one parameter by its name (L, o, Oss, Ors, Osl, Orl, Gs, Gl, R, s, S); throws ParamError.
+  // (The [large] protocol's terms stay as they are: a what-if on Osl prices the messages below large_from.)
   void set(const std::string& key, double value, const std::string& where);
 };
 
@@ -116,10 +127,13 @@ class LogGPS {
   double T3(uint64_t k, int senders = 1) const;   // o' + k Ors          receive overhead, k <= S
   double T3p(uint64_t k, int senders = 1) const;  // o' + k Orl          receive overhead, k > S
   double T4(double tr_minus_ts) const;            // max(o' + L, tr - ts) + o'   REQ seen by the receiver
-  double T5() const;                              // o' + L + o' + R      ACK back to the sender
+  // o' + L + o' + R      ACK back to the sender (and R_large above large_from: a k-byte message's protocol)
+  double T5(uint64_t k = 0) const;
   // The least a rendezvous handshake adds before the data moves: the REQ's way and the ACK's back to a
   // receiver already waiting, T4(0) + T5 = 4o' + 2L + R (what a what-if on L makes visible)
   double handshake() const { return T4(0) + T5(); }
+  // whether a k-byte message above S goes by the library's second rendezvous protocol ([large])
+  bool large(uint64_t k) const { return p_.large_from && k > *p_.large_from; }
   double transfer(uint64_t k, int senders = 1) const;  // T2 or T2', whichever k calls for
   // when an eager message sent at ts reaches its receiver: after the send overhead and the transfer
   double eager_arrival(uint64_t k, double ts, int senders = 1) const { return ts + T1(k, senders) + transfer(k, senders); }
@@ -190,7 +204,8 @@ class LogGPS {
   struct PerByte {
     double os, g, orv;
   };
-  // k: the message's size (an eager one above raised_from takes the raised sweep's overheads)
+  // k: the message's size (an eager one above raised_from takes the raised sweep's overheads, a long one
+  // above large_from the [large] protocol's)
   PerByte per_byte(bool long_protocol, double gap, int senders, uint64_t k = 0) const;
   LogGPSParams p_;
 };

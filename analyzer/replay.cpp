@@ -48,6 +48,7 @@ LogGPSParams effective_params(const ReplayOptions& o) {
     p.S = LogGPSParams::kInfinite;
     p.Oss = p.Ors = p.Osl = p.Orl = 0;
     p.raised_from.reset();
+    p.large_from.reset();
   }
   return p;
 }

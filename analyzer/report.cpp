@@ -614,6 +614,8 @@ nlohmann::json params_json(const LogGPSParams& p) {
   if (p.irecv_ns) j["irecv_ns"] = *p.irecv_ns;
   if (p.raised_from)
     j["raised"] = {{"from_bytes", *p.raised_from}, {"Oss_ns_per_byte", p.Oss_raised}, {"Ors_ns_per_byte", p.Ors_raised}};
+  if (p.large_from)
+    j["large"] = {{"from_bytes", *p.large_from}, {"R_ns", p.R_large}, {"Osl_ns_per_byte", p.Osl_large}, {"Orl_ns_per_byte", p.Orl_large}};
   return j;
 }
 

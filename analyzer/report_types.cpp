@@ -100,6 +100,13 @@ void from_json(const json& j, Params& v) {
     p.Oss_raised = r.at("Oss_ns_per_byte").get<double>();
     p.Ors_raised = r.at("Ors_ns_per_byte").get<double>();
   }
+  if (j.contains("large")) {
+    const json& r = j["large"];
+    p.large_from = r.at("from_bytes").get<uint64_t>();
+    p.R_large = r.at("R_ns").get<double>();
+    p.Osl_large = r.at("Osl_ns_per_byte").get<double>();
+    p.Orl_large = r.at("Orl_ns_per_byte").get<double>();
+  }
   v.why = j.value("why", std::string());
   v.description = j.value("description", std::string());
 }

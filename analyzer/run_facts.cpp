@@ -9,9 +9,10 @@ namespace mpiadvise {
 
 namespace {
 
-// Bytes of headers that Open MPI's ob1 counts in a BTL's eager limit: measured on loopback TCP with a
-// receiver 20 ms late (btl_tcp_eager_limit 65536: a 65480-byte send returned at once, a 65481-byte one
-// waited; with 4096: 4040 and 4041).
+// Bytes of headers that Open MPI's ob1 counts in a BTL's eager limit (sizeof(mca_pml_ob1_hdr_t), taken
+// from btl_eager_limit in mca_pml_ob1_send_request_start_btl): measured on loopback TCP with a receiver
+// 20 ms late (btl_tcp_eager_limit 65536: a 65480-byte send returned at once, a 65481-byte one waited;
+// with 4096: 4040 and 4041), and over vader by where its protocols change (below).
 constexpr uint64_t kOb1TcpHeaderBytes = 56;
 
 std::optional<uint64_t> cvar(const nlohmann::json& h, const std::string& name) {
@@ -164,6 +165,13 @@ RunFacts run_facts(const nlohmann::json& h, const std::vector<std::string>& host
       f.eager_setting_futile = "over Open MPI's shared memory (vader) a send above btl_vader_max_inline_send can wait "
                                "for its receiver whatever btl_vader_eager_limit says (raising it was measured not to "
                                "help)";
+      // above the eager limit less ob1's headers (the same 56 bytes: measured here, a 4040-byte round trip
+      // took 1.0 us and a 4041-byte one 6.7 us), ob1's rendezvous has the receiver copy the data by CMA
+      if (f.configured_S && *f.configured_S > kOb1TcpHeaderBytes) {
+        f.large_from = *f.configured_S - kOb1TcpHeaderBytes;
+        f.large_from_note = fmt::format("btl_vader_eager_limit {} less {} bytes of headers: above it the receiver copies "
+                                        "the data by CMA", *f.configured_S, kOb1TcpHeaderBytes);
+      }
       if (auto inline_send = cvar(h, "btl_vader_max_inline_send")) {
         f.effective_S = f.configured_S ? std::min(*inline_send, *f.configured_S) : *inline_send;
         f.effective_S_note = fmt::format("btl_vader_max_inline_send {}: on shared memory a larger send can wait for its "
@@ -228,6 +236,11 @@ ChosenParams choose_params(const RunFacts& facts, const std::string& requested, 
   if (facts.effective_S && (requested.empty() || same_platform)) {
     c.params.move_S(*facts.effective_S);
     c.why += fmt::format("; S = {} from the log ({})", c.params.S, facts.effective_S_note);
+  }
+  if (facts.large_from && c.params.large_from && same_platform && *facts.large_from != *c.params.large_from) {
+    c.params.large_from = *facts.large_from;
+    c.why += fmt::format("; the second rendezvous protocol above {} bytes from the log ({})", *facts.large_from,
+                         facts.large_from_note);
   }
   return c;
 }

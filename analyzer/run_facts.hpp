@@ -37,6 +37,11 @@ struct RunFacts {
   uint64_t setting_overhead = 0;
   // Why raising eager_setting would not stop sends waiting, where that was measured; empty elsewhere
   std::string eager_setting_futile;
+  // The size above which the library's rendezvous moves the data by a second protocol
+  // (LogGPSParams::large_from), and what sets it: Open MPI's vader sends up to btl_vader_eager_limit less
+  // ob1's headers through the FIFO, and a larger message by a CMA copy. None elsewhere.
+  std::optional<uint64_t> large_from;
+  std::string large_from_note;
 };
 
 RunFacts run_facts(const JobLog& job);

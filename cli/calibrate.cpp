@@ -347,10 +347,24 @@ int run_calibrate(const CalibrateOptions& o) {
       eager_note = fmt::format("the sweep with {} failed ({}): the eager terms come from the sizes up to S", limit_env, e.what());
     }
   }
+  // The library's second rendezvous protocol, where it has one above S: its sizes are left out of the
+  // base fit and fitted alone ([large])
+  std::optional<uint64_t> large_from;
+  if (run_facts_here.large_from && *run_facts_here.large_from > run1.sweep.S) large_from = run_facts_here.large_from;
+  run1.sweep.large_from = large_from;
   std::vector<Sweep> sweeps{run1.sweep};
   if (run2) sweeps.push_back(run2->sweep);
   Calibration c = calibrate(sweeps, run2.has_value());
   const Fit& f = c.fit;
+  std::optional<LargeFit> large_fit;
+  if (large_from) {
+    Sweep first = run1.sweep;
+    first.s = f.params.s;
+    large_fit = fit_large(first, *large_from, f.params);
+    if (!large_fit)
+      fmt::print(stderr, "mpiadvise calibrate: too few sizes of the sweep above {} bytes: no [large] table (--max-size)\n",
+                 *large_from);
+  }
   // a 0-byte exchange is two calls (a send and a receive) on two requests
   const nlohmann::json& persistent = run1.persistent;
   std::optional<double> saving;
@@ -393,6 +407,16 @@ int run_calibrate(const CalibrateOptions& o) {
                         "Oss_ns_per_byte = {:.6f}  # +- {:.6f}\nOrs_ns_per_byte = {:.6f}  # +- {:.6f}\n",
                         run1.sweep.S, limit_env, raised_fit->rows, run1.sweep.S + 1, run2->sweep.S, run1.sweep.S,
                         raised_fit->Oss, raised_fit->Oss_error, raised_fit->Ors, raised_fit->Ors_error);
+  if (large_fit)
+    file << fmt::format("\n# Messages above {} bytes go by the library's second rendezvous protocol\n# ({}):\n"
+                        "# the sweep's {} round trips above it, fitted with every other parameter held at the values above\n"
+                        "# (fitted without them); residual RMS {:.1f}% of those round trips. R_ns: what the protocol adds to\n"
+                        "# each message.\n"
+                        "[large]\nfrom_bytes = {}\nR_ns = {:.1f}  # +- {:.1f}\n"
+                        "Osl_ns_per_byte = {:.6f}  # +- {:.6f}\nOrl_ns_per_byte = {:.6f}  # +- {:.6f}\n",
+                        large_fit->from, run_facts_here.large_from_note, large_fit->rows, 100 * large_fit->residual_rtt,
+                        large_fit->from, large_fit->R, large_fit->R_error, large_fit->Osl, large_fit->Osl_error, large_fit->Orl,
+                        large_fit->Orl_error);
   if (!file) throw std::runtime_error(o.output + ": cannot write the parameter file");
   fmt::print("mpiadvise calibrate: {}\n", lib.substr(0, std::min(lib.find_first_of("\r\n"), size_t{60})));
   for (size_t i = 0; i < kFittedNames.size(); i++)
@@ -432,6 +456,11 @@ int run_calibrate(const CalibrateOptions& o) {
   if (raised_fit)
     fmt::print("  eager above {} bytes (the sweep with the limit raised, its sizes above it): Oss {:.4f}, Ors {:.4f} ns/B\n",
                run1.sweep.S, raised_fit->Oss, raised_fit->Ors);
+  if (large_fit)
+    fmt::print("  above {} bytes ({}): R {:.0f} +- {:.0f} ns more per message, Osl {:.4f} +- {:.4f}, Orl {:.4f} +- {:.4f} ns/B; "
+               "residual RMS {:.1f}% of its {} round trips\n",
+               large_fit->from, run_facts_here.large_from_note, large_fit->R, large_fit->R_error, large_fit->Osl,
+               large_fit->Osl_error, large_fit->Orl, large_fit->Orl_error, 100 * large_fit->residual_rtt, large_fit->rows);
   if (!eager_note.empty()) fmt::print("  note: {}\n", eager_note);
   fmt::print("  eager buffer for a late receiver: {}\n", eager_buffer_text(buffer));
   fmt::print("  written to {}\n", o.output);

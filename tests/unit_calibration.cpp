@@ -390,3 +390,43 @@ TEST_CASE("the [raised] table is fitted to the raised sweep's eager sizes above 
   // no sizes above the limit: no table
   CHECK_FALSE(fit_raised(all_eager, 1 << 20, truth));
 }
+
+TEST_CASE("[large]: the sizes of a second rendezvous protocol are fitted alone, and the base fit without them",
+          "[calibration]") {
+  // Open MPI's shared memory as calibrate measured it: S = 256, FIFO fragments up to 4040 bytes, above them
+  // a CMA copy that costs 2.8 us more per message and less per byte
+  LogGPSParams truth;
+  truth.L = 190, truth.o = 55, truth.Oss = 0.03, truth.Ors = 0.9, truth.Osl = 0.2, truth.Orl = 0.05;
+  truth.s = truth.S = 256;
+  LogGPSParams with_large = truth;
+  with_large.large_from = 4040;
+  with_large.R_large = 2800, with_large.Osl_large = 0.12, with_large.Orl_large = 0.01;
+  std::vector<uint64_t> sizes{0, 64, 128, 192, 256};
+  for (uint64_t p = 256; p < (1u << 20); p *= 2)  // up to 1 MiB
+    for (double f : {1.25, 1.5, 1.75, 2.0}) sizes.push_back(static_cast<uint64_t>(p * f));
+  sizes.push_back(4040);
+  std::sort(sizes.begin(), sizes.end());
+  Sweep sw = generate(with_large, sizes, 5e5, 0, 3);
+  sw.large_from = 4040;
+  const Calibration c = calibrate({sw}, true);
+  // the base fit sees the FIFO's sizes alone and finds its terms
+  CHECK(c.fit.params.Osl == Approx(0.2).margin(1e-6));
+  CHECK(c.fit.params.Orl == Approx(0.05).margin(1e-6));
+  CHECK(c.fit.residual_rtt < 1e-6);
+  const auto large = fit_large(sw, 4040, c.fit.params);
+  REQUIRE(large);
+  CHECK(large->from == 4040);
+  CHECK(large->R == Approx(2800).epsilon(1e-6));
+  CHECK(large->Osl == Approx(0.12).epsilon(1e-6));
+  CHECK(large->Orl == Approx(0.01).margin(1e-6));
+  CHECK(large->residual_rtt < 1e-6);
+  size_t above = 0;
+  for (const auto& s : sw.samples) above += s.k > 4040;
+  CHECK(large->rows == above);  // the round trips alone: a send above S waits for its receiver
+  // one protocol for every size above S cannot follow both: the fit of all of them misses by far more
+  Sweep one = sw;
+  one.large_from.reset();
+  CHECK(calibrate({one}, true).fit.residual_rtt > 0.05);
+  // too few sizes above from (the largest alone, two round trips): no table
+  CHECK_FALSE(fit_large(sw, (1u << 20) - 1, c.fit.params));
+}

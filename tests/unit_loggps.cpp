@@ -152,6 +152,35 @@ TEST_CASE("[raised]: eager messages above the library's own limit cost what the 
                     Catch::Contains("[raised] Q: unknown key"));
 }
 
+TEST_CASE("[large]: a message above from_bytes goes by the second rendezvous protocol's own terms", "[loggps]") {
+  std::string text = std::string(kComplete) +
+                     "[large]\nfrom_bytes = 32768\nR_ns = 3000\nOsl_ns_per_byte = 1.0\nOrl_ns_per_byte = 0.5\n";
+  LogGPSParams p = load_params(write_params(text));
+  REQUIRE(p.large_from == 32768u);
+  LogGPS m(p);
+  // up to from_bytes the set's Osl, Orl and handshake (o' 6730, L 850, Osl 4.80, Orl 3.86)
+  CHECK(m.T1p(32768) == Approx(6730 + 32768 * 4.80));
+  CHECK(m.T3p(32768) == Approx(6730 + 32768 * 3.86));
+  CHECK(m.T5(32768) == Approx(2 * 6730 + 850));
+  // above it the [large] terms, and R_ns more in the ACK's way back
+  CHECK(m.T1p(32769) == Approx(6730 + 32769 * 1.0));
+  CHECK(m.T3p(32769) == Approx(6730 + 32769 * 0.5));
+  CHECK(m.T5(32769) == Approx(2 * 6730 + 850 + 3000));
+  // (5) to a receiver already waiting: T4(0) + T5 + T1' = (o' + L + o') + (2 o' + L + R) + o' + k Osl
+  CHECK(m.send(32769, 0, 0) == Approx(5 * 6730 + 2 * 850 + 3000 + 32769 * 1.0));
+  // the transfer (Gs, Gl) and every eager size are the set's own, and the handshake a what-if on L shows
+  CHECK(m.T2p(32769) == Approx(8191 * 15.17 + (32769 - 8191) * 0.04 + 850));
+  CHECK(m.T1(16383) == Approx(6730 + 16383 * 5.02));
+  CHECK(m.handshake() == Approx(4 * 6730 + 2 * 850));
+  // bad tables are refused with the key
+  CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[large]\nR_ns = 1\n")),
+                    Catch::Contains("[large] has no from_bytes"));
+  CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[large]\nfrom_bytes = 1\nR_ns = -1\n")),
+                    Catch::Contains("[large] R_ns: not a time"));
+  CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[large]\nfrom_bytes = 1\nOss_ns_per_byte = 1\n")),
+                    Catch::Contains("[large] Oss_ns_per_byte: unknown key"));
+}
+
 TEST_CASE("receive contention divides the bandwidth of the largest per-byte term by the senders", "[loggps]") {
   LogGPS m(fig2_params());  // of (Oss, Ors, Gs) = (1, 2, 4), Gs holds the bandwidth
   CHECK(m.T2(2, 2) == Approx(2 * 8 + 10));

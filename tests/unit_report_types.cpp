@@ -91,3 +91,21 @@ TEST_CASE("each advice carries the part of its own kind and no other", "[report]
   // the committed logs hold blocking sends above S and receives waited on: something is weighed
   CHECK(seen > 0);
 }
+
+TEST_CASE("a parameter set's optional tables go to the report's JSON and back", "[report]") {
+  report::Params p;
+  p.values.name = "vader-like";
+  p.values.L = 190, p.values.o = 55, p.values.Osl = 0.2, p.values.s = p.values.S = 256;
+  p.values.raised_from = 65480, p.values.Oss_raised = 0.3, p.values.Ors_raised = 0.2;
+  p.values.large_from = 4040, p.values.R_large = 2800, p.values.Osl_large = 0.12, p.values.Orl_large = 0.01;
+  const json j = p;
+  CHECK(j["large"]["from_bytes"] == 4040);
+  CHECK(j["large"]["R_ns"] == 2800.0);
+  const report::Params back = j.get<report::Params>();
+  CHECK(back.values.large_from == p.values.large_from);
+  CHECK(back.values.R_large == p.values.R_large);
+  CHECK(back.values.Osl_large == p.values.Osl_large);
+  CHECK(back.values.Orl_large == p.values.Orl_large);
+  CHECK(back.values.raised_from == p.values.raised_from);
+  CHECK(json(back) == j);
+}
