@@ -235,16 +235,15 @@ struct Row {
   bool send;
 };
 
-// The rows of the base fit: every sample but those of sizes the library sends by its second rendezvous
-// protocol (Sweep::large_from), which fit_large fits alone.
+// The rows of the base fit: every sample but those of sizes fitted alone (Sweep::base_up_to).
 std::vector<Row> rows_of(const std::vector<Sweep>& sweeps) {
   std::vector<Row> rows;
   for (const auto& sw : sweeps)
     for (const auto& r : sw.samples)
-      if (r.rtt_ns > 0 && !(sw.large_from && r.k > *sw.large_from && r.k > sw.S)) rows.push_back({&r, sw.s, sw.S, false});
+      if (r.rtt_ns > 0 && !(sw.base_up_to && r.k > *sw.base_up_to)) rows.push_back({&r, sw.s, sw.S, false});
   for (const auto& sw : sweeps)
     for (const auto& r : sw.samples)
-      if (r.send_ns > 0 && r.k <= sw.S) rows.push_back({&r, sw.s, sw.S, true});
+      if (r.send_ns > 0 && r.k <= sw.S && !(sw.base_up_to && r.k > *sw.base_up_to)) rows.push_back({&r, sw.s, sw.S, true});
   return rows;
 }
 

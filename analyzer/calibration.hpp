@@ -59,9 +59,13 @@ RoundTrip from_repetitions(uint64_t k, double w, const std::vector<double>& rtt_
 struct Sweep {
   std::vector<RoundTrip> samples;
   uint64_t s = 0, S = 0;
-  // Sizes above this (and above S) go by the library's second rendezvous protocol
-  // (LogGPSParams::large_from): left out of the fit of the base parameters, fitted alone by fit_large.
-  std::optional<uint64_t> large_from;
+  // Sizes above this are left out of the fit of the base parameters and fitted alone: the first sweep's
+  // above the library's second rendezvous protocol's threshold (LogGPSParams::large_from, fit_large),
+  // the raised sweep's above the library's own eager limit (LogGPSParams::raised_from, fit_raised).
+  // Fitted with the rest, UCX's shared memory's raised eager sizes (0.2 + 0.11 ns/B) set the eager terms
+  // of every size: Oss + Ors 0.28 ns/B where its 8 KiB messages took 0.03, and a halo of them was
+  // predicted +80%.
+  std::optional<uint64_t> base_up_to;
 };
 
 // ---- the fit ------------------------------------------------------------------------------------------------
@@ -133,7 +137,7 @@ std::optional<RaisedFit> fit_raised(const Sweep& raised, uint64_t from, const Lo
 
 // The [large] table (LogGPSParams::large_from, R_large, Osl_large, Orl_large): what the library's second
 // rendezvous protocol adds, fitted to the sweep's round trips above `from` (and above S), every other
-// parameter held at the base fit's, which left those sizes out (Sweep::large_from). Fitted with the rest,
+// parameter held at the base fit's, which left those sizes out (Sweep::base_up_to). Fitted with the rest,
 // Open MPI's shared memory sits on a ridge: its CMA rendezvous costs 2.8 us more per message than the
 // FIFO below 4041 bytes and less per byte, and one Osl for both came out 0.0-0.37 ns/B from run to run.
 // nullopt when fewer than 4 round trips are above `from`.

@@ -322,10 +322,11 @@ int run_calibrate(const CalibrateOptions& o) {
   // the library and transport as the report will see them in a traced run's header
   const RunFacts run_facts_here = run_facts(facts, facts.value("hosts", std::vector<std::string>{}));
   const std::string transport = run_facts_here.transport;
-  // The same sweep again with the eager limit raised above the largest size, every size eager: the
-  // eager terms over the whole range, which a what-if raising S needs (a fit below the configured S
-  // alone can misprice larger eager messages several-fold). Fitted together with the first sweep, each
-  // sweep's rows with its own S, and s = S (one eager segment, as LogGPSParams::move_S expects).
+  // The same sweep again with the eager limit raised above the largest size, every size eager: what the
+  // messages a what-if raising S makes eager cost (a fit below the configured S alone can misprice them
+  // several-fold), fitted alone ([raised]); its sizes up to the first sweep's S are fitted together with
+  // the first sweep, each sweep's rows with its own S, and s = S (one eager segment, as
+  // LogGPSParams::move_S expects).
   const uint64_t raised = uint64_t{1} << static_cast<int>(std::ceil(std::log2(static_cast<double>(max_size) * 2)));
   std::string limit_env = raising_env(run_facts_here, raised);
   std::string eager_note;  // why there is no second sweep in the fit
@@ -351,7 +352,9 @@ int run_calibrate(const CalibrateOptions& o) {
   // base fit and fitted alone ([large])
   std::optional<uint64_t> large_from;
   if (run_facts_here.large_from && *run_facts_here.large_from > run1.sweep.S) large_from = run_facts_here.large_from;
-  run1.sweep.large_from = large_from;
+  run1.sweep.base_up_to = large_from;
+  // the raised sweep's sizes above the library's own limit are [raised]'s alone
+  if (run2) run2->sweep.base_up_to = run1.sweep.S;
   std::vector<Sweep> sweeps{run1.sweep};
   if (run2) sweeps.push_back(run2->sweep);
   Calibration c = calibrate(sweeps, run2.has_value());
@@ -372,8 +375,9 @@ int run_calibrate(const CalibrateOptions& o) {
     saving = (persistent["exchange_ns"].get<double>() - persistent["persistent_exchange_ns"].get<double>()) / 2;
   std::string method;
   if (run2)
-    method = fmt::format("\n# with a second sweep with {} (eager up to {} bytes{}) fitted together, s = S",
-                         limit_env, run2->sweep.S, run2->S_next ? fmt::format(", {} waited", *run2->S_next) : std::string());
+    method = fmt::format("\n# with a second sweep with {} (eager up to {} bytes{}), its sizes up to {} fitted together, s = S",
+                         limit_env, run2->sweep.S, run2->S_next ? fmt::format(", {} waited", *run2->S_next) : std::string(),
+                         run1.sweep.S);
   else if (f.params.s < f.params.S)
     method = fmt::format("\n# s chosen among {} candidates by the residual (a Bayesian criterion for the extra breakpoint)", c.s_tried.size());
   std::ofstream file(o.output);

@@ -389,6 +389,17 @@ TEST_CASE("the [raised] table is fitted to the raised sweep's eager sizes above 
   CHECK(r->rows >= above);  // every round trip above the limit, and the sends
   // no sizes above the limit: no table
   CHECK_FALSE(fit_raised(all_eager, 1 << 20, truth));
+  // fitted with the first sweep, the raised sweep's sizes above the limit are left out (base_up_to): the
+  // eager terms are the small messages' own, where with them they would be pulled towards 0.3 and 0.2
+  const Sweep first = generate(truth, sizes, 5e5, 0, 1);
+  Sweep second = all_eager;
+  second.base_up_to = 65480;
+  const Fit joint = calibrate({first, second}, true).fit;
+  CHECK(joint.params.Oss == Approx(0.05).margin(1e-6));
+  CHECK(joint.params.Ors == Approx(0.03).margin(1e-6));
+  second.base_up_to.reset();
+  const Fit pulled = calibrate({first, second}, true).fit;
+  CHECK(pulled.params.Oss + pulled.params.Ors > 0.1);
 }
 
 TEST_CASE("[large]: the sizes of a second rendezvous protocol are fitted alone, and the base fit without them",
@@ -407,7 +418,7 @@ TEST_CASE("[large]: the sizes of a second rendezvous protocol are fitted alone, 
   sizes.push_back(4040);
   std::sort(sizes.begin(), sizes.end());
   Sweep sw = generate(with_large, sizes, 5e5, 0, 3);
-  sw.large_from = 4040;
+  sw.base_up_to = 4040;
   const Calibration c = calibrate({sw}, true);
   // the base fit sees the FIFO's sizes alone and finds its terms
   CHECK(c.fit.params.Osl == Approx(0.2).margin(1e-6));
@@ -425,7 +436,7 @@ TEST_CASE("[large]: the sizes of a second rendezvous protocol are fitted alone, 
   CHECK(large->rows == above);  // the round trips alone: a send above S waits for its receiver
   // one protocol for every size above S cannot follow both: the fit of all of them misses by far more
   Sweep one = sw;
-  one.large_from.reset();
+  one.base_up_to.reset();
   CHECK(calibrate({one}, true).fit.residual_rtt > 0.05);
   // too few sizes above from (the largest alone, two round trips): no table
   CHECK_FALSE(fit_large(sw, (1u << 20) - 1, c.fit.params));
