@@ -336,12 +336,11 @@ static void encode(mpa_thread *ts, const mpa_event *ev, uint32_t callsite, uint3
   ts->events += count ? count : 1; /* summed over threads at finalize: no shared cache line per call */
 }
 
-/* One poll in MPA_POLL_SAMPLE of a run is timed at both ends; the others at entry only. */
-#define MPA_POLL_SAMPLE 16
-
 /* A pending run of unsuccessful tests becomes one event: first enter, last exit, count, time inside.
- * A poll timed at entry only (mpa_poll_again) is taken to last the mean of the run's timed polls; the
- * run ends no later than limit (the next event's entry, or now), and its time inside is within its span. */
+ * A poll not clocked (wrap.h: mpa_poll_quiet) is taken to last the mean of the run's timed polls, and the
+ * ones after the last timed poll to come one period apart (the mean period between the run's timed
+ * polls, at least a mean poll); the run ends no later than limit (the next event's entry, or now), and
+ * its time inside is within its span. */
 static void fold_event(const struct mpa_fold_run *f, mpa_event *ev, uint64_t limit, uint64_t *incall)
 {
   uint64_t last_exit = f->last_exit;
@@ -349,9 +348,14 @@ static void fold_event(const struct mpa_fold_run *f, mpa_event *ev, uint64_t lim
   if (f->untimed && f->timed) {
     uint64_t mean = f->incall / f->timed;
     *incall += mean * f->untimed;
-    if (f->last_enter > last_exit) {
-      last_exit = f->last_enter + mean;
-      if (last_exit > limit && limit >= f->last_enter) last_exit = limit;
+    if (f->tail) {
+      uint64_t period = mean;
+      if (f->n_timed_at > 1 && f->last_enter > f->first_enter) {
+        uint64_t between = (f->last_enter - f->first_enter) / (f->n_timed_at - 1);
+        if (between > period) period = between;
+      }
+      last_exit = f->last_enter + period * f->tail + mean;
+      if (last_exit > limit) last_exit = limit > f->last_exit ? limit : f->last_exit;
     }
     if (*incall > last_exit - f->first_enter) *incall = last_exit - f->first_enter;
   }
@@ -378,22 +382,9 @@ static void flush_fold(mpa_thread *ts, int may_wait, uint64_t limit)
   f->n = 0;
 }
 
-/* Without the thread's lock: only the thread itself changes its run while it may be polling. The writer
- * asks for a run older than the seal age (fold_flush_wanted) instead of writing it, and the thread writes
- * it at its next timed poll; at the end (seal_threads(SEAL_ALL_*), a signal) nothing polls any more. */
-int mpa_poll_again(mpa_thread *ts, uint32_t call, uint32_t callsite, uint64_t t0)
-{
-  struct mpa_fold_run *f = &ts->fold;
-  if (!f->n || f->call != call || f->callsite != callsite || !(f->n % MPA_POLL_SAMPLE) ||
-      atomic_load_explicit(&ts->fold_flush_wanted, memory_order_relaxed))
-    return 0;
-  f->n++;
-  f->untimed++;
-  f->last_enter = t0;
-  ts->depth = 0;
-  return 1;
-}
-
+/* The writer asks for a run older than the seal age (fold_flush_wanted) instead of writing it, and the
+ * thread writes it at its next timed poll (a poll is not quiet while the flush is wanted); at the end
+ * (seal_threads(SEAL_ALL_*), a signal) nothing polls any more. */
 void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, uint32_t callsite)
 {
   long long delta[MPA_MAX_PAPI];
@@ -411,6 +402,7 @@ void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, uint32_t callsite)
     if (!f->n) {
       f->call = ev->call;
       f->callsite = callsite;
+      f->ra = ts->poll_ra;
       f->first_enter = ev->t_enter;
       f->incall = 0;
       f->timed = f->untimed = 0;
@@ -426,6 +418,8 @@ void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, uint32_t callsite)
     }
     f->n++;
     f->timed++;
+    f->n_timed_at = f->n;
+    f->tail = 0;
     f->last_enter = ev->t_enter;
     f->last_exit = ev->t_exit;
     f->incall += ev->t_exit - ev->t_enter;

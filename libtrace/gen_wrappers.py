@@ -234,19 +234,45 @@ def status_substitutions_c(call, params):
     return out
 
 
-def poll_again_code(call, fortran):
-    """A poll that found nothing and continues the thread's run of them returns at once (wrap.h:
-    mpa_poll_again): one clock read for such a call. The condition is the one record_code folds on."""
-    comp = call.roles.get("completion")
+def is_poll(call):
+    return call.roles.get("completion") in ("test", "iprobe", "improbe", "testany", "testall", "testsome")
+
+
+def clock_entry_code(call, return_address):
+    """C statements from the call site to t0. A poll that would continue its thread's run of polls that
+    found nothing (wrap.h: mpa_poll_quiet) reads no clock and takes the run's call site; t0 is then the
+    run's last timed entry, for the in-flight slot, until poll_again_code estimates it."""
+    if not is_poll(call):
+        return entry_code(call, return_address) + ["  uint64_t t0 = mpa_now();"]
+    out = [f"  const int mpa_quiet = mpa_poll_quiet(ts, {call_id(call.name)}, {return_address});",
+           f"  uint32_t mpa_cs = mpa_quiet ? ts->fold.callsite : mpa_callsite_id(ts, {return_address});"]
+    out += entry_code(call, return_address)[1:]
+    out.append("  uint64_t t0 = mpa_quiet ? ts->fold.last_enter : mpa_now();")
+    return out
+
+
+def poll_again_code(call, fortran, return_address):
+    """After the PMPI call of a poll: a quiet one that found nothing is counted in its run and returns at
+    once (wrap.h: mpa_poll_again), with no clock read at all; the condition is the one record_code folds
+    on. A clocked one leaves its return address for the run it may start (mpa_finish)."""
+    if not is_poll(call):
+        return []
     ok = "(!ierr || *ierr == MPI_SUCCESS)" if fortran else "rc == MPI_SUCCESS"
-    if comp in ("test", "iprobe", "improbe", "testany", "testall"):
-        miss = "!*flag_f" if fortran else "!*flag"
-    elif comp == "testsome":
+    if call.roles["completion"] == "testsome":
         miss = "*outcount_f == 0" if fortran else "*outcount == 0"
     else:
-        return []
+        miss = "!*flag_f" if fortran else "!*flag"
     back = "return;" if fortran else "return rc;"
-    return [f"  if ({ok} && {miss} && mpa_poll_again(ts, {call_id(call.name)}, mpa_cs, t0)) {back}"]
+    return [f"  if (!mpa_quiet) ts->poll_ra = (uintptr_t){return_address};",
+            f"  else if ({ok} && {miss}) {{ mpa_poll_again(ts); {back} }}"]
+
+
+def t1_code(call):
+    """t1, and a quiet poll's entry, which was not clocked, estimated from it (wrap.h: mpa_poll_entry)."""
+    out = ["  uint64_t t1 = mpa_now();"]
+    if is_poll(call):
+        out.append("  if (mpa_quiet) t0 = mpa_poll_entry(ts, t1);")
+    return out
 
 
 def flag_alias(call, params):
@@ -289,13 +315,12 @@ def c_wrapper(call):
     L.append("  int mpa_fold_me = 0; (void)mpa_fold_me;")
     L += status_substitutions_c(call, params)
     L += pre_code(call)
-    L += entry_code(call, "__builtin_return_address(0)")
-    L.append("  uint64_t t0 = mpa_now();")
+    L += clock_entry_code(call, "__builtin_return_address(0)")
     L += inflight_code(call)
     L.append(f"  int rc = PMPI_{call.name}({args});")
     L.append("  mpa_inflight_exit(ts);")
-    L += poll_again_code(call, False)
-    L.append("  uint64_t t1 = mpa_now();")
+    L += poll_again_code(call, False, "__builtin_return_address(0)")
+    L += t1_code(call)
     L.append(f"  mpa_event ev; mpa_event_start(&ev, {call_id(call.name)}, t0, t1);")
     L += record_code(call, params)
     L += post_code(call)
@@ -463,13 +488,12 @@ def fortran_body(call):
             L.append(f"  int *{p.name} = (int *){p.name}_f;")
     L.append(f"  int *mpa_flag_param = {flag if flag else 'NULL'}; (void)mpa_flag_param;")
     L += fortran_pre(call)
-    L += entry_code(call, "ra")
-    L.append("  uint64_t t0 = mpa_now();")
+    L += clock_entry_code(call, "ra")
     L += inflight_code(call)
     L.append(f"  real({', '.join(fargs)});")
     L.append("  mpa_inflight_exit(ts);")
-    L += poll_again_code(call, True)
-    L.append("  uint64_t t1 = mpa_now();")
+    L += poll_again_code(call, True, "ra")
+    L += t1_code(call)
     L.append("  int rc = ierr ? (int)*ierr : MPI_SUCCESS;")
     L += fortran_outputs(call, params)
     L.append(f"  mpa_event ev; mpa_event_start(&ev, {call_id(call.name)}, t0, t1);")

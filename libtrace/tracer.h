@@ -52,13 +52,19 @@ typedef struct mpa_chunk {
   uint8_t *data;
 } mpa_chunk;
 
+/* One poll in MPA_POLL_SAMPLE of a run is timed at both ends; the others are not clocked at all. */
+#define MPA_POLL_SAMPLE 16
+
 struct mpa_fold_run {
   uint32_t call, n;
   uint32_t callsite;
+  uintptr_t ra; /* the return address of the run's first poll: a poll from there may continue it unclocked */
   uint64_t first_enter, last_exit, incall;
-  /* polls timed at both ends (the first of a run, then one in MPA_POLL_SAMPLE) and polls timed at entry
-   * only (mpa_poll_again); incall sums the timed ones, last_enter is the last poll's entry */
-  uint32_t timed, untimed;
+  /* polls timed at both ends (the first of a run, then one in MPA_POLL_SAMPLE) and polls not clocked
+   * (wrap.h: mpa_poll_quiet); incall sums the timed ones. last_enter and last_exit: the last timed poll's,
+   * n_timed_at: the run's count at it (so the period between timed polls is known), tail: the unclocked
+   * polls after it */
+  uint32_t timed, untimed, n_timed_at, tail;
   uint64_t last_enter;
   uint64_t handle; /* Test's request */
   int32_t peer, tag;
@@ -92,6 +98,7 @@ struct mpa_thread {
   uint64_t events;          /* MPI calls encoded by this thread */
   struct mpa_fold_run fold; /* pending run of unsuccessful tests: the thread's own (see mpa_poll_again) */
   atomic_int fold_flush_wanted; /* set by the writer: the thread writes its pending run at its next poll */
+  uintptr_t poll_ra;            /* the return address of the clocked poll being finished (mpa_finish) */
   /* call-site cache: return address -> id, direct-mapped */
   uintptr_t cs_addr[256];
   uint32_t cs_id[256];

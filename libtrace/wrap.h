@@ -78,11 +78,37 @@ static inline void mpa_event_start(mpa_event *ev, uint32_t call, uint64_t t0, ui
  * the wrapper takes before the call (a signal handler records a call in progress with it). */
 void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, uint32_t callsite);
 
-/* A poll that found nothing (an MPI_Test* or MPI_Iprobe with a false flag) and continues the thread's run
- * of such polls at the same call site: counts it in the run without reading the clock at its exit, and
- * ends the call; returns 1. Returns 0 when the call is to go the whole way (it starts a run, or is the
- * run's next sampled poll, timed at both ends). A poll is then one clock read and one uncontended lock. */
-int mpa_poll_again(mpa_thread *ts, uint32_t call, uint32_t callsite, uint64_t t0);
+/* Polls (MPI_Test*, MPI_Iprobe, MPI_Improbe). A poll about to be made from return address ra is quiet when
+ * it would continue the thread's run of polls that found nothing: the same call from the same place, not
+ * the run's next sampled poll (one in MPA_POLL_SAMPLE is timed at both ends), and no flush asked for by
+ * the writer. A quiet poll reads no clock and looks up no call site (the run's): if it finds nothing it
+ * is counted in the run (mpa_poll_again), if it finds something its entry is estimated (mpa_poll_entry).
+ * Only the thread changes its run while it may poll: read without its lock. The call site of a quiet poll
+ * is its run's; with MPIADVISE_STACK_DEPTH above 1 the frames beyond the return address are the run's
+ * first poll's, and the next sampled poll looks them up again (a different stack ends the run there). */
+static inline int mpa_poll_quiet(mpa_thread *ts, uint32_t call, const void *ra)
+{
+  const struct mpa_fold_run *f = &ts->fold;
+  return f->n && f->call == call && f->ra == (uintptr_t)ra && (f->n % MPA_POLL_SAMPLE) &&
+         !atomic_load_explicit(&ts->fold_flush_wanted, memory_order_relaxed);
+}
+/* A quiet poll that found nothing: one more in the run, and the call ends. */
+static inline void mpa_poll_again(mpa_thread *ts)
+{
+  ts->fold.n++;
+  ts->fold.untimed++;
+  ts->fold.tail++;
+  ts->depth = 0;
+}
+/* The entry of a quiet poll that found something and returned at t1: a mean poll of its run earlier, and
+ * not before the run's last timed poll returned. */
+static inline uint64_t mpa_poll_entry(const mpa_thread *ts, uint64_t t1)
+{
+  const struct mpa_fold_run *f = &ts->fold;
+  uint64_t mean = f->timed ? f->incall / f->timed : 0;
+  uint64_t t0 = t1 > mean ? t1 - mean : t1;
+  return t0 < f->last_exit && f->last_exit <= t1 ? f->last_exit : t0;
+}
 
 /* The call in progress (tracer.h: struct mpa_inflight). The wrapper stores t0, the call site and the
  * fields known at entry into ts->inflight, then mpa_inflight_enter publishes them; mpa_inflight_exit is
