@@ -354,7 +354,9 @@ static void fold_event(const struct mpa_fold_run *f, mpa_event *ev, uint64_t lim
         uint64_t between = (f->last_enter - f->first_enter) / (f->n_timed_at - 1);
         if (between > period) period = between;
       }
+      /* the tail's polls started after the last timed one returned, whatever its period says */
       last_exit = f->last_enter + period * f->tail + mean;
+      if (last_exit < f->last_exit + mean * f->tail) last_exit = f->last_exit + mean * f->tail;
       if (last_exit > limit) last_exit = limit > f->last_exit ? limit : f->last_exit;
     }
     if (*incall > last_exit - f->first_enter) *incall = last_exit - f->first_enter;
@@ -695,14 +697,17 @@ static void encode_from_signal(mpa_thread *ts, const mpa_event *ev, uint32_t cal
 /* The call ts is inside, as an event flagged MPA_F_UNFINISHED that ends now (ts's lock held). The thread
  * may be another one, running: the fields are read, then `what` and t0 again, and a call that returned
  * meanwhile is not recorded. */
-static void record_unfinished(mpa_thread *ts, uint64_t now)
+static void record_unfinished(mpa_thread *ts, uint64_t now, uint64_t not_before)
 {
   const volatile struct mpa_inflight *in = &ts->inflight;
   uint32_t what = atomic_load_explicit(&ts->inflight.what, memory_order_acquire);
   if (!what) return;
   uint64_t t0 = in->t0;
+  /* a poll that continued its run unclocked has the run's last timed exit as its entry: it starts no
+   * earlier than the run just written ends */
+  const uint64_t start = t0 < not_before ? not_before : t0;
   mpa_event ev;
-  mpa_event_start(&ev, (what & 0xffffu) - 1, t0, now > t0 ? now : t0);
+  mpa_event_start(&ev, (what & 0xffffu) - 1, start, now > start ? now : start);
   ev.mask = (what >> 16) | MPA_F_UNFINISHED;
   ev.peer = in->peer;
   ev.tag = in->tag;
@@ -762,14 +767,16 @@ int mpa_flush_from_signal(void)
     for (int i = 0; i < 50 && !(got = ts_trylock(ts)); i++) sleep_1ms();
     if (!got) continue;
     /* the run of tests in progress, then the call in progress: the thread's last events */
+    uint64_t run_end = 0;
     if (ts->fold.n) {
       mpa_event ev;
       uint64_t incall;
       fold_event(&ts->fold, &ev, now, &incall);
       encode_from_signal(ts, &ev, ts->fold.callsite, ts->fold.n, incall);
+      run_end = ev.t_exit;
       ts->fold.n = 0;
     }
-    record_unfinished(ts, now);
+    record_unfinished(ts, now, run_end);
     mpa_chunk *c = ts->chunk;
     if (c && c->len && c->len <= MPA_CHUNK_BYTES) {
       emit_chunk(g_sig_cctx, g_sig_out, g_sig_out_cap, c->type, c->thread, c->data, c->len);

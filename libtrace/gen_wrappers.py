@@ -247,7 +247,7 @@ def clock_entry_code(call, return_address):
     out = [f"  const int mpa_quiet = mpa_poll_quiet(ts, {call_id(call.name)}, {return_address});",
            f"  uint32_t mpa_cs = mpa_quiet ? ts->fold.callsite : mpa_callsite_id(ts, {return_address});"]
     out += entry_code(call, return_address)[1:]
-    out.append("  uint64_t t0 = mpa_quiet ? ts->fold.last_enter : mpa_now();")
+    out.append("  uint64_t t0 = mpa_quiet ? ts->fold.last_exit : mpa_now();")
     return out
 
 
@@ -263,15 +263,20 @@ def poll_again_code(call, fortran, return_address):
     else:
         miss = "!*flag_f" if fortran else "!*flag"
     back = "return;" if fortran else "return rc;"
-    return [f"  if (!mpa_quiet) ts->poll_ra = (uintptr_t){return_address};",
-            f"  else if ({ok} && {miss}) {{ mpa_poll_again(ts); {back} }}"]
+    return [f"  ts->poll_ra = (uintptr_t){return_address};",
+            f"  if (mpa_quiet && {ok} && {miss} && mpa_poll_again(ts)) {back}"]
 
 
-def t1_code(call):
-    """t1, and a quiet poll's entry, which was not clocked, estimated from it (wrap.h: mpa_poll_entry)."""
+def t1_code(call, return_address):
+    """t1, and for a quiet poll that goes on (it found something, or its run was written meanwhile) its
+    entry, not clocked, estimated from t1 (wrap.h: mpa_poll_entry), and with MPIADVISE_STACK_DEPTH above 1
+    its own call site (a quiet poll took its run's, which shares only the return address)."""
     out = ["  uint64_t t1 = mpa_now();"]
     if is_poll(call):
-        out.append("  if (mpa_quiet) t0 = mpa_poll_entry(ts, t1);")
+        out.append("  if (mpa_quiet) {")
+        out.append("    t0 = mpa_poll_entry(ts, t1);")
+        out.append(f"    if (mpa_cfg.stack_depth > 1) mpa_cs = mpa_callsite_id(ts, {return_address});")
+        out.append("  }")
     return out
 
 
@@ -320,7 +325,7 @@ def c_wrapper(call):
     L.append(f"  int rc = PMPI_{call.name}({args});")
     L.append("  mpa_inflight_exit(ts);")
     L += poll_again_code(call, False, "__builtin_return_address(0)")
-    L += t1_code(call)
+    L += t1_code(call, "__builtin_return_address(0)")
     L.append(f"  mpa_event ev; mpa_event_start(&ev, {call_id(call.name)}, t0, t1);")
     L += record_code(call, params)
     L += post_code(call)
@@ -493,7 +498,7 @@ def fortran_body(call):
     L.append(f"  real({', '.join(fargs)});")
     L.append("  mpa_inflight_exit(ts);")
     L += poll_again_code(call, True, "ra")
-    L += t1_code(call)
+    L += t1_code(call, "ra")
     L.append("  int rc = ierr ? (int)*ierr : MPI_SUCCESS;")
     L += fortran_outputs(call, params)
     L.append(f"  mpa_event ev; mpa_event_start(&ev, {call_id(call.name)}, t0, t1);")

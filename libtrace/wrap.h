@@ -85,20 +85,26 @@ void mpa_finish(mpa_thread *ts, mpa_event *ev, int fold, uint32_t callsite);
  * is counted in the run (mpa_poll_again), if it finds something its entry is estimated (mpa_poll_entry).
  * Only the thread changes its run while it may poll: read without its lock. The call site of a quiet poll
  * is its run's; with MPIADVISE_STACK_DEPTH above 1 the frames beyond the return address are the run's
- * first poll's, and the next sampled poll looks them up again (a different stack ends the run there). */
+ * first poll's for the polls it folds (the next sampled poll looks them up again, and a different stack
+ * ends the run there), and a quiet poll that finds something looks up its own. Its in-flight entry time,
+ * until it returns, is the run's last timed exit, after which it started. */
 static inline int mpa_poll_quiet(mpa_thread *ts, uint32_t call, const void *ra)
 {
   const struct mpa_fold_run *f = &ts->fold;
   return f->n && f->call == call && f->ra == (uintptr_t)ra && (f->n % MPA_POLL_SAMPLE) &&
          !atomic_load_explicit(&ts->fold_flush_wanted, memory_order_relaxed);
 }
-/* A quiet poll that found nothing: one more in the run, and the call ends. */
-static inline void mpa_poll_again(mpa_thread *ts)
+/* A quiet poll that found nothing: one more in the run, and the call ends; returns 1. Returns 0 when the
+ * run was written while the poll was inside MPI (a signal's flush): the poll then goes the clocked way and
+ * starts a run of its own. */
+static inline int mpa_poll_again(mpa_thread *ts)
 {
+  if (!ts->fold.n) return 0;
   ts->fold.n++;
   ts->fold.untimed++;
   ts->fold.tail++;
   ts->depth = 0;
+  return 1;
 }
 /* The entry of a quiet poll that found something and returned at t1: a mean poll of its run earlier, and
  * not before the run's last timed poll returned. */
