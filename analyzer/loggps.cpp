@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -93,6 +94,40 @@ constexpr Key kKeys[] = {{"L_ns", "L"},
                          {"s_bytes", "s"},
                          {"S_bytes", "S"}};
 
+// A table of terms that apply above a size ([raised], [large]): from_bytes, and each key a field of p,
+// a time (ns) or a cost per byte.
+struct SizeTableKey {
+  const char* key;
+  double LogGPSParams::*field;
+  bool time;
+};
+void read_size_table(const toml::table& table, const char* name, const char* from_means, std::optional<uint64_t>& from,
+                     std::initializer_list<SizeTableKey> keys, LogGPSParams& p, const std::string& where) {
+  std::string known = "from_bytes";
+  for (const auto& k : keys) known += std::string(", ") + k.key;
+  for (const auto& [k, v] : table) {
+    const std::string key(k.str());
+    if (key == "from_bytes") {
+      std::optional<int64_t> value = v.value_exact<int64_t>();
+      if (!value || *value < 0 || static_cast<double>(*value) > kMaxBytes)
+        throw ParamError(fmt::format("{}: [{}] from_bytes: not a whole number of bytes from 0 to 2^62", where, name));
+      from = static_cast<uint64_t>(*value);
+      continue;
+    }
+    const SizeTableKey* found = nullptr;
+    for (const auto& candidate : keys)
+      if (key == candidate.key) found = &candidate;
+    if (!found) throw ParamError(fmt::format("{}: [{}] {}: unknown key (the keys are {})", where, name, key, known));
+    const double bound = found->time ? kMaxTimeNs : kMaxPerByteNs;
+    std::optional<double> value = v.value<double>();
+    if (!value || !std::isfinite(*value) || *value < 0 || *value > bound)
+      throw ParamError(fmt::format("{}: [{}] {}: not a {} from 0 to {:g} ns", where, name, key,
+                                   found->time ? "time" : "cost per byte", bound));
+    p.*(found->field) = *value;
+  }
+  if (!from) throw ParamError(fmt::format("{}: [{}] has no from_bytes ({})", where, name, from_means));
+}
+
 }  // namespace
 
 LogGPSParams load_params(const fs::path& file) {
@@ -168,54 +203,16 @@ LogGPSParams load_params(const fs::path& file) {
       else p.eager_header_bytes = n;
     }
   }
-  if (const toml::table* raised = doc["raised"].as_table()) {
-    for (const auto& [k, v] : *raised) {
-      std::string key(k.str());
-      if (key == "from_bytes") {
-        std::optional<int64_t> value = v.value_exact<int64_t>();
-        if (!value || *value < 0 || static_cast<double>(*value) > kMaxBytes)
-          throw ParamError(fmt::format("{}: [raised] from_bytes: not a whole number of bytes from 0 to 2^62", where));
-        p.raised_from = static_cast<uint64_t>(*value);
-      } else if (key == "Oss_ns_per_byte" || key == "Ors_ns_per_byte") {
-        std::optional<double> value = v.value<double>();
-        if (!value || !std::isfinite(*value) || *value < 0 || *value > kMaxPerByteNs)
-          throw ParamError(fmt::format("{}: [raised] {}: not a cost per byte from 0 to {:g} ns", where, key, kMaxPerByteNs));
-        (key == "Oss_ns_per_byte" ? p.Oss_raised : p.Ors_raised) = *value;
-      } else {
-        throw ParamError(fmt::format(
-            "{}: [raised] {}: unknown key (the keys are from_bytes, Oss_ns_per_byte, Ors_ns_per_byte)", where, key));
-      }
-    }
-    if (!p.raised_from)
-      throw ParamError(fmt::format("{}: [raised] has no from_bytes (the size above which its costs apply)", where));
-  }
-  if (const toml::table* large = doc["large"].as_table()) {
-    for (const auto& [k, v] : *large) {
-      std::string key(k.str());
-      if (key == "from_bytes") {
-        std::optional<int64_t> value = v.value_exact<int64_t>();
-        if (!value || *value < 0 || static_cast<double>(*value) > kMaxBytes)
-          throw ParamError(fmt::format("{}: [large] from_bytes: not a whole number of bytes from 0 to 2^62", where));
-        p.large_from = static_cast<uint64_t>(*value);
-        continue;
-      }
-      double LogGPSParams::*field = key == "R_ns"              ? &LogGPSParams::R_large
-                                    : key == "Osl_ns_per_byte" ? &LogGPSParams::Osl_large
-                                    : key == "Orl_ns_per_byte" ? &LogGPSParams::Orl_large
-                                                               : nullptr;
-      if (!field)
-        throw ParamError(fmt::format(
-            "{}: [large] {}: unknown key (the keys are from_bytes, R_ns, Osl_ns_per_byte, Orl_ns_per_byte)", where, key));
-      const double bound = field == &LogGPSParams::R_large ? kMaxTimeNs : kMaxPerByteNs;
-      std::optional<double> value = v.value<double>();
-      if (!value || !std::isfinite(*value) || *value < 0 || *value > bound)
-        throw ParamError(fmt::format("{}: [large] {}: not a {} from 0 to {:g} ns", where, key,
-                                     field == &LogGPSParams::R_large ? "time" : "cost per byte", bound));
-      p.*field = *value;
-    }
-    if (!p.large_from)
-      throw ParamError(fmt::format("{}: [large] has no from_bytes (the size above which its protocol applies)", where));
-  }
+  if (const toml::table* raised = doc["raised"].as_table())
+    read_size_table(*raised, "raised", "the size above which its costs apply", p.raised_from,
+                    {{"Oss_ns_per_byte", &LogGPSParams::Oss_raised, false}, {"Ors_ns_per_byte", &LogGPSParams::Ors_raised, false}},
+                    p, where);
+  if (const toml::table* large = doc["large"].as_table())
+    read_size_table(*large, "large", "the size above which its protocol applies", p.large_from,
+                    {{"R_ns", &LogGPSParams::R_large, true},
+                     {"Osl_ns_per_byte", &LogGPSParams::Osl_large, false},
+                     {"Orl_ns_per_byte", &LogGPSParams::Orl_large, false}},
+                    p, where);
   p.validate(where);
   return p;
 }

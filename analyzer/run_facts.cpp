@@ -13,7 +13,7 @@ namespace {
 // from btl_eager_limit in mca_pml_ob1_send_request_start_btl): measured on loopback TCP with a receiver
 // 20 ms late (btl_tcp_eager_limit 65536: a 65480-byte send returned at once, a 65481-byte one waited;
 // with 4096: 4040 and 4041), and over vader by where its protocols change (below).
-constexpr uint64_t kOb1TcpHeaderBytes = 56;
+constexpr uint64_t kOb1HeaderBytes = 56;
 
 std::optional<uint64_t> cvar(const nlohmann::json& h, const std::string& name) {
   const auto& cv = h.value("cvars", nlohmann::json::object());
@@ -149,11 +149,11 @@ RunFacts run_facts(const nlohmann::json& h, const std::vector<std::string>& host
     if (f.transport == "tcp") {
       f.eager_setting = "btl_tcp_eager_limit";
       f.configured_S = cvar(h, "btl_tcp_eager_limit");
-      f.setting_overhead = kOb1TcpHeaderBytes;
-      if (f.configured_S && *f.configured_S > kOb1TcpHeaderBytes) {
-        f.effective_S = *f.configured_S - kOb1TcpHeaderBytes;
+      f.setting_overhead = kOb1HeaderBytes;
+      if (f.configured_S && *f.configured_S > kOb1HeaderBytes) {
+        f.effective_S = *f.configured_S - kOb1HeaderBytes;
         f.effective_S_note = fmt::format("btl_tcp_eager_limit {} less {} bytes of headers", *f.configured_S,
-                                         kOb1TcpHeaderBytes);
+                                         kOb1HeaderBytes);
       }
     } else if (f.transport == "vader") {
       // Shared memory is not textbook (docs: platform notes): a blocking send above
@@ -167,10 +167,10 @@ RunFacts run_facts(const nlohmann::json& h, const std::vector<std::string>& host
                                "help)";
       // above the eager limit less ob1's headers (the same 56 bytes: measured here, a 4040-byte round trip
       // took 1.0 us and a 4041-byte one 6.7 us), ob1's rendezvous has the receiver copy the data by CMA
-      if (f.configured_S && *f.configured_S > kOb1TcpHeaderBytes) {
-        f.large_from = *f.configured_S - kOb1TcpHeaderBytes;
+      if (f.configured_S && *f.configured_S > kOb1HeaderBytes) {
+        f.large_from = *f.configured_S - kOb1HeaderBytes;
         f.large_from_note = fmt::format("btl_vader_eager_limit {} less {} bytes of headers: above it the receiver copies "
-                                        "the data by CMA", *f.configured_S, kOb1TcpHeaderBytes);
+                                        "the data by CMA", *f.configured_S, kOb1HeaderBytes);
       }
       if (auto inline_send = cvar(h, "btl_vader_max_inline_send")) {
         f.effective_S = f.configured_S ? std::min(*inline_send, *f.configured_S) : *inline_send;
