@@ -74,12 +74,16 @@ ANALYZER_SRC := $(wildcard analyzer/*.cpp)
 ANALYZER_OBJ := $(patsubst analyzer/%.cpp,$(BUILD)/obj/analyzer/%.o,$(ANALYZER_SRC)) $(BUILD)/obj/analyzer/codec.o
 ANALYZER_LIB := $(BUILD)/lib/libmpiadvise-analyzer.a
 
-CLI_SRC := $(wildcard cli/*.cpp)
+# cli/mpi_peers.cpp is MPI's: only in the command built against each MPI (below)
+CLI_SRC := $(filter-out cli/mpi_peers.cpp,$(wildcard cli/*.cpp))
 CLI_OBJ := $(patsubst cli/%.cpp,$(BUILD)/obj/cli/%.o,$(CLI_SRC)) $(BUILD)/obj/cli/html_assets.o
 # what report --format html inlines into its page: Chart.js as Debian packages it (libjs-chart.js), the
 # page's script and style; each a NUL-terminated string in the command (mpa_chartjs, mpa_report_js, ...)
 CHARTJS ?= /usr/share/javascript/chart.js/chart.min.js
 CLI_BIN := $(BUILD)/bin/mpiadvise
+# per MPI: the command built against it, which `mpirun -np K mpiadvise report ...` runs in the command's
+# place to spread the replay over the K processes (cli/spread.hpp)
+SPREAD_BINS := $(foreach m,$(MPIS),$(call mpi_libdir,$(m))/mpiadvise-mpi)
 
 # mpiadvise-synth: the logs of large synthetic runs, written as the tracer writes them (bench/synth.cpp)
 SYNTH_BIN := $(BUILD)/bin/mpiadvise-synth
@@ -87,7 +91,7 @@ SYNTH_BIN := $(BUILD)/bin/mpiadvise-synth
 CXX_INC  := -Ianalyzer -Ilibtrace -I$(BUILD)/gen
 CXX_LIBS := -lzstd -lfmt -ldw -lelf -ltomlplusplus -lotf2
 
-all: $(TRACE_LIBS) $(CLI_BIN) $(SYNTH_BIN) $(CALIBRATE_BENCHES) examples default-links
+all: $(TRACE_LIBS) $(CLI_BIN) $(SPREAD_BINS) $(SYNTH_BIN) $(CALIBRATE_BENCHES) examples default-links
 
 # the default MPI's builds where a single-MPI layout had them
 default-links: $(TRACE_LIBS) $(EXAMPLES)
@@ -128,6 +132,17 @@ $(call mpi_libdir,$(1))/mpiadvise-calibrate-bench: cli/calibrate_bench.c
 $(BUILD)/$(1)/examples/%: examples/%.c examples/compute.h
 	@mkdir -p $$(dir $$@)
 	$(MPICC_$(1)) -O2 -g -o $$@ $$< -lm
+
+$(BUILD)/obj/cli/$(1)/%.o: cli/%.cpp $(wildcard cli/*.hpp) $(wildcard analyzer/*.hpp) $(BUILD)/gen/call_ids.h
+	@mkdir -p $$(dir $$@)
+	$(MPICXX_$(1)) -std=c++20 $(CXXFLAGS) $(SAN_FLAGS) $(WARN_CXX) $(CXX_INC) -Icli -DMPIADVISE_WITH_MPI \
+	  -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX \
+	  -DMPIADVISE_PREFIX='"$(PREFIX)"' -c $$< -o $$@
+
+$(call mpi_libdir,$(1))/mpiadvise-mpi: $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJ)) $(BUILD)/obj/cli/$(1)/main.o \
+                                       $(BUILD)/obj/cli/$(1)/mpi_peers.o $(ANALYZER_LIB)
+	@mkdir -p $$(dir $$@)
+	$(MPICXX_$(1)) $(SAN_LDFLAGS) -o $$@ $$^ $(CXX_LIBS)
 endef
 $(foreach m,$(MPIS),$(eval $(call MPI_RULES,$(m))))
 
@@ -187,7 +202,7 @@ check-tracer-sanitize: $(TRACE_GEN) $(TEST_DIR)/programs/$(MPI_DEFAULT)/threads
 
 # the tracer's overhead under each MPI built (the replay's throughput once, with the first)
 bench: all
-	@$(foreach m,$(MPIS),BENCH_MPI=$(m) MPICC="$(MPICC_$(m))" MPIRUN="$(MPIRUN_$(m))" \
+	@$(foreach m,$(MPIS),BENCH_MPI=$(m) MPICC="$(MPICC_$(m))" MPICXX="$(MPICXX_$(m))" MPIRUN="$(MPIRUN_$(m))" \
 	  BENCH_REPLAY=$(if $(filter $(m),$(MPI_DEFAULT)),1,0) ./bench/run.sh && echo &&) true
 	@./bench/gate.sh
 	@echo && ./bench/report_html.py
@@ -202,6 +217,7 @@ install: all
 	for m in $(MPIS); do \
 	  install -d $(DESTDIR)$(PREFIX)/lib/mpiadvise/$$m && \
 	  install -m 755 $(BUILD)/lib/mpiadvise/$$m/libmpiadvise.so $(BUILD)/lib/mpiadvise/$$m/mpiadvise-calibrate-bench \
+	    $(BUILD)/lib/mpiadvise/$$m/mpiadvise-mpi \
 	    $(DESTDIR)$(PREFIX)/lib/mpiadvise/$$m/ || exit 1; \
 	done
 	ln -sfn mpiadvise/$(MPI_DEFAULT)/libmpiadvise.so $(DESTDIR)$(PREFIX)/lib/libmpiadvise.so

@@ -1,4 +1,5 @@
 #include "parallel.hpp"
+#include "replay_peers.hpp"
 
 #include <sched.h>
 
@@ -24,6 +25,8 @@ unsigned cpus() {
 }  // namespace
 
 unsigned analysis_threads() {
+  // spread over processes, every replay is a collective operation of them: one at a time, in order
+  if (ReplayPeers* peers = replay_peers(); peers && peers->size() > 1) return 1;
   const unsigned n = g_threads.load();
   return n ? n : cpus();
 }

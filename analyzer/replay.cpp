@@ -3,15 +3,18 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <memory>
 #include <stdexcept>
+#include <type_traits>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "collectives.hpp"
+#include "replay_peers.hpp"
 
 namespace mpiadvise {
 
@@ -59,6 +62,59 @@ int ceil_log2(size_t n) {
   return r;
 }
 
+// Bytes of plain values, as the processes of a spread replay exchange their parts of the result.
+struct ByteWriter {
+  std::vector<uint8_t> bytes;
+  template <typename T>
+  void pod(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    bytes.insert(bytes.end(), p, p + sizeof(T));
+  }
+  template <typename T>
+  void pods(const std::vector<T>& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    pod(static_cast<uint64_t>(v.size()));
+    const auto* p = reinterpret_cast<const uint8_t*>(v.data());
+    bytes.insert(bytes.end(), p, p + v.size() * sizeof(T));
+  }
+  void text(const std::string& s) {
+    pod(static_cast<uint64_t>(s.size()));
+    bytes.insert(bytes.end(), s.begin(), s.end());
+  }
+};
+struct ByteReader {
+  const std::vector<uint8_t>& bytes;
+  size_t at = 0;
+  explicit ByteReader(const std::vector<uint8_t>& b) : bytes(b) {}
+  const uint8_t* take(size_t n) {
+    if (n > bytes.size() - at) throw std::runtime_error("replay: a process's part of the result is cut short");
+    const uint8_t* p = bytes.data() + at;
+    at += n;
+    return p;
+  }
+  template <typename T>
+  T pod() {
+    T v;
+    std::memcpy(&v, take(sizeof(T)), sizeof(T));
+    return v;
+  }
+  template <typename T>
+  void append(std::vector<T>& v) {
+    const uint64_t n = pod<uint64_t>();
+    if (n > (bytes.size() - at) / sizeof(T)) throw std::runtime_error("replay: a process's part of the result is cut short");
+    const size_t old = v.size();
+    v.resize(old + n);
+    if (n) std::memcpy(static_cast<void*>(v.data() + old), take(n * sizeof(T)), n * sizeof(T));
+  }
+  std::string text() {
+    const uint64_t n = pod<uint64_t>();
+    const uint8_t* p = take(n);
+    return std::string(reinterpret_cast<const char*>(p), n);
+  }
+  bool done() const { return at == bytes.size(); }
+};
+
 // ---- the discrete-event replay ------------------------------------------------------------------------
 // Every rank runs its own ops on its own clock. An op that needs a time another rank has not reached yet
 // (the receive post of a rendezvous send, the send of a receive, the last arrival at a collective) parks
@@ -83,6 +139,16 @@ class Simulation {
     member_done_.resize(t.collectives.size());
     run_state_.assign(t.collectives.size(), RunState::Undecided);
     library_ = mpi_library(o.mpi_library.empty() ? o.params.library : o.mpi_library);
+    if (ReplayPeers* peers = replay_peers(); peers && peers->size() > 1 && !t.ranks.empty()) {
+      peers_ = peers;
+      me_ = peers->index();
+      owner_.resize(t.ranks.size());
+      for (size_t r = 0; r < t.ranks.size(); r++)
+        owner_[r] = replay_owner(static_cast<int>(r), static_cast<int>(t.ranks.size()), peers->size());
+      out_.resize(static_cast<size_t>(peers->size()));
+      comm_owners_.resize(t.comms.size());
+      pending_coll_.resize(t.collectives.size());
+    }
     senders_at_receiver();
     if (model_.eager_buffer_limited()) build_channels();
   }
@@ -101,7 +167,7 @@ class Simulation {
       RankState& s = ranks_[r];
       s.i = s.w.first;
       s.now = s.w.end > s.w.first ? static_cast<double>(s.w.start_ns - t0) : 0;
-      ready_.push_back(static_cast<int>(r));
+      if (mine(static_cast<int>(r))) ready_.push_back(static_cast<int>(r));
     }
     res.origin_ns = t0 == std::numeric_limits<uint64_t>::max() ? 0 : t0;
     if (o_.record_spans) {
@@ -115,26 +181,34 @@ class Simulation {
         while (step(r)) {
         }
       }
-      // every rank done, or some wait for what never comes (a partner missing from the logs)
-      int stuck = -1;
-      for (size_t r = 0; r < ranks_.size() && stuck < 0; r++)
-        if (ranks_[r].i < ranks_[r].w.end) stuck = static_cast<int>(r);
-      if (stuck < 0) break;
-      // release the earliest parked rank with its measured time
-      double best = std::numeric_limits<double>::max();
+      // spread over processes: what this one's ranks made known goes to the others; a round in which no
+      // process sent anything is the serial replay's empty queue
+      if (peers_) {
+        send_eager_starts();
+        if (exchange()) continue;
+      }
+      // every rank done, or some wait for what never comes (a partner missing from the logs): release
+      // the earliest parked rank with its measured time
       ReplayResult::Stall stall;
       for (size_t r = 0; r < ranks_.size(); r++)
-        if (ranks_[r].i < ranks_[r].w.end) {
+        if (mine(static_cast<int>(r)) && ranks_[r].i < ranks_[r].w.end)
           stall.ranks.push_back({static_cast<int>(r), ranks_[r].i, ranks_[r].now});
-          if (ranks_[r].now < best) best = ranks_[r].now, stuck = static_cast<int>(r);
-        }
+      if (peers_) stall.ranks = all_parked(stall.ranks);
+      if (stall.ranks.empty()) break;
+      double best = std::numeric_limits<double>::max();
+      int stuck = -1;
+      for (const auto& p : stall.ranks)
+        if (p.at_ns < best) best = p.at_ns, stuck = p.rank;
       stall.released = stuck;
       res.stalls.push_back(std::move(stall));
-      ranks_[stuck].force = true;
-      ready_.push_back(stuck);
+      if (mine(stuck)) {
+        ranks_[stuck].force = true;
+        ready_.push_back(stuck);
+      }
     }
     double measured_end = 0;
     for (size_t r = 0; r < ranks_.size(); r++) {
+      if (!mine(static_cast<int>(r))) continue;
       RankState& s = ranks_[r];
       mark(static_cast<int>(r), s.w.end, false);  // phases opening at the window's end, about its tail
       const double tail = tail_gap(t_.ranks[r], s.w, times_of(r)) * computation_factor(static_cast<int>(r), s.w.end);
@@ -173,6 +247,7 @@ class Simulation {
     res.collective_approximations = coll_approximations_;
     res.marks = std::move(marks_);
     res.spans = std::move(spans_);
+    if (peers_) gather(res);
     return res;
   }
 
@@ -253,6 +328,196 @@ class Simulation {
   std::vector<std::vector<uint32_t>> site_index_;
   std::map<std::pair<int, uint32_t>, uint32_t> sparse_sites_;
   uint64_t rendezvous_messages_ = 0, rendezvous_bytes_ = 0, split_messages_ = 0, unresolved_ = 0;
+
+  // ---- spread over processes (analyzer/replay_peers.hpp) ------------------------------------------------
+  ReplayPeers* peers_ = nullptr;  // null: every rank here
+  int me_ = 0;
+  uint64_t rounds_ = 0, updates_ = 0;
+  std::vector<int> owner_;                         // by rank: its process
+  std::vector<std::vector<PeerUpdate>> out_;       // by process: what to tell it at the next exchange
+  std::vector<std::vector<int>> comm_owners_;      // by communicator: the other processes owning members
+  std::vector<std::vector<PeerUpdate>> pending_coll_;  // by instance: its steps posted before it was set up here
+  std::vector<uint32_t> eager_starts_;  // eager messages from another process's rank to ours, start unknown
+
+  bool mine(int r) const { return !peers_ || (r >= 0 && static_cast<size_t>(r) < owner_.size() && owner_[r] == me_); }
+  // whether the ranks of both sides of a message are known and this process has the other side's
+  bool remote(int r) const { return peers_ && r >= 0 && static_cast<size_t>(r) < owner_.size() && owner_[r] != me_; }
+  void tell(int rank, const PeerUpdate& u) { out_[static_cast<size_t>(owner_[rank])].push_back(u); }
+  // the other processes owning members of the instance's communicator
+  const std::vector<int>& coll_owners(uint32_t c_id) {
+    const uint32_t comm = t_.collectives[c_id].comm;
+    auto& owners = comm_owners_[comm];
+    if (owners.empty()) {
+      std::vector<char> seen(static_cast<size_t>(peers_->size()), 0);
+      auto add_rank = [&](int r) {
+        if (r >= 0 && static_cast<size_t>(r) < owner_.size() && owner_[r] != me_ && !seen[owner_[r]]) {
+          seen[owner_[r]] = 1;
+          owners.push_back(owner_[r]);
+        }
+      };
+      for (int r : t_.comms[comm].members) add_rank(r);
+      for (int r : t_.comms[comm].remote) add_rank(r);
+      for (const auto& m : t_.collectives[c_id].members) add_rank(m.first);
+      if (owners.empty()) owners.push_back(-1);  // none: computed once
+    }
+    return owners;
+  }
+  void tell_members(uint32_t c_id, const PeerUpdate& u) {
+    for (int p : coll_owners(c_id))
+      if (p >= 0) out_[static_cast<size_t>(p)].push_back(u);
+  }
+  // Whether this process counts the instance in the result's figures (each instance once over processes:
+  // where its first member is).
+  bool counts_here(uint32_t c_id) const { return mine(t_.collectives[c_id].members.front().first); }
+
+  // One round: returns whether any process told another anything (then ranks may have been woken here).
+  bool exchange() {
+    std::vector<PeerUpdate> in;
+    const uint64_t sent = peers_->exchange(out_, in);
+    rounds_++;
+    updates_ += sent;
+    for (const PeerUpdate& u : in) apply(u);
+    return sent > 0;
+  }
+
+  void apply(const PeerUpdate& u) {
+    switch (u.kind) {
+      case PeerUpdate::SendPosted: {
+        msg_[u.id].split = u.flag;
+        set_ts(u.id, u.t);
+        if (!channel_of_.empty() && channel_of_[u.id] != kNone) eager_starts_.push_back(u.id);
+        break;
+      }
+      case PeerUpdate::RecvPosted:
+        set_tr(u.id, u.t);
+        break;
+      case PeerUpdate::EagerStart:
+        msg_[u.id].start = u.t;
+        wake_msg(u.id);
+        break;
+      case PeerUpdate::CollArrived: {
+        auto& a = coll_arrive_[u.id];
+        if (u.a >= a.size() || a[u.a] != kUnknown) break;
+        a[u.a] = u.t;
+        if (std::none_of(a.begin(), a.end(), [](double x) { return x == kUnknown; })) finish_collective(u.id);
+        break;
+      }
+      case PeerUpdate::CollSendPosted:
+      case PeerUpdate::CollRecvPosted:
+        if (run_state_[u.id] == RunState::Undecided) pending_coll_[u.id].push_back(u);
+        else if (runs_[u.id]) apply_coll_post(*runs_[u.id], u);
+        break;  // a closed formula's, or a run whose members here are done: nothing waits for it
+      case PeerUpdate::FlagRaised: {
+        FlagLine& f = flag(u.id, u.flag, static_cast<int>(u.a));
+        f.at[++f.raised % kFlagRing] = u.t;
+        for (int r : f.waiting) ready_.push_back(r);
+        f.waiting.clear();
+        break;
+      }
+    }
+  }
+
+  // An eager message from another process's rank to one of ours whose start this process computes (where
+  // the receiver's eager buffer and its time in MPI are), told to the sender's process once known.
+  void send_eager_starts() {
+    size_t keep = 0;
+    for (uint32_t m : eager_starts_) {
+      running_ = -1;  // asked for the sender, as the sender's own step asks in the serial replay
+      const double start = eager_start(m);
+      if (start == kUnknown) {
+        eager_starts_[keep++] = m;
+        continue;
+      }
+      PeerUpdate u;
+      u.kind = PeerUpdate::EagerStart;
+      u.id = m;
+      u.t = start;
+      tell(t_.messages[m].src, u);
+    }
+    eager_starts_.resize(keep);
+  }
+
+  // The parked ranks of every process, in rank order (the processes own contiguous blocks in order).
+  std::vector<ReplayResult::Stall::Parked> all_parked(const std::vector<ReplayResult::Stall::Parked>& mine) {
+    std::vector<uint8_t> bytes(mine.size() * sizeof(ReplayResult::Stall::Parked));
+    if (!mine.empty()) std::memcpy(bytes.data(), mine.data(), bytes.size());
+    std::vector<ReplayResult::Stall::Parked> all;
+    for (const auto& part : peers_->allgather(bytes)) {
+      const size_t n = part.size() / sizeof(ReplayResult::Stall::Parked);
+      all.resize(all.size() + n);
+      if (n) std::memcpy(all.data() + all.size() - n, part.data(), n * sizeof(ReplayResult::Stall::Parked));
+    }
+    return all;
+  }
+
+  // Every process's part of the result, merged into the serial one on every process.
+  void gather(ReplayResult& res) {
+    ByteWriter w;
+    w.pod(res.predicted_ns);
+    w.pod(res.measured_ns);
+    w.pods(res.ranks);
+    w.pods(res.sites);
+    for (uint64_t x : {res.rendezvous_messages, res.rendezvous_bytes, res.split_messages, res.unresolved_ops,
+                       res.collectives_by_algorithm, res.collectives_approximate, res.collectives_closed_formula,
+                       res.collective_messages, res.collective_rendezvous_messages})
+      w.pod(x);
+    for (const auto* counts : {&res.collective_algorithms, &res.collective_approximations}) {
+      w.pod(static_cast<uint64_t>(counts->size()));
+      for (const auto& [name, n] : *counts) {
+        w.text(name);
+        w.pod(n);
+      }
+    }
+    // the ranks' phase marks and spans, each rank of ours with its number
+    w.pod(static_cast<uint64_t>(res.marks.size()));
+    for (size_t r = 0; r < res.marks.size(); r++)
+      if (mine(static_cast<int>(r))) {
+        w.pod(static_cast<uint64_t>(r));
+        w.pods(res.marks[r]);
+      }
+    w.pod(static_cast<uint64_t>(res.spans.size()));
+    for (size_t r = 0; r < res.spans.size(); r++)
+      if (mine(static_cast<int>(r))) {
+        w.pod(static_cast<uint64_t>(r));
+        w.pods(res.spans[r]);
+      }
+    ReplayResult all;
+    all.mode = res.mode, all.model = res.model, all.params = res.params, all.origin_ns = res.origin_ns;
+    all.processes = peers_->size();
+    all.exchange_rounds = rounds_, all.exchanged_updates = updates_;
+    all.stalls = std::move(res.stalls);
+    all.marks.resize(res.marks.size());
+    all.spans.resize(res.spans.size());
+    const auto parts = peers_->allgather(w.bytes);
+    for (size_t p = 0; p < parts.size(); p++) {
+      ByteReader rd(parts[p]);
+      auto theirs = [&](uint64_t r) {
+        return replay_owner(static_cast<int>(r), static_cast<int>(owner_.size()), peers_->size()) == static_cast<int>(p);
+      };
+      all.predicted_ns = std::max(all.predicted_ns, rd.pod<double>());
+      all.measured_ns = std::max(all.measured_ns, rd.pod<double>());
+      rd.append(all.ranks);
+      rd.append(all.sites);
+      for (uint64_t* x : {&all.rendezvous_messages, &all.rendezvous_bytes, &all.split_messages, &all.unresolved_ops,
+                          &all.collectives_by_algorithm, &all.collectives_approximate, &all.collectives_closed_formula,
+                          &all.collective_messages, &all.collective_rendezvous_messages})
+        *x += rd.pod<uint64_t>();
+      for (auto* counts : {&all.collective_algorithms, &all.collective_approximations})
+        for (uint64_t n = rd.pod<uint64_t>(); n > 0; n--) {
+          std::string name = rd.text();
+          (*counts)[name] += rd.pod<uint64_t>();
+        }
+      for (uint64_t r = 0, n = rd.pod<uint64_t>(); r < n; r++)
+        if (theirs(r)) rd.append(all.marks.at(rd.pod<uint64_t>()));
+      for (uint64_t r = 0, n = rd.pod<uint64_t>(); r < n; r++)
+        if (theirs(r)) rd.append(all.spans.at(rd.pod<uint64_t>()));
+      if (!rd.done()) throw std::runtime_error("replay: a process's part of the result does not read back whole");
+    }
+    std::sort(all.ranks.begin(), all.ranks.end(), [](const RankReplay& a, const RankReplay& b) { return a.rank < b.rank; });
+    std::sort(all.sites.begin(), all.sites.end(),
+              [](const SiteReplay& a, const SiteReplay& b) { return std::tie(a.rank, a.callsite) < std::tie(b.rank, b.callsite); });
+    res = std::move(all);
+  }
 
   // Receive contention: messages that one completion op receives together share the receiver.
   void senders_at_receiver() {
@@ -336,6 +601,10 @@ class Simulation {
       return kUnknown;
     }
     if (channel_of_.empty() || channel_of_[m_id] == kNone) return s.start = s.ts;
+    if (remote(t_.messages[m_id].dst)) {  // computed where the receiver is, and told (PeerUpdate::EagerStart)
+      blocked_on_ = {false, m_id};
+      return kUnknown;
+    }
     Channel& c = channels_[channel_of_[m_id]];
     const size_t pos = channel_pos_[m_id];
     while (c.computed < pos)
@@ -569,6 +838,14 @@ class Simulation {
       return;
     }
     coll_arrive_[c_id][pos] = at;
+    if (peers_) {
+      PeerUpdate u;
+      u.kind = PeerUpdate::CollArrived;
+      u.id = c_id;
+      u.a = static_cast<uint32_t>(pos);
+      u.t = at;
+      tell_members(c_id, u);
+    }
     const auto& a = coll_arrive_[c_id];
     if (std::none_of(a.begin(), a.end(), [](double x) { return x == kUnknown; })) finish_collective(c_id);
   }
@@ -606,6 +883,7 @@ class Simulation {
     bool synchronous = false;
     int senders = 1;  // receives its receiver waits for together
     double ts = kUnknown, tr = kUnknown;
+    uint32_t send_pos = 0, send_step = 0;  // its send step: how processes name it to each other
     std::vector<int> waiting;  // ranks parked on it
   };
   struct CollMember {
@@ -620,6 +898,7 @@ class Simulation {
     std::vector<std::vector<uint32_t>> step_msg;  // by position and step: its message, or kNone
     std::vector<CollMember> members;              // by position
     std::vector<int> position;                    // by member (CollectiveInstance::members): its position
+    std::vector<int> rank_at;                     // by position: its rank
     std::vector<uint32_t> messages;               // every message, freed when the last member is done
     size_t unfinished = 0;
   };
@@ -654,17 +933,22 @@ class Simulation {
       std::vector<int> positions;
       auto schedule = schedule_of(c_id, o_.split_everywhere || at(o_.split_sites, c.members.front().first, first.callsite),
                                   &approximation, &positions);
+      const bool count = counts_here(c_id);
       if (!schedule) {
         run_state_[c_id] = RunState::ClosedFormula;
-        coll_closed_formula_++;
-        coll_algorithms_["closed formula (no algorithm to follow)"]++;
+        if (count) {
+          coll_closed_formula_++;
+          coll_algorithms_["closed formula (no algorithm to follow)"]++;
+        }
       } else {
         run_state_[c_id] = RunState::Algorithm;
-        coll_by_algorithm_++;
-        coll_algorithms_[schedule->algorithm]++;
-        if (!approximation.empty()) {
-          coll_approximate_++;
-          coll_approximations_[approximation]++;
+        if (count) {
+          coll_by_algorithm_++;
+          coll_algorithms_[schedule->algorithm]++;
+          if (!approximation.empty()) {
+            coll_approximate_++;
+            coll_approximations_[approximation]++;
+          }
         }
         instantiate(c_id, schedule, std::move(positions));
       }
@@ -719,7 +1003,7 @@ class Simulation {
         requests[pos] += posted;
       }
     }
-    split_messages_++;
+    if (counts_here(c_id)) split_messages_++;
     return whole;
   }
 
@@ -762,7 +1046,17 @@ class Simulation {
     run->schedule = std::move(schedule);
     run->step_msg.resize(n);
     run->members.resize(n);
+    run->rank_at.assign(n, -1);
+    const auto& members = t_.collectives[c_id].members;
+    for (size_t i = 0; i < run->position.size() && i < members.size(); i++)
+      if (run->position[i] >= 0 && static_cast<size_t>(run->position[i]) < n) run->rank_at[run->position[i]] = members[i].first;
+    // the members this process walks: the run is freed when they are done
     run->unfinished = n;
+    if (peers_) {
+      run->unfinished = 0;
+      for (size_t i = 0; i < members.size(); i++) run->unfinished += mine(members[i].first);
+    }
+    const bool count = counts_here(c_id);
     std::unordered_map<uint64_t, std::vector<uint32_t>> sends;  // (from, to) -> messages in order
     std::unordered_map<uint64_t, size_t> received;
     auto pair_key = [n](size_t from, size_t to) { return static_cast<uint64_t>(from) * n + to; };
@@ -774,11 +1068,15 @@ class Simulation {
         uint32_t id = new_coll_msg();
         cmsg_[id].bytes = st.bytes;
         cmsg_[id].synchronous = st.synchronous;
+        cmsg_[id].send_pos = static_cast<uint32_t>(pos);
+        cmsg_[id].send_step = static_cast<uint32_t>(k);
         run->step_msg[pos][k] = id;
         run->messages.push_back(id);
         sends[pair_key(pos, static_cast<size_t>(st.peer))].push_back(id);
-        coll_messages_++;
-        if (model_.send_waits_for_receive(st.bytes, st.synchronous)) coll_rendezvous_++;
+        if (count) {
+          coll_messages_++;
+          if (model_.send_waits_for_receive(st.bytes, st.synchronous)) coll_rendezvous_++;
+        }
       }
     }
     for (size_t pos = 0; pos < n; pos++) {
@@ -804,6 +1102,30 @@ class Simulation {
       }
     }
     runs_[c_id] = std::move(run);
+    if (peers_ && !pending_coll_[c_id].empty()) {  // told before it was set up here
+      for (const PeerUpdate& u : pending_coll_[c_id]) apply_coll_post(*runs_[c_id], u);
+      std::vector<PeerUpdate>().swap(pending_coll_[c_id]);
+    }
+  }
+
+  // A step of a collective's algorithm another process's rank posted.
+  void apply_coll_post(CollRun& run, const PeerUpdate& u) {
+    if (u.a >= run.step_msg.size() || u.b >= run.step_msg[u.a].size() || run.step_msg[u.a][u.b] == kNone) return;
+    const uint32_t id = run.step_msg[u.a][u.b];
+    u.kind == PeerUpdate::CollSendPosted ? post_coll_send(id, u.t) : post_coll_recv(id, u.t);
+  }
+  // Tells the process of the step's peer that a send or receive step was posted.
+  void tell_coll_post(uint32_t c_id, const CollRun& run, const CollStep& st, uint32_t id, bool send, double t) {
+    if (!peers_ || st.peer < 0 || static_cast<size_t>(st.peer) >= run.rank_at.size()) return;
+    const int peer = run.rank_at[st.peer];
+    if (!remote(peer)) return;
+    PeerUpdate u;
+    u.kind = send ? PeerUpdate::CollSendPosted : PeerUpdate::CollRecvPosted;
+    u.id = c_id;
+    u.a = cmsg_[id].send_pos;
+    u.b = cmsg_[id].send_step;
+    u.t = t;
+    tell(peer, u);
   }
 
   void post_coll_send(uint32_t id, double t) {
@@ -864,12 +1186,14 @@ class Simulation {
       switch (st.kind) {
         case CollStep::Isend:  // (6)
           post_coll_send(id, m.t);
+          tell_coll_post(c_id, run, st, id, true, m.t);
           m.requests.push_back(id);
           m.request_sends.push_back(1);
           m.t += model_.isend();
           break;
         case CollStep::Irecv:  // (10)
           post_coll_recv(id, m.t);
+          tell_coll_post(c_id, run, st, id, false, m.t);
           m.requests.push_back(id);
           m.request_sends.push_back(0);
           m.t += model_.irecv();
@@ -878,10 +1202,19 @@ class Simulation {
           m.t += model_.reduction(st.bytes);
           break;
         case CollStep::FlagSet: {
-          FlagLine& mine = flag(c_id, st.stream, pos);
-          mine.at[++mine.raised % kFlagRing] = m.t;
-          for (int r : mine.waiting) ready_.push_back(r);
-          mine.waiting.clear();
+          FlagLine& own = flag(c_id, st.stream, pos);
+          own.at[++own.raised % kFlagRing] = m.t;
+          for (int r : own.waiting) ready_.push_back(r);
+          own.waiting.clear();
+          if (peers_) {
+            PeerUpdate u;
+            u.kind = PeerUpdate::FlagRaised;
+            u.id = c_id;
+            u.a = static_cast<uint32_t>(pos);
+            u.flag = st.stream;
+            u.t = m.t;
+            tell_members(c_id, u);
+          }
           break;
         }
         case CollStep::FlagWait: {
@@ -902,6 +1235,7 @@ class Simulation {
           const bool send = st.kind == CollStep::Send;
           if (!m.step_posted) {
             send ? post_coll_send(id, m.t) : post_coll_recv(id, m.t);
+            tell_coll_post(c_id, run, st, id, send, m.t);
             m.step_posted = true;
           }
           double done = send ? coll_send_done(id) : coll_recv_done(id);
@@ -955,8 +1289,25 @@ class Simulation {
           }
         }
         set_ts(l.id, when);
+        // the receiver's process: where its receive is, or where the message's eager start is computed
+        if (remote(m.dst) && (m.recv_op != kNone || (!channel_of_.empty() && channel_of_[l.id] != kNone))) {
+          PeerUpdate u;
+          u.kind = PeerUpdate::SendPosted;
+          u.id = l.id;
+          u.flag = msg_[l.id].split;
+          u.t = when;
+          tell(m.dst, u);
+        }
       } else if (l.kind == Link::PostRecv) {
         set_tr(l.id, when);
+        const Message& m = t_.messages[l.id];
+        if (remote(m.src) && m.send_op != kNone) {
+          PeerUpdate u;
+          u.kind = PeerUpdate::RecvPosted;
+          u.id = l.id;
+          u.t = when;
+          tell(m.src, u);
+        }
       } else if (l.kind == Link::PostColl) {
         arrive_collective(l.id, r, when);
       }
@@ -1193,8 +1544,11 @@ class Simulation {
     double low = std::numeric_limits<double>::max();
     for (uint32_t c_id : channels_into_[d]) {
       const Channel& c = channels_[c_id];
-      const RankState& q = ranks_[t_.messages[c.messages.front()].src];
-      double b = q.i < q.w.end ? q.now : std::numeric_limits<double>::max();
+      const int src = t_.messages[c.messages.front()].src;
+      const RankState& q = ranks_[src];
+      // a sender on another process: its clock is not here; a message still to start starts no earlier
+      // than the last one did
+      double b = remote(src) ? c.last_start : q.i < q.w.end ? q.now : std::numeric_limits<double>::max();
       if (c.head < c.computed) b = std::min(b, msg_[c.messages[c.head]].start);
       else if (c.computed < c.messages.size() && msg_[c.messages[c.computed]].ts != kUnknown)
         b = std::min(b, msg_[c.messages[c.computed]].ts);

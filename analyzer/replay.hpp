@@ -119,6 +119,11 @@ struct ReplayResult {
   };
   std::vector<std::vector<Span>> spans;
   uint64_t origin_ns = 0;  // the simulation's time 0 on the measured clock: the earliest window's start
+  // the processes the simulation was spread over (analyzer/replay_peers.hpp), each stepping a share of the
+  // ranks: 1 when it ran in one process (and in paper mode, which every process computes whole)
+  int processes = 1;
+  // spread: the rounds in which the processes exchanged, and the updates they sent each other in all
+  uint64_t exchange_rounds = 0, exchanged_updates = 0;
   double error() const { return measured_ns > 0 ? (predicted_ns - measured_ns) / measured_ns : 0; }
 };
 

@@ -14,6 +14,7 @@
 
 #include "advice.hpp"
 #include "replay.hpp"
+#include "ring_trace.hpp"
 
 using namespace mpiadvise;
 
@@ -37,49 +38,7 @@ int main(int argc, char** argv) {
   long rounds = per_rank / 3;  // Irecv, Isend, Waitall
   long before = vm_rss_kib();
   auto t_build = std::chrono::steady_clock::now();
-  Trace t;
-  t.world_size = P;
-  t.ranks.resize(P);
-  t.comms.push_back(TraceComm{1, {}});
-  t.site_keys.resize(P);
-  t.messages.reserve(static_cast<size_t>(P) * rounds);
-  t.links.reserve(static_cast<size_t>(P) * rounds * 4);
-  for (int r = 0; r < P; r++) t.ranks[r].ops.reserve(static_cast<size_t>(rounds) * 3);
-  // message i of round k from rank r to r+1: id = k * P + r
-  for (long k = 0; k < rounds; k++)
-    for (int r = 0; r < P; r++) {
-      Message m;
-      m.src = r;
-      m.dst = (r + 1) % P;
-      m.bytes = (k % 4 == 0) ? 131072 : 1024;
-      m.send_op = static_cast<uint32_t>(3 * k + 1);
-      m.recv_op = static_cast<uint32_t>(3 * k);
-      m.send_done_op = m.recv_done_op = static_cast<uint32_t>(3 * k + 2);
-      t.messages.push_back(m);
-    }
-  for (int r = 0; r < P; r++) {
-    auto& ops = t.ranks[r].ops;
-    uint64_t now = 1000;
-    for (long k = 0; k < rounds; k++) {
-      uint32_t in = static_cast<uint32_t>(k * P + (r + P - 1) % P), out = static_cast<uint32_t>(k * P + r);
-      auto add = [&](uint32_t call, OpKind kind, std::initializer_list<Link> links, uint64_t gap) {
-        Op op;
-        op.t_enter = now + gap;
-        op.t_exit = op.t_enter + 2000;
-        now = op.t_exit;
-        op.call = call;
-        op.kind = kind;
-        op.callsite = kind == OpKind::Completion ? 3 : 1;
-        op.first_link = static_cast<uint32_t>(t.links.size());
-        op.n_links = static_cast<uint32_t>(links.size());
-        for (const auto& l : links) t.links.push_back(l);
-        ops.push_back(op);
-      };
-      add(MPA_CALL_Irecv, OpKind::PostRecv, {Link{Link::PostRecv, in}}, 50000 + (r * 7919 + k * 104729) % 20000);
-      add(MPA_CALL_Isend, OpKind::PostSend, {Link{Link::PostSend, out}}, 100);
-      add(MPA_CALL_Waitall, OpKind::Completion, {Link{Link::DoneRecv, in}, Link{Link::DoneSend, out}}, 100);
-    }
-  }
+  Trace t = bench::ring_trace(P, rounds);
   double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_build).count();
   long trace_kib = vm_rss_kib() - before;
   double events = static_cast<double>(P) * rounds * 3;

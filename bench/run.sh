@@ -14,9 +14,12 @@
 #   (e) mpiadvise report --format json of mpiadvise-synth's logs (a halo of 64 ranks x BENCH_REPORT_EVENTS,
 #       default 20000 calls each), with one thread and with every CPU, side by side: time, peak memory,
 #       bytes per call, and whether the two reports are the same.
+#   (f) the replay spread over 2 MPI processes (mpirun -np 2, analyzer/replay_peers.hpp) against the replay
+#       alone, side by side: speed-up, rounds of exchange, memory per process, and whether the results are
+#       the same (bench/spread_bench.cpp); on the ring of (d) and on mpiadvise-synth's logs.
 #
 # (a)-(c) run under the MPI named by BENCH_MPI (openmpi or mpich; `make bench` runs them under each MPI
-# built), with the tracing library built for it; BENCH_REPLAY=0 leaves (d) out.
+# built), with the tracing library built for it; BENCH_REPLAY=0 leaves (d), (e) and (f) out.
 #
 # Environment: BUILD (default build), BENCH_MPI (openmpi), MPICC and MPIRUN (that MPI's: mpicc.openmpi,
 #   mpirun.openmpi; mpicc.mpich, mpirun.mpich), PYTHON (python3),
@@ -172,3 +175,25 @@ print("  %d threads / 1: %.2fx the speed, %.2fx the memory; the reports %s" %
       (cpus, one[0] / many[0], many[1] / one[1], "are the same" if one[2] == many[2] else "DIFFER"))
 PY
 rm -rf "$synth_dir"
+
+# ---- (f) the replay spread over 2 MPI processes against the replay alone (bench/spread_bench.cpp) ----
+# The ring of (d) (BENCH_SPREAD_EVENTS per rank, default 300000), then mpiadvise-synth's halo, pipeline and
+# all-to-all of 64 ranks: a cycle through every rank, a 2-D halo, a chain, and collectives whose every step
+# crosses between the processes.
+MPICXX="${MPICXX:-mpicxx.$MPI}"
+if [ ! -x "$bin/spread_bench" ] || [ bench/spread_bench.cpp -nt "$bin/spread_bench" ] ||
+  [ "$build_abs/lib/libmpiadvise-analyzer.a" -nt "$bin/spread_bench" ]; then
+  "$MPICXX" -std=c++20 -O2 -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Ianalyzer -Ilibtrace -Icli -Ibench -I"$build_abs/gen" \
+    -o "$bin/spread_bench" bench/spread_bench.cpp "$build_abs/obj/cli/$MPI/mpi_peers.o" \
+    "$build_abs/lib/libmpiadvise-analyzer.a" -lzstd -lfmt -ldw -lelf -ltomlplusplus
+fi
+echo
+spread_run() { MPIADVISE_PARAMS_DIR="$PWD/share/params" $MPIRUN $([ "$MPI" = openmpi ] && echo --allow-run-as-root) -np 2 "$bin/spread_bench" "$@"; }
+spread_run 64 "${BENCH_SPREAD_EVENTS:-300000}"
+for pattern in halo:30000 pipeline:30000 alltoall:2000; do
+  synth_dir="$build_abs/bench/synth-${pattern%%:*}"
+  rm -rf "$synth_dir"
+  "$build_abs/bin/mpiadvise-synth" --ranks 64 --events "${pattern#*:}" --pattern "${pattern%%:*}" -o "$synth_dir" >/dev/null
+  spread_run "$synth_dir" | sed 1s/^/\\n/
+  rm -rf "$synth_dir"
+done

@@ -13,6 +13,7 @@
 
 #include "analysis.hpp"
 #include "commands.hpp"
+#include "spread.hpp"
 #include "format_units.hpp"
 #include "gate.hpp"
 #include "report.hpp"
@@ -337,6 +338,7 @@ json verdict_json(const gate::Verdict& v, const GateCommand& c) {
 }
 
 void write_file(const std::string& path, const std::string& text) {
+  if (!output_process()) return;  // spread over processes, one writes
   std::ofstream out(path);
   out << text;
   out.close();

@@ -8,6 +8,8 @@
 
 #include "commands.hpp"
 #include "log_reader.hpp"
+#include "replay_peers.hpp"
+#include "spread.hpp"
 
 #ifndef MPIADVISE_VERSION
 #define MPIADVISE_VERSION "0.1.0"
@@ -15,6 +17,13 @@
 
 int main(int argc, char** argv) {
   using namespace mpiadvise;
+#ifdef MPIADVISE_WITH_MPI
+  // the command built against an MPI (lib/mpiadvise/MPI/mpiadvise-mpi): each process replays a share of
+  // the ranks (cli/spread.hpp)
+  cli::SpreadSession spread(&argc, &argv);
+#else
+  if (const int status = cli::spread_over_processes(argc, argv); status >= 0) return status;
+#endif
   CLI::App app{"mpiadvise: an MPI performance advisor (LogGPS)", "mpiadvise"};
   app.set_version_flag("--version", std::string("mpiadvise ") + MPIADVISE_VERSION);
   app.require_subcommand(1);
@@ -43,7 +52,12 @@ int main(int argc, char** argv) {
   }
   try {
     for (auto& [sub, action] : actions)
-      if (sub->parsed()) return action();
+      if (sub->parsed()) {
+        if (replay_peers() && !cli::spreads(sub->get_name()))
+          throw CLI::ValidationError(sub->get_name(), "mpiadvise " + sub->get_name() +
+                                                          " does not run spread over processes: start it without mpirun");
+        return action();
+      }
   } catch (const CLI::ValidationError& e) {
     std::fprintf(stderr, "mpiadvise: %s\n", e.what());
     return cli::kUsage;

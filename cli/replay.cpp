@@ -90,6 +90,7 @@ nlohmann::json result_json(const Loaded& l, const ReplayResult& r) {
   j["measured_ns"] = r.measured_ns;
   j["predicted_ns"] = r.predicted_ns;
   j["error"] = r.error();
+  j["processes"] = r.processes;
   j["rendezvous_messages"] = r.rendezvous_messages;
   j["handshake_ns"] = LogGPS(r.params).handshake();
   double sync = 0;
@@ -140,6 +141,7 @@ void print_text(const Loaded& l, const ReplayResult& r, const std::string& title
              r.mode == ReplayMode::Paper ? "paper mode (recorded call times)" : "simulation", r.params.L, r.params.o,
              r.params.s == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(r.params.s),
              r.params.S == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(r.params.S));
+  if (r.processes > 1) fmt::print("  spread      over {} processes, each replaying a share of the ranks\n", r.processes);
   fmt::print("  run time    measured {}  predicted {}  ({:+.1f}%)\n", duration_text(r.measured_ns),
              duration_text(r.predicted_ns), 100 * r.error());
   fmt::print("  rendezvous  {} messages, {}\n", r.rendezvous_messages, bytes_text(r.rendezvous_bytes));

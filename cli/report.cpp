@@ -13,6 +13,7 @@
 
 #include "analysis.hpp"
 #include "commands.hpp"
+#include "spread.hpp"
 #include "format_units.hpp"
 #include "report.hpp"
 #include "text_escape.hpp"
@@ -527,7 +528,7 @@ int run_report(const ReportCommand& c) {
                                         : terminal_text(render_text(r, c.top), true);
   if (c.output.empty() || c.output == "-") {
     std::cout << text;
-  } else {
+  } else if (output_process()) {  // spread over processes, one writes
     std::ofstream out(c.output);
     out << text;
     out.close();

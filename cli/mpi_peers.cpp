@@ -1,0 +1,128 @@
+// The replay spread over MPI processes (analyzer/replay_peers.hpp): `mpirun -np K mpiadvise report ...`.
+// Built once per MPI with its compiler wrapper into lib/mpiadvise/MPI/mpiadvise-mpi, the whole command
+// with this transport; the mpiadvise command runs it in its own place when an MPI launcher started it with
+// more than one process (cli/spread.cpp).
+#include <mpi.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "replay_peers.hpp"
+#include "spread.hpp"
+
+namespace mpiadvise::cli {
+namespace {
+
+int as_count(uint64_t bytes) {
+  if (bytes > static_cast<uint64_t>(INT_MAX))
+    throw std::runtime_error("the replay spread over processes exchanges more than 2 GiB at once: run it on more processes");
+  return static_cast<int>(bytes);
+}
+
+class MpiPeers final : public ReplayPeers {
+ public:
+  MpiPeers() {
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+    MPI_Comm_size(comm_, &size_);
+    MPI_Comm_rank(comm_, &rank_);
+  }
+  ~MpiPeers() override { MPI_Comm_free(&comm_); }
+  int size() const override { return size_; }
+  int index() const override { return rank_; }
+
+  // One reduction says how many updates each process is to receive and how many all send; then each
+  // process's updates for another go as one message, received in process order.
+  uint64_t exchange(std::vector<std::vector<PeerUpdate>>& out, std::vector<PeerUpdate>& in) override {
+    const size_t k = static_cast<size_t>(size_);
+    std::vector<uint64_t> counts(k + 1, 0), sums(k + 1, 0);
+    for (size_t p = 0; p < k; p++) {
+      counts[p] = out[p].size();
+      counts[k] += out[p].size();
+    }
+    MPI_Allreduce(counts.data(), sums.data(), size_ + 1, MPI_UINT64_T, MPI_SUM, comm_);
+    if (sums[k] == 0) return 0;
+    constexpr int kTag = 1;
+    std::vector<MPI_Request> sends;
+    for (size_t p = 0; p < k; p++)
+      if (!out[p].empty()) {
+        sends.emplace_back();
+        MPI_Isend(out[p].data(), as_count(out[p].size() * sizeof(PeerUpdate)), MPI_BYTE, static_cast<int>(p), kTag, comm_,
+                  &sends.back());
+      }
+    std::vector<std::vector<PeerUpdate>> from(k);
+    for (uint64_t got = 0; got < sums[static_cast<size_t>(rank_)];) {
+      MPI_Status st;
+      MPI_Probe(MPI_ANY_SOURCE, kTag, comm_, &st);
+      int bytes = 0;
+      MPI_Get_count(&st, MPI_BYTE, &bytes);
+      auto& part = from[static_cast<size_t>(st.MPI_SOURCE)];
+      part.resize(static_cast<size_t>(bytes) / sizeof(PeerUpdate));
+      MPI_Recv(part.data(), bytes, MPI_BYTE, st.MPI_SOURCE, kTag, comm_, MPI_STATUS_IGNORE);
+      got += part.size();
+    }
+    MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE);
+    for (auto& o : out) o.clear();
+    for (const auto& part : from) in.insert(in.end(), part.begin(), part.end());
+    return sums[k];
+  }
+
+  std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine) override {
+    const size_t k = static_cast<size_t>(size_);
+    uint64_t n = mine.size();
+    std::vector<uint64_t> sizes(k);
+    MPI_Allgather(&n, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, comm_);
+    std::vector<int> counts(k), at(k);
+    uint64_t total = 0;
+    for (size_t p = 0; p < k; p++) {
+      at[p] = as_count(total);
+      counts[p] = as_count(sizes[p]);
+      total += sizes[p];
+    }
+    std::vector<uint8_t> all(total);
+    MPI_Allgatherv(mine.data(), as_count(n), MPI_BYTE, all.data(), counts.data(), at.data(), MPI_BYTE, comm_);
+    std::vector<std::vector<uint8_t>> parts(k);
+    for (size_t p = 0; p < k; p++) parts[p].assign(all.begin() + at[p], all.begin() + at[p] + counts[p]);
+    return parts;
+  }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int size_ = 1, rank_ = 0;
+};
+
+MpiPeers* g_peers = nullptr;
+
+}  // namespace
+
+SpreadSession::SpreadSession(int* argc, char*** argv) {
+  MPI_Init(argc, argv);
+  int size = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (size < 2) return;
+  g_peers = new MpiPeers();
+  set_replay_peers(g_peers);
+  if (rank != 0) {  // one report, one set of messages: process 0's
+    const int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      dup2(null, STDOUT_FILENO);
+      dup2(null, STDERR_FILENO);
+      close(null);
+    }
+  }
+}
+
+SpreadSession::~SpreadSession() {
+  set_replay_peers(nullptr);
+  delete g_peers;
+  g_peers = nullptr;
+  MPI_Finalize();
+}
+
+}  // namespace mpiadvise::cli

@@ -1,0 +1,123 @@
+// The replay spread over MPI processes (analyzer/replay_peers.hpp): `mpirun -np K mpiadvise replay|whatif|
+// report ...` gives the serial result, whatever K, on real traced runs of both MPIs (point-to-point, every
+// collective as the library's algorithm runs it, MPICH's eager buffer where the receiver's process computes
+// each eager send's start, ranks parked for a partner whose log is missing) and on a synthetic run.
+#include <catch2/catch.hpp>
+
+#include "support.hpp"
+
+using namespace mpa_test;
+
+namespace {
+
+// The analysis command's output run alone and spread over `processes` processes of mpi()'s launcher.
+JobResult analysis(const std::string& args, int processes = 1) {
+  std::string cmd = mpiadvise_cmd() + " " + args;
+  if (processes > 1) {
+    JobSpec spec;
+    spec.np = processes;
+    spec.traced = false;
+    cmd = "timeout 300 " + launcher(spec) + " " + cmd;
+  }
+  return run_command(cmd);
+}
+
+// A replay's JSON without the one figure that says how it ran.
+nlohmann::json without_processes(const std::string& out, int* processes) {
+  auto j = nlohmann::json::parse(out);
+  auto strip = [&](nlohmann::json& x) {
+    *processes = x.value("processes", 0);
+    x.erase("processes");
+  };
+  if (j.is_array())
+    for (auto& x : j) strip(x);
+  else
+    strip(j);
+  return j;
+}
+
+// The serial replay's JSON, and the spread one's at 2 and 3 processes: the same, and spread.
+void same_when_spread(const fs::path& dir, const std::string& command) {
+  const std::string args = command + " --json " + dir.string();
+  const auto alone = analysis(args);
+  REQUIRE(alone.status == 0);
+  int processes = 0;
+  const auto serial = without_processes(alone.out, &processes);
+  CHECK(processes == 1);
+  for (int k : {2, 3}) {
+    INFO(command << " spread over " << k << " processes");
+    const auto spread = analysis(args, k);
+    INFO(spread.err);
+    REQUIRE(spread.status == 0);
+    CHECK(without_processes(spread.out, &processes) == serial);
+    CHECK(processes == k);
+  }
+}
+
+fs::path traced(const std::string& program, int np, const std::vector<std::string>& args = {}) {
+  JobSpec s;
+  s.program = program;
+  s.np = np;
+  s.args = args;
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  return run.dir;
+}
+
+}  // namespace
+
+TEST_CASE("spread over processes, the replay of a run's collectives is the serial one", "[spread]") {
+  const fs::path dir = traced("coll_all", 4);
+  same_when_spread(dir, "replay");
+  // the collectives replayed by their algorithms, and the figures counted once over the processes
+  const auto j = nlohmann::json::parse(analysis("replay --json " + dir.string(), 2).out);
+  CHECK(j.at("collectives").at("by_algorithm").get<int>() > 20);
+  CHECK(j.at("processes") == 2);
+}
+
+TEST_CASE("spread over processes, point-to-point replays and what-ifs are the serial ones", "[spread]") {
+  const fs::path halo = traced(example_path("halo").string(), 4, {"16384", "10"});
+  same_when_spread(halo, "replay");
+  same_when_spread(halo, "whatif --set S=1M");
+  same_when_spread(halo, "whatif --split all --set S=4K");
+  same_when_spread(halo, "whatif --sweep S=1K..64K");
+  same_when_spread(traced("p2p_all", 4), "replay");
+  // eager messages (4 KiB) across processes: under MPICH the receiver's process computes their starts
+  same_when_spread(traced(example_path("halo").string(), 4, {"512", "10"}), "replay");
+  // the report: every replay it makes (advice, what-ifs, gate figures) spread alike
+  const auto alone = analysis("report --format json " + halo.string());
+  REQUIRE(alone.status == 0);
+  const auto spread = analysis("report --format json " + halo.string(), 2);
+  INFO(spread.err);
+  REQUIRE(spread.status == 0);
+  CHECK(nlohmann::json::parse(spread.out) == nlohmann::json::parse(alone.out));
+}
+
+TEST_CASE("spread over processes, ranks parked for a rank whose log is missing are released as serially", "[spread]") {
+  const fs::path dir = traced("ring", 4);
+  REQUIRE(fs::remove(dir / "rank-00001.mpa"));
+  // the ranks waiting on rank 1 go on with their measured times, one release after another
+  const auto j = nlohmann::json::parse(analysis("replay --json " + dir.string()).out);
+  REQUIRE(j.at("unmatched").at("ops_replayed_as_measured").get<int>() > 0);
+  same_when_spread(dir, "replay");
+  same_when_spread(dir, "whatif --set S=0");
+}
+
+TEST_CASE("spread over processes, a synthetic run of 24 ranks replays as serially", "[spread]") {
+  for (const std::string pattern : {"halo", "alltoall", "pipeline", "imbalance"}) {
+    const fs::path dir = fresh_dir("spread-" + pattern);
+    const auto made = run_command(build_dir().string() + "/bin/mpiadvise-synth --ranks 24 --events 400 --pattern " +
+                                  pattern + " --bytes 20000 -o " + dir.string());
+    REQUIRE(made.status == 0);
+    INFO(pattern);
+    same_when_spread(dir, "replay");
+  }
+}
+
+TEST_CASE("spread over processes, a command that does not spread says so in one line", "[spread]") {
+  const fs::path dir = traced("ring", 2);
+  const auto r = analysis("dump " + dir.string(), 2);
+  CHECK(r.status != 0);
+  CHECK(r.err.find("mpiadvise dump does not run spread over processes: start it without mpirun") != std::string::npos);
+}
