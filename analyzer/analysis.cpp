@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "parallel.hpp"
+#include "replay_peers.hpp"
 
 namespace mpiadvise {
 
@@ -121,8 +123,22 @@ std::string gib(double bytes) {
 void check_memory(const JobLog& job) {
   uint64_t calls = 0;
   for (const auto& r : job.ranks()) calls += r->calls_estimate();
-  const double need = static_cast<double>(calls) * kBytesPerCall;
-  const uint64_t avail = memory_available();
+  double need = static_cast<double>(calls) * kBytesPerCall;
+  uint64_t avail = memory_available();
+  int here = 1;  // processes of the analysis on this node
+  if (ReplayPeers* peers = replay_peers(); peers && peers->size() > 1) {
+    here = peers->on_node();
+    // spread over processes: each holds the whole trace, those of a node share its memory, and all take
+    // the same verdict (the most any of them saw available: before the others took theirs)
+    need *= here;
+    std::vector<uint8_t> mine(sizeof avail);
+    std::memcpy(mine.data(), &avail, sizeof avail);
+    for (const auto& theirs : peers->allgather(mine)) {
+      uint64_t a = 0;
+      if (theirs.size() == sizeof a) std::memcpy(&a, theirs.data(), sizeof a);
+      avail = avail == UINT64_MAX || a == UINT64_MAX ? UINT64_MAX : std::max(avail, a);
+    }
+  }
   if (avail == UINT64_MAX) return;
   // replays at once: as many as fit beside the analysis itself
   const unsigned threads = analysis_threads();
@@ -139,10 +155,12 @@ void check_memory(const JobLog& job) {
   }
   if (need <= static_cast<double>(avail)) return;
   throw std::runtime_error(fmt::format(
-      "{}: the logs of {} ranks hold {} MPI calls, and their analysis needs about {} ({:.0f} bytes a call) where "
-      "{} is available; analyse them on a machine with that memory, or trace only the part of the run that "
+      "{}: the logs of {} ranks hold {} MPI calls, and their analysis needs about {} ({:.0f} bytes a call{}) where "
+      "{} is available; analyse them on a machine with that memory{}, or trace only the part of the run that "
       "matters (MPI_Pcontrol(0) pauses tracing, MPI_Pcontrol(1) resumes it)",
-      job.dir().string(), job.ranks().size(), calls, gib(need), kBytesPerCall, gib(static_cast<double>(avail))));
+      job.dir().string(), job.ranks().size(), calls, gib(need), kBytesPerCall,
+      here > 1 ? fmt::format(", in each of the {} processes of the analysis on this node", here) : "",
+      gib(static_cast<double>(avail)), here > 1 ? " or with fewer processes on it" : ""));
 }
 
 Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs) {

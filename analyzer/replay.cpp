@@ -175,10 +175,14 @@ class Simulation {
       for (size_t r = 0; r < t_.ranks.size(); r++) spans_[r].resize(t_.ranks[r].ops.size());
     }
     for (;;) {
-      while (!ready_.empty()) {
+      while (!ready_.empty() && !round_full()) {
         int r = ready_.front();
         ready_.pop_front();
         while (step(r)) {
+          if (round_full()) {  // spread: the others are told before this rank goes on
+            ready_.push_front(r);
+            break;
+          }
         }
       }
       // spread over processes: what this one's ranks made known goes to the others; a round in which no
@@ -332,7 +336,7 @@ class Simulation {
   // ---- spread over processes (analyzer/replay_peers.hpp) ------------------------------------------------
   ReplayPeers* peers_ = nullptr;  // null: every rank here
   int me_ = 0;
-  uint64_t rounds_ = 0, updates_ = 0;
+  uint64_t rounds_ = 0, updates_ = 0, outgoing_ = 0;
   std::vector<int> owner_;                         // by rank: its process
   std::vector<std::vector<PeerUpdate>> out_;       // by process: what to tell it at the next exchange
   std::vector<std::vector<int>> comm_owners_;      // by communicator: the other processes owning members
@@ -342,7 +346,14 @@ class Simulation {
   bool mine(int r) const { return !peers_ || (r >= 0 && static_cast<size_t>(r) < owner_.size() && owner_[r] == me_); }
   // whether the ranks of both sides of a message are known and this process has the other side's
   bool remote(int r) const { return peers_ && r >= 0 && static_cast<size_t>(r) < owner_.size() && owner_[r] != me_; }
-  void tell(int rank, const PeerUpdate& u) { out_[static_cast<size_t>(owner_[rank])].push_back(u); }
+  void tell(int rank, const PeerUpdate& u) {
+    out_[static_cast<size_t>(owner_[rank])].push_back(u);
+    outgoing_++;
+  }
+  // A round ends once this many updates wait to be told (a process whose ranks need nothing from the others
+  // would otherwise hold its whole trace's): the result is the same with more rounds.
+  static constexpr uint64_t kRoundUpdates = uint64_t{1} << 20;
+  bool round_full() const { return outgoing_ >= kRoundUpdates; }
   // the other processes owning members of the instance's communicator
   const std::vector<int>& coll_owners(uint32_t c_id) {
     const uint32_t comm = t_.collectives[c_id].comm;
@@ -364,7 +375,10 @@ class Simulation {
   }
   void tell_members(uint32_t c_id, const PeerUpdate& u) {
     for (int p : coll_owners(c_id))
-      if (p >= 0) out_[static_cast<size_t>(p)].push_back(u);
+      if (p >= 0) {
+        out_[static_cast<size_t>(p)].push_back(u);
+        outgoing_++;
+      }
   }
   // Whether this process counts the instance in the result's figures (each instance once over processes:
   // where its first member is).
@@ -374,6 +388,7 @@ class Simulation {
   bool exchange() {
     std::vector<PeerUpdate> in;
     const uint64_t sent = peers_->exchange(out_, in);
+    outgoing_ = 0;
     rounds_++;
     updates_ += sent;
     for (const PeerUpdate& u : in) apply(u);

@@ -32,6 +32,7 @@ struct PeerUpdate {
   };
   Kind kind = SendPosted;
   uint8_t flag = 0;
+  uint8_t unused[2] = {};  // every byte set: they travel as they are
   uint32_t id = 0, a = 0, b = 0;
   double t = 0;
 };
@@ -46,7 +47,10 @@ class ReplayPeers {
   virtual uint64_t exchange(std::vector<std::vector<PeerUpdate>>& out, std::vector<PeerUpdate>& in) = 0;
   // Every process's bytes, in process order (the same on every process).
   virtual std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine) = 0;
+  // The processes on this one's node (each holds the whole trace: the memory the analysis needs there).
+  virtual int on_node() const = 0;
 };
+static_assert(sizeof(PeerUpdate) == 24);
 
 // The process's peers while the analysis runs spread over processes; null (the default): every replay
 // runs here alone. Set once, before any replay, by the command built against an MPI.

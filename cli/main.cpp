@@ -55,23 +55,20 @@ int main(int argc, char** argv) {
       if (sub->parsed()) {
         if (replay_peers() && !cli::spreads(sub->get_name()))
           throw CLI::ValidationError(sub->get_name(), "mpiadvise " + sub->get_name() +
-                                                          " does not run spread over processes: start it without mpirun");
+                                                          " does not run spread over processes: start it without an MPI launcher");
         return action();
       }
   } catch (const CLI::ValidationError& e) {
-    std::fprintf(stderr, "mpiadvise: %s\n", e.what());
-    return cli::kUsage;
+    return cli::failed(e.what(), cli::kUsage);
   } catch (const LogError& e) {
-    std::fprintf(stderr, "mpiadvise: %s\n", e.what());
-    return cli::kUsage;
+    return cli::failed(e.what(), cli::kUsage);
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "mpiadvise: out of memory: the analysis of these logs needs more than this machine "
-                         "gave it; analyse them where there is more, or trace only the part of the run that "
-                         "matters (MPI_Pcontrol(0) pauses tracing, MPI_Pcontrol(1) resumes it)\n");
-    return cli::kUsage;
+    return cli::failed("out of memory: the analysis of these logs needs more than this machine gave it; analyse them "
+                       "where there is more, or trace only the part of the run that matters (MPI_Pcontrol(0) pauses "
+                       "tracing, MPI_Pcontrol(1) resumes it)",
+                       cli::kUsage);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "mpiadvise: %s\n", e.what());
-    return cli::kUsage;
+    return cli::failed(e.what(), cli::kUsage);
   }
   return cli::kUsage;
 }

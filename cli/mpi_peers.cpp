@@ -8,11 +8,14 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "commands.hpp"
 #include "replay_peers.hpp"
 #include "spread.hpp"
 
@@ -31,10 +34,20 @@ class MpiPeers final : public ReplayPeers {
     MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
     MPI_Comm_size(comm_, &size_);
     MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm node;
+    MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &on_node_);
+    MPI_Comm_free(&node);
+    MPI_Type_contiguous(static_cast<int>(sizeof(PeerUpdate)), MPI_BYTE, &update_);
+    MPI_Type_commit(&update_);
   }
-  ~MpiPeers() override { MPI_Comm_free(&comm_); }
+  ~MpiPeers() override {
+    MPI_Type_free(&update_);
+    MPI_Comm_free(&comm_);
+  }
   int size() const override { return size_; }
   int index() const override { return rank_; }
+  int on_node() const override { return on_node_; }
 
   // One reduction says how many updates each process is to receive and how many all send; then each
   // process's updates for another go as one message, received in process order.
@@ -52,18 +65,17 @@ class MpiPeers final : public ReplayPeers {
     for (size_t p = 0; p < k; p++)
       if (!out[p].empty()) {
         sends.emplace_back();
-        MPI_Isend(out[p].data(), as_count(out[p].size() * sizeof(PeerUpdate)), MPI_BYTE, static_cast<int>(p), kTag, comm_,
-                  &sends.back());
+        MPI_Isend(out[p].data(), as_count(out[p].size()), update_, static_cast<int>(p), kTag, comm_, &sends.back());
       }
     std::vector<std::vector<PeerUpdate>> from(k);
     for (uint64_t got = 0; got < sums[static_cast<size_t>(rank_)];) {
       MPI_Status st;
       MPI_Probe(MPI_ANY_SOURCE, kTag, comm_, &st);
-      int bytes = 0;
-      MPI_Get_count(&st, MPI_BYTE, &bytes);
+      int n = 0;
+      MPI_Get_count(&st, update_, &n);
       auto& part = from[static_cast<size_t>(st.MPI_SOURCE)];
-      part.resize(static_cast<size_t>(bytes) / sizeof(PeerUpdate));
-      MPI_Recv(part.data(), bytes, MPI_BYTE, st.MPI_SOURCE, kTag, comm_, MPI_STATUS_IGNORE);
+      part.resize(static_cast<size_t>(n));
+      MPI_Recv(part.data(), n, update_, st.MPI_SOURCE, kTag, comm_, MPI_STATUS_IGNORE);
       got += part.size();
     }
     MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE);
@@ -93,28 +105,51 @@ class MpiPeers final : public ReplayPeers {
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
-  int size_ = 1, rank_ = 0;
+  MPI_Datatype update_ = MPI_DATATYPE_NULL;  // one PeerUpdate: counts in updates, not bytes
+  int size_ = 1, rank_ = 0, on_node_ = 1;
 };
 
 MpiPeers* g_peers = nullptr;
 
+void abort_all(int status) { MPI_Abort(MPI_COMM_WORLD, status); }
+
+#ifdef OPEN_MPI
+constexpr const char* kBuiltFor = "Open MPI";
+#else
+constexpr const char* kBuiltFor = "MPICH";
+#endif
+
 }  // namespace
 
 SpreadSession::SpreadSession(int* argc, char*** argv) {
-  MPI_Init(argc, argv);
+  int provided = 0;  // a process alone may run its replays on threads; only the main thread calls MPI
+  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
   int size = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (const char* said = std::getenv("MPIADVISE_SPREAD_PROCESSES"); said && std::atoi(said) != size) {
+    if (rank == 0)
+      std::fprintf(stderr,
+                   "mpiadvise: the launcher started %s processes, but MPI sees %d in this job: was it another MPI's "
+                   "launcher? mpiadvise-mpi is built for %s; run mpiadvise without an MPI launcher\n",
+                   said, size, kBuiltFor);
+    MPI_Finalize();
+    std::exit(kUsage);
+  }
   if (size < 2) return;
   g_peers = new MpiPeers();
   set_replay_peers(g_peers);
-  if (rank != 0) {  // one report, one set of messages: process 0's
+  if (rank != 0) {  // one report, one set of messages: process 0's; a failure goes to the saved one
+    const int saved = dup(STDERR_FILENO);
     const int null = open("/dev/null", O_WRONLY);
     if (null >= 0) {
       dup2(null, STDOUT_FILENO);
       dup2(null, STDERR_FILENO);
       close(null);
     }
+    set_spread_abort(abort_all, saved >= 0 ? saved : STDERR_FILENO);
+  } else {
+    set_spread_abort(abort_all, STDERR_FILENO);
   }
 }
 

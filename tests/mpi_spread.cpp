@@ -115,9 +115,30 @@ TEST_CASE("spread over processes, a synthetic run of 24 ranks replays as seriall
   }
 }
 
-TEST_CASE("spread over processes, a command that does not spread says so in one line", "[spread]") {
+TEST_CASE("under a launcher, a command that does not spread, or an mpiadvise a rank's script starts, runs alone",
+          "[spread]") {
   const fs::path dir = traced("ring", 2);
-  const auto r = analysis("dump " + dir.string(), 2);
+  const auto dump = analysis("dump --summary " + dir.string(), 2);
+  INFO(dump.err);
+  CHECK(dump.status == 0);
+  CHECK(dump.out.find("MPI_Sendrecv") != std::string::npos);
+  // a rank's shell started it: it inherits the launcher's variables, not its place, and runs alone
+  JobSpec spec;
+  spec.np = 2;
+  spec.traced = false;
+  const auto nested = run_command("timeout 300 " + launcher(spec) + " sh -c '" + mpiadvise_cmd() + " replay --json " +
+                                  dir.string() + "'");
+  INFO(nested.err);
+  REQUIRE(nested.status == 0);
+  size_t alone = 0;
+  for (size_t at = 0; (at = nested.out.find("\"processes\": 1", at)) != std::string::npos; at++) alone++;
+  CHECK(alone == 2);
+}
+
+TEST_CASE("spread over processes, an input error ends every process with one message and no hang", "[spread]") {
+  const fs::path empty = fresh_dir("spread-empty");
+  const auto r = analysis("replay --json " + empty.string(), 2);
   CHECK(r.status != 0);
-  CHECK(r.err.find("mpiadvise dump does not run spread over processes: start it without mpirun") != std::string::npos);
+  CHECK(r.status != 124);  // not ended by the timeout
+  CHECK(r.err.find("mpiadvise: " + empty.string()) != std::string::npos);
 }
