@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
@@ -163,12 +164,34 @@ void check_memory(const JobLog& job) {
       gib(static_cast<double>(avail)), here > 1 ? " or with fewer processes on it" : ""));
 }
 
+// Spread over processes, every process must have read the same logs (a path that names other files on
+// another node, logs still being written): a replay of different traces would not be one.
+void check_same_trace(const Trace& t, const std::string& dir) {
+  ReplayPeers* peers = replay_peers();
+  if (!peers || peers->size() < 2) return;
+  std::array<uint64_t, 6> digest{static_cast<uint64_t>(t.world_size), 0, t.messages.size(), t.collectives.size(),
+                                 t.links.size(), 0};
+  for (const auto& r : t.ranks) {
+    digest[1] += r.ops.size();
+    for (const auto& op : r.ops) digest[5] += op.t_enter * 31 + op.t_exit;
+  }
+  std::vector<uint8_t> mine(sizeof digest);
+  std::memcpy(mine.data(), digest.data(), sizeof digest);
+  const auto all = peers->allgather(mine);
+  for (size_t p = 0; p < all.size(); p++)
+    if (all[p] != all.front())
+      throw std::runtime_error(fmt::format("{}: process {} of the analysis read other logs than process 0 ({} ranks, {} "
+                                           "MPI calls here): every process must read the same run's logs",
+                                           dir, p, t.world_size, digest[1]));
+}
+
 Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs) {
   Analysis a;
   a.dir = dir;
   a.job = std::make_unique<JobLog>(dir);
   check_memory(*a.job);
   a.trace = build_trace(*a.job);
+  check_same_trace(a.trace, dir);
   a.facts = run_facts(*a.job);
   a.chosen = choose_params(a.facts, params, default_params_dir());
   a.waits = find_waits(a.trace, LogGPS(a.chosen.params));

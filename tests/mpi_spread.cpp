@@ -142,3 +142,17 @@ TEST_CASE("spread over processes, an input error ends every process with one mes
   CHECK(r.status != 124);  // not ended by the timeout
   CHECK(r.err.find("mpiadvise: " + empty.string()) != std::string::npos);
 }
+
+TEST_CASE("spread over processes, processes that read different runs' logs say so instead of replaying", "[spread]") {
+  const fs::path ring = traced("ring", 2), coll = traced("coll_all", 4);
+  JobSpec one;
+  one.np = 1;
+  one.traced = false;
+  // one launcher, two programs (MPMD): process 0 reads the ring's logs, process 1 coll_all's
+  const auto r = run_command("timeout 300 " + launcher(one) + " " + mpiadvise_cmd() + " replay --json " + ring.string() +
+                             " : -np 1 " + mpiadvise_cmd() + " replay --json " + coll.string());
+  CHECK(r.status != 0);
+  CHECK(r.status != 124);
+  CHECK(r.err.find("read other logs than process 0") != std::string::npos);
+  CHECK(r.out.find("\"processes\"") == std::string::npos);
+}
