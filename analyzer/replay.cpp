@@ -344,7 +344,7 @@ class Simulation {
   std::vector<uint32_t> eager_starts_;  // eager messages from another process's rank to ours, start unknown
 
   bool mine(int r) const { return !peers_ || (r >= 0 && static_cast<size_t>(r) < owner_.size() && owner_[r] == me_); }
-  // whether the ranks of both sides of a message are known and this process has the other side's
+  // whether rank r is in the logs and another process steps it
   bool remote(int r) const { return peers_ && r >= 0 && static_cast<size_t>(r) < owner_.size() && owner_[r] != me_; }
   void tell(int rank, const PeerUpdate& u) {
     out_[static_cast<size_t>(owner_[rank])].push_back(u);
