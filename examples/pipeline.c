@@ -49,7 +49,7 @@ int main(int argc, char **argv)
     }
   }
   MPI_Wait(&sent, MPI_STATUS_IGNORE);
-  if (rank == size - 1) printf("pipeline: %d stages, %d items of %ld bytes, %.3f s\n", size, items, bytes, MPI_Wtime() - t0);
+  if (rank == size - 1) printf("pipeline: %d stages, %d items of %ld bytes, %.6f s\n", size, items, bytes, MPI_Wtime() - t0);
   free(item);
   free(spare);
   MPI_Finalize();
