@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -22,15 +23,28 @@
 namespace mpiadvise::cli {
 namespace {
 
-int as_count(uint64_t bytes) {
-  if (bytes > static_cast<uint64_t>(INT_MAX))
-    throw std::runtime_error("the replay spread over processes exchanges more than 2 GiB at once: run it on more processes");
-  return static_cast<int>(bytes);
+int as_count(uint64_t n) {
+  if (n > static_cast<uint64_t>(INT_MAX))
+    throw std::runtime_error("the replay spread over processes exchanges more than 2^31 updates in one round");
+  return static_cast<int>(n);
+}
+
+// MPI counts are ints: the gather of the results goes by MPI_Allgatherv while the whole fits one piece,
+// else each process's part goes by MPI_Bcast in pieces: 1 GiB, or MPIADVISE_SPREAD_PIECE bytes (tests
+// take the second way with small results).
+// 0 for a value that is not such a number.
+uint64_t piece_bytes() {
+  constexpr uint64_t kPiece = uint64_t{1} << 30;
+  const char* v = std::getenv("MPIADVISE_SPREAD_PIECE");
+  if (!v || !*v) return kPiece;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  return *end || n > kPiece || v[0] == '-' ? 0 : n;
 }
 
 class MpiPeers final : public ReplayPeers {
  public:
-  MpiPeers() {
+  explicit MpiPeers(uint64_t piece) : piece_(piece) {
     MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
     MPI_Comm_size(comm_, &size_);
     MPI_Comm_rank(comm_, &rank_);
@@ -89,16 +103,26 @@ class MpiPeers final : public ReplayPeers {
     uint64_t n = mine.size();
     std::vector<uint64_t> sizes(k);
     MPI_Allgather(&n, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, comm_);
-    std::vector<int> counts(k), at(k);
     uint64_t total = 0;
-    for (size_t p = 0; p < k; p++) {
-      at[p] = as_count(total);
-      counts[p] = as_count(sizes[p]);
-      total += sizes[p];
+    for (uint64_t s : sizes) total += s;
+    std::vector<std::vector<uint8_t>> parts(k);
+    if (total > piece_) {  // by pieces; below, total <= piece_ <= 1 GiB: every count and offset fits an int
+      for (size_t p = 0; p < k; p++) {
+        auto& part = parts[p];
+        if (p == static_cast<size_t>(rank_)) part = mine;
+        else part.resize(sizes[p]);
+        for (uint64_t at = 0; at < sizes[p]; at += piece_)
+          MPI_Bcast(part.data() + at, static_cast<int>(std::min(piece_, sizes[p] - at)), MPI_BYTE, static_cast<int>(p), comm_);
+      }
+      return parts;
+    }
+    std::vector<int> counts(k), at(k);
+    for (size_t p = 0, from = 0; p < k; from += sizes[p], p++) {
+      at[p] = static_cast<int>(from);
+      counts[p] = static_cast<int>(sizes[p]);
     }
     std::vector<uint8_t> all(total);
-    MPI_Allgatherv(mine.data(), as_count(n), MPI_BYTE, all.data(), counts.data(), at.data(), MPI_BYTE, comm_);
-    std::vector<std::vector<uint8_t>> parts(k);
+    MPI_Allgatherv(mine.data(), static_cast<int>(n), MPI_BYTE, all.data(), counts.data(), at.data(), MPI_BYTE, comm_);
     for (size_t p = 0; p < k; p++) parts[p].assign(all.begin() + at[p], all.begin() + at[p] + counts[p]);
     return parts;
   }
@@ -107,6 +131,7 @@ class MpiPeers final : public ReplayPeers {
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Datatype update_ = MPI_DATATYPE_NULL;  // one PeerUpdate: counts in updates, not bytes
   int size_ = 1, rank_ = 0, on_node_ = 1;
+  uint64_t piece_;  // piece_bytes()
 };
 
 MpiPeers* g_peers = nullptr;
@@ -136,8 +161,16 @@ SpreadSession::SpreadSession(int* argc, char*** argv) {
     MPI_Finalize();
     std::exit(kUsage);
   }
+  const uint64_t piece = piece_bytes();
+  if (piece == 0) {
+    if (rank == 0)
+      std::fprintf(stderr, "mpiadvise: MPIADVISE_SPREAD_PIECE=%s: not a number of bytes from 1 to 1073741824\n",
+                   std::getenv("MPIADVISE_SPREAD_PIECE"));
+    MPI_Finalize();
+    std::exit(kUsage);
+  }
   if (size < 2) return;
-  g_peers = new MpiPeers();
+  g_peers = new MpiPeers(piece);
   set_replay_peers(g_peers);
   if (rank != 0) {  // one report, one set of messages: process 0's; a failure goes to the saved one
     const int saved = dup(STDERR_FILENO);
