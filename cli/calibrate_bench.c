@@ -4,7 +4,8 @@
  * Ranks 0 and 1 bounce a k-byte message with blocking MPI_Send/MPI_Recv in a loop without barriers, rank
  * 1 computing w ns after each of its sends and before its next receive: the loop of the paper's Table 6,
  * whose round trip is equations (12)-(14). Rank 1 thus computes while rank 0's message arrives, and rank
- * 0's send meets a receiver w ns late. w = 0 and w = W, every size.
+ * 0's send meets a receiver w ns late. w = 0 and w = W, every size, REPS round trips each, taken three at
+ * a time with every size in turn (a disturbance then costs a few repetitions of several sizes).
  * Then the effective S: the sweep brackets it (the largest size whose send with w = W returned at once,
  * and the next one, whose send waited for the receiver); rank 0 bisects between them, telling rank 1 the
  * next size, until the two are one byte apart. Each probe is a few round trips with w = W; a send that
@@ -151,6 +152,7 @@ static void print_cvars(void)
 }
 
 enum { kWarmup = 2 }; /* round trips before the loop is in its steady state (rank 1 computing after its send) */
+enum { kSlice = 3 };  /* round trips of one size in a row in the sweep */
 
 /* n round trips of k bytes (after kWarmup more), rank 1 computing w ns before each receive. Rank 0 keeps
  * in rtt the period of its loop, from one send's call to the next one's (the time of a round trip in the
@@ -294,24 +296,41 @@ int main(int argc, char **argv)
       MPI_Send(buf, (int)max_k, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
     }
   }
-  /* the sweep; rank 0 notes the bracket of S from the sends with w = W */
+  /* the sweep, in slices: each size's round trips are taken kSlice at a time, every size in turn, so that a
+   * disturbance of the machine (a rank descheduled, another job's burst) lasting many round trips falls on
+   * a few repetitions of several sizes, which their medians leave out, instead of on every repetition of
+   * one or two sizes (seen over UCX's shared memory: three sizes in a row at 9 times their round trip).
+   * Rank 0 notes the bracket of S from the sends with w = W. */
   int eager_below = -1, waited_above = -1; /* sizes; -1: none yet */
   int eager_limit_found = 0;               /* the bisection's S, on rank 0 */
+  double *all_rtt = malloc(sizeof(double) * (size_t)nsizes * (size_t)reps),
+         *all_snd = malloc(sizeof(double) * (size_t)nsizes * (size_t)reps);
+  if (!all_rtt || !all_snd) {
+    fprintf(stderr, "mpiadvise-calibrate-bench: out of memory\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   for (int pass = 0; pass < 2; pass++) {
     double w = pass ? W : 0;
-    for (int i = 0; i < nsizes; i++) {
-      MPI_Barrier(MPI_COMM_WORLD); /* between sizes only: the round trips run back to back */
-      round_trips(buf, sizes[i], w, reps, rtt, snd, rank);
-      if (rank == 0) {
-        print_samples(sizes[i], w, rtt, snd, reps);
-        if (pass == 1 && waited_above < 0) {
-          if (waited(snd, reps, W)) waited_above = sizes[i];
-          else eager_below = sizes[i];
-        }
-        if (progress) fprintf(stderr, "\rmpiadvise calibrate: w = %.0f us, %d of %d sizes", w / 1e3, i + 1, nsizes);
+    for (int from = 0; from < reps; from += kSlice) {
+      int n = reps - from < kSlice ? reps - from : kSlice;
+      for (int i = 0; i < nsizes; i++) {
+        MPI_Barrier(MPI_COMM_WORLD); /* between slices only: a slice's round trips run back to back */
+        round_trips(buf, sizes[i], w, n, all_rtt + (size_t)i * reps + from, all_snd + (size_t)i * reps + from, rank);
+      }
+      if (rank == 0 && progress)
+        fprintf(stderr, "\rmpiadvise calibrate: w = %.0f us, %d of %d repetitions", w / 1e3, from + n, reps);
+    }
+    for (int i = 0; rank == 0 && i < nsizes; i++) {
+      const double *r = all_rtt + (size_t)i * reps, *s = all_snd + (size_t)i * reps;
+      print_samples(sizes[i], w, r, s, reps);
+      if (pass == 1 && waited_above < 0) {
+        if (waited(s, reps, W)) waited_above = sizes[i];
+        else eager_below = sizes[i];
       }
     }
   }
+  free(all_rtt);
+  free(all_snd);
   if (rank == 0 && progress) fprintf(stderr, "\n");
   /* the bisection: rank 0 decides each next size and sends it to every rank (0 ends it) */
   {
