@@ -30,9 +30,8 @@ int as_count(uint64_t n) {
 }
 
 // MPI counts are ints: the gather of the results goes by MPI_Allgatherv while the whole fits one piece,
-// else each process's part goes by MPI_Bcast in pieces: 1 GiB, or MPIADVISE_SPREAD_PIECE bytes (tests
-// take the second way with small results).
-// 0 for a value that is not such a number.
+// else each process's part goes by MPI_Bcast in pieces. The piece: 1 GiB, or MPIADVISE_SPREAD_PIECE
+// bytes (tests take the second way with small results); 0 for a value that is not such a number.
 uint64_t piece_bytes() {
   constexpr uint64_t kPiece = uint64_t{1} << 30;
   const char* v = std::getenv("MPIADVISE_SPREAD_PIECE");
