@@ -136,7 +136,8 @@ HeaderFacts check_header(json& h, const std::string& file, uint64_t offset, std:
               {"cvars", Kind::Object}, {"env", Kind::Object}, {"tsc_ghz", Kind::Number}});
   if (auto clock = h.find("clock"); clock != h.end())
     c.check(*clock, {{"source", Kind::String}, {"sync_tick", Kind::Unsigned}, {"sync_ns", Kind::Unsigned},
-                     {"offset_to_rank0_ns", Kind::Integer}, {"offset_method", Kind::String}},
+                     {"offset_to_rank0_ns", Kind::Integer}, {"offset_method", Kind::String},
+                     {"tick_shift", Kind::Unsigned}, {"tick_hz", Kind::Unsigned}},
             "clock.");
   if (auto papi = h.find("papi"); papi != h.end()) {
     for (const auto& name : *papi)

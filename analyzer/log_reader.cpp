@@ -302,6 +302,9 @@ void RankLog::read_defs(const std::vector<uint8_t>& data, const ChunkRef& c) {
 // How far a (tick, ns) pair of a log on the time stamp counter may lie off the fitted line before the
 // reader says the counter jumped: 1 ms, or 0.1% of the run (CLOCK_MONOTONIC is slewed by up to 500 ppm).
 constexpr double kClockStrayNs = 1e6;
+// How far apart in time a log's first and last clock pairs must be for the counter's rate to come from
+// them: 0.4 ms (a rate good to a few parts in 10^5)
+constexpr uint64_t kClockFitNs = 400000;
 
 void RankLog::fit_clock() {
   // Pairs (tick, ns) from the header and every chunk; the slope from the two farthest apart. The
@@ -318,8 +321,12 @@ void RankLog::fit_clock() {
     auto [lo, hi] = std::minmax_element(pairs.begin(), pairs.end());
     base_tick_ = lo->first;
     base_ns_ = lo->second;
-    if (tsc && hi->first > lo->first + 1000000 && hi->second > lo->second)
+    // pairs good to a few ns give the slope once they span kClockFitNs; a shorter run takes the rate the
+    // tracer measured at MPI_Init (clock.tick_hz; tsc_ghz in logs before it)
+    if (tsc && hi->first > lo->first && hi->second >= lo->second + kClockFitNs)
       slope_ = static_cast<double>(hi->second - lo->second) / static_cast<double>(hi->first - lo->first);
+    else if (tsc && clk.value("tick_hz", uint64_t{0}) > 0)
+      slope_ = 1e9 / static_cast<double>(clk.value("tick_hz", uint64_t{1}));
     else if (tsc)
       slope_ = header_.value("tsc_ghz", 0.0) > 0 ? 1.0 / header_.value("tsc_ghz", 1.0) : 1.0;
     if (!std::isfinite(slope_) || slope_ <= 0) slope_ = 1.0;

@@ -346,8 +346,10 @@ static void fold_event(const struct mpa_fold_run *f, mpa_event *ev, uint64_t lim
   uint64_t last_exit = f->last_exit;
   *incall = f->incall;
   if (f->untimed && f->timed) {
-    uint64_t mean = f->incall / f->timed;
-    *incall += mean * f->untimed;
+    /* a mean poll is a few ticks (of 2^mpa_tick_shift counts): the untimed polls' share is taken whole
+     * from the timed polls' time, not from their mean rounded down */
+    uint64_t mean = (f->incall + f->timed / 2) / f->timed;
+    *incall += (uint64_t)((double)f->incall * (double)f->untimed / (double)f->timed + 0.5);
     if (f->tail) {
       uint64_t period = mean;
       if (f->n_timed_at > 1 && f->last_enter > f->first_enter) {
@@ -545,12 +547,7 @@ int mpa_writer_start(int fd)
     }
   }
   /* ticks in MPA_SEAL_AGE_NS, for sealing chunks by age */
-  uint64_t t0, n0, t1, n1;
-  mpa_clock_sync(&t0, &n0);
-  struct timespec nap = {0, 2000000};
-  nanosleep(&nap, NULL);
-  mpa_clock_sync(&t1, &n1);
-  if (n1 > n0 && t1 > t0) g_seal_age_ticks = (uint64_t)((double)(t1 - t0) / (double)(n1 - n0) * (double)MPA_SEAL_AGE_NS);
+  g_seal_age_ticks = (uint64_t)(mpa_clock_ticks_per_ns() * (double)MPA_SEAL_AGE_NS);
 
   g_stop = 0;
   if (pthread_create(&g_writer, NULL, writer_main, NULL) != 0) return -1;

@@ -234,6 +234,10 @@ void mpa_header_json(mpa_bytes *b, int rank, int size, int thread_level, const c
   mpa_json_fmt(b, ",\"sync_tick\":%llu,\"sync_ns\":%llu,\"offset_to_rank0_ns\":%lld,\"offset_method\":",
                (unsigned long long)sync_tick, (unsigned long long)sync_ns, (long long)clock_offset_ns);
   mpa_json_str(b, offset_method);
+  /* a tick is the counter divided by 2^tick_shift (clock.c); its rate, for a run too short for its clock
+   * pairs to give one (an integer: the application's locale may write a decimal comma) */
+  mpa_json_fmt(b, ",\"tick_shift\":%u,\"tick_hz\":%llu", mpa_tick_shift,
+               (unsigned long long)(mpa_clock_ticks_per_ns() * 1e9 + 0.5));
   mpa_json_fmt(b, "},\"stack_depth\":%d,\"buffer_bytes\":%zu,\"papi\":[", mpa_cfg.stack_depth,
                mpa_cfg.buffer_bytes);
   for (int i = 0; i < mpa_papi_count(); i++) {

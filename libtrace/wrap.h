@@ -111,7 +111,7 @@ static inline int mpa_poll_again(mpa_thread *ts)
 static inline uint64_t mpa_poll_entry(const mpa_thread *ts, uint64_t t1)
 {
   const struct mpa_fold_run *f = &ts->fold;
-  uint64_t mean = f->timed ? f->incall / f->timed : 0;
+  uint64_t mean = f->timed ? (f->incall + f->timed / 2) / f->timed : 0;
   uint64_t t0 = t1 > mean ? t1 - mean : t1;
   return t0 < f->last_exit && f->last_exit <= t1 ? f->last_exit : t0;
 }

@@ -49,6 +49,18 @@ TEST_CASE("the header records the eager limits read through MPI_T and the MPI en
     CHECK(h.at("size") == 2);
     CHECK(h.at("thread_level") == "MPI_THREAD_SINGLE");
     CHECK(!h.at("hostname").get<std::string>().empty());
+    // a tick: the time stamp counter divided by 2^tick_shift (a counter of 0.1 to 10 GHz), or a ns
+    const auto& clock = h.at("clock");
+    const auto shift = clock.at("tick_shift").get<unsigned>();
+    const double hz = clock.at("tick_hz").get<double>();
+    if (clock.at("source") == "tsc") {
+      CHECK(shift <= 8);
+      CHECK(hz * (1u << shift) > 1e8);
+      CHECK(hz * (1u << shift) < 1e10);
+    } else {
+      CHECK(shift == 0);
+      CHECK(hz == 1e9);
+    }
   }
 }
 

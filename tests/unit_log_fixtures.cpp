@@ -541,3 +541,53 @@ TEST_CASE("a log on the time stamp counter whose clock pairs leave the line says
   h["clock"]["source"] = "monotonic";
   CHECK_FALSE(has_problem(RankLog("system", with_header(b, h.dump())).problems(), "time stamp counter"));
 }
+
+TEST_CASE("ticks convert by the clock pairs once they span 0.4 ms, and by the header's tick_hz in a shorter run", "[reader][clock]") {
+  // A tick of 4 ns (the counter divided by 2^tick_shift): an MPI_Recv of 500 ticks took 2000 ns. The
+  // header's pair is at tick 1000; the events chunk's pair 100 us after it (short) or 1 ms after it.
+  const auto head = header_only(file_bytes(fixture("p2p-all") / "rank-00000.mpa"));
+  json h = header_of(head);
+  const json names = h["calls"];
+  const auto recv = std::find(names.begin(), names.end(), "MPI_Recv");
+  REQUIRE(recv != names.end());
+  mpa_event e{};
+  e.call = static_cast<uint32_t>(recv - names.begin());
+  e.mask = MPA_F_PEER | MPA_F_TAG | MPA_F_COMM;
+  e.t_enter = 5000, e.t_exit = 5500;
+  e.peer = 1, e.tag = 3, e.comm = 1;
+  std::string payload(mpa_event_bound(&e, 0) + 10, '\0');
+  mpa_codec_state st;
+  auto* p = reinterpret_cast<uint8_t*>(payload.data());
+  uint8_t* q = mpa_encode_event(&st, mpa_encode_chunk_start(&st, p, e.t_enter), &e, 1, 0, 0, nullptr, 0);
+  payload.resize(static_cast<size_t>(q - p));
+  h["clock"]["source"] = "tsc";
+  h["clock"]["sync_tick"] = 1000;
+  h["clock"]["sync_ns"] = 7000000;
+  h["clock"]["offset_to_rank0_ns"] = 0;
+  const auto log_with = [&](uint64_t chunk_ns_after, const json& clock_extra) {
+    json hh = h;
+    for (const auto& [k, v] : clock_extra.items()) hh["clock"][k] = v;
+    auto b = with_header(head, hh.dump());
+    const size_t at = b.size();
+    append_chunk(b, MPA_CHUNK_EVENTS, payload);
+    mpa_chunk_header ch;
+    std::memcpy(&ch, b.data() + at, sizeof ch);
+    ch.sync_tick = 1000 + chunk_ns_after / 4;
+    ch.sync_ns = 7000000 + chunk_ns_after;
+    std::memcpy(b.data() + at, &ch, sizeof ch);
+    return RankLog("clock", b);
+  };
+  const auto took = [](const RankLog& log) {
+    auto evs = events(log);
+    REQUIRE(evs.size() == 1);
+    return evs[0].e.t_exit_ns - evs[0].e.t_enter_ns;
+  };
+  const auto entered = [](const RankLog& log) { return events(log).at(0).e.t_enter_ns; };
+  // 100 us of pairs: the header's rate (and a log without one reads a tick as 1 ns, as before it)
+  CHECK(took(log_with(100000, {{"tick_hz", 250000000}})) == 2000);
+  CHECK(entered(log_with(100000, {{"tick_hz", 250000000}})) == 7000000 + 4000 * 4);
+  CHECK(took(log_with(100000, json::object())) == 500);
+  // 1 ms of pairs: their line, whatever the header says
+  CHECK(took(log_with(1000000, {{"tick_hz", 1000000000}})) == 2000);
+  CHECK(entered(log_with(1000000, json::object())) == 7000000 + 4000 * 4);
+}
