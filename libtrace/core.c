@@ -404,6 +404,9 @@ static void start(uint32_t call, uint64_t t0, void *ra)
   if (g_started || g_joined || mpa_foreign_mpi) return;
   read_settings();
   g_enabled = mpa_cfg.enabled;
+#ifdef MPICH
+  mpa_mpich_shortcuts_check();
+#endif
   PMPI_Comm_rank(MPI_COMM_WORLD, &mpa_rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &mpa_size);
   if (mpa_rank == 0 && g_setting_warnings[0]) {

@@ -142,11 +142,28 @@ static inline int32_t mpa_rank_code(int rank)
 }
 static inline int32_t mpa_tag_code(int tag) { return tag == MPI_ANY_TAG ? MPA_TAG_ANY : tag; }
 
+#ifdef MPICH
+/* Reading the MPICH ABI's statuses and predefined types without a call (support.c): set in MPI_Init when
+ * the library running is seen to keep them so. */
+extern int mpa_mpich_status_bytes __attribute__((visibility("hidden")));
+extern int mpa_mpich_type_sizes __attribute__((visibility("hidden")));
+void mpa_mpich_shortcuts_check(void);
+static inline uint64_t mpa_mpich_count(const MPI_Status *st)
+{
+  return (uint64_t)((unsigned)st->count_hi_and_cancelled >> 1) << 32 | (unsigned)st->count_lo;
+}
+static inline int mpa_mpich_builtin(MPI_Datatype type) { return ((unsigned)type & 0xc0000000u) == 0x40000000u; }
+static inline unsigned mpa_mpich_builtin_size(MPI_Datatype type) { return ((unsigned)type >> 8) & 0xffu; }
+#endif
+
 static inline uint64_t mpa_type_bytes(int count, MPI_Datatype type)
 {
   int size = 0;
-  if (count <= 0 || type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0)
-    return 0;
+  if (count <= 0) return 0;
+#ifdef MPICH
+  if (mpa_mpich_type_sizes && mpa_mpich_builtin(type)) return (uint64_t)count * mpa_mpich_builtin_size(type);
+#endif
+  if (type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0) return 0;
   return (uint64_t)count * (uint64_t)size;
 }
 uint64_t mpa_sum_bytes_v(const int *counts, MPI_Datatype type, int n);
