@@ -108,18 +108,20 @@ RunFigures run_figures(const Analysis& a) {
       if (k < 2) {
         for (size_t i = 0; i < intervals.ranks[r].size(); i++) {
           const MeasuredInterval& x = intervals.ranks[r][i];
-          out[r][i] = !x.repeated ? 0.0 : k == 0 ? std::min(x.steady_ns, x.median_ns) : x.steady_ns;
+          const IntervalStats& s = intervals.of(r, x);
+          out[r][i] = !s.repeated ? 0.0 : k == 0 ? std::min(intervals.steady_ns(r, x), s.median_ns) : intervals.steady_ns(r, x);
         }
         continue;
       }
       // every number drawn whether used or not: the same log, the same draws
       const double speed = 1 + kRankSpeedNoise * normal(rng);
-      std::vector<double> shift(intervals.intervals[r]);
+      std::vector<double> shift(intervals.stats[r].size());
       for (auto& x : shift) x = kIntervalShiftNs * normal(rng);
       for (size_t i = 0; i < intervals.ranks[r].size(); i++) {
         const MeasuredInterval& x = intervals.ranks[r][i];
+        const IntervalStats& s = intervals.of(r, x);
         const double z = normal(rng);
-        out[r][i] = x.repeated ? std::max(0.0, x.steady_ns * speed + shift[x.interval] + x.noise_ns * z) : 0.0;
+        out[r][i] = s.repeated ? std::max(0.0, intervals.steady_ns(r, x) * speed + shift[x.interval] + s.noise_ns * z) : 0.0;
       }
     }
   };

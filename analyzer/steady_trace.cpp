@@ -25,12 +25,10 @@ constexpr double kSpreadFloorShare = 0.05;  // of the median
 constexpr double kFence = 3;                // Tukey's far-out fence, in spreads above Q3
 constexpr double kIqrToSd = 1.349;          // IQR of a normal distribution, in standard deviations
 
-// Steady values and noise of the instances of one interval.
-void settle(std::vector<MeasuredInterval*>& instances) {
-  if (instances.size() < kMinRepeats) {
-    for (auto* x : instances) x->steady_ns = x->median_ns = x->measured_ns;
-    return;
-  }
+// The statistics of one interval from its instances, and which of them were pauses.
+IntervalStats settle(std::vector<MeasuredInterval*>& instances) {
+  IntervalStats s;
+  if (instances.size() < kMinRepeats) return s;  // a one-off: its instances kept as measured
   std::vector<double> v;
   v.reserve(instances.size());
   for (auto* x : instances) v.push_back(x->measured_ns);
@@ -38,13 +36,11 @@ void settle(std::vector<MeasuredInterval*>& instances) {
   const double median = quantile(v, 0.5), q1 = quantile(v, 0.25), q3 = quantile(v, 0.75);
   const double spread = std::max({q3 - q1, kSpreadFloorShare * median, kSpreadFloorNs});
   const double fence = q3 + kFence * spread;
-  for (auto* x : instances) {
-    x->repeated = true;
-    x->replaced = x->measured_ns > fence;
-    x->steady_ns = x->replaced ? median : x->measured_ns;
-    x->median_ns = median;
-    x->noise_ns = spread / kIqrToSd;
-  }
+  for (auto* x : instances) x->replaced = x->measured_ns > fence;
+  s.median_ns = median;
+  s.noise_ns = spread / kIqrToSd;
+  s.repeated = true;
+  return s;
 }
 
 }  // namespace
@@ -52,7 +48,7 @@ void settle(std::vector<MeasuredInterval*>& instances) {
 SteadyIntervals steady_intervals(const Trace& trace) {
   SteadyIntervals out;
   out.ranks.resize(trace.ranks.size());
-  out.intervals.resize(trace.ranks.size());
+  out.stats.resize(trace.ranks.size());
   for (size_t r = 0; r < trace.ranks.size(); r++) {
     const auto& ops = trace.ranks[r].ops;
     const ReplayWindow w = replay_window(trace.ranks[r]);
@@ -81,13 +77,13 @@ SteadyIntervals steady_intervals(const Trace& trace) {
       intervals[{x.duration, x.duration ? op.call : ops[x.op - 1].callsite, op.callsite}].push_back(&x);
     }
     for (auto& [key, instances] : intervals) {
-      for (auto* x : instances) x->interval = out.intervals[r];
-      out.intervals[r]++;
-      settle(instances);
+      for (auto* x : instances) x->interval = static_cast<uint32_t>(out.stats[r].size());
+      out.stats[r].push_back(settle(instances));
     }
+    list.shrink_to_fit();
     for (const auto& x : list) {
       out.measured++;
-      out.repeated += x.repeated;
+      out.repeated += out.of(r, x).repeated;
       out.replaced += x.replaced;
     }
   }

@@ -29,23 +29,32 @@ namespace mpiadvise {
 
 inline constexpr size_t kMinRepeats = 5;
 
-// One measured time of a rank: the computation before ops[op] (a gap), or the duration of ops[op].
+// One measured time of a rank: the computation before ops[op] (a gap), or the duration of ops[op]. About
+// one an op: 24 bytes, what it shares with the other instances of its interval kept once (IntervalStats).
 struct MeasuredInterval {
   uint32_t op = 0;
   uint32_t interval = 0;  // which interval of its rank this is an instance of (0, 1, ...)
-  bool duration = false;
   double measured_ns = 0;
-  double steady_ns = 0;   // the measured time, or its interval's median where it was a pause
-  double median_ns = 0;   // its interval's median (a one-off: its measured time)
-  double noise_ns = 0;    // standard deviation of this time from run to run, as estimated (0 for one-offs)
-  bool repeated = false;  // its interval had at least kMinRepeats instances; else a one-off
-  bool replaced = false;  // taken for a pause and replaced by the median
+  bool duration = false;
+  bool replaced = false;  // taken for a pause and replaced by its interval's median
+};
+static_assert(sizeof(MeasuredInterval) == 24);
+
+// What the instances of one interval share.
+struct IntervalStats {
+  double median_ns = 0;   // the instances' median (0 for a one-off)
+  double noise_ns = 0;    // standard deviation of an instance from run to run, as estimated (0 for one-offs)
+  bool repeated = false;  // at least kMinRepeats instances; else a one-off
 };
 
 struct SteadyIntervals {
   std::vector<std::vector<MeasuredInterval>> ranks;  // by world rank
-  std::vector<uint32_t> intervals;                   // by world rank: how many intervals
+  std::vector<std::vector<IntervalStats>> stats;     // by world rank and interval
   uint64_t measured = 0, repeated = 0, replaced = 0;
+
+  const IntervalStats& of(size_t rank, const MeasuredInterval& x) const { return stats[rank][x.interval]; }
+  // the measured time, or its interval's median where it was a pause
+  double steady_ns(size_t rank, const MeasuredInterval& x) const { return x.replaced ? of(rank, x).median_ns : x.measured_ns; }
 };
 
 // Every measured interval of the trace, with its steady value and noise.

@@ -88,16 +88,16 @@ TEST_CASE("a pause in one instance of a repeated interval is replaced by the int
       // the gap after MPI_Init and the one before MPI_Finalize (the replay runs up to its entry) are
       // seen once: kept as measured
       one_offs++;
-      CHECK_FALSE(x.repeated);
-      CHECK(x.steady_ns == x.measured_ns);
-      CHECK(x.noise_ns == 0);
+      CHECK_FALSE(s.of(0, x).repeated);
+      CHECK(s.steady_ns(0, x) == x.measured_ns);
+      CHECK(s.of(0, x).noise_ns == 0);
       continue;
     }
-    CHECK(x.repeated);
+    CHECK(s.of(0, x).repeated);
     replaced += x.replaced;
-    steady_total += x.steady_ns;
-    CHECK(x.noise_ns > 0);
-    CHECK(x.noise_ns < 2000);
+    steady_total += s.steady_ns(0, x);
+    CHECK(s.of(0, x).noise_ns > 0);
+    CHECK(s.of(0, x).noise_ns < 2000);
   }
   CHECK(one_offs == 2);
   CHECK(replaced == 1);
@@ -110,7 +110,7 @@ TEST_CASE("work that varies by design (heavy and light items alternating) is not
   for (int i = 0; i < 40; i++) gaps.push_back(i % 2 ? 3'000'000 : 1'000'000);
   const SteadyIntervals s = steady_intervals(one_rank(gaps));
   CHECK(s.replaced == 0);
-  for (const auto& x : s.ranks[0]) CHECK(x.steady_ns == x.measured_ns);
+  for (const auto& x : s.ranks[0]) CHECK(s.steady_ns(0, x) == x.measured_ns);
 }
 
 TEST_CASE("the retimed trace has the given intervals and starts every rank at MPI_Init's exit", "[gate][unit]") {
