@@ -255,7 +255,8 @@ LogGPSParams find_params(const std::string& name_or_file, const fs::path& dir) {
 }
 
 // ---- the model -------------------------------------------------------------------------------------------
-LogGPS::PerByte LogGPS::per_byte(bool long_protocol, double gap, int senders, uint64_t k) const {
+// inline: every term of every message asks for it, and the checks fold into each caller's
+inline LogGPS::PerByte LogGPS::per_byte(bool long_protocol, double gap, int senders, uint64_t k) const {
   const bool raised = !long_protocol && p_.raised_from && k > *p_.raised_from;
   const bool second = long_protocol && large(k);
   PerByte b{long_protocol ? (second ? p_.Osl_large : p_.Osl) : raised ? p_.Oss_raised : p_.Oss, gap,

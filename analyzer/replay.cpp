@@ -18,15 +18,25 @@
 
 namespace mpiadvise {
 
+namespace {
+
+// Breakdown::operator+=, inlined where the replays add an op's parts (twice an op): a call per addition
+// kept the parts in memory, each field stored and loaded again.
+inline void accumulate(Breakdown& into, const Breakdown& b) {
+  into.computation += b.computation;
+  into.send_overhead += b.send_overhead;
+  into.recv_overhead += b.recv_overhead;
+  into.send_wait += b.send_wait;
+  into.recv_wait += b.recv_wait;
+  into.synchronisation += b.synchronisation;
+  into.collectives += b.collectives;
+  into.other += b.other;
+}
+
+}  // namespace
+
 Breakdown& Breakdown::operator+=(const Breakdown& b) {
-  computation += b.computation;
-  send_overhead += b.send_overhead;
-  recv_overhead += b.recv_overhead;
-  send_wait += b.send_wait;
-  recv_wait += b.recv_wait;
-  synchronisation += b.synchronisation;
-  collectives += b.collectives;
-  other += b.other;
+  accumulate(*this, b);
   return *this;
 }
 
@@ -115,6 +125,18 @@ struct ByteReader {
   bool done() const { return at == bytes.size(); }
 };
 
+// The messages are numbered as they were matched, every rank's in turn: a rank's ops, walked in order,
+// meet theirs far apart in memory, a cache miss each. A walk that reads them (the paper's replay, the
+// simulation's eager channels) asks for those of the op this many ahead while it is at the op in hand.
+constexpr uint32_t kPrefetchOps = 8;
+void prefetch_messages(const Trace& t, const Op& op) {
+  for (uint32_t k = 0; k < op.n_links; k++) {
+    const Link& l = t.links[op.first_link + k];
+    if (l.id == kNone || l.kind == Link::PostColl || l.kind == Link::DoneColl) continue;
+    __builtin_prefetch(&t.messages[l.id]);
+  }
+}
+
 // ---- the discrete-event replay ------------------------------------------------------------------------
 // Every rank runs its own ops on its own clock. An op that needs a time another rank has not reached yet
 // (the receive post of a rendezvous send, the send of a receive, the last arrival at a collective) parks
@@ -128,7 +150,6 @@ class Simulation {
     marks_.resize(t.ranks.size());
     coll_arrive_.resize(t.collectives.size());
     coll_done_.assign(t.collectives.size(), {});
-    msg_waiters_.assign(t.messages.size(), {});
     next_msg_waiter_.assign(t.ranks.size(), -1);
     waits_on_msg_.assign(t.ranks.size(), kNone);
     waiting_coll_.resize(t.collectives.size());
@@ -149,8 +170,7 @@ class Simulation {
       comm_owners_.resize(t.comms.size());
       pending_coll_.resize(t.collectives.size());
     }
-    senders_at_receiver();
-    if (model_.eager_buffer_limited()) build_channels();
+    scan_links();
   }
 
   ReplayResult run() {
@@ -256,11 +276,17 @@ class Simulation {
   }
 
  private:
+  // The ranks parked on a message, first parked first: a list through the ranks (a rank is parked on one
+  // thing at a time), 8 bytes a message where a list of its own took 24 and an allocation.
+  struct Waiters {
+    int32_t head = -1, tail = -1;
+  };
   struct MsgState {
     double ts = kUnknown, tr = kUnknown;  // send and receive post times
     double start = kUnknown;              // an eager send's start: ts, or later when the eager buffer was full
     bool split = false, counted = false;
     int senders = 1;                      // messages sharing the receiver's bandwidth
+    Waiters waiters;                      // beside the times they wait for: one cache line to post and wake
   };
   struct RankState {
     ReplayWindow w;
@@ -304,12 +330,6 @@ class Simulation {
   std::vector<std::vector<double>> coll_arrive_;
   std::vector<std::vector<double>> coll_done_;
   std::vector<std::vector<int>> waiting_coll_, waiting_rank_;
-  // The ranks parked on each message, first parked first: a list through the ranks (a rank is parked on
-  // one thing at a time), 8 bytes a message where a list of its own took 24 and an allocation.
-  struct Waiters {
-    int32_t head = -1, tail = -1;
-  };
-  std::vector<Waiters> msg_waiters_;
   std::vector<int32_t> next_msg_waiter_;  // by rank: the next rank in its message's list
   std::vector<uint32_t> waits_on_msg_;    // by rank: the message whose list it is in, or kNone
   std::vector<Channel> channels_;
@@ -534,34 +554,31 @@ class Simulation {
     res = std::move(all);
   }
 
-  // Receive contention: messages that one completion op receives together share the receiver.
-  void senders_at_receiver() {
-    for (const auto& rank : t_.ranks)
-      for (const auto& op : rank.ops) {
-        int n = 0;
-        for (uint32_t k = 0; k < op.n_links; k++) n += t_.links[op.first_link + k].kind == Link::DoneRecv;
-        if (n < 2) continue;
-        for (uint32_t k = 0; k < op.n_links; k++) {
-          const Link& l = t_.links[op.first_link + k];
-          if (l.kind == Link::DoneRecv && l.id != kNone) msg_[l.id].senders = n;
-        }
-      }
-  }
-
-  // The eager messages of each sender-receiver pair in the order the sender posted them.
-  void build_channels() {
-    waiting_rank_.resize(t_.ranks.size());
-    channels_into_.resize(t_.ranks.size());
-    channel_of_.assign(t_.messages.size(), kNone);
-    channel_pos_.assign(t_.messages.size(), 0);
+  // One pass over the links (the trace's bulk, read once): receive contention, and with a limited eager
+  // buffer the eager messages of each sender-receiver pair in the order the sender posted them.
+  void scan_links() {
+    const bool channels = model_.eager_buffer_limited();
     // by receiver, the channel from the sender at hand (reset after each sender: its receivers only)
-    std::vector<uint32_t> to(t_.ranks.size(), kNone);
+    std::vector<uint32_t> to;
     std::vector<int> receivers;
+    if (channels) {
+      waiting_rank_.resize(t_.ranks.size());
+      channels_into_.resize(t_.ranks.size());
+      channel_of_.assign(t_.messages.size(), kNone);
+      channel_pos_.assign(t_.messages.size(), 0);
+      to.assign(t_.ranks.size(), kNone);
+    }
+    const Link* links = t_.links.data();
     for (size_t r = 0; r < t_.ranks.size(); r++) {
-      for (const auto& op : t_.ranks[r].ops)
+      const auto& ops = t_.ranks[r].ops;
+      for (size_t i = 0; i < ops.size(); i++) {
+        const Op& op = ops[i];
+        if (channels && i + kPrefetchOps < ops.size()) prefetch_messages(t_, ops[i + kPrefetchOps]);
+        int receives = 0;
         for (uint32_t k = 0; k < op.n_links; k++) {
-          const Link& l = t_.links[op.first_link + k];
-          if (l.kind != Link::PostSend || l.id == kNone) continue;
+          const Link& l = links[op.first_link + k];
+          receives += l.kind == Link::DoneRecv;
+          if (!channels || l.kind != Link::PostSend || l.id == kNone) continue;
           const Message& m = t_.messages[l.id];
           if (rendezvous(m) || m.dst < 0 || m.dst >= static_cast<int>(t_.ranks.size())) continue;
           uint32_t& c = to[m.dst];
@@ -575,6 +592,13 @@ class Simulation {
           channel_pos_[l.id] = static_cast<uint32_t>(channels_[c].messages.size());
           channels_[c].messages.push_back(l.id);
         }
+        // receive contention: messages that one completion op receives together share the receiver
+        if (receives >= 2)
+          for (uint32_t k = 0; k < op.n_links; k++) {
+            const Link& l = links[op.first_link + k];
+            if (l.kind == Link::DoneRecv && l.id != kNone) msg_[l.id].senders = receives;
+          }
+      }
       for (int d : receivers) to[d] = kNone;
       receivers.clear();
     }
@@ -590,8 +614,19 @@ class Simulation {
     const double arrival = model_.eager_arrival(m.bytes, msg_[m_id].start, msg_[m_id].senders);
     if (m.recv_op == kNone) return arrival;  // no receiver in the logs
     const RankState& d = ranks_[m.dst];
-    auto it = std::lower_bound(d.in_mpi.begin() + static_cast<std::ptrdiff_t>(d.first_span), d.in_mpi.end(), arrival,
-                               [](const std::pair<double, double>& span, double t) { return span.second < t; });
+    // the first span ending at or after the arrival: the spans end in order, and an arrival is mostly
+    // among the last few, so the search goes back from the end in doubling steps before it bisects (a
+    // bisection of the whole took a cache miss for each of a dozen steps)
+    auto lo = d.in_mpi.begin() + static_cast<std::ptrdiff_t>(d.first_span), hi = d.in_mpi.end();
+    for (std::ptrdiff_t back = 1; hi != lo; back *= 2) {
+      const auto probe = hi - std::min(back, hi - lo);
+      if (probe->second < arrival) {
+        lo = probe + 1;
+        break;
+      }
+      hi = probe;
+    }
+    auto it = std::lower_bound(lo, hi, arrival, [](const std::pair<double, double>& span, double t) { return span.second < t; });
     if (it != d.in_mpi.end()) return std::max(arrival, it->first);  // spans end in order
     if (d.i >= d.w.end) return arrival;  // past its last call: MPI_Finalize drains it
     if (d.gap_done && d.op_start >= arrival) return d.op_start;
@@ -665,9 +700,12 @@ class Simulation {
   double measured(int r, uint32_t i) const { return static_cast<double>(exit_ns(r, i) - enter_ns(r, i)); }
 
   // Whether a rank's call site is one of the option's sites. A site's key holds strings: each answer is
-  // kept by rank and call site id, for each of the options' sets.
+  // kept by rank and call site id, for each of the options' sets. Asked several times an op, mostly of
+  // empty sets: that answer inlined.
   bool at(const std::set<SiteKey>& sites, int rank, uint32_t callsite) const {
-    if (sites.empty()) return false;
+    return !sites.empty() && at_site(sites, rank, callsite);
+  }
+  bool at_site(const std::set<SiteKey>& sites, int rank, uint32_t callsite) const {
     if (callsite >= kDenseCallsites) return sites.count(t_.site(rank, callsite)) > 0;
     SiteMemo* memo = nullptr;
     for (auto& m : site_memos_)
@@ -685,7 +723,7 @@ class Simulation {
   }
 
   void wake_msg(uint32_t m) {
-    Waiters& w = msg_waiters_[m];
+    Waiters& w = msg_[m].waiters;
     for (int32_t r = w.head; r >= 0;) {
       const int32_t next = next_msg_waiter_[r];
       ready_.push_back(r);
@@ -1349,18 +1387,20 @@ class Simulation {
     const auto& ops = t_.ranks[r].ops;
     const Op& op = ops[s.i];
     if (!s.gap_done) {
-      mark(r, s.i, false);
+      if (o_.marks) mark(r, s.i, false);
       double prev_exit = s.i > s.w.first ? static_cast<double>(exit_ns(r, s.i - 1)) : static_cast<double>(s.w.start_ns);
       double gap = static_cast<double>(enter_ns(r, s.i)) - prev_exit;
       gap = std::max(gap, 0.0) * computation_factor(r, s.i);
       s.now += gap;
       s.b.computation += gap;
-      mark(r, s.i, true);
+      if (o_.marks) mark(r, s.i, true);
       s.gap_done = true;
       // Open MPI (ob1 over TCP or shared memory) has no asynchronous progress: a receive posted early
       // takes part in the handshake of a rendezvous only once the rank calls MPI again, here
-      for (const auto& key : s.preposting) s.preposted[key] = s.now;
-      s.preposting.clear();
+      if (!s.preposting.empty()) {
+        for (const auto& key : s.preposting) s.preposted[key] = s.now;
+        s.preposting.clear();
+      }
       // a send made non-blocking completes here, at the next MPI call
       if (s.deferred_send_done != kUnknown) {
         if (s.deferred_send_done > s.now) {
@@ -1437,7 +1477,7 @@ class Simulation {
             else if (l.kind == Link::DoneRecv) parts.recv_wait += beyond;
             else parts.collectives += beyond;
           } else {
-            parts += p;
+            accumulate(parts, p);
           }
           end = std::max(end, done);
         }
@@ -1537,9 +1577,9 @@ class Simulation {
       parts.recv_overhead += model_.irecv();
       s.preposting.insert(t_.site(r, op.callsite));
     }
-    s.b += parts;
+    accumulate(s.b, parts);
     SiteReplay& sr = site(r, op, true);
-    sr.predicted += parts;
+    accumulate(sr.predicted, parts);
     s.now = std::max(end, s.now);
     if (!spans_.empty()) spans_[r][s.i] = {s.op_start, s.now};
     if (!channels_.empty()) {
@@ -1549,6 +1589,7 @@ class Simulation {
     }
     s.i++;
     s.gap_done = s.posted = s.force = s.preposted_now = false;
+    if (s.i + kPrefetchOps < s.w.end) prefetch_ahead(ops[s.i + kPrefetchOps]);
     return true;
   }
 
@@ -1577,6 +1618,17 @@ class Simulation {
     }
   }
 
+  // The messages of a rank's op ahead, in the trace and here: the ranks take turns, a few ops each, and
+  // each turn would meet its messages out of the cache.
+  void prefetch_ahead(const Op& op) const {
+    for (uint32_t k = 0; k < op.n_links; k++) {
+      const Link& l = t_.links[op.first_link + k];
+      if (l.id == kNone || l.kind == Link::PostColl || l.kind == Link::DoneColl) continue;
+      __builtin_prefetch(&t_.messages[l.id]);
+      __builtin_prefetch(&msg_[l.id]);
+    }
+  }
+
   void park(int r) {
     ranks_[r].parked = blocked_on_.on_rank ? RankState::Parked::Rank : RankState::Parked::Message;
     ranks_[r].parked_id = blocked_on_.id;
@@ -1588,14 +1640,14 @@ class Simulation {
     const uint32_t m = blocked_on_.id;
     if (waits_on_msg_[r] == m) return;
     if (waits_on_msg_[r] != kNone) leave_msg_list(r);  // released by a stall, it waits on another now
-    Waiters& w = msg_waiters_[m];
+    Waiters& w = msg_[m].waiters;
     if (w.tail < 0) w.head = r;
     else next_msg_waiter_[w.tail] = r;
     w.tail = r;
     waits_on_msg_[r] = m;
   }
   void leave_msg_list(int r) {
-    Waiters& w = msg_waiters_[waits_on_msg_[r]];
+    Waiters& w = msg_[waits_on_msg_[r]].waiters;
     int32_t prev = -1;
     for (int32_t q = w.head; q >= 0 && q != r; q = next_msg_waiter_[q]) prev = q;
     (prev < 0 ? w.head : next_msg_waiter_[prev]) = next_msg_waiter_[r];
@@ -1609,7 +1661,16 @@ class Simulation {
     waiting_rank_[r].clear();
   }
 
+  // An op's site's figures: met before, but for an op's first call there (inlined: asked once an op).
   SiteReplay& site(int r, const Op& op, bool count_call) {
+    const auto& index = site_index_[r];
+    SiteReplay& s = op.callsite < index.size() && index[op.callsite] != kNone ? sites_[index[op.callsite]] : site_by_lookup(r, op);
+    if (count_call) s.calls++;
+    return s;
+  }
+  // the others (kept out of line, so that the path above inlines): an op's first call at its site, or a
+  // call site id beyond the dense tables
+  [[gnu::noinline]] SiteReplay& site_by_lookup(int r, const Op& op) {
     uint32_t* slot = nullptr;
     if (op.callsite < kDenseCallsites) {
       auto& index = site_index_[r];
@@ -1625,9 +1686,7 @@ class Simulation {
       fresh.callsite = op.callsite;
       fresh.call = op.call;
     }
-    SiteReplay& s = sites_[*slot];
-    if (count_call) s.calls++;
-    return s;
+    return sites_[*slot];
   }
 };
 
@@ -1648,7 +1707,11 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
     w[r] = replay_window(t.ranks[r]);
     if (w[r].end > w[r].first) t0 = std::min(t0, w[r].start_ns);
   }
-  std::map<std::pair<int, uint32_t>, SiteReplay> sites;
+  // each rank's sites in the order first met, and a call site id's index into them (dense below
+  // kDenseCallsites, as the simulation keeps them); sorted by id when the rank is done
+  std::vector<SiteReplay> rank_sites;
+  std::vector<uint32_t> site_index;
+  std::map<uint32_t, uint32_t> sparse_sites;
   auto post_time = [&](uint32_t op_rank, uint32_t op) { return static_cast<double>(t.op(op_rank, op).t_enter); };
   auto blocking_send = [&](const Message& m, double ts, double tr) {  // (4), (5)
     return m.synchronous ? model.synchronous_send(m.bytes, ts, tr) : model.send(m.bytes, ts, tr);
@@ -1664,6 +1727,7 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
     double total = static_cast<double>(w[r].start_ns - t0);
     for (uint32_t i = w[r].first; i < w[r].end; i++) {
       const Op& op = ops[i];
+      if (i + kPrefetchOps < w[r].end) prefetch_messages(t, ops[i + kPrefetchOps]);
       Breakdown b;
       double prev_exit = i > w[r].first ? static_cast<double>(ops[i - 1].t_exit) : static_cast<double>(w[r].start_ns);
       b.computation = std::max(0.0, static_cast<double>(op.t_enter) - prev_exit) * o.compute_factor;
@@ -1710,14 +1774,31 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
                                                                                              : b.recv_overhead) += rest;
       }
       total += b.computation + routine;
-      rr.predicted += b;
-      auto [it, fresh] = sites.try_emplace({static_cast<int>(r), op.callsite});
-      if (fresh) it->second.rank = static_cast<int>(r), it->second.callsite = op.callsite, it->second.call = op.call;
-      it->second.calls++;
+      accumulate(rr.predicted, b);
+      uint32_t* slot = nullptr;
+      if (op.callsite < kDenseCallsites) {
+        if (op.callsite >= site_index.size()) site_index.resize(op.callsite + 1, kNone);
+        slot = &site_index[op.callsite];
+      } else {
+        slot = &sparse_sites.try_emplace(op.callsite, kNone).first->second;
+      }
+      if (*slot == kNone) {
+        *slot = static_cast<uint32_t>(rank_sites.size());
+        SiteReplay& fresh = rank_sites.emplace_back();
+        fresh.rank = static_cast<int>(r), fresh.callsite = op.callsite, fresh.call = op.call;
+      }
+      SiteReplay& site = rank_sites[*slot];
+      site.calls++;
       Breakdown site_part = b;
       site_part.computation = 0;
-      it->second.predicted += site_part;
+      accumulate(site.predicted, site_part);
     }
+    std::sort(rank_sites.begin(), rank_sites.end(), [](const SiteReplay& a, const SiteReplay& b) { return a.callsite < b.callsite; });
+    for (const SiteReplay& site : rank_sites)
+      if (site.callsite < kDenseCallsites) site_index[site.callsite] = kNone;
+    res.sites.insert(res.sites.end(), rank_sites.begin(), rank_sites.end());
+    rank_sites.clear();
+    sparse_sites.clear();
     const double tail = tail_gap(t.ranks[r], w[r], nullptr) * o.compute_factor;
     total += tail;
     rr.predicted.computation += tail;
@@ -1727,7 +1808,6 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
     res.measured_ns = std::max(res.measured_ns, rr.measured_ns);
     res.ranks.push_back(rr);
   }
-  for (auto& [k, s] : sites) res.sites.push_back(s);
   for (const auto& m : t.messages)
     if (m.matched() && model.send_waits_for_receive(m.bytes, m.synchronous)) res.rendezvous_messages++, res.rendezvous_bytes += m.bytes;
   return res;
