@@ -197,9 +197,10 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
   a.waits = find_waits(a.trace, LogGPS(a.chosen.params));
   a.measured = measure_waits(a.trace, a.waits);
   a.symbols.resize(static_cast<size_t>(a.trace.world_size));
+  auto shared = std::make_shared<ModuleSymbols>(debug_dirs);
   for (const auto& r : a.job->ranks())
     if (r->rank() >= 0 && r->rank() < a.trace.world_size)
-      a.symbols[r->rank()] = std::make_unique<Symbolizer>(r->modules(), debug_dirs);
+      a.symbols[r->rank()] = std::make_unique<Symbolizer>(r->modules(), shared);
   group_sites_by_function(a);
   return a;
 }

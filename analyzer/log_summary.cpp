@@ -18,6 +18,7 @@ JobSummary summarize(const JobLog& job, std::optional<int> only_rank, const std:
     for (const auto& [name, value] : cvars.items())
       s.eager_cvars[name] = value.is_string() ? value.get<std::string>() : value.dump();
   }
+  auto symbols = std::make_shared<ModuleSymbols>(debug_dirs);  // the ranks' files read once
   for (const auto& log : job.ranks()) {
     if (only_rank && log->rank() != *only_rank) continue;
     RankFacts facts;
@@ -44,7 +45,7 @@ JobSummary summarize(const JobLog& job, std::optional<int> only_rank, const std:
       site_time[ev.callsite] += inside;
     });
     if (facts.events == 0) facts.first_ns = 0;
-    Symbolizer symbols(log->modules(), debug_dirs);
+    Symbolizer rank_symbols(log->modules(), symbols);
     for (const auto& [id, calls] : site_calls) {
       CallSiteTotals c;
       c.rank = log->rank();
@@ -55,7 +56,7 @@ JobSummary summarize(const JobLog& job, std::optional<int> only_rank, const std:
       c.time_ns = site_time[id];
       auto site = log->callsites().find(id);
       if (site != log->callsites().end() && !site->second.frames.empty())
-        c.where = symbols.locate_return_address(site->second.frames.front());
+        c.where = rank_symbols.locate_return_address(site->second.frames.front());
       s.callsites.push_back(std::move(c));
     }
     s.events += facts.events;

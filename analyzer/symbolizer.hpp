@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,19 +32,39 @@ struct SourceLocation {
 // its name (libdw's path separator).
 std::vector<std::string> debug_dirs(const std::vector<std::string>& given, const char* env_path);
 
-class Symbolizer {
+// What the symbolizers of one job share: each module file's symbol tables and lines, read once however
+// many ranks map it, and every location found, by file and offset. A job of 64 ranks symbolized rank by
+// rank held 64 copies of the same files' DWARF (309 MB of libdw's for mpiadvise-synth's logs). The
+// ranks' load addresses differ; a file at one path is taken to be the same file on every rank, as call
+// sites are (trace.hpp: SiteKey). Safe to call from several threads.
+class ModuleSymbols {
  public:
   // debug_dirs: absolute directories searched first for separate debug files (see debug_dirs()).
-  explicit Symbolizer(const std::vector<Module>& modules, const std::vector<std::string>& debug_dirs = {});
-  ~Symbolizer();
-  Symbolizer(const Symbolizer&) = delete;
-  Symbolizer& operator=(const Symbolizer&) = delete;
-  // A return address: the call instruction before it is what is looked up.
-  SourceLocation locate_return_address(uint64_t address);
+  explicit ModuleSymbols(const std::vector<std::string>& debug_dirs = {});
+  ~ModuleSymbols();
+  ModuleSymbols(const ModuleSymbols&) = delete;
+  ModuleSymbols& operator=(const ModuleSymbols&) = delete;
+  // The call before return address `address` in module m of a rank (m.start <= address - 1 < m.end).
+  SourceLocation locate(const Module& m, uint64_t address);
+  size_t files() const;  // module files read so far
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// One rank's call sites: its modules, looked up in the job's ModuleSymbols.
+class Symbolizer {
+ public:
+  Symbolizer(const std::vector<Module>& modules, std::shared_ptr<ModuleSymbols> shared);
+  // with symbols of its own (one rank's logs, a test)
+  explicit Symbolizer(const std::vector<Module>& modules, const std::vector<std::string>& debug_dirs = {});
+  // A return address: the call instruction before it is what is looked up.
+  SourceLocation locate_return_address(uint64_t address);
+
+ private:
+  const std::vector<Module>& modules_;
+  std::shared_ptr<ModuleSymbols> shared_;
 };
 
 }  // namespace mpiadvise

@@ -93,6 +93,30 @@ TEST_CASE("Debian's detached debug files in /usr/lib/debug/.build-id give lines"
   CHECK(loc.line > 0);
 }
 
+TEST_CASE("ranks whose libraries are loaded at other addresses share one reading of each file", "[symbols][unit]") {
+  // a second rank: the same files 256 MiB higher
+  const auto modules = own_modules();
+  auto moved = modules;
+  const uint64_t delta = uint64_t{1} << 28;
+  for (auto& m : moved) m.start += delta, m.end += delta, m.base += delta;
+  auto shared = std::make_shared<mpiadvise::ModuleSymbols>();
+  Symbolizer here(modules, shared), there(moved, shared);
+  const uint64_t entry = reinterpret_cast<uint64_t>(&gnu_get_libc_version);
+  const SourceLocation a = here.locate_return_address(entry + 1), b = there.locate_return_address(entry + 1 + delta);
+  CHECK(!a.function.empty());
+  CHECK(a.line > 0);
+  CHECK(b.module == a.module);
+  CHECK(b.offset == a.offset);
+  CHECK(b.function == a.function);
+  CHECK(b.function_offset == a.function_offset);
+  CHECK(b.file == a.file);
+  CHECK(b.line == a.line);
+  CHECK(shared->files() == 1);  // libc's, once
+  // and alone, as before: the same answer
+  Symbolizer own(moved);
+  CHECK(own.locate_return_address(entry + 1 + delta).text() == a.text());
+}
+
 TEST_CASE("a module whose file is gone is named by module and offset", "[symbols][unit]") {
   std::vector<Module> modules = {Module{0x400000, 0x500000, 0x400000, "/nonexistent/libgone.so"}};
   Symbolizer s(modules);
