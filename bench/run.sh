@@ -181,10 +181,13 @@ rm -rf "$synth_dir"
 # all-to-all of 64 ranks: a cycle through every rank, a 2-D halo, a chain, and collectives whose every step
 # crosses between the processes.
 MPICXX="${MPICXX:-mpicxx.$MPI}"
+# mpi_peers.o, and what it calls in the command's own objects (spread.o: a failing process's one line and
+# MPI_Abort; mpi_choice.o, which spread.o names)
+spread_objs=("$build_abs/obj/cli/$MPI/mpi_peers.o" "$build_abs/obj/cli/spread.o" "$build_abs/obj/cli/mpi_choice.o")
 if [ ! -x "$bin/spread_bench" ] || [ bench/spread_bench.cpp -nt "$bin/spread_bench" ] ||
-  [ "$build_abs/lib/libmpiadvise-analyzer.a" -nt "$bin/spread_bench" ]; then
+  [ "$build_abs/lib/libmpiadvise-analyzer.a" -nt "$bin/spread_bench" ] || [ "${spread_objs[0]}" -nt "$bin/spread_bench" ]; then
   "$MPICXX" -std=c++20 -O2 -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Ianalyzer -Ilibtrace -Icli -Ibench -I"$build_abs/gen" \
-    -o "$bin/spread_bench" bench/spread_bench.cpp "$build_abs/obj/cli/$MPI/mpi_peers.o" \
+    -o "$bin/spread_bench" bench/spread_bench.cpp "${spread_objs[@]}" \
     "$build_abs/lib/libmpiadvise-analyzer.a" -lzstd -lfmt -ldw -lelf -ltomlplusplus
 fi
 echo
