@@ -75,8 +75,9 @@ void group_sites_by_function(Analysis& a) {
 namespace {
 
 // Peak bytes of an analysis per MPI call in the logs, measured with /usr/bin/time on mpiadvise report of
-// mpiadvise-synth's logs: 151 for a halo of 64 ranks x 1e5 calls, 275 for an alltoall of 16 ranks x 1e5.
-// The lower figure: only a run that cannot fit is refused.
+// mpiadvise-synth's logs: 164 for a halo of 64 ranks x 1e5 calls (220 before the ranks' symbolizers
+// shared the module files), 275 for an alltoall of 16 ranks x 1e5. Less than either: only a run that
+// cannot fit is refused.
 constexpr double kBytesPerCall = 150;
 // And for each replay run beside the first (analysis_threads): its state and, for the gate's replays, the
 // ops' retimed times; mpiadvise report --format json of a halo of 64 ranks x 2e4 calls peaked at 374 MiB
