@@ -202,9 +202,96 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+namespace {
+// the q-quantile of sorted v (lower of the two neighbours)
+double quantile(const std::vector<double>& v, double q) { return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))]; }
+}  // namespace
+
+std::optional<TwoSpeeds> two_speeds(std::vector<double> x) {
+  constexpr double kMinShare = 0.15, kMinGap = 1.3, kMaxSpread = 1.5, kMinRatio = 1.5, kMaxRatio = 5;
+  const size_t n = x.size();
+  if (n < 9) return std::nullopt;  // --quick takes 9
+  std::sort(x.begin(), x.end());
+  if (!(x[0] > 0)) return std::nullopt;
+  const auto lo_end = static_cast<size_t>(std::ceil(kMinShare * static_cast<double>(n)));
+  const auto hi_end = n - lo_end;  // the split i leaves x[0, i) and x[i, n)
+  size_t best = 0;
+  double widest = 0;
+  for (size_t i = std::max<size_t>(lo_end, 1); i <= hi_end; i++)
+    if (x[i] / x[i - 1] > widest) widest = x[i] / x[i - 1], best = i;
+  if (best == 0 || widest < kMinGap) return std::nullopt;
+  const std::vector<double> fast(x.begin(), x.begin() + static_cast<long>(best)), slow(x.begin() + static_cast<long>(best), x.end());
+  for (const auto* g : {&fast, &slow})
+    if (quantile(*g, 0.75) > kMaxSpread * quantile(*g, 0.25)) return std::nullopt;
+  TwoSpeeds t{median(fast), median(slow), static_cast<double>(slow.size()) / static_cast<double>(n)};
+  if (t.ratio() < kMinRatio || t.ratio() > kMaxRatio) return std::nullopt;
+  return t;
+}
+
+std::optional<MachineSpeeds> machine_speeds(const std::vector<RoundTrip>& samples) {
+  MachineSpeeds m;
+  std::vector<double> ratios, shares;
+  for (const RoundTrip& r : samples) {
+    if (r.w != 0 || r.k > kSpeedsUpTo) continue;
+    m.sizes++;
+    if (!r.speeds) continue;
+    m.split++;
+    ratios.push_back(r.speeds->ratio());
+    shares.push_back(r.speeds->slow_share);
+    if (m.split == 1 || r.k < m.k) m.k = r.k, m.of = *r.speeds;
+  }
+  if (m.split < 2 || 2 * m.split < m.sizes) return std::nullopt;
+  m.ratio = median(ratios);
+  m.slow_share = median(shares);
+  return m;
+}
+
+RunSpeeds run_speeds(const std::vector<std::vector<RoundTrip>>& runs) {
+  RunSpeeds r;
+  r.speed.assign(runs.size(), 1.0);
+  if (runs.empty()) return r;
+  for (size_t i = 0; i < runs.size(); i++) {
+    std::vector<double> ratios;
+    for (const RoundTrip& s : runs[i]) {
+      if (s.w != 0 || !(s.rtt_ns > 0)) continue;
+      std::vector<double> same;
+      for (const auto& other : runs)
+        for (const RoundTrip& o : other)
+          if (o.k == s.k && o.w == 0 && o.rtt_ns > 0) same.push_back(o.rtt_ns);
+      ratios.push_back(s.rtt_ns / median(same));
+    }
+    if (!ratios.empty()) r.speed[i] = median(ratios);
+  }
+  std::vector<size_t> order(runs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return r.speed[a] < r.speed[b]; });
+  const double middle = r.speed[order[(order.size() - 1) / 2]];
+  for (size_t i = 0; i < runs.size(); i++)
+    if (std::abs(r.speed[i] / middle - 1) <= 0.15) r.keep.push_back(i);
+  return r;
+}
+
+std::optional<MachineSpeeds> machine_speeds(const RunSpeeds& runs) {
+  if (runs.speed.size() < 2) return std::nullopt;
+  const auto [lo, hi] = std::minmax_element(runs.speed.begin(), runs.speed.end());
+  if (*hi < 1.5 * *lo) return std::nullopt;
+  MachineSpeeds m;
+  m.across_runs = true;
+  m.of.fast_ns = 1, m.of.slow_ns = *hi / *lo;
+  m.sizes = runs.speed.size();
+  for (double s : runs.speed) m.split += s > 1.25 * *lo;
+  m.of.slow_share = static_cast<double>(m.split) / static_cast<double>(m.sizes);
+  m.ratio = m.of.ratio(), m.slow_share = m.of.slow_share;
+  return m;
+}
+
 RoundTrip from_repetitions(uint64_t k, double w, const std::vector<double>& rtt_ns, const std::vector<double>& send_ns) {
   if (rtt_ns.empty()) throw ParamError(fmt::format("calibration: no round trips of {} bytes with w = {:.0f} ns", k, w));
-  return RoundTrip{k, w, median(rtt_ns), send_ns.empty() ? 0.0 : median(send_ns)};
+  RoundTrip r{k, w, median(rtt_ns), send_ns.empty() ? 0.0 : median(send_ns), std::nullopt};
+  std::vector<double> less_w(rtt_ns);
+  for (double& t : less_w) t -= w;
+  if ((r.speeds = two_speeds(std::move(less_w)))) r.rtt_ns = w + r.speeds->mean_ns();
+  return r;
 }
 
 // ---- the fit ------------------------------------------------------------------------------------------------

@@ -41,17 +41,70 @@ std::vector<double> nnls(const Matrix& A, const std::vector<double>& b);
 
 // ---- the measurements -------------------------------------------------------------------------------------
 // One (w, k) of a sweep: the typical round trip and MPI_Send time of its repetitions.
+// The repetitions of one (w, k) in two groups, when they fall so: a machine whose messages go at two
+// speeds, switching while it runs. Measured on this project's machines (KVM guests of 2 CPUs), an 8-byte
+// ping-pong in one run, the median of each 2000 round trips, 40 times 50 ms apart: Open MPI's vader
+// 0.35-0.52 or 0.85-1.09 us, MPICH's UCX shared memory 0.36-0.52 or 1.26-1.49 us, the speed changing
+// from one window to the next or holding for a second. A run as short as the halo example's falls mostly
+// on one of them.
+struct TwoSpeeds {
+  double fast_ns = 0, slow_ns = 0;  // each group's median (of round trip less w)
+  double slow_share = 0;            // the share of the repetitions in the slower group
+  double ratio() const { return slow_ns / fast_ns; }
+  // what a run that spans many switches takes on average
+  double mean_ns() const { return (1 - slow_share) * fast_ns + slow_share * slow_ns; }
+};
+// The two groups of these times (round trips less w), or none when they are one group. Two groups: the
+// widest gap between neighbours in sorted order (its upper side over its lower at least 1.3) leaves at
+// least 15% of the times on each side, each group is tight (its upper quartile within 1.5 times its
+// lower one) and the slower group's median is 1.5 to 5 times the faster's. A rank descheduled during a
+// few repetitions makes them far slower and scattered, not a group.
+std::optional<TwoSpeeds> two_speeds(std::vector<double> less_w);
+
+// One (w, k) of a sweep: the typical round trip and MPI_Send time of its repetitions.
 struct RoundTrip {
   uint64_t k = 0;      // bytes
   double w = 0;        // ns computed before each receive
   double rtt_ns = 0;   // round trip
   double send_ns = 0;  // rank 0's blocking send (0: not measured)
+  std::optional<TwoSpeeds> speeds;  // the round trips' two speeds, when they have two
 };
+
+// The runs of the benchmark (--runs) compared: a machine whose speed holds for seconds and changes between
+// them puts each run at one speed. Twelve one-run calibrations over Open MPI's vader in a row, here:
+// seven took 1.9-2.1 us for a 512-byte round trip and 45-57 us for 64 KiB, four 0.76-0.83 and 23-27 us,
+// one 0.56 and 19 us; pooling such runs size by size prices some sizes at one speed and some at another.
+// speed[i]: run i's round trips over the runs' median (the median over its w = 0 sizes); keep: the runs
+// within 15% of the middle run's speed, whose samples are pooled.
+struct RunSpeeds {
+  std::vector<double> speed;
+  std::vector<size_t> keep;
+};
+RunSpeeds run_speeds(const std::vector<std::vector<RoundTrip>>& runs);
+
+// The machine's two speeds as a sweep's small messages show them (w = 0, up to kSpeedsUpTo bytes, whose
+// round trip is latency and overheads): none unless at least two of those sizes, and half of them, have
+// two. `of`: the smallest such size's groups; ratio and slow_share: their medians over the sizes.
+inline constexpr uint64_t kSpeedsUpTo = 1024;
+struct MachineSpeeds {
+  uint64_t k = 0;
+  TwoSpeeds of;
+  double ratio = 0, slow_share = 0;
+  size_t sizes = 0, split = 0;  // small sizes with w = 0, and those with two speeds (across_runs: runs, slower runs)
+  bool across_runs = false;     // found between the runs of the benchmark, not within them
+};
+std::optional<MachineSpeeds> machine_speeds(const std::vector<RoundTrip>& samples);
+// The same from the runs' speeds: two when the slowest run is at least 1.5 times the fastest (k 0, `of`
+// the two speeds relative to the fastest; slow_share: the runs more than 1.25 times the fastest).
+std::optional<MachineSpeeds> machine_speeds(const RunSpeeds& runs);
 
 // The median: in the benchmark's loop a rank descheduled during one round trip lengthens that period
 // and shortens the next, so the middle value, not the smallest, is the undisturbed one.
 double median(std::vector<double> v);
-// A (w, k) from its repetitions (their medians). Throws ParamError when there are none.
+// A (w, k) from its repetitions: their medians, but for round trips at two speeds (two_speeds) the mean
+// of the two, weighted by their shares: what a run spanning many switches takes, where the median picks
+// whichever speed held most repetitions of that size and the fit then meets sizes measured at different
+// speeds. Throws ParamError when there are none.
 RoundTrip from_repetitions(uint64_t k, double w, const std::vector<double>& rtt_ns, const std::vector<double>& send_ns);
 
 // The samples of one run of the benchmark, at one eager limit, and the s and S its rows are modelled

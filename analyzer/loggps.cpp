@@ -203,6 +203,24 @@ LogGPSParams load_params(const fs::path& file) {
       else p.eager_header_bytes = n;
     }
   }
+  if (const toml::table* machine = doc["machine"].as_table()) {
+    for (const auto& [k, v] : *machine) {
+      std::string key(k.str());
+      if (key != "speeds_ratio" && key != "slow_share")
+        throw ParamError(fmt::format("{}: [machine] {}: unknown key (the keys are speeds_ratio, slow_share)", where, key));
+      std::optional<double> value = v.value<double>();
+      if (key == "speeds_ratio") {
+        if (!value || !(*value >= 1 && *value <= 100))
+          throw ParamError(fmt::format("{}: [machine] speeds_ratio: not a number from 1 to 100", where));
+        p.speeds_ratio = *value;
+      } else {
+        if (!value || !(*value >= 0 && *value <= 1))
+          throw ParamError(fmt::format("{}: [machine] slow_share: not a share from 0 to 1", where));
+        p.slow_share = *value;
+      }
+    }
+    if (!p.speeds_ratio) throw ParamError(fmt::format("{}: [machine] speeds_ratio is missing", where));
+  }
   if (const toml::table* raised = doc["raised"].as_table())
     read_size_table(*raised, "raised", "the size above which its costs apply", p.raised_from,
                     {{"Oss_ns_per_byte", &LogGPSParams::Oss_raised, false}, {"Ors_ns_per_byte", &LogGPSParams::Ors_raised, false}},

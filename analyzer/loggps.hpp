@@ -73,6 +73,12 @@ struct LogGPSParams {
   // Orl_large per byte instead of Osl, Orl. None when empty: one protocol above S.
   std::optional<uint64_t> large_from;
   double R_large = 0, Osl_large = 0, Orl_large = 0;
+  // Beyond the model ([machine] in the files): the calibration found this machine's messages at two speeds
+  // (analyzer/calibration.hpp: two_speeds within its runs, run_speeds between them), the slower
+  // speeds_ratio times the faster, slow_share of the time. The set prices one speed or their mean; a run
+  // at another misses by that, and the report names it. None when empty.
+  std::optional<double> speeds_ratio;
+  double slow_share = 0;
   static constexpr uint64_t kInfinite = std::numeric_limits<uint64_t>::max();
 
   // Throws ParamError naming what is wrong (negative values, s > S, ...).

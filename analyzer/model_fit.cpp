@@ -195,6 +195,13 @@ ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& p
                                         "disturbed calibration run threw it off (mpiadvise calibrate on a quiet "
                                         "machine measures one; compare several)",
                                         100 * fast_messages_ns / ranks_ns, messages_measured / 1e6, messages_predicted / 1e6)});
+  if (params.speeds_ratio)
+    for (auto& s : fit.suspects)
+      if (s.reason == MissReason::SlowMessages || s.reason == MissReason::FastMessages)
+        s.detail += fmt::format("; this set's calibration found the machine's messages at two speeds, the slower {:.1f} "
+                                "times the faster and {:.0f}% of the time: a run at another speed than the set's is off by "
+                                "that",
+                                *params.speeds_ratio, 100 * params.slow_share);
   std::stable_sort(fit.suspects.begin(), fit.suspects.end(),
                    [](const auto& a, const auto& b) { return a.share > b.share; });
   return fit;

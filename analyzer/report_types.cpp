@@ -107,6 +107,10 @@ void from_json(const json& j, Params& v) {
     p.Osl_large = r.at("Osl_ns_per_byte").get<double>();
     p.Orl_large = r.at("Orl_ns_per_byte").get<double>();
   }
+  if (j.contains("machine")) {
+    p.speeds_ratio = j["machine"].at("speeds_ratio").get<double>();
+    p.slow_share = j["machine"].at("slow_share").get<double>();
+  }
   v.why = j.value("why", std::string());
   v.description = j.value("description", std::string());
 }

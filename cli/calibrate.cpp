@@ -75,6 +75,8 @@ struct BenchOutput {
   std::optional<uint64_t> S_next;  // the smallest size whose send waited; none when no size of the sweep waited
   int probes = 0;            // round-trip probes of the bisection
   std::vector<Flood> floods; // eager sends to a late receiver
+  std::vector<RoundTrip> every_run;  // the samples of each run pooled (--runs), for the machine's speeds
+  RunSpeeds speeds;                  // the runs' speeds, and those pooled (--runs)
 };
 
 // The bisection's line: S is the largest size whose send returned while the receiver computed, S_next
@@ -138,11 +140,13 @@ BenchOutput run_bench(const std::vector<std::string>& command, const std::string
   if (b.facts.is_null()) throw std::runtime_error("the benchmark printed no facts line: is it mpiadvise-calibrate-bench?");
   if (!bisected) throw std::runtime_error("the benchmark printed no effective S: is it mpiadvise-calibrate-bench of this version?");
   if (b.sweep.samples.size() < 8) throw std::runtime_error("the benchmark printed too few measurements");
+  b.every_run = b.sweep.samples;
   return b;
 }
 
 // The benchmark run `runs` times (--runs), pooled into one output: each (w, k)'s round trip and send time
-// the median of the runs' medians, S the runs' median, the floods of every run, the posting costs' medians.
+// the median over the runs at the middle run's speed (run_speeds), S the runs' median, the floods of every
+// run, the posting costs' medians.
 // A run of the benchmark can settle in a state of its own for all its sizes (the ranks' placement, the
 // transport's buffers): one quick run over Open MPI's vader fitted Osl at 0.368 ns/B where three more gave
 // 0.164-0.188, and the halo example was then predicted +47%.
@@ -156,11 +160,17 @@ BenchOutput run_bench_pooled(const std::vector<std::string>& command, const std:
                  env.c_str());
     all.push_back(run_bench(command, env));
   }
-  BenchOutput b = all.front();
+  std::vector<std::vector<RoundTrip>> samples;
+  for (const auto& run : all) samples.push_back(run.sweep.samples);
+  RunSpeeds speeds = run_speeds(samples);
+  BenchOutput b = all[speeds.keep.front()];
+  b.speeds = speeds;
+  b.every_run.clear();
+  for (const auto& run : all) b.every_run.insert(b.every_run.end(), run.sweep.samples.begin(), run.sweep.samples.end());
   for (RoundTrip& s : b.sweep.samples) {
     std::vector<double> rtt, send;
-    for (const auto& run : all)
-      for (const RoundTrip& r : run.sweep.samples)
+    for (size_t i : speeds.keep)
+      for (const RoundTrip& r : all[i].sweep.samples)
         if (r.k == s.k && r.w == s.w) {
           if (r.rtt_ns > 0) rtt.push_back(r.rtt_ns);
           if (r.send_ns > 0) send.push_back(r.send_ns);
@@ -292,6 +302,24 @@ std::string raising_env(const RunFacts& facts, uint64_t raised) {
   return "";
 }
 
+// e.g. "8-byte round trips 0.45 or 1.00 us, the slower in 40% of the repetitions; 5 of 6 sizes up to
+// 1024 bytes, 2.2 times apart"
+std::string speeds_text(const MachineSpeeds& m) {
+  if (m.across_runs)
+    return fmt::format("{} of the {} runs of the benchmark were more than 1.25 times slower than the fastest, the "
+                       "slowest {:.1f} times",
+                       m.split, m.sizes, m.ratio);
+  return fmt::format("{}-byte round trips {:.2f} or {:.2f} us, the slower in {:.0f}% of the repetitions; {} of {} sizes up "
+                     "to {} bytes (over the runs) at two speeds, {:.1f} times apart (their median)",
+                     m.k, m.of.fast_ns / 1e3, m.of.slow_ns / 1e3, 100 * m.of.slow_share, m.split, m.sizes, kSpeedsUpTo, m.ratio);
+}
+
+std::string pricing_text(const MachineSpeeds& m) {
+  return m.across_runs ? "The set prices the runs at the middle run's speed"
+                       : "Each size's round trip is the two speeds' mean, weighted by their shares (what a run spanning "
+                         "many switches takes)";
+}
+
 int run_calibrate(const CalibrateOptions& o) {
   uint64_t max_size = parse_bytes("--max-size", o.max_size);
   if (max_size < 4096 || max_size > (1ull << 30))
@@ -395,6 +423,13 @@ int run_calibrate(const CalibrateOptions& o) {
                         posts["irecv_ns"].get<double>());
   const EagerBufferFit buffer = fit_eager_buffer(run1.floods);
   file << eager_toml(buffer, run1.floods);
+  std::optional<MachineSpeeds> speeds = machine_speeds(run1.speeds);
+  if (!speeds) speeds = machine_speeds(run1.every_run);
+  if (speeds)
+    file << fmt::format("\n# This machine's messages went at two speeds: {}.\n# {}; a run at another speed is faster or "
+                        "slower than predicted, and its report says so.\n"
+                        "[machine]\nspeeds_ratio = {:.2f}\nslow_share = {:.2f}\n",
+                        speeds_text(*speeds), pricing_text(*speeds), speeds->ratio, speeds->slow_share);
   // the raised sweep alone: what eager messages above the library's own limit cost per byte
   std::optional<RaisedFit> raised_fit;
   if (run2) {
@@ -466,6 +501,17 @@ int run_calibrate(const CalibrateOptions& o) {
                large_fit->from, run_facts_here.large_from_note, large_fit->R, large_fit->R_error, large_fit->Osl,
                large_fit->Osl_error, large_fit->Orl, large_fit->Orl_error, 100 * large_fit->residual_rtt, large_fit->rows);
   if (!eager_note.empty()) fmt::print("  note: {}\n", eager_note);
+  if (run1.speeds.speed.size() > 1) {
+    std::string each;
+    for (size_t i = 0; i < run1.speeds.speed.size(); i++)
+      each += fmt::format("{}{:.2f}", i == 0 ? "" : i + 1 == run1.speeds.speed.size() ? " and " : ", ", run1.speeds.speed[i]);
+    fmt::print("  the runs' round trips: {} times their median; pooled: the {} within 15% of the middle run's\n", each,
+               run1.speeds.keep.size());
+  }
+  if (speeds)
+    fmt::print("  note: this machine's messages went at two speeds: {}. {}; a run at another speed is faster or slower "
+               "than predicted\n",
+               speeds_text(*speeds), pricing_text(*speeds));
   fmt::print("  eager buffer for a late receiver: {}\n", eager_buffer_text(buffer));
   fmt::print("  written to {}\n", o.output);
   return kOk;

@@ -41,7 +41,7 @@ Sweep generate(const LogGPSParams& truth, const std::vector<uint64_t>& sizes, do
   sw.S = truth.S;
   for (double w : {0.0, W})
     for (uint64_t k : sizes)
-      sw.samples.push_back({k, w, w + (m.round_trip(k, w) - w) * (1 + jitter(rng)), m.send(k, 0, w) * (1 + jitter(rng))});
+      sw.samples.push_back({k, w, w + (m.round_trip(k, w) - w) * (1 + jitter(rng)), m.send(k, 0, w) * (1 + jitter(rng)), std::nullopt});
   return sw;
 }
 
@@ -335,6 +335,106 @@ TEST_CASE("medians of repetitions, and what the fit refuses", "[calibration][err
   CHECK_THROWS_AS(fit_params({}), ParamError);
   CHECK_THROWS_WITH(fit_params({Sweep{}}), Catch::Contains("no round trips"));
   CHECK_THROWS_AS(calibrate({}, true), ParamError);
+}
+
+// The repetitions of the first Open MPI vader calibration sweep of this session (8 bytes, w = 0, 21
+// round trips in the benchmark's order): 17 at the faster speed (361 to 501 ns), 4 at the slower (922 to
+// 1042, and one of them 3777: disturbed, but in that group's median it is only the largest).
+const std::vector<double> kVaderTwoSpeeds = {1042, 922, 3777, 501, 501, 1011, 440, 481, 451, 410, 391,
+                                             371,  410, 451,  361, 421, 441,  431, 490, 411, 441};
+
+TEST_CASE("round trips at two speeds are told from one speed with disturbances, and priced by their mean",
+          "[calibration][speeds]") {
+  // sorted: 361 .. 501 (17), then 922, 1011, 1042, 3777 (4 of 21, 19%); the gap 922 / 501 = 1.84
+  auto two = two_speeds(kVaderTwoSpeeds);
+  REQUIRE(two);
+  CHECK(two->fast_ns == 440);             // the 9th of the 17
+  CHECK(two->slow_ns == (1011 + 1042) / 2.0);
+  CHECK(two->slow_share == Approx(4.0 / 21));
+  CHECK(two->ratio() == Approx(1026.5 / 440));
+  // priced by the mean of the two, where the median (441) would be the faster speed alone
+  RoundTrip r = from_repetitions(8, 0, kVaderTwoSpeeds, {});
+  CHECK(median(kVaderTwoSpeeds) == 441);
+  CHECK(r.rtt_ns == Approx(17.0 / 21 * 440 + 4.0 / 21 * 1026.5));
+  REQUIRE(r.speeds);
+  // with w, the groups are of the round trips less w
+  std::vector<double> with_w = kVaderTwoSpeeds;
+  for (double& x : with_w) x += 500e3;
+  RoundTrip rw = from_repetitions(8, 500e3, with_w, {});
+  CHECK(rw.rtt_ns == Approx(500e3 + r.rtt_ns));
+  // one speed, three disturbed repetitions far slower (26 times the rest at their median): the median as
+  // before
+  const std::vector<double> disturbed = {441, 460, 430, 9000, 450, 470, 65202, 12012, 455, 445, 462, 438, 449, 451, 448, 452};
+  CHECK_FALSE(two_speeds(disturbed));
+  CHECK(from_repetitions(8, 0, disturbed, {}).rtt_ns == median(disturbed));
+  // one speed with +-20% noise: no gap
+  std::vector<double> noisy;
+  for (int i = 0; i < 21; i++) noisy.push_back(800 + 16.0 * i);  // 800 .. 1120
+  CHECK_FALSE(two_speeds(noisy));
+  // two groups whose slower is a disturbance's scatter (300 .. 9000), not a speed
+  const std::vector<double> scatter = {400, 410, 405, 402, 398, 401, 399, 404, 403, 900, 2000, 9000, 5000, 400, 401};
+  CHECK_FALSE(two_speeds(scatter));
+  // too few repetitions to tell
+  CHECK_FALSE(two_speeds({400, 900, 410, 920, 405}));
+}
+
+TEST_CASE("runs of the benchmark at another speed than the middle one's are left out of the pool",
+          "[calibration][speeds]") {
+  // three sizes; run 1 at the speed of run 0 (+5%), run 2 2.1 times slower (the vader calibrations here:
+  // 0.8 or 2.0 us for 512 bytes); w = 500 us rows do not count
+  auto run = [](double f) {
+    return std::vector<RoundTrip>{{8, 0, 400 * f, 0, {}}, {512, 0, 800 * f, 0, {}}, {65536, 0, 26000 * f, 0, {}},
+                                  {512, 5e5, 5e5 * f, 0, {}}};
+  };
+  RunSpeeds r = run_speeds({run(1), run(1.05), run(2.1)});
+  REQUIRE(r.speed.size() == 3);
+  // each size's median is run 1's: the speeds are 1/1.05, 1 and 2.1/1.05
+  CHECK(r.speed[0] == Approx(1 / 1.05));
+  CHECK(r.speed[1] == Approx(1));
+  CHECK(r.speed[2] == Approx(2));
+  CHECK(r.keep == std::vector<size_t>{0, 1});
+  auto m = machine_speeds(r);
+  REQUIRE(m);
+  CHECK(m->across_runs);
+  CHECK(m->ratio == Approx(2.1));
+  CHECK(m->split == 1);
+  CHECK(m->sizes == 3);
+  CHECK(m->slow_share == Approx(1.0 / 3));
+  // the middle run is the slow one when most are: the fast one is left out
+  r = run_speeds({run(2.1), run(1), run(2.0)});
+  CHECK(r.keep == std::vector<size_t>{0, 2});
+  // runs within 15% of each other are all pooled, and are one speed
+  r = run_speeds({run(1), run(1.1), run(0.95)});
+  CHECK(r.keep == std::vector<size_t>{0, 1, 2});
+  CHECK_FALSE(machine_speeds(r));
+  // one run: itself
+  r = run_speeds({run(1)});
+  CHECK(r.keep == std::vector<size_t>{0});
+  CHECK_FALSE(machine_speeds(r));
+}
+
+TEST_CASE("the machine has two speeds when most of the sweep's small sizes do", "[calibration][speeds]") {
+  auto at = [](uint64_t k, double w, bool two) {
+    std::vector<double> reps = kVaderTwoSpeeds;
+    if (!two) reps.assign(21, 400.0 + static_cast<double>(k) / 10);
+    for (double& x : reps) x += w;
+    return from_repetitions(k, w, reps, {});
+  };
+  // w = 0: 8 and 64 bytes at two speeds, 512 at one; 1024 at two with w (not counted), 4096 (too large)
+  std::vector<RoundTrip> sweep = {at(8, 0, true), at(64, 0, true), at(512, 0, false), at(1024, 5e5, true), at(4096, 0, true)};
+  auto m = machine_speeds(sweep);
+  REQUIRE(m);
+  CHECK(m->k == 8);
+  CHECK(m->sizes == 3);
+  CHECK(m->split == 2);
+  CHECK(m->ratio == Approx(1026.5 / 440));
+  CHECK(m->slow_share == Approx(4.0 / 21));
+  // one small size of three is not the machine
+  sweep[1] = at(64, 0, false);
+  CHECK_FALSE(machine_speeds(sweep));
+  // nor are two of five
+  sweep = {at(8, 0, true), at(16, 0, true), at(32, 0, false), at(64, 0, false), at(128, 0, false)};
+  CHECK_FALSE(machine_speeds(sweep));
 }
 
 TEST_CASE("the eager buffer follows from the floods: bytes with a header per message, or a message count",

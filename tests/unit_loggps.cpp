@@ -292,3 +292,30 @@ TEST_CASE("the eager buffer is read from [eager], and bad values are refused nam
                     Catch::Contains("[eager] bufer_bytes: unknown key"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("a machine's two speeds are read from [machine], and bad values are refused naming the key", "[loggps][params]") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("mpiadvise-machine-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string model =
+      "[loggps]\nL_ns = 1\no_ns = 1\nOss_ns_per_byte = 0\nOrs_ns_per_byte = 0\nOsl_ns_per_byte = 0\n"
+      "Orl_ns_per_byte = 0\nGs_ns_per_byte = 0\nGl_ns_per_byte = 0\ns_bytes = 256\nS_bytes = 256\n";
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << model << text;
+    return dir / name;
+  };
+  LogGPSParams p = load_params(write("ok.toml", "[machine]\nspeeds_ratio = 2.25\nslow_share = 0.4\n"));
+  REQUIRE(p.speeds_ratio);
+  CHECK(*p.speeds_ratio == 2.25);
+  CHECK(p.slow_share == 0.4);
+  CHECK_FALSE(load_params(write("none.toml", "")).speeds_ratio);
+  CHECK_THROWS_WITH(load_params(write("low.toml", "[machine]\nspeeds_ratio = 0.5\n")),
+                    Catch::Contains("low.toml: [machine] speeds_ratio: not a number from 1 to 100"));
+  CHECK_THROWS_WITH(load_params(write("share.toml", "[machine]\nspeeds_ratio = 2\nslow_share = 1.5\n")),
+                    Catch::Contains("[machine] slow_share: not a share from 0 to 1"));
+  CHECK_THROWS_WITH(load_params(write("missing.toml", "[machine]\nslow_share = 0.5\n")),
+                    Catch::Contains("[machine] speeds_ratio is missing"));
+  CHECK_THROWS_WITH(load_params(write("key.toml", "[machine]\nspeed_ratio = 2\n")),
+                    Catch::Contains("[machine] speed_ratio: unknown key"));
+  fs::remove_all(dir);
+}

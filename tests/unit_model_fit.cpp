@@ -144,7 +144,15 @@ TEST_CASE("a set that prices the messages above what they took is suspected when
     if (s.reason == MissReason::FastMessages) {
       CHECK(s.share > 20 * 59e3 / (2 * 4.2e6));
       CHECK(s.detail.find("less than the parameter set prices them") != std::string::npos);
+      CHECK(s.detail.find("two speeds") == std::string::npos);
     }
+  // a set whose calibration saw the machine at two speeds says so where it suspects the messages' prices
+  slow.speeds_ratio = 2.2, slow.slow_share = 0.4;
+  bool named = false;
+  for (const auto& s : assess_fit(t, tcp_facts(), slow, replayed(t, slow)).suspects)
+    if (s.reason == MissReason::FastMessages)
+      named = s.detail.find("two speeds, the slower 2.2 times the faster and 40% of the time: a run at another speed") != std::string::npos;
+  CHECK(named);
   // priced as it ran, nothing of the kind
   CHECK_FALSE(has(assess_fit(t, tcp_facts(), tcp_params(), replayed(t, tcp_params())), MissReason::FastMessages));
 }
