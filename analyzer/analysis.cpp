@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "model_fit.hpp"
 #include "parallel.hpp"
 #include "replay_peers.hpp"
 
@@ -195,6 +196,14 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
   check_same_trace(a.trace, dir);
   a.facts = run_facts(*a.job);
   a.chosen = choose_params(a.facts, params, default_params_dir());
+  if (const auto speed = run_speed(a.trace, a.facts, a.chosen.params)) {
+    a.chosen.params = a.chosen.params.scaled(speed->factor);
+    for (double& f : a.chosen.params.speeds) f /= speed->factor;  // now on the scaled set's times
+    a.chosen.why += fmt::format(
+        "; its times x{:.2f}: the run went at a {} speed of the machine, one its calibration saw (replayed "
+        "{:+.1f}% off at the set's, {:+.1f}% at that one)",
+        speed->factor, speed->faster ? "faster" : "slower", 100 * speed->error_set, 100 * speed->error_run);
+  }
   a.waits = find_waits(a.trace, LogGPS(a.chosen.params));
   a.measured = measure_waits(a.trace, a.waits);
   a.symbols.resize(static_cast<size_t>(a.trace.world_size));

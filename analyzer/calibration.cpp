@@ -243,6 +243,8 @@ std::optional<MachineSpeeds> machine_speeds(const std::vector<RoundTrip>& sample
   if (m.split < 2 || 2 * m.split < m.sizes) return std::nullopt;
   m.ratio = median(ratios);
   m.slow_share = median(shares);
+  const double set = 1 + m.slow_share * (m.ratio - 1);  // the weighted mean, over the faster speed
+  m.factors = {1 / set, m.ratio / set};
   return m;
 }
 
@@ -282,6 +284,13 @@ std::optional<MachineSpeeds> machine_speeds(const RunSpeeds& runs) {
   for (double s : runs.speed) m.split += s > 1.25 * *lo;
   m.of.slow_share = static_cast<double>(m.split) / static_cast<double>(m.sizes);
   m.ratio = m.of.ratio(), m.slow_share = m.of.slow_share;
+  std::vector<double> kept;
+  for (size_t i : runs.keep) kept.push_back(runs.speed[i]);
+  const double set = median(kept);
+  std::vector<double> sorted = runs.speed;
+  std::sort(sorted.begin(), sorted.end());
+  for (double s : sorted)  // one factor for runs within 5% of each other
+    if (m.factors.empty() || s / set > 1.05 * m.factors.back()) m.factors.push_back(s / set);
   return m;
 }
 

@@ -90,6 +90,7 @@ struct MachineSpeeds {
   uint64_t k = 0;
   TwoSpeeds of;
   double ratio = 0, slow_share = 0;
+  std::vector<double> factors;  // each speed seen, as a factor on what the set prices (the pooled runs', or the mean)
   size_t sizes = 0, split = 0;  // small sizes with w = 0, and those with two speeds (across_runs: runs, slower runs)
   bool across_runs = false;     // found between the runs of the benchmark, not within them
 };

@@ -45,6 +45,18 @@ void LogGPSParams::validate(const std::string& where) const {
                                  where, s, S));
 }
 
+LogGPSParams LogGPSParams::scaled(double f) const {
+  LogGPSParams p = *this;
+  for (double LogGPSParams::*x : {&LogGPSParams::L, &LogGPSParams::o, &LogGPSParams::Oss, &LogGPSParams::Ors,
+                                  &LogGPSParams::Osl, &LogGPSParams::Orl, &LogGPSParams::Gs, &LogGPSParams::Gl,
+                                  &LogGPSParams::R, &LogGPSParams::Oss_raised, &LogGPSParams::Ors_raised,
+                                  &LogGPSParams::R_large, &LogGPSParams::Osl_large, &LogGPSParams::Orl_large})
+    p.*x *= f;
+  for (std::optional<double> LogGPSParams::*x : {&LogGPSParams::isend_ns, &LogGPSParams::irecv_ns, &LogGPSParams::persistent_saving})
+    if (p.*x) *(p.*x) *= f;
+  return p;
+}
+
 void LogGPSParams::set(const std::string& key, double value, const std::string& where) {
   const bool size = key == "s" || key == "S";
   if (std::isnan(value) || value < 0 || (!size && std::isinf(value)))
@@ -206,10 +218,20 @@ LogGPSParams load_params(const fs::path& file) {
   if (const toml::table* machine = doc["machine"].as_table()) {
     for (const auto& [k, v] : *machine) {
       std::string key(k.str());
-      if (key != "speeds_ratio" && key != "slow_share")
-        throw ParamError(fmt::format("{}: [machine] {}: unknown key (the keys are speeds_ratio, slow_share)", where, key));
+      if (key != "speeds_ratio" && key != "slow_share" && key != "speeds")
+        throw ParamError(
+            fmt::format("{}: [machine] {}: unknown key (the keys are speeds_ratio, slow_share, speeds)", where, key));
       std::optional<double> value = v.value<double>();
-      if (key == "speeds_ratio") {
+      if (key == "speeds") {
+        const toml::array* list = v.as_array();
+        if (!list) throw ParamError(fmt::format("{}: [machine] speeds: not a list of factors", where));
+        for (const auto& x : *list) {
+          const std::optional<double> f = x.value<double>();
+          if (!f || !(*f >= 0.01 && *f <= 100))
+            throw ParamError(fmt::format("{}: [machine] speeds: each factor on the set's times is a number from 0.01 to 100", where));
+          p.speeds.push_back(*f);
+        }
+      } else if (key == "speeds_ratio") {
         if (!value || !(*value >= 1 && *value <= 100))
           throw ParamError(fmt::format("{}: [machine] speeds_ratio: not a number from 1 to 100", where));
         p.speeds_ratio = *value;
@@ -220,6 +242,7 @@ LogGPSParams load_params(const fs::path& file) {
       }
     }
     if (!p.speeds_ratio) throw ParamError(fmt::format("{}: [machine] speeds_ratio is missing", where));
+
   }
   if (const toml::table* raised = doc["raised"].as_table())
     read_size_table(*raised, "raised", "the size above which its costs apply", p.raised_from,

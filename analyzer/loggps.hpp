@@ -76,9 +76,11 @@ struct LogGPSParams {
   // Beyond the model ([machine] in the files): the calibration found this machine's messages at two speeds
   // (analyzer/calibration.hpp: two_speeds within its runs, run_speeds between them), the slower
   // speeds_ratio times the faster, slow_share of the time. The set prices one speed or their mean; a run
-  // at another misses by that, and the report names it. None when empty.
+  // at another is replayed at the speed closest to it (model_fit.hpp, run_speed). None when empty.
   std::optional<double> speeds_ratio;
   double slow_share = 0;
+  // each speed the calibration saw, as a factor on the set's times (below 1: faster than the set's)
+  std::vector<double> speeds;
   static constexpr uint64_t kInfinite = std::numeric_limits<uint64_t>::max();
 
   // Throws ParamError naming what is wrong (negative values, s > S, ...).
@@ -89,6 +91,10 @@ struct LogGPSParams {
     s = s == S ? new_S : std::min(s, new_S);
     S = new_S;
   }
+  // The set with every time it prices (latency, overheads, gaps, the protocols' terms, the posting and
+  // persistent costs) times f: the same machine at another of its speeds ([machine]). Sizes, buffers and
+  // the local reduction unchanged.
+  LogGPSParams scaled(double f) const;
   // Sets one parameter by its name (L, o, Oss, Ors, Osl, Orl, Gs, Gl, R, s, S); throws ParamError.
   // (The [large] protocol's terms stay as they are: a what-if on Osl prices the messages below large_from.)
   void set(const std::string& key, double value, const std::string& where);

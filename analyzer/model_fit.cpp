@@ -48,6 +48,26 @@ bool never_waits(const Trace& t, const Op& op, const LogGPSParams& p) {
 
 }  // namespace
 
+std::optional<RunSpeed> run_speed(const Trace& trace, const RunFacts& facts, const LogGPSParams& params) {
+  if (!params.speeds_ratio || trace.ranks.empty()) return std::nullopt;
+  auto error_at = [&](double f) {
+    ReplayOptions o;
+    o.params = params.scaled(f);
+    replay_library(facts, o);
+    return replay(trace, o).error();
+  };
+  RunSpeed best;
+  best.error_set = best.error_run = error_at(1);
+  if (std::abs(best.error_set) <= kExpectedModelError) return std::nullopt;
+  for (double f : params.speeds) {
+    if (std::abs(f - 1) < 0.01) continue;
+    const double e = error_at(f);
+    if (std::abs(e) < std::abs(best.error_run)) best.factor = f, best.faster = f < 1, best.error_run = e;
+  }
+  if (best.factor == 1) return std::nullopt;
+  return best;
+}
+
 ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& params, const ReplayResult& baseline) {
   ModelFit fit;
   fit.error = baseline.error();
@@ -199,8 +219,8 @@ ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& p
     for (auto& s : fit.suspects)
       if (s.reason == MissReason::SlowMessages || s.reason == MissReason::FastMessages)
         s.detail += fmt::format("; this set's calibration found the machine's messages at two speeds, the slower {:.1f} "
-                                "times the faster and {:.0f}% of the time: a run at another speed than the set's is off by "
-                                "that",
+                                "times the faster and {:.0f}% of what it measured: a run at another speed than the set's is "
+                                "off by that",
                                 *params.speeds_ratio, 100 * params.slow_share);
   std::stable_sort(fit.suspects.begin(), fit.suspects.end(),
                    [](const auto& a, const auto& b) { return a.share > b.share; });

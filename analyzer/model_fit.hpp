@@ -54,6 +54,19 @@ struct ModelFit {
   std::vector<Suspect> suspects;  // most weight first
 };
 
+// The run's speed, where the set's calibration found the machine at several ([machine] in the set): when
+// the set as it is replays the run more than kExpectedModelError off, the set scaled to each other speed
+// the calibration saw (LogGPSParams::speeds) is replayed too, and the one closest to the measured run
+// wins if it is closer than the set's own. The machine's speed is a fact of the run, read from its own
+// times as the library and transport are read from its header; only speeds the calibration measured are
+// candidates. None: the set as it is.
+struct RunSpeed {
+  double factor = 1;                   // LogGPSParams::scaled's
+  bool faster = false;                 // factor < 1
+  double error_set = 0, error_run = 0;  // the replay's error with the set as it is, and scaled
+};
+std::optional<RunSpeed> run_speed(const Trace& trace, const RunFacts& facts, const LogGPSParams& params);
+
 ModelFit assess_fit(const Trace& trace, const RunFacts& facts, const LogGPSParams& params, const ReplayResult& baseline);
 
 }  // namespace mpiadvise

@@ -616,7 +616,8 @@ nlohmann::json params_json(const LogGPSParams& p) {
     j["raised"] = {{"from_bytes", *p.raised_from}, {"Oss_ns_per_byte", p.Oss_raised}, {"Ors_ns_per_byte", p.Ors_raised}};
   if (p.large_from)
     j["large"] = {{"from_bytes", *p.large_from}, {"R_ns", p.R_large}, {"Osl_ns_per_byte", p.Osl_large}, {"Orl_ns_per_byte", p.Orl_large}};
-  if (p.speeds_ratio) j["machine"] = {{"speeds_ratio", *p.speeds_ratio}, {"slow_share", p.slow_share}};
+  if (p.speeds_ratio)
+    j["machine"] = {{"speeds_ratio", *p.speeds_ratio}, {"slow_share", p.slow_share}, {"speeds", p.speeds}};
   return j;
 }
 

@@ -110,6 +110,7 @@ void from_json(const json& j, Params& v) {
   if (j.contains("machine")) {
     p.speeds_ratio = j["machine"].at("speeds_ratio").get<double>();
     p.slow_share = j["machine"].at("slow_share").get<double>();
+    p.speeds = j["machine"].value("speeds", std::vector<double>{});
   }
   v.why = j.value("why", std::string());
   v.description = j.value("description", std::string());

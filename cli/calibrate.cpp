@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -302,11 +303,12 @@ std::string raising_env(const RunFacts& facts, uint64_t raised) {
   return "";
 }
 
-// e.g. "8-byte round trips 0.45 or 1.00 us, the slower in 40% of the repetitions; 5 of 6 sizes up to
-// 1024 bytes, 2.2 times apart"
+// e.g. "2 of the 3 runs of the benchmark ran more than 1.25 times slower than the fastest, the slowest 2.3
+// times", or "8-byte round trips 0.44 or 1.03 us, the slower in 19% of the repetitions; 5 of 6 sizes up to
+// 1024 bytes (over the runs) at two speeds, 2.3 times apart (their median)"
 std::string speeds_text(const MachineSpeeds& m) {
   if (m.across_runs)
-    return fmt::format("{} of the {} runs of the benchmark were more than 1.25 times slower than the fastest, the "
+    return fmt::format("{} of the {} runs of the benchmark ran more than 1.25 times slower than the fastest, the "
                        "slowest {:.1f} times",
                        m.split, m.sizes, m.ratio);
   return fmt::format("{}-byte round trips {:.2f} or {:.2f} us, the slower in {:.0f}% of the repetitions; {} of {} sizes up "
@@ -428,8 +430,11 @@ int run_calibrate(const CalibrateOptions& o) {
   if (speeds)
     file << fmt::format("\n# This machine's messages went at two speeds: {}.\n# {}; a run at another speed is faster or "
                         "slower than predicted, and its report says so.\n"
-                        "[machine]\nspeeds_ratio = {:.2f}\nslow_share = {:.2f}\n",
-                        speeds_text(*speeds), pricing_text(*speeds), speeds->ratio, speeds->slow_share);
+                        "# speeds: each speed seen, as a factor on the set's times; a report whose run the set misses\n"
+                        "# tries the set at the others (mpiadvise-replay(1)).\n"
+                        "[machine]\nspeeds_ratio = {:.2f}\nslow_share = {:.2f}\nspeeds = [{:.3f}]\n",
+                        speeds_text(*speeds), pricing_text(*speeds), speeds->ratio, speeds->slow_share,
+                        fmt::join(speeds->factors, ", "));
   // the raised sweep alone: what eager messages above the library's own limit cost per byte
   std::optional<RaisedFit> raised_fit;
   if (run2) {

@@ -400,6 +400,11 @@ TEST_CASE("runs of the benchmark at another speed than the middle one's are left
   CHECK(m->split == 1);
   CHECK(m->sizes == 3);
   CHECK(m->slow_share == Approx(1.0 / 3));
+  // each run's speed over the pooled runs' (0 and 1) median, runs 0 and 1 within 5% of each other one
+  const double set = (1 / 1.05 + 1) / 2;
+  REQUIRE(m->factors.size() == 2);
+  CHECK(m->factors[0] == Approx(1 / 1.05 / set));
+  CHECK(m->factors[1] == Approx(2 / set));
   // the middle run is the slow one when most are: the fast one is left out
   r = run_speeds({run(2.1), run(1), run(2.0)});
   CHECK(r.keep == std::vector<size_t>{0, 2});
@@ -429,6 +434,9 @@ TEST_CASE("the machine has two speeds when most of the sweep's small sizes do", 
   CHECK(m->split == 2);
   CHECK(m->ratio == Approx(1026.5 / 440));
   CHECK(m->slow_share == Approx(4.0 / 21));
+  // the two speeds as factors on the weighted mean the set prices
+  const double mean = 1 + 4.0 / 21 * (1026.5 / 440 - 1);
+  CHECK(m->factors == std::vector<double>{1 / mean, 1026.5 / 440 / mean});
   // one small size of three is not the machine
   sweep[1] = at(64, 0, false);
   CHECK_FALSE(machine_speeds(sweep));

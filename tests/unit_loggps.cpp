@@ -293,6 +293,30 @@ TEST_CASE("the eager buffer is read from [eager], and bad values are refused nam
   fs::remove_all(dir);
 }
 
+TEST_CASE("a set at another of the machine's speeds: every time it prices scaled, nothing else", "[loggps][params]") {
+  LogGPSParams p;
+  p.L = 100, p.o = 10, p.Oss = 0.1, p.Ors = 0.2, p.Osl = 0.3, p.Orl = 0.4, p.Gs = 0.5, p.Gl = 0.6, p.R = 700;
+  p.s = 256, p.S = 4096;
+  p.isend_ns = 80, p.persistent_saving = 6, p.reduce_ns_per_byte = 0.03;
+  p.raised_from = 4096, p.Oss_raised = 0.05, p.Ors_raised = 0.04;
+  p.large_from = 8192, p.R_large = 3000, p.Osl_large = 0.12, p.Orl_large = 0.02;
+  p.eager_buffer_bytes = 4545;
+  const LogGPSParams q = p.scaled(2);
+  const LogGPS a(p), b(q);
+  // every message's time doubles, eager, rendezvous, raised and large alike
+  for (uint64_t k : {0, 100, 4000, 6000, 20000})
+    CHECK(b.communication(k, 0, 0) == Approx(2 * a.communication(k, 0, 0)));
+  CHECK(b.round_trip(20000, 5e5) - 5e5 == Approx(2 * (a.round_trip(20000, 5e5) - 5e5)));
+  CHECK(*q.isend_ns == 160);
+  CHECK_FALSE(q.irecv_ns);
+  CHECK(*q.persistent_saving == 12);
+  CHECK(*q.reduce_ns_per_byte == 0.03);
+  CHECK(q.s == 256);
+  CHECK(q.S == 4096);
+  CHECK(*q.large_from == 8192);
+  CHECK(*q.eager_buffer_bytes == 4545);
+}
+
 TEST_CASE("a machine's two speeds are read from [machine], and bad values are refused naming the key", "[loggps][params]") {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / ("mpiadvise-machine-" + std::to_string(::getpid()));
@@ -308,6 +332,13 @@ TEST_CASE("a machine's two speeds are read from [machine], and bad values are re
   REQUIRE(p.speeds_ratio);
   CHECK(*p.speeds_ratio == 2.25);
   CHECK(p.slow_share == 0.4);
+  CHECK(p.speeds.empty());
+  CHECK(load_params(write("set.toml", "[machine]\nspeeds_ratio = 2.25\nspeeds = [0.444, 1.0]\n")).speeds ==
+        std::vector<double>{0.444, 1.0});
+  CHECK_THROWS_WITH(load_params(write("zero.toml", "[machine]\nspeeds_ratio = 2\nspeeds = [0, 1]\n")),
+                    Catch::Contains("[machine] speeds: each factor on the set's times is a number from 0.01 to 100"));
+  CHECK_THROWS_WITH(load_params(write("list.toml", "[machine]\nspeeds_ratio = 2\nspeeds = 0.5\n")),
+                    Catch::Contains("[machine] speeds: not a list of factors"));
   CHECK_FALSE(load_params(write("none.toml", "")).speeds_ratio);
   CHECK_THROWS_WITH(load_params(write("low.toml", "[machine]\nspeeds_ratio = 0.5\n")),
                     Catch::Contains("low.toml: [machine] speeds_ratio: not a number from 1 to 100"));
