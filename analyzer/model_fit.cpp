@@ -60,7 +60,7 @@ std::optional<RunSpeed> run_speed(const Trace& trace, const RunFacts& facts, con
   best.error_set = best.error_run = error_at(1);
   if (std::abs(best.error_set) <= kExpectedModelError) return std::nullopt;
   for (double f : params.speeds) {
-    if (std::abs(f - 1) < 0.01) continue;
+    if (std::abs(f - 1) < 0.05) continue;  // the set's own speed (its pooled runs lie within 15%)
     const double e = error_at(f);
     if (std::abs(e) < std::abs(best.error_run)) best.factor = f, best.faster = f < 1, best.error_run = e;
   }
