@@ -4,12 +4,16 @@ asserts nothing.
 
 For each MPI (Open MPI and MPICH, where built), application, transport and rank count (2 and 4), REPS
 traced runs, each reported by mpiadvise with the parameter set this machine's calibration gives for that
-MPI and transport (mpiadvise calibrate --runs 3 at the start, between 2 ranks: each size's time the median
-of three runs of the benchmark; with CALIBRATIONS more than 1, that many calibrations and each parameter
+MPI and transport (mpiadvise calibrate --runs 5 at the start, between 2 ranks: each size's time the median
+of the runs of the benchmark at the middle run's speed; with CALIBRATIONS more than 1, that many calibrations and each parameter
 the median of theirs). Quick calibrations are not enough here: one of Open MPI's shared memory on a quiet
 machine gave Osl 0.368 ns/B where three more gave 0.164-0.188, and every halo row over vader then missed by
 +47%; the median of three quick ones priced the CMA protocol's bytes at 0.25 ns/B where --runs 3 gave
-0.12-0.13 (shipped set), and the halo rows over vader missed by +28 and +40%.
+0.12-0.13 (shipped set), and the halo rows over vader missed by +28 and +40%. Five runs, not three: this
+machine's messages go at two or three speeds that hold for seconds (mpiadvise-calibrate(1)), the set lists
+each speed its runs saw, and a report replays a run at the listed speed closest to it; with three runs all
+three fell at the slower speed in one validate of four, and its halo rows over vader then missed by +59%
+and +69% at the faster.
 The transports: TCP and shared memory, i.e. Open MPI's ob1 over btl tcp or vader, and MPICH's ch4 over
 UCX with UCX_TLS=tcp,self or sm,self. A row: the measured run time (median, and the range over the runs), the
 predicted one, and the replay's error (median over the runs, and its range). Then the advice of the run
@@ -319,7 +323,7 @@ def median_params(files, out):
                     spread[key] = (min(got), max(got))
         lines.append(line)
     with open(out, "w") as f:
-        f.write("# %s\n" % ("the median of %d calibrations by mpiadvise calibrate --runs 3: %s" % (len(files), ", ".join(files))))
+        f.write("# %s\n" % ("the median of %d calibrations by mpiadvise calibrate --runs 5: %s" % (len(files), ", ".join(files))))
         f.writelines(lines)
     return spread
 
@@ -426,7 +430,7 @@ def main():
             each, residuals = [], []
             for i in range(CALIBRATIONS):
                 fi = f if CALIBRATIONS == 1 else os.path.join(OUT, "params-%s-%s.%d.toml" % (m, setup.name, i + 1))
-                c = run([MPIADVISE, "calibrate", "--runs", "3", "-o", fi, "--", *setup.launcher()], env=setup.environ())
+                c = run([MPIADVISE, "calibrate", "--runs", "5", "-o", fi, "--", *setup.launcher()], env=setup.environ())
                 if c.returncode != 0:
                     sys.exit("validate: mpiadvise calibrate over %s %s failed: %s" % (MPI_NAME[m], setup.name, c.stderr.strip()))
                 each.append(fi)
