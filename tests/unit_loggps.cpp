@@ -14,6 +14,30 @@
 
 using namespace mpiadvise;
 using Catch::Detail::Approx;
+
+namespace {
+
+// Parameter files in a directory of their own, removed at the end: a minimal [loggps] table followed by
+// the text of each file.
+struct ParamFiles {
+  std::filesystem::path dir;
+  explicit ParamFiles(const std::string& what)
+      : dir(std::filesystem::temp_directory_path() / ("mpiadvise-" + what + "-" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(dir);
+  }
+  ~ParamFiles() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::filesystem::path write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir / name) << "[loggps]\nL_ns = 1\no_ns = 1\nOss_ns_per_byte = 0\nOrs_ns_per_byte = 0\nOsl_ns_per_byte = 0\n"
+                                 "Orl_ns_per_byte = 0\nGs_ns_per_byte = 0\nGl_ns_per_byte = 0\ns_bytes = 256\nS_bytes = 256\n"
+                              << text;
+    return dir / name;
+  }
+};
+
+}  // namespace
 namespace fs = std::filesystem;
 
 namespace {
@@ -268,16 +292,8 @@ TEST_CASE("a split message goes in step with a late receiver once its chunks fil
 }
 
 TEST_CASE("the eager buffer is read from [eager], and bad values are refused naming the key", "[loggps][params]") {
-  namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("mpiadvise-eager-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string model =
-      "[loggps]\nL_ns = 1\no_ns = 1\nOss_ns_per_byte = 0\nOrs_ns_per_byte = 0\nOsl_ns_per_byte = 0\n"
-      "Orl_ns_per_byte = 0\nGs_ns_per_byte = 0\nGl_ns_per_byte = 0\ns_bytes = 256\nS_bytes = 256\n";
-  auto write = [&](const std::string& name, const std::string& text) {
-    std::ofstream(dir / name) << model << text;
-    return dir / name;
-  };
+  ParamFiles files("eager");
+  auto write = [&](const std::string& name, const std::string& text) { return files.write(name, text); };
   LogGPSParams p = load_params(write("ok.toml", "[eager]\nbuffer_bytes = 4545\nheader_bytes = 47\n"));
   REQUIRE(p.eager_buffer_bytes);
   CHECK(*p.eager_buffer_bytes == 4545);
@@ -290,7 +306,6 @@ TEST_CASE("the eager buffer is read from [eager], and bad values are refused nam
                     Catch::Contains("[eager] buffer_messages"));
   CHECK_THROWS_WITH(load_params(write("key.toml", "[eager]\nbufer_bytes = 1\n")),
                     Catch::Contains("[eager] bufer_bytes: unknown key"));
-  fs::remove_all(dir);
 }
 
 TEST_CASE("a set at another of the machine's speeds: every time it prices scaled, nothing else", "[loggps][params]") {
@@ -318,16 +333,8 @@ TEST_CASE("a set at another of the machine's speeds: every time it prices scaled
 }
 
 TEST_CASE("a machine's two speeds are read from [machine], and bad values are refused naming the key", "[loggps][params]") {
-  namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("mpiadvise-machine-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string model =
-      "[loggps]\nL_ns = 1\no_ns = 1\nOss_ns_per_byte = 0\nOrs_ns_per_byte = 0\nOsl_ns_per_byte = 0\n"
-      "Orl_ns_per_byte = 0\nGs_ns_per_byte = 0\nGl_ns_per_byte = 0\ns_bytes = 256\nS_bytes = 256\n";
-  auto write = [&](const std::string& name, const std::string& text) {
-    std::ofstream(dir / name) << model << text;
-    return dir / name;
-  };
+  ParamFiles files("machine");
+  auto write = [&](const std::string& name, const std::string& text) { return files.write(name, text); };
   LogGPSParams p = load_params(write("ok.toml", "[machine]\nspeeds_ratio = 2.25\nslow_share = 0.4\n"));
   REQUIRE(p.speeds_ratio);
   CHECK(*p.speeds_ratio == 2.25);
@@ -348,5 +355,4 @@ TEST_CASE("a machine's two speeds are read from [machine], and bad values are re
                     Catch::Contains("[machine] speeds_ratio is missing"));
   CHECK_THROWS_WITH(load_params(write("key.toml", "[machine]\nspeed_ratio = 2\n")),
                     Catch::Contains("[machine] speed_ratio: unknown key"));
-  fs::remove_all(dir);
 }
