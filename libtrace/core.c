@@ -407,6 +407,9 @@ static void start(uint32_t call, uint64_t t0, void *ra)
 #ifdef MPICH
   mpa_mpich_shortcuts_check();
 #endif
+#ifdef OPEN_MPI
+  mpa_ompi_shortcuts_check();
+#endif
   PMPI_Comm_rank(MPI_COMM_WORLD, &mpa_rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &mpa_size);
   if (mpa_rank == 0 && g_setting_warnings[0]) {
@@ -704,7 +707,7 @@ int MPA_C_NAME(Pcontrol)(const int level, ...)
 typedef void (*fn_ierr)(MPI_Fint *);
 typedef void (*fn_init_thread)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
 typedef void (*fn_abort)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
-typedef void (*fn_pcontrol)(MPI_Fint *);
+typedef void (*fn_pcontrol)(MPI_Fint *, MPI_Fint *);
 
 MPA_FORTRAN_ENTRIES(mpi_init, MPI_INIT, (MPI_Fint *ierr), (ierr), {
   uint64_t t0 = mpa_now();
@@ -730,7 +733,12 @@ MPA_FORTRAN_ENTRIES(mpi_abort, MPI_ABORT, (MPI_Fint *comm, MPI_Fint *errorcode, 
   MPA_FORTRAN_REAL(((fn_abort)real)(comm, errorcode, ierr));
 })
 
-MPA_FORTRAN_ENTRIES(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint *level), (level), {
+/* MPI_PCONTROL has no IERROR in mpif.h and `use mpi`, but MPICH's mpi_f08 binding takes an optional one,
+ * (level, ierror or NULL), and stores its result there (mpi_pcontrol_f08_ in MPICH 4.0.2). Each entry
+ * passes on both registers as it got them: a library whose entry takes one argument ignores the second,
+ * and MPICH's f08 entry gets the program's ierror instead of whatever our own code left in that register
+ * (a pointer into the trace buffer, which it overwrote with the result). */
+MPA_FORTRAN_ENTRIES(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint *level, MPI_Fint *ierr), (level, ierr), {
   pcontrol((int)*level, ra);
-  MPA_FORTRAN_REAL(((fn_pcontrol)real)(level));
+  MPA_FORTRAN_REAL(((fn_pcontrol)real)(level, ierr));
 })
