@@ -162,7 +162,7 @@ static uint64_t hash_frames(const uintptr_t *f, int n)
   return h | 1; /* never 0: 0 marks an empty cache slot */
 }
 
-uint32_t mpa_callsite_id(mpa_thread *ts, void *return_address)
+uint32_t mpa_callsite_lookup(mpa_thread *ts, void *return_address)
 {
   uintptr_t frames[MAX_FRAMES];
   int depth = 1;
@@ -172,7 +172,7 @@ uint32_t mpa_callsite_id(mpa_thread *ts, void *return_address)
     key = frames[0];
   } else {
     void *raw[MAX_FRAMES + 8];
-    /* the caller is frame 2 or 3 (mpa_callsite_id <- wrapper, <- record_core_event <- ...), a Fortran
+    /* the caller is frame 2 or 3 (mpa_callsite_lookup <- wrapper, <- record_core_event <- ...), a Fortran
      * caller one further: found by its return address */
     int n = unw_backtrace(raw, mpa_cfg.stack_depth + 5);
     int from = -1;
@@ -187,7 +187,7 @@ uint32_t mpa_callsite_id(mpa_thread *ts, void *return_address)
     }
     key = hash_frames(frames, depth);
   }
-  unsigned slot = (unsigned)((key >> 4) ^ (key >> 13)) & 255u;
+  unsigned slot = mpa_callsite_slot(key);
   if (ts->cs_addr[slot] == key) return ts->cs_id[slot];
   pthread_mutex_lock(&g_mu);
   uint32_t id = site_locked(key, frames, depth);

@@ -172,7 +172,7 @@ static uint32_t lookup_locked(uintptr_t h)
   return 0;
 }
 
-uint32_t mpa_comm_id(MPI_Comm c)
+uint32_t mpa_comm_id_lookup(MPI_Comm c)
 {
   if (c == MPI_COMM_NULL) return 0;
   if (c == MPI_COMM_WORLD) return 1;

@@ -140,7 +140,20 @@ struct mpa_writer_stats {
 void mpa_writer_stats(struct mpa_writer_stats *s);
 
 /* ---- call sites (callsite.c) ----------------------------------------------------------------------- */
-uint32_t mpa_callsite_id(mpa_thread *ts, void *return_address);
+/* The call site's id for a call returning to return_address (and, with MPIADVISE_STACK_DEPTH above 1, the
+ * frames above it). A thread caches ids by key in cs_addr/cs_id; at depth 1 the key is the return address
+ * and a cached id is answered inline. */
+static inline unsigned mpa_callsite_slot(uint64_t key) { return (unsigned)((key >> 4) ^ (key >> 13)) & 255u; }
+uint32_t mpa_callsite_lookup(mpa_thread *ts, void *return_address);
+static inline uint32_t mpa_callsite_id(mpa_thread *ts, void *return_address)
+{
+  if (mpa_cfg.stack_depth <= 1) {
+    const uintptr_t key = (uintptr_t)return_address;
+    const unsigned slot = mpa_callsite_slot(key);
+    if (ts->cs_addr[slot] == key) return ts->cs_id[slot];
+  }
+  return mpa_callsite_lookup(ts, return_address);
+}
 void mpa_modules_record(void);   /* module map as DEF records */
 size_t mpa_callsite_count(void);
 void mpa_callsite_tables_json(mpa_bytes *out); /* for the trailer */

@@ -4,6 +4,7 @@
 #ifndef MPIADVISE_WRAP_H
 #define MPIADVISE_WRAP_H
 
+#include <limits.h>
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -156,12 +157,27 @@ static inline int mpa_mpich_builtin(MPI_Datatype type) { return ((unsigned)type 
 static inline unsigned mpa_mpich_builtin_size(MPI_Datatype type) { return ((unsigned)type >> 8) & 0xffu; }
 #endif
 
+#ifdef OPEN_MPI
+/* Open MPI keeps a datatype's size in its object (opal_datatype_t.size), at this offset: 24 in a
+ * release build, 48 with OPAL_ENABLE_DEBUG. Found in MPI_Init by comparing with PMPI_Type_size on
+ * predefined and derived types (support.c); -1 until then, or when no offset agreed. */
+extern int mpa_ompi_type_size_at __attribute__((visibility("hidden")));
+void mpa_ompi_shortcuts_check(void);
+#endif
+
 static inline uint64_t mpa_type_bytes(int count, MPI_Datatype type)
 {
   int size = 0;
   if (count <= 0) return 0;
 #ifdef MPICH
   if (mpa_mpich_type_sizes && mpa_mpich_builtin(type)) return (uint64_t)count * mpa_mpich_builtin_size(type);
+#endif
+#ifdef OPEN_MPI
+  if (mpa_ompi_type_size_at >= 0 && type != MPI_DATATYPE_NULL) {
+    size_t bytes;
+    memcpy(&bytes, (const char *)type + mpa_ompi_type_size_at, sizeof bytes);
+    if (bytes <= INT_MAX) return (uint64_t)count * bytes; /* beyond, PMPI_Type_size gives MPI_UNDEFINED */
+  }
 #endif
   if (type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0) return 0;
   return (uint64_t)count * (uint64_t)size;
@@ -177,7 +193,8 @@ int mpa_in_place(const void *buf, int fortran);
 int mpa_f08_index_base(void);
 
 /* Communicators: ids and definitions (comm.c). */
-uint32_t mpa_comm_id(MPI_Comm comm);
+uint32_t mpa_comm_id_lookup(MPI_Comm comm); /* any communicator; MPI_COMM_WORLD is id 1, answered inline */
+static inline uint32_t mpa_comm_id(MPI_Comm comm) { return comm == MPI_COMM_WORLD ? 1 : mpa_comm_id_lookup(comm); }
 int mpa_comm_peers(MPI_Comm comm); /* size, or remote size of an intercommunicator */
 int mpa_comm_local_size(MPI_Comm comm); /* size, or local size of an intercommunicator */
 uint64_t mpa_own_bytes(const int *counts, MPI_Datatype type, MPI_Comm comm); /* counts[my rank] bytes */
@@ -200,18 +217,36 @@ static inline uint64_t mpa_handle_bits(const void *h, size_t size)
 #define MPA_HANDLE(h) mpa_handle_bits(&(h), sizeof(h))
 #define MPA_HANDLE_OF(type, expr) __extension__({ type mpa_tmp_ = (expr); MPA_HANDLE(mpa_tmp_); })
 
-uint64_t *mpa_scratch_handles(mpa_thread *ts, int n);
+uint64_t *mpa_scratch_handles_grow(mpa_thread *ts, int n);
+static inline uint64_t *mpa_scratch_handles(mpa_thread *ts, int n)
+{
+  return n <= ts->handles_cap && ts->handles ? ts->handles : mpa_scratch_handles_grow(ts, n);
+}
 MPI_Status *mpa_scratch_statuses(mpa_thread *ts, int n);
 MPI_Fint *mpa_scratch_fstatuses(mpa_thread *ts, int n);
 int *mpa_scratch_indices(mpa_thread *ts, int n);
 
-void mpa_req_out(mpa_event *ev, mpa_thread *ts, const MPI_Request *req);
-void mpa_msg_out(mpa_event *ev, mpa_thread *ts, const MPI_Message *msg);
 static inline void mpa_reqs(mpa_event *ev, const uint64_t *handles, int n)
 {
   ev->mask |= MPA_F_REQS;
   ev->reqs = handles;
   ev->nreq = (uint32_t)n;
+}
+/* A handle the call made, after any it consumed (already at the front of the scratch). */
+static inline void mpa_handle_out(mpa_event *ev, mpa_thread *ts, uint64_t handle)
+{
+  uint32_t k = ev->nreq;
+  uint64_t *h = mpa_scratch_handles(ts, (int)k + 1);
+  h[k] = handle;
+  mpa_reqs(ev, h, (int)k + 1);
+}
+static inline void mpa_req_out(mpa_event *ev, mpa_thread *ts, const MPI_Request *req)
+{
+  mpa_handle_out(ev, ts, MPA_HANDLE(*req));
+}
+static inline void mpa_msg_out(mpa_event *ev, mpa_thread *ts, const MPI_Message *msg)
+{
+  mpa_handle_out(ev, ts, MPA_HANDLE(*msg));
 }
 void mpa_status1(mpa_event *ev, mpa_thread *ts, int index, const MPI_Status *st);
 void mpa_status_all(mpa_event *ev, mpa_thread *ts, int n, const MPI_Status *st);
