@@ -217,6 +217,7 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
   auto resolve = [&]() {
     const ReqRole role = role_of(ev.call);
     ev.requests.assign(ev.handles.size(), 0);
+    if (ev.refused()) return;  // made, completed and freed nothing: its handles name no request
     uint32_t status_comm = ev.comm;
     const uint16_t th = ev.thread;
     switch (role) {

@@ -71,6 +71,13 @@ struct Event {
   bool unfinished = false;
 
   bool has(uint32_t field) const { return (mask & field) != 0; }
+  // A call MPI refused (under MPI_ERRORS_RETURN): VALUE holds its error code, except on the life-cycle
+  // calls, whose VALUE is what they report (thread level, Pcontrol level, MPI_Abort's code). It did
+  // nothing: no message, no request made or completed.
+  bool refused() const {
+    return has(MPA_F_VALUE) && call != MPA_CALL_Init && call != MPA_CALL_Init_thread && call != MPA_CALL_Abort &&
+           call != MPA_CALL_Pcontrol;
+  }
 };
 
 struct Communicator {

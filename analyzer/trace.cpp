@@ -138,7 +138,8 @@ struct Builder {
       op.unfinished = ev.unfinished;
       const uint32_t idx = static_cast<uint32_t>(rt.ops.size());
       const uint32_t comm = ev.has(MPA_F_COMM) ? comm_of(log, ev.comm) : kNone;
-      if (op.kind == OpKind::Polling) {
+      if (ev.refused()) op.kind = OpKind::Other;
+      if (op.kind == OpKind::Polling || ev.refused()) {
         rt.ops.push_back(op);
         return;
       }

@@ -58,6 +58,7 @@ nlohmann::json event_json(const Event& ev) {
   if (ev.has(MPA_F_NEWCOMM)) j["newcomm"] = ev.newcomm;
   if (ev.has(MPA_F_PAPI)) j["papi"] = ev.papi;
   if (ev.has(MPA_F_VALUE)) j["value"] = ev.value;
+  if (ev.refused()) j["refused"] = true;
   if (ev.unfinished) j["unfinished"] = true;  // in progress when a signal ended the rank
   return j;
 }
@@ -88,7 +89,8 @@ std::string event_text(const Event& ev, uint64_t t0) {
     s += fmt::format(" [{}: from {} tag {} {} B]", st.index, rank_text(st.source), st.tag, st.bytes);
   if (ev.has(MPA_F_COUNT)) s += fmt::format(" x{} unsuccessful", ev.count);
   if (ev.has(MPA_F_NEWCOMM)) s += fmt::format(" newcomm={}", ev.newcomm);
-  if (ev.has(MPA_F_VALUE)) s += fmt::format(" value={}", ev.value);
+  if (ev.refused()) s += fmt::format(" refused={}", ev.value);
+  else if (ev.has(MPA_F_VALUE)) s += fmt::format(" value={}", ev.value);
   if (ev.has(MPA_F_PAPI)) s += fmt::format(" papi={}", fmt::join(ev.papi, ","));
   if (ev.unfinished) s += " unfinished";
   s += fmt::format(" site={}", ev.callsite);

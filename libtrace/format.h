@@ -63,7 +63,8 @@ enum mpa_field {
   MPA_F_NEWCOMM = 1u << 10, /* varint: communicator id created by this call */
   MPA_F_PAPI = 1u << 11,    /* varint n, n x varint counter deltas over the preceding computation */
   MPA_F_INCALL = 1u << 12,  /* varint: ticks spent inside the folded calls (with COUNT) */
-  MPA_F_VALUE = 1u << 13,   /* zigzag: call-specific value (Pcontrol level, thread level, error code) */
+  MPA_F_VALUE = 1u << 13,   /* zigzag: call-specific value (Pcontrol level, thread level, Abort's error code);
+                               on any other call the error code of a call MPI refused */
   MPA_F_CANCELLED = 1u << 14, /* varint n, n x varint: statuses (positions in STATUS) of cancelled requests */
   MPA_F_VCOUNTS = 1u << 15,   /* varint n, n x varint bytes: a v-collective's bytes for each member (below) */
   MPA_F_UNFINISHED = 1u << 16, /* no payload: the call had not returned when a signal ended the process (below) */

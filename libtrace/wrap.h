@@ -173,7 +173,8 @@ static inline uint64_t mpa_type_bytes(int count, MPI_Datatype type)
   if (mpa_mpich_type_sizes && mpa_mpich_builtin(type)) return (uint64_t)count * mpa_mpich_builtin_size(type);
 #endif
 #ifdef OPEN_MPI
-  if (mpa_ompi_type_size_at >= 0 && type != MPI_DATATYPE_NULL) {
+  /* a null pointer is no datatype, and Open MPI's checks let a call with one return an error */
+  if (mpa_ompi_type_size_at >= 0 && type != NULL && type != MPI_DATATYPE_NULL) {
     size_t bytes;
     memcpy(&bytes, (const char *)type + mpa_ompi_type_size_at, sizeof bytes);
     if (bytes <= INT_MAX) return (uint64_t)count * bytes; /* beyond, PMPI_Type_size gives MPI_UNDEFINED */

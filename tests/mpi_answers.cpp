@@ -99,6 +99,7 @@ TEST_CASE("every example and test program prints and exits as it does untraced",
       {3, "matched_probe", {"3"}},
       {2, "cancel", {"3"}},
       {2, "forker", {"exit", "2"}},
+      {2, "refused", {}},  // calls MPI refuses under MPI_ERRORS_RETURN, a null pointer among them
       {4, "f_mpif", {}},
       {4, "f_usempi", {}},
       {4, "f_f08", {}},

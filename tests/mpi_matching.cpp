@@ -117,3 +117,36 @@ TEST_CASE("cancelled receives are recorded as cancelled and left out of matching
   for (const auto& m : t.messages) CHECK(m.tag != 99);
   CHECK(partner_notes(report_of(run.dir)).empty());
 }
+
+TEST_CASE("calls MPI refused are logged with their error code and match nothing", "[matching]") {
+  // tests/programs/refused.c: under MPI_ERRORS_RETURN each rank makes 8 calls MPI refuses (sends and a
+  // receive with a null datatype, a rank and a root beyond the communicator, a negative count, a null
+  // request pointer), then one MPI_Sendrecv with the other rank
+  JobSpec s;
+  s.np = 2;
+  s.program = "refused";
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  CHECK(run.out.find("then a correct exchange: ok, got 1 from rank 1") != std::string::npos);
+  CHECK(run.out.find("then a correct exchange: ok, got 0 from rank 0") != std::string::npos);
+  for (int rank : {0, 1}) {
+    INFO("rank " << rank);
+    int refused = 0;
+    for (const auto& e : events_of(run.dir, rank)) {
+      if (!e.e.refused()) continue;
+      refused++;
+      CHECK(e.e.value != 0);  // the error code MPI returned
+      CHECK(e.e.requests.empty() == (e.call != "MPI_Wait"));  // made no request; Wait's null pointer: handle 0
+    }
+    CHECK(refused == 8);
+  }
+  mpiadvise::JobLog job(run.dir);
+  auto t = mpiadvise::build_trace(job);
+  CHECK(t.messages.size() == 2);  // the two halves of the MPI_Sendrecv, nothing of the refused calls
+  CHECK(matched_messages(t) == 2);
+  CHECK(t.unmatched_sends == 0);
+  CHECK(t.unmatched_recvs == 0);
+  CHECK(t.incomplete_collectives == 0);  // the refused MPI_Bcast is no collective instance
+  CHECK(partner_notes(report_of(run.dir)).empty());
+}
