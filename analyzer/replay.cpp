@@ -171,6 +171,9 @@ class Simulation {
       pending_coll_.resize(t.collectives.size());
     }
     scan_links();
+    if (o.marks)  // at their number: grown by doubling they took up to twice as much, in every what-if's replay
+      for (size_t r = 0; r < marks_.size() && r < o.marks->opens.size(); r++)
+        if (mine(static_cast<int>(r))) marks_[r].reserve(o.marks->opens[r].size());
   }
 
   ReplayResult run() {

@@ -48,25 +48,28 @@ OpKind op_kind(int call, uint32_t count) {
 
 namespace {
 
-// One side of a message before matching.
+// One side of a message before matching: 40 bytes each, one per send and one per receive of the run (the
+// analysis's peak of memory is where they and the messages made of them are all held).
 struct SendEnd {
+  uint64_t bytes;
   int rank, dst;
   uint32_t comm, op;
   int32_t tag;
-  uint64_t bytes;
-  bool sync;
   uint32_t done_op = kNone;
+  bool sync;
   bool cancelled = false;  // MPI_Cancel succeeded: no message
 };
+static_assert(sizeof(SendEnd) == 40);
 struct RecvEnd {
+  uint64_t bytes;
   int rank, src;  // src resolved from the status where there is one
   uint32_t comm, op;
   int32_t tag;
-  uint64_t bytes;
-  bool resolved = false;
   uint32_t done_op = kNone;
+  bool resolved = false;
   bool cancelled = false;  // MPI_Cancel succeeded: no message
 };
+static_assert(sizeof(RecvEnd) == 40);
 
 // A request as the rank made it: what a completion completes.
 struct Pending {
@@ -105,11 +108,11 @@ struct Builder {
   }
 
   uint32_t add_send(int rank, uint32_t op, uint32_t comm, int dst, int32_t tag, uint64_t bytes, bool sync) {
-    sends.push_back(SendEnd{rank, dst, comm, op, tag, bytes, sync});
+    sends.push_back(SendEnd{bytes, rank, dst, comm, op, tag, kNone, sync});
     return static_cast<uint32_t>(sends.size() - 1);
   }
   uint32_t add_recv(int rank, uint32_t op, uint32_t comm, int src, int32_t tag, uint64_t bytes) {
-    recvs.push_back(RecvEnd{rank, src, comm, op, tag, bytes});
+    recvs.push_back(RecvEnd{bytes, rank, src, comm, op, tag});
     return static_cast<uint32_t>(recvs.size() - 1);
   }
   void resolve(uint32_t recv, const Status& st) {
@@ -292,6 +295,8 @@ struct Builder {
       }
       rt.ops.push_back(op);
     });
+    // the vectors grow by doubling: kept at their size, the trace holds up to twice its ops
+    rt.ops.shrink_to_fit();
   }
 
   // The links of cancelled operations (no message: their id is kNone) go; an op left with no link is
@@ -317,6 +322,11 @@ struct Builder {
   // MPI's matching: per communicator, sender, receiver and tag, sends and receives pair in order
   // (non-overtaking); receives with wildcards match by the source and tag their status resolved.
   void match() {
+    // the reading's vectors at their size before the messages are made beside them: the peak of the
+    // whole analysis is here
+    sends.shrink_to_fit();
+    recvs.shrink_to_fit();
+    t.links.shrink_to_fit();
     struct Key {
       uint32_t comm;
       int src, dst;
@@ -335,6 +345,16 @@ struct Builder {
       recv_q[{r.comm, r.src, r.rank, r.tag}].push_back(i);
     }
     std::vector<uint32_t> send_msg(sends.size(), kNone), recv_msg(recvs.size(), kNone);
+    // one message for each send, and for each receive no send matched: reserved at that count (grown by
+    // doubling they took up to twice as much, and three times while a doubling copied them)
+    size_t messages = t.messages.size() + sends.size() - static_cast<size_t>(std::count_if(
+        sends.begin(), sends.end(), [](const SendEnd& s) { return s.cancelled; }));
+    for (uint32_t i = 0; i < recvs.size(); i++) messages += !recvs[i].cancelled && (recvs[i].src < 0 || recvs[i].tag < 0);
+    for (const auto& [key, rq] : recv_q) {
+      auto sit = send_q.find(key);
+      messages += rq.size() - std::min(rq.size(), sit == send_q.end() ? size_t{0} : sit->second.size());
+    }
+    t.messages.reserve(messages);
     for (auto& [key, sq] : send_q) {
       auto rit = recv_q.find(key);
       size_t n = rit == recv_q.end() ? 0 : std::min(sq.size(), rit->second.size());
