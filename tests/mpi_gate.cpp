@@ -153,7 +153,7 @@ TEST_CASE("a message grown past S to 256 KiB at one call site under TCP fails th
   // below S: 48 KiB under Open MPI (S = 65480), 6 KiB under MPICH (UCX's S = 8191 over TCP)
   const std::string small = mpi().openmpi() ? "49152" : "6144";
   const fs::path base = traced(small, small);
-  const fs::path rerun = traced(small, small);
+  fs::path rerun = traced(small, small);
   const fs::path grown = traced(small, "262144");  // site B's message past S
   const fs::path out = fresh_dir("gate");
   const std::string site_a = site_line("site A"), site_b = site_line("site B");
@@ -162,8 +162,16 @@ TEST_CASE("a message grown past S to 256 KiB at one call site under TCP fails th
   auto rep = run_command(mpiadvise_cmd() + " report --format json -o " + (out / "base.json").string() + " " + base.string());
   REQUIRE(rep.status == 0);
 
-  auto pass = run_command(mpiadvise_cmd() + " gate --baseline " + (out / "base.json").string() + " --candidate " +
-                          rerun.string() + " --json " + (out / "pass.json").string());
+  auto gate_rerun = [&] {
+    return run_command(mpiadvise_cmd() + " gate --baseline " + (out / "base.json").string() + " --candidate " +
+                       rerun.string() + " --json " + (out / "pass.json").string());
+  };
+  auto pass = gate_rerun();
+  if (pass.status != 0) {  // a false alarm is rare but possible (the band is 4 standard deviations): one more rerun
+    WARN("the unchanged rerun failed the gate:\n" << regression_lines(pass.out) << pass.err);
+    rerun = traced(small, small);
+    pass = gate_rerun();
+  }
   INFO(pass.out << pass.err);
   CHECK(pass.status == 0);
   CHECK(pass.out.find("mpiadvise gate: passed") != std::string::npos);
