@@ -6,6 +6,7 @@ namespace mpiadvise {
 
 void RequestTable::add(uint64_t handle, uint16_t thread, const Request& r) {
   auto& entries = live_[handle];
+  if (entries.empty() && entries.capacity()) empty_--;  // a kept handle reused
   if (entries.size() >= kMaxPerHandle) {
     entries.erase(entries.begin());
     size_--;
@@ -36,8 +37,18 @@ std::optional<Request> RequestTable::find(uint64_t handle, uint16_t thread) cons
 std::vector<std::optional<Request>> RequestTable::resolve(const std::vector<uint64_t>& handles,
                                                           uint16_t thread) const {
   std::vector<std::optional<Request>> out(handles.size());
-  if (handles.size() == 1) {
-    out[0] = find(handles[0], thread);
+  // handles all different (as a rule): each names its newest live request, the thread's own first
+  bool distinct = true;
+  if (handles.size() <= 16) {
+    for (size_t i = 1; i < handles.size() && distinct; i++)
+      for (size_t j = 0; j < i && distinct; j++) distinct = handles[i] != handles[j];
+  } else {
+    std::vector<uint64_t> sorted = handles;
+    std::sort(sorted.begin(), sorted.end());
+    distinct = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+  }
+  if (distinct) {
+    for (size_t i = 0; i < handles.size(); i++) out[i] = find(handles[i], thread);
     return out;
   }
   std::unordered_map<uint64_t, std::vector<size_t>> occurrences;  // positions of each handle in the call
@@ -64,7 +75,9 @@ void RequestTable::erase(uint64_t handle, uint64_t id) {
   if (e == entries.end()) return;
   entries.erase(e);
   size_--;
-  if (entries.empty()) live_.erase(it);
+  if (!entries.empty()) return;
+  if (empty_ < kKeptEmpty) empty_++;
+  else live_.erase(it);
 }
 
 }  // namespace mpiadvise

@@ -44,8 +44,11 @@ class RequestTable {
   };
   // positions in entries (oldest first), the thread's own newest first, then the others' newest first
   static std::vector<size_t> preference(const std::vector<Entry>& entries, uint16_t thread);
+  // At most this many handles with no live request keep their entry (and its vector's room): MPI libraries
+  // hand out the same few request objects again and again, and a handle reused finds its room made.
+  static constexpr size_t kKeptEmpty = 4096;
   std::unordered_map<uint64_t, std::vector<Entry>> live_;  // per handle, oldest first
-  size_t size_ = 0;
+  size_t size_ = 0, empty_ = 0;  // live requests; handles kept with none
 };
 
 }  // namespace mpiadvise

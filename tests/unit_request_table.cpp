@@ -82,3 +82,36 @@ TEST_CASE("a handle holds at most kMaxPerHandle live requests: the oldest go fir
   CHECK(all.front()->id == 11);
   CHECK_FALSE(all.back());
 }
+
+TEST_CASE("handles completed and handed out again, many at a time, name their newest request", "[requests]") {
+  // MPI libraries give a completed request's object to the next request: the table keeps the room of up
+  // to kKeptEmpty handles with no live request, and forgets the others
+  RequestTable t;
+  const uint64_t handles = 3 * 4096;
+  uint64_t id = 0;
+  for (int round = 0; round < 3; round++) {
+    for (uint64_t h = 1; h <= handles; h++) t.add(h * 64, 0, req(++id));
+    CHECK(t.size() == handles);
+    // a Waitall of 40 different handles (the sorted path) and one of 8 (the pairwise one), as the
+    // duplicate-aware path would resolve them
+    std::vector<uint64_t> many, few;
+    for (uint64_t h = 1; h <= 40; h++) many.push_back((handles + 1 - h) * 64);
+    for (uint64_t h = 1; h <= 8; h++) few.push_back(h * 64);
+    const uint64_t first = id - handles;  // the round's first request
+    auto found = t.resolve(many, 0);
+    for (size_t i = 0; i < many.size(); i++) CHECK(found[i]->id == first + many[i] / 64);
+    found = t.resolve(few, 0);
+    for (size_t i = 0; i < few.size(); i++) CHECK(found[i]->id == first + few[i] / 64);
+    for (uint64_t h = 1; h <= handles; h++) t.erase(h * 64, first + h);
+    CHECK(t.size() == 0);
+    CHECK_FALSE(t.find(64, 0));
+    CHECK(ids(t.resolve({64, 128}, 0)) == std::vector<uint64_t>{0, 0});
+  }
+  // distinct handles with several threads: each the calling thread's own newest first
+  t.add(1, 0, req(100));
+  t.add(1, 1, req(101));
+  t.add(2, 1, req(102));
+  CHECK(ids(t.resolve({1, 2}, 0)) == std::vector<uint64_t>{100, 102});
+  CHECK(ids(t.resolve({1, 2}, 1)) == std::vector<uint64_t>{101, 102});
+  CHECK(ids(t.resolve({2, 1}, 2)) == std::vector<uint64_t>{102, 101});
+}
