@@ -365,6 +365,9 @@ class Simulation {
   std::vector<std::vector<int>> comm_owners_;      // by communicator: the other processes owning members
   std::vector<std::vector<PeerUpdate>> pending_coll_;  // by instance: its steps posted before it was set up here
   std::vector<uint32_t> eager_starts_;  // eager messages from another process's rank to ours, start unknown
+  // instantiate's scratch, kept between instances
+  std::vector<std::pair<uint64_t, uint32_t>> scratch_sends_;
+  std::vector<uint32_t> scratch_received_, scratch_irecvs_;
 
   bool mine(int r) const { return !peers_ || (r >= 0 && static_cast<size_t>(r) < owner_.size() && owner_[r] == me_); }
   // whether rank r is in the logs and another process steps it
@@ -1113,8 +1116,10 @@ class Simulation {
       for (size_t i = 0; i < members.size(); i++) run->unfinished += mine(members[i].first);
     }
     const bool count = counts_here(c_id);
-    std::unordered_map<uint64_t, std::vector<uint32_t>> sends;  // (from, to) -> messages in order
-    std::unordered_map<uint64_t, size_t> received;
+    // (from, to) and message, in the order the steps send: sorted by pair, each pair's messages stay in order
+    // (the scratch vectors are the simulation's: no allocation for each instance)
+    auto& sends = scratch_sends_;
+    sends.clear();
     auto pair_key = [n](size_t from, size_t to) { return static_cast<uint64_t>(from) * n + to; };
     for (size_t pos = 0; pos < n; pos++) {
       run->step_msg[pos].assign(ranks[pos].size(), kNone);
@@ -1128,21 +1133,31 @@ class Simulation {
         cmsg_[id].send_step = static_cast<uint32_t>(k);
         run->step_msg[pos][k] = id;
         run->messages.push_back(id);
-        sends[pair_key(pos, static_cast<size_t>(st.peer))].push_back(id);
+        sends.emplace_back(pair_key(pos, static_cast<size_t>(st.peer)), id);
         if (count) {
           coll_messages_++;
           if (model_.send_waits_for_receive(st.bytes, st.synchronous)) coll_rendezvous_++;
         }
       }
     }
+    std::stable_sort(sends.begin(), sends.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    auto& received = scratch_received_;  // by a pair's first place in sends: its messages received so far
+    received.assign(sends.size(), 0);
+    auto& irecvs = scratch_irecvs_;  // request number -> message, for the receives' contention
     for (size_t pos = 0; pos < n; pos++) {
-      std::vector<uint32_t> irecvs;  // request number -> message, for the receives' contention
+      irecvs.clear();
       uint32_t request = 0;
       for (size_t k = 0; k < ranks[pos].size(); k++) {
         const CollStep& st = ranks[pos][k];
         if (st.kind == CollStep::Recv || st.kind == CollStep::Irecv) {
-          uint64_t key = pair_key(static_cast<size_t>(st.peer), pos);
-          run->step_msg[pos][k] = sends.at(key).at(received[key]++);
+          const uint64_t key = pair_key(static_cast<size_t>(st.peer), pos);
+          const size_t first = static_cast<size_t>(
+              std::lower_bound(sends.begin(), sends.end(), key, [](const auto& s, uint64_t k) { return s.first < k; }) -
+              sends.begin());
+          const size_t at = first + (first < sends.size() ? received[first]++ : 0);
+          if (at >= sends.size() || sends[at].first != key)  // a schedule's receive no send of it matches
+            throw std::out_of_range("collective schedule: a receive without its send");
+          run->step_msg[pos][k] = sends[at].second;
         }
         if (st.kind == CollStep::Isend || st.kind == CollStep::Irecv) {
           irecvs.push_back(st.kind == CollStep::Irecv ? run->step_msg[pos][k] : kNone);
@@ -1156,6 +1171,8 @@ class Simulation {
               if (irecvs[q] != kNone) cmsg_[irecvs[q]].senders = together;
         }
       }
+      run->members[pos].requests.reserve(request);  // its walk's requests, made room for once
+      run->members[pos].request_sends.reserve(request);
     }
     runs_[c_id] = std::move(run);
     if (peers_ && !pending_coll_[c_id].empty()) {  // told before it was set up here
