@@ -11,9 +11,10 @@
 #   (c) a 1-D halo exchange on 4 ranks (oversubscribed on small machines) for log bytes and memory.
 #   (d) replay throughput of the analyzer on a synthetic trace of 64 ranks x 1 M events, and the cost of the
 #       report's advice in simulations of that trace (bench/replay_bench.cpp).
-#   (e) mpiadvise report --format json of mpiadvise-synth's logs (a halo of 64 ranks x BENCH_REPORT_EVENTS,
-#       default 20000 calls each), with one thread and with every CPU, side by side: time, peak memory,
-#       bytes per call, and whether the two reports are the same.
+#   (e) mpiadvise replay of mpiadvise-synth's logs (a halo of 64 ranks x BENCH_REPORT_EVENTS, default 20000
+#       calls each): the log to prediction path, reading and matching included, in calls per second and
+#       bytes per call; then mpiadvise report --format json of them with one thread and with every CPU, side
+#       by side: time, peak memory, bytes per call, and whether the two reports are the same.
 #   (f) the replay spread over 2 MPI processes (mpirun -np 2, analyzer/replay_peers.hpp) against the replay
 #       alone, side by side: speed-up, rounds of exchange, memory per process, and whether the results are
 #       the same (bench/spread_bench.cpp); on the ring of (d) and on mpiadvise-synth's logs.
@@ -155,17 +156,24 @@ rm -rf "$synth_dir"
 import os, resource, subprocess, sys, time
 mpiadvise, logs, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
 cpus = len(os.sched_getaffinity(0))
-def run(threads):
+def measure(args):
     # each in a process of its own, so that its peak is its own
     code = ("import resource, subprocess, sys, time\n"
             "t = time.monotonic()\n"
             "out = subprocess.run(sys.argv[1:], capture_output=True, check=True).stdout\n"
             "sys.stdout.buffer.write(b'%f %d\\n' % (time.monotonic() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) + out)\n")
-    out = subprocess.run([sys.executable, "-c", code, mpiadvise, "report", "--format", "json", "--threads", str(threads), logs],
-                         capture_output=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code, mpiadvise] + args, capture_output=True, check=True).stdout
     head, _, report = out.partition(b"\n")
     seconds, kib = head.split()
     return float(seconds), int(kib), report
+def run(threads):
+    return measure(["report", "--format", "json", "--threads", str(threads), logs])
+# what a user's replay of the logs costs beside the bare simulation of (d): reading, matching, one replay
+replay = measure(["replay", logs])
+print("replay of a synthetic halo, 64 ranks x %d calls from its logs (mpiadvise replay: reading, matching, "
+      "one simulation):" % (calls // 64))
+print("  %7.2f s   %5.2f M calls/s   %7.1f MiB peak   %6.1f bytes per call" %
+      (replay[0], calls / replay[0] / 1e6, replay[1] / 1024, replay[1] * 1024 / calls))
 one = run(1)
 many = run(cpus) if cpus > 1 else one
 print("report of a synthetic halo, 64 ranks x %d calls (mpiadvise report --format json):" % (calls // 64))
