@@ -1,8 +1,13 @@
 #include "trace.hpp"
 
+#include "parallel.hpp"
+
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <unordered_map>
+
+#include <fmt/format.h>
 
 namespace mpiadvise {
 
@@ -83,55 +88,42 @@ struct Pending {
   bool sync = false;
 };
 
-struct Builder {
-  Trace& t;
+// One rank's log as read, before it joins the trace: its sends, receives, collective memberships and the
+// links to them numbered within the rank, and the communicators it names in the order it first named
+// them. Ranks are read side by side and join the trace one after another in the job's order of its
+// logs, so the trace is the one a reading of the logs one after the other makes, whatever the threads.
+struct RankPart {
+  struct Membership {  // the rank's part in one collective
+    uint32_t comm, seq;  // the part's communicator; the rank's how-manieth collective on it
+    uint32_t op;
+    uint16_t call;
+    int root;            // world rank, or -1 where the call names none
+    uint64_t bytes;      // the larger of its send and receive bytes
+    std::optional<uint64_t> sent, received;
+    std::vector<uint64_t> each;
+  };
+  std::vector<Link> links;  // ids: the part's sends, receives or memberships
   std::vector<SendEnd> sends;
   std::vector<RecvEnd> recvs;
-  std::unordered_map<uint64_t, uint32_t> comm_index;  // gid -> index
-  // collectives: (comm, sequence) -> instance
-  std::map<std::pair<uint32_t, uint32_t>, uint32_t> coll_index;
+  std::vector<Membership> colls;
+  std::vector<const Communicator*> comms;  // by the part's index: the log's definition
+};
 
-  explicit Builder(Trace& tr) : t(tr) {}
+// Reads one rank's log: its ops into the rank's trace, the rest into its part.
+class RankReader {
+ public:
+  RankReader(const RankLog& log, RankTrace& rt, RankPart& part) : log_(log), rt_(rt), part_(part) {}
 
-  uint32_t comm_of(const RankLog& log, uint32_t local) {
-    auto it = log.comms().find(local);
-    if (it == log.comms().end()) return kNone;
-    auto [pos, fresh] = comm_index.try_emplace(it->second.gid, static_cast<uint32_t>(t.comms.size()));
-    if (fresh) t.comms.push_back(TraceComm{it->second.gid, it->second.members, it->second.inter ? it->second.remote : std::vector<int32_t>{}});
-    return pos->second;
-  }
-
-  void link(Op& op, Link::Kind kind, uint32_t id) {
-    if (op.n_links == 0) op.first_link = static_cast<uint32_t>(t.links.size());
-    t.links.push_back(Link{kind, id});
-    op.n_links++;
-  }
-
-  uint32_t add_send(int rank, uint32_t op, uint32_t comm, int dst, int32_t tag, uint64_t bytes, bool sync) {
-    sends.push_back(SendEnd{bytes, rank, dst, comm, op, tag, kNone, sync});
-    return static_cast<uint32_t>(sends.size() - 1);
-  }
-  uint32_t add_recv(int rank, uint32_t op, uint32_t comm, int src, int32_t tag, uint64_t bytes) {
-    recvs.push_back(RecvEnd{bytes, rank, src, comm, op, tag});
-    return static_cast<uint32_t>(recvs.size() - 1);
-  }
-  void resolve(uint32_t recv, const Status& st) {
-    RecvEnd& r = recvs[recv];
-    if (st.source >= 0) r.src = st.source;
-    r.tag = st.tag;
-    r.bytes = st.bytes;
-    r.resolved = true;
-  }
-
-  void read_rank(const RankLog& log) {
-    RankTrace& rt = t.ranks[log.rank()];
-    rt.hostname = log.header().value("hostname", "");
-    if (auto c = log.header().find("host_cpus"); c != log.header().end() && c->is_number_unsigned())
-      rt.host_cpus = static_cast<uint32_t>(std::min<uint64_t>(c->get<uint64_t>(), UINT32_MAX));
-    const int rank = log.rank();
+  void read() {
+    rt_.hostname = log_.header().value("hostname", "");
+    if (auto c = log_.header().find("host_cpus"); c != log_.header().end() && c->is_number_unsigned())
+      rt_.host_cpus = static_cast<uint32_t>(std::min<uint64_t>(c->get<uint64_t>(), UINT32_MAX));
+    const int rank = log_.rank();
+    // a complete log's trailer counts its events: the ops at their number, where doubling copied them
+    if (log_.complete()) rt_.ops.reserve(static_cast<size_t>(std::min<uint64_t>(log_.calls_estimate(), UINT32_MAX)));
     std::unordered_map<uint64_t, Pending> pending;  // request id -> what it stands for
     std::unordered_map<uint32_t, uint32_t> coll_seq; // comm -> collectives so far
-    log.for_each_event([&](const Event& ev) {
+    log_.for_each_event([&](const Event& ev) {
       Op op;
       op.t_enter = ev.t_enter_ns;
       op.t_exit = ev.t_exit_ns;
@@ -139,11 +131,11 @@ struct Builder {
       op.callsite = ev.callsite;
       op.kind = op_kind(ev.call, ev.count);
       op.unfinished = ev.unfinished;
-      const uint32_t idx = static_cast<uint32_t>(rt.ops.size());
-      const uint32_t comm = ev.has(MPA_F_COMM) ? comm_of(log, ev.comm) : kNone;
+      const uint32_t idx = static_cast<uint32_t>(rt_.ops.size());
+      const uint32_t comm = ev.has(MPA_F_COMM) ? comm_of(ev.comm) : kNone;
       if (ev.refused()) op.kind = OpKind::Other;
       if (op.kind == OpKind::Polling || ev.refused()) {
-        rt.ops.push_back(op);
+        rt_.ops.push_back(op);
         return;
       }
       switch (ev.call) {
@@ -160,7 +152,7 @@ struct Builder {
             if (!ev.requests.empty()) pending[ev.requests.back()] = Pending{Pending::Send, s};
           } else if (!ev.unfinished) {  // a send in progress is posted, not done
             link(op, Link::DoneSend, s);
-            sends[s].done_op = idx;
+            part_.sends[s].done_op = idx;
           }
           break;
         }
@@ -172,14 +164,14 @@ struct Builder {
           // Mrecv and Imrecv name no communicator: the reader gives them their message's (from the
           // probe that made it) in ev.comm, without the COMM field bit, which says what was recorded
           uint32_t c = comm;
-          if ((ev.call == MPA_CALL_Mrecv || ev.call == MPA_CALL_Imrecv) && ev.comm != 0) c = comm_of(log, ev.comm);
+          if ((ev.call == MPA_CALL_Mrecv || ev.call == MPA_CALL_Imrecv) && ev.comm != 0) c = comm_of(ev.comm);
           uint32_t r = add_recv(rank, idx, c, ev.peer, ev.tag, ev.bytes2);
           link(op, Link::PostRecv, r);
           if (op.kind == OpKind::PostRecv) {
             if (!ev.requests.empty()) pending[ev.requests.back()] = Pending{Pending::Recv, r};
           } else if (!ev.unfinished) {  // a receive in progress has received nothing: no status
             link(op, Link::DoneRecv, r);
-            recvs[r].done_op = idx;
+            part_.recvs[r].done_op = idx;
             if (!ev.statuses.empty()) resolve(r, ev.statuses[0]);
           }
           break;
@@ -190,7 +182,7 @@ struct Builder {
             link(op, Link::PostSend, s);
             if (!ev.unfinished) {
               link(op, Link::DoneSend, s);
-              sends[s].done_op = idx;
+              part_.sends[s].done_op = idx;
             }
           }
           if (ev.peer2 != kProcNull) {
@@ -198,7 +190,7 @@ struct Builder {
             link(op, Link::PostRecv, r);
             if (!ev.unfinished) {
               link(op, Link::DoneRecv, r);
-              recvs[r].done_op = idx;
+              part_.recvs[r].done_op = idx;
               if (!ev.statuses.empty()) resolve(r, ev.statuses[0]);
             }
           }
@@ -247,12 +239,12 @@ struct Builder {
             Pending& p = it->second;
             if ((p.kind == Pending::Send || p.kind == Pending::PersistentSend) && p.id != kNone) {
               link(op, Link::DoneSend, p.id);
-              sends[p.id].done_op = idx;
-              sends[p.id].cancelled = st.cancelled;
+              part_.sends[p.id].done_op = idx;
+              part_.sends[p.id].cancelled = st.cancelled;
             } else if ((p.kind == Pending::Recv || p.kind == Pending::PersistentRecv) && p.id != kNone) {
               link(op, Link::DoneRecv, p.id);
-              recvs[p.id].done_op = idx;
-              if (st.cancelled) recvs[p.id].cancelled = true;  // its status says nothing of a message
+              part_.recvs[p.id].done_op = idx;
+              if (st.cancelled) part_.recvs[p.id].cancelled = true;  // its status says nothing of a message
               else resolve(p.id, st);
             } else if (p.kind == Pending::Coll) {
               link(op, Link::DoneColl, p.id);
@@ -268,35 +260,149 @@ struct Builder {
           break;
         default:
           if (is_collective_call(ev.call) && comm != kNone) {
-            uint32_t seq = coll_seq[comm]++;
-            auto [pos, fresh] = coll_index.try_emplace({comm, seq}, static_cast<uint32_t>(t.collectives.size()));
-            if (fresh) {
-              CollectiveInstance c;
-              c.call = op.call;
-              c.comm = comm;
-              t.collectives.push_back(std::move(c));
-            }
-            CollectiveInstance& c = t.collectives[pos->second];
-            if (ev.has(MPA_F_PEER) && ev.peer >= 0) c.root = ev.peer;
-            c.bytes = std::max({c.bytes, ev.bytes, ev.bytes2});
-            c.members.emplace_back(rank, idx);
-            c.sent.push_back(ev.has(MPA_F_BYTES) ? std::optional<uint64_t>(ev.bytes) : std::nullopt);
-            c.received.push_back(ev.has(MPA_F_BYTES2) ? std::optional<uint64_t>(ev.bytes2) : std::nullopt);
-            if (!ev.vcounts.empty() || !c.each.empty()) {
-              c.each.resize(c.members.size());
-              c.each.back() = ev.vcounts;
-            }
-            link(op, Link::PostColl, pos->second);
+            const uint32_t m = static_cast<uint32_t>(part_.colls.size());
+            part_.colls.push_back(RankPart::Membership{
+                comm, coll_seq[comm]++, idx, op.call, ev.has(MPA_F_PEER) && ev.peer >= 0 ? ev.peer : -1,
+                std::max(ev.bytes, ev.bytes2),
+                ev.has(MPA_F_BYTES) ? std::optional<uint64_t>(ev.bytes) : std::nullopt,
+                ev.has(MPA_F_BYTES2) ? std::optional<uint64_t>(ev.bytes2) : std::nullopt, ev.vcounts});
+            link(op, Link::PostColl, m);
             if (op.kind == OpKind::PostCollective && !ev.requests.empty())
-              pending[ev.requests.back()] = Pending{Pending::Coll, pos->second};
+              pending[ev.requests.back()] = Pending{Pending::Coll, m};
           } else {
             op.kind = OpKind::Other;
           }
       }
-      rt.ops.push_back(op);
+      rt_.ops.push_back(op);
     });
     // the vectors grow by doubling: kept at their size, the trace holds up to twice its ops
-    rt.ops.shrink_to_fit();
+    rt_.ops.shrink_to_fit();
+  }
+
+ private:
+  const RankLog& log_;
+  RankTrace& rt_;
+  RankPart& part_;
+  std::unordered_map<uint64_t, uint32_t> comm_index_;  // gid -> the part's index
+
+  uint32_t comm_of(uint32_t local) {
+    auto it = log_.comms().find(local);
+    if (it == log_.comms().end()) return kNone;
+    auto [pos, fresh] = comm_index_.try_emplace(it->second.gid, static_cast<uint32_t>(part_.comms.size()));
+    if (fresh) part_.comms.push_back(&it->second);
+    return pos->second;
+  }
+
+  void link(Op& op, Link::Kind kind, uint32_t id) {
+    if (op.n_links == 0) op.first_link = static_cast<uint32_t>(part_.links.size());
+    part_.links.push_back(Link{kind, id});
+    op.n_links++;
+  }
+
+  uint32_t add_send(int rank, uint32_t op, uint32_t comm, int dst, int32_t tag, uint64_t bytes, bool sync) {
+    part_.sends.push_back(SendEnd{bytes, rank, dst, comm, op, tag, kNone, sync});
+    return static_cast<uint32_t>(part_.sends.size() - 1);
+  }
+  uint32_t add_recv(int rank, uint32_t op, uint32_t comm, int src, int32_t tag, uint64_t bytes) {
+    part_.recvs.push_back(RecvEnd{bytes, rank, src, comm, op, tag});
+    return static_cast<uint32_t>(part_.recvs.size() - 1);
+  }
+  void resolve(uint32_t recv, const Status& st) {
+    RecvEnd& r = part_.recvs[recv];
+    if (st.source >= 0) r.src = st.source;
+    r.tag = st.tag;
+    r.bytes = st.bytes;
+    r.resolved = true;
+  }
+};
+
+struct Builder {
+  Trace& t;
+  std::vector<SendEnd> sends;
+  std::vector<RecvEnd> recvs;
+  std::unordered_map<uint64_t, uint32_t> comm_index;  // gid -> index
+  // collectives: (comm, sequence) -> instance
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> coll_index;
+
+  explicit Builder(Trace& tr) : t(tr) {}
+
+  // The ranks' parts join the trace, one after the other: their communicators and collectives (a
+  // collective's members in the parts' order), then their sends, receives and links, numbered as the
+  // trace's; each part is freed once it has joined. ranks[i]: part i's world rank.
+  void join(std::vector<RankPart>& parts, const std::vector<int>& ranks) {
+    struct Place {
+      std::vector<uint32_t> comm, instance;  // the part's communicators and memberships, as the trace's
+      uint32_t sends = 0, recvs = 0, links = 0;  // where the part's start in the trace's
+    };
+    std::vector<Place> at(parts.size());
+    size_t n_sends = 0, n_recvs = 0, n_links = 0;
+    for (size_t p = 0; p < parts.size(); p++) {
+      RankPart& part = parts[p];
+      Place& place = at[p];
+      for (const Communicator* c : part.comms) {
+        auto [pos, fresh] = comm_index.try_emplace(c->gid, static_cast<uint32_t>(t.comms.size()));
+        if (fresh) t.comms.push_back(TraceComm{c->gid, c->members, c->inter ? c->remote : std::vector<int32_t>{}});
+        place.comm.push_back(pos->second);
+      }
+      for (RankPart::Membership& m : part.colls) {
+        const uint32_t comm = place.comm[m.comm];
+        auto [pos, fresh] = coll_index.try_emplace({comm, m.seq}, static_cast<uint32_t>(t.collectives.size()));
+        if (fresh) {
+          CollectiveInstance c;
+          c.call = m.call;
+          c.comm = comm;
+          t.collectives.push_back(std::move(c));
+        }
+        CollectiveInstance& c = t.collectives[pos->second];
+        if (m.root >= 0) c.root = m.root;
+        c.bytes = std::max(c.bytes, m.bytes);
+        c.members.emplace_back(ranks[p], m.op);
+        c.sent.push_back(m.sent);
+        c.received.push_back(m.received);
+        if (!m.each.empty() || !c.each.empty()) {
+          c.each.resize(c.members.size());
+          c.each.back() = std::move(m.each);
+        }
+        place.instance.push_back(pos->second);
+      }
+      std::vector<RankPart::Membership>().swap(part.colls);
+      place.sends = static_cast<uint32_t>(n_sends);
+      place.recvs = static_cast<uint32_t>(n_recvs);
+      place.links = static_cast<uint32_t>(n_links);
+      n_sends += part.sends.size();
+      n_recvs += part.recvs.size();
+      n_links += part.links.size();
+    }
+    if (n_links > UINT32_MAX || n_sends > UINT32_MAX || n_recvs > UINT32_MAX)
+      throw std::length_error(fmt::format("{} links, {} sends, {} receives: more than a trace can number",
+                                          n_links, n_sends, n_recvs));
+    // the trace's vectors at their size, filled as the parts are freed: the parts and the trace's
+    // vectors are not both held whole
+    sends.reserve(n_sends);
+    recvs.reserve(n_recvs);
+    t.links.reserve(n_links);
+    for (size_t p = 0; p < parts.size(); p++) {
+      RankPart& part = parts[p];
+      const Place& place = at[p];
+      auto comm = [&](uint32_t c) { return c == kNone ? kNone : place.comm[c]; };
+      for (SendEnd e : part.sends) {
+        e.comm = comm(e.comm);
+        sends.push_back(e);
+      }
+      for (RecvEnd e : part.recvs) {
+        e.comm = comm(e.comm);
+        recvs.push_back(e);
+      }
+      for (Link e : part.links) {
+        if (e.kind == Link::PostSend || e.kind == Link::DoneSend) e.id += place.sends;
+        else if (e.kind == Link::PostRecv || e.kind == Link::DoneRecv) e.id += place.recvs;
+        else e.id = place.instance[e.id];
+        t.links.push_back(e);
+      }
+      for (Op& op : t.ranks[ranks[p]].ops)
+        if (op.n_links) op.first_link += place.links;
+      part = RankPart{};
+    }
   }
 
   // The links of cancelled operations (no message: their id is kNone) go; an op left with no link is
@@ -414,9 +520,18 @@ Trace build_trace(const JobLog& job) {
   t.world_size = job.world_size();
   t.ranks.resize(static_cast<size_t>(t.world_size));
   for (int r = 0; r < t.world_size; r++) t.ranks[r].rank = r;
-  Builder b(t);
+  std::vector<const RankLog*> logs;
   for (const auto& log : job.ranks())
-    if (log->rank() >= 0 && log->rank() < t.world_size) b.read_rank(*log);
+    if (log->rank() >= 0 && log->rank() < t.world_size) logs.push_back(log.get());
+  // the ranks are read on the analysis's threads, and join the trace in their order
+  std::vector<RankPart> parts(logs.size());
+  std::vector<int> ranks(logs.size());
+  parallel_for(logs.size(), [&](size_t i) {
+    ranks[i] = logs[i]->rank();
+    RankReader(*logs[i], t.ranks[ranks[i]], parts[i]).read();
+  });
+  Builder b(t);
+  b.join(parts, ranks);
   b.match();
   t.site_keys.resize(t.ranks.size());
   for (const auto& log : job.ranks()) {

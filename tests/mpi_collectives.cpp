@@ -433,6 +433,11 @@ TEST_CASE("the newcomm of a creating event is the id that later events on the co
   }
 }
 
+TEST_CASE("the trace of every collective and communicator is the same read on 1, 2 or 3 threads", "[coll][trace]") {
+  REQUIRE(coll_run().status == 0);
+  require_same_trace_on_any_threads(*logs().job);
+}
+
 TEST_CASE("a peer on an intercommunicator is a world rank found through the remote group", "[coll]") {
   REQUIRE(coll_run().status == 0);
   const auto& l = logs();

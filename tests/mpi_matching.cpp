@@ -50,6 +50,7 @@ TEST_CASE("messages received through matched probes are matched to their sends",
   CHECK(t.unmatched_recvs == 0);
   CHECK(t.messages.size() == 32);
   CHECK(matched_messages(t) == 32);
+  require_same_trace_on_any_threads(job);
   // each matched message pairs a rank's send with rank 0's receive, on the communicator it was sent on
   for (const auto& m : t.messages) {
     CHECK(m.dst == 0);
@@ -114,6 +115,7 @@ TEST_CASE("cancelled receives are recorded as cancelled and left out of matching
   CHECK(t.unmatched_recvs == 0);
   CHECK(t.messages.size() == 4 * 3);  // a round: one Sendrecv message each way, and the late one
   CHECK(matched_messages(t) == 4 * 3);
+  require_same_trace_on_any_threads(job);
   for (const auto& m : t.messages) CHECK(m.tag != 99);
   CHECK(partner_notes(report_of(run.dir)).empty());
 }

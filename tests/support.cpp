@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include "parallel.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -250,6 +252,64 @@ JobResult run_killed_logged(const JobSpec& spec, int ready, int sig) {
     WARN("a rank's log holds no event after the signal (attempt " << attempt + 1 << "): " << run.dir);
   }
   return run;
+}
+
+void require_same_trace_on_any_threads(const mpiadvise::JobLog& job) {
+  using namespace mpiadvise;
+  std::vector<Trace> traces;
+  for (unsigned threads : {1u, 2u, 3u}) {
+    set_analysis_threads(threads);
+    traces.push_back(build_trace(job));
+  }
+  set_analysis_threads(0);
+  const Trace& a = traces[0];
+  for (size_t k = 1; k < traces.size(); k++) {
+    INFO((k + 1) << " threads against 1");
+    const Trace& b = traces[k];
+    REQUIRE(b.world_size == a.world_size);
+    REQUIRE(b.ranks.size() == a.ranks.size());
+    for (size_t r = 0; r < a.ranks.size(); r++) {
+      INFO("rank " << r);
+      const RankTrace &x = a.ranks[r], &y = b.ranks[r];
+      CHECK(y.rank == x.rank);
+      CHECK(y.hostname == x.hostname);
+      CHECK(y.host_cpus == x.host_cpus);
+      REQUIRE(y.ops.size() == x.ops.size());
+      for (size_t i = 0; i < x.ops.size(); i++) {
+        const Op &p = x.ops[i], &q = y.ops[i];
+        INFO("op " << i);
+        REQUIRE(std::tie(q.t_enter, q.t_exit, q.callsite, q.first_link, q.n_links, q.call, q.kind, q.unfinished) ==
+                std::tie(p.t_enter, p.t_exit, p.callsite, p.first_link, p.n_links, p.call, p.kind, p.unfinished));
+      }
+    }
+    REQUIRE(b.messages.size() == a.messages.size());
+    for (size_t i = 0; i < a.messages.size(); i++) {
+      const Message &p = a.messages[i], &q = b.messages[i];
+      INFO("message " << i);
+      REQUIRE(std::tie(q.src, q.dst, q.comm, q.tag, q.bytes, q.synchronous, q.send_op, q.recv_op, q.send_done_op,
+                       q.recv_done_op) == std::tie(p.src, p.dst, p.comm, p.tag, p.bytes, p.synchronous, p.send_op,
+                                                   p.recv_op, p.send_done_op, p.recv_done_op));
+    }
+    REQUIRE(b.collectives.size() == a.collectives.size());
+    for (size_t i = 0; i < a.collectives.size(); i++) {
+      const CollectiveInstance &p = a.collectives[i], &q = b.collectives[i];
+      INFO("collective " << i);
+      REQUIRE(std::tie(q.call, q.comm, q.root, q.bytes, q.members, q.sent, q.received, q.each) ==
+              std::tie(p.call, p.comm, p.root, p.bytes, p.members, p.sent, p.received, p.each));
+    }
+    REQUIRE(b.comms.size() == a.comms.size());
+    for (size_t i = 0; i < a.comms.size(); i++)
+      REQUIRE(std::tie(b.comms[i].gid, b.comms[i].members, b.comms[i].remote) ==
+              std::tie(a.comms[i].gid, a.comms[i].members, a.comms[i].remote));
+    REQUIRE(b.links.size() == a.links.size());
+    for (size_t i = 0; i < a.links.size(); i++)
+      REQUIRE(std::tie(b.links[i].kind, b.links[i].id) == std::tie(a.links[i].kind, a.links[i].id));
+    CHECK(b.site_keys == a.site_keys);
+    CHECK(std::tie(b.unmatched_sends, b.unmatched_recvs, b.incomplete_collectives, b.largest_message) ==
+          std::tie(a.unmatched_sends, a.unmatched_recvs, a.incomplete_collectives, a.largest_message));
+    REQUIRE(b.problems.size() == a.problems.size());
+    for (size_t i = 0; i < a.problems.size(); i++) CHECK(b.problems[i].text() == a.problems[i].text());
+  }
 }
 
 }  // namespace mpa_test

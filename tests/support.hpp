@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "log_reader.hpp"
+#include "trace.hpp"
 
 namespace mpa_test {
 
@@ -103,5 +104,10 @@ int source_line(const std::string& file, const std::string& needle);
 // within 2% on another): tests that compare a prediction with a run here price it with what TCP costs here.
 // again: calibrate anew (a calibration made while another job loaded the machine misprices every run).
 fs::path calibrated_tcp_params(bool again = false);
+
+// build_trace of the job's logs, read on 1, 2 and 3 of the analysis's threads: every field of the three
+// traces must be the same (the ranks are read side by side and join the trace in their order). Leaves
+// the analysis's threads as the machine's CPUs.
+void require_same_trace_on_any_threads(const mpiadvise::JobLog& job);
 
 }  // namespace mpa_test

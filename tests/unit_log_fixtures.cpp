@@ -12,6 +12,7 @@
 
 #include "log_reader.hpp"
 #include "log_summary.hpp"
+#include "support.hpp"
 
 extern "C" {
 #include "codec.h"
@@ -433,6 +434,15 @@ TEST_CASE("a chunk's sizes are checked before anything is allocated for them", "
     append_chunk(b, MPA_CHUNK_DEFS, std::string("\x01\x01\xe8\x07", 4) + std::string(1000, '\x01'));
     RankLog log("deep-site", b);
     CHECK(has_problem(log.problems(), "call site depth 1000 is more than 64"));
+  }
+}
+
+TEST_CASE("each fixture's trace is the same read on 1, 2 or 3 threads", "[fixtures][trace]") {
+  // persistent requests, cancels, wildcards, several threads, MPI_PROC_NULL, damage, a lone header
+  for (const char* name : {"p2p-all", "threads", "halo-procnull", "halo-damaged", "header-only", "job-strings"}) {
+    INFO(name);
+    JobLog job(fixture(name));
+    mpa_test::require_same_trace_on_any_threads(job);
   }
 }
 

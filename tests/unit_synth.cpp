@@ -104,6 +104,7 @@ TEST_CASE("synth halo: every rank's log reads, its messages match, the replay ru
   for (auto n : counts) CHECK(n <= 200);
   Trace t = build_trace(job);
   check_matching(t);
+  require_same_trace_on_any_threads(job);
   const uint64_t iterations = (200 - 2) / 5;
   CHECK(t.messages.size() == 4 * 2 * iterations);
   ReplayResult r = replay_of(job, t);
@@ -141,6 +142,7 @@ TEST_CASE("synth alltoall: one complete MPI_Alltoall per iteration", "[synth]") 
   for (auto n : counts) CHECK(n == 200);
   Trace t = build_trace(job);
   check_matching(t);
+  require_same_trace_on_any_threads(job);
   REQUIRE(t.collectives.size() == 198);
   for (const auto& c : t.collectives) {
     CHECK(c.call == MPA_CALL_Alltoall);
