@@ -1,6 +1,7 @@
 // The analysis's independent replays (what-ifs of one run: the eager-limit sweep, the advice's candidates,
-// the optimisation targets, the gate's noise replays) on the machine's cores. Each replay reads the trace
-// and writes only its own result: the results, and the report, are the same whatever the thread count.
+// the optimisation targets, the gate's noise replays) on the machine's cores, and the reading of the
+// ranks' logs (build_trace). Each replay reads the trace and writes only its own result: the results, and
+// the report, are the same whatever the thread count.
 #pragma once
 
 #include <cstddef>
