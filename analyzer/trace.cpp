@@ -284,13 +284,16 @@ class RankReader {
   RankTrace& rt_;
   RankPart& part_;
   std::unordered_map<uint64_t, uint32_t> comm_index_;  // gid -> the part's index
+  uint32_t last_local_ = kNone, last_comm_ = kNone;    // the last one asked for: most calls name the same
 
   uint32_t comm_of(uint32_t local) {
+    if (local == last_local_ && local != kNone) return last_comm_;
     auto it = log_.comms().find(local);
     if (it == log_.comms().end()) return kNone;
     auto [pos, fresh] = comm_index_.try_emplace(it->second.gid, static_cast<uint32_t>(part_.comms.size()));
     if (fresh) part_.comms.push_back(&it->second);
-    return pos->second;
+    last_local_ = local;
+    return last_comm_ = pos->second;
   }
 
   void link(Op& op, Link::Kind kind, uint32_t id) {
