@@ -324,8 +324,8 @@ struct Builder {
   std::vector<SendEnd> sends;
   std::vector<RecvEnd> recvs;
   std::unordered_map<uint64_t, uint32_t> comm_index;  // gid -> index
-  // collectives: (comm, sequence) -> instance
-  std::map<std::pair<uint32_t, uint32_t>, uint32_t> coll_index;
+  // collectives: by communicator and sequence, the instance (kNone: none yet)
+  std::vector<std::vector<uint32_t>> coll_index;
 
   explicit Builder(Trace& tr) : t(tr) {}
 
@@ -349,14 +349,23 @@ struct Builder {
       }
       for (RankPart::Membership& m : part.colls) {
         const uint32_t comm = place.comm[m.comm];
-        auto [pos, fresh] = coll_index.try_emplace({comm, m.seq}, static_cast<uint32_t>(t.collectives.size()));
-        if (fresh) {
+        if (coll_index.size() <= comm) coll_index.resize(comm + 1);
+        std::vector<uint32_t>& seqs = coll_index[comm];
+        if (seqs.size() <= m.seq) seqs.resize(m.seq + 1, kNone);
+        uint32_t& id = seqs[m.seq];
+        if (id == kNone) {
+          id = static_cast<uint32_t>(t.collectives.size());
           CollectiveInstance c;
           c.call = m.call;
           c.comm = comm;
+          // room for every member at once: most instances have all their communicator's ranks
+          const size_t members = t.comms[comm].members.size() + t.comms[comm].remote.size();
+          c.members.reserve(members);
+          c.sent.reserve(members);
+          c.received.reserve(members);
           t.collectives.push_back(std::move(c));
         }
-        CollectiveInstance& c = t.collectives[pos->second];
+        CollectiveInstance& c = t.collectives[id];
         if (m.root >= 0) c.root = m.root;
         c.bytes = std::max(c.bytes, m.bytes);
         c.members.emplace_back(ranks[p], m.op);
@@ -366,7 +375,7 @@ struct Builder {
           c.each.resize(c.members.size());
           c.each.back() = std::move(m.each);
         }
-        place.instance.push_back(pos->second);
+        place.instance.push_back(id);
       }
       std::vector<RankPart::Membership>().swap(part.colls);
       place.sends = static_cast<uint32_t>(n_sends);
