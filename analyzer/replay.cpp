@@ -366,8 +366,7 @@ class Simulation {
   std::vector<std::vector<PeerUpdate>> pending_coll_;  // by instance: its steps posted before it was set up here
   std::vector<uint32_t> eager_starts_;  // eager messages from another process's rank to ours, start unknown
   // instantiate's scratch, kept between instances
-  std::vector<std::pair<uint64_t, uint32_t>> scratch_sends_;
-  std::vector<uint32_t> scratch_received_, scratch_irecvs_;
+  std::vector<uint32_t> scratch_ids_;
 
   bool mine(int r) const { return !peers_ || (r >= 0 && static_cast<size_t>(r) < owner_.size() && owner_[r] == me_); }
   // whether rank r is in the logs and another process steps it
@@ -967,6 +966,8 @@ class Simulation {
   std::vector<CollMsg> cmsg_;
   std::vector<uint32_t> cmsg_free_;
   std::map<std::string, std::shared_ptr<const CollSchedule>> schedule_cache_;
+  // a call's schedule split to S (ReplayOptions::split_sites), by the call's schedule_key
+  std::map<std::string, std::shared_ptr<const CollSchedule>> split_cache_;
   // MPICH's release/gather flags (CollStep::FlagSet, FlagWait): per communicator, counter and position,
   // how often the flag was raised and when, the last kFlagRing times (a wait reaches back at most
   // NUM_CELLS - 1 raises, and a rank cannot run further ahead of the one it waits on)
@@ -1041,6 +1042,11 @@ class Simulation {
       for (const auto& st : steps)
         if (st.kind == CollStep::Send || st.kind == CollStep::Isend) largest = std::max(largest, st.bytes);
     if (largest <= p_.S || logged->call.bytes == 0) return one;
+    std::string key = schedule_key(logged->call);
+    if (auto it = split_cache_.find(key); it != split_cache_.end()) {
+      if (counts_here(c_id)) split_messages_++;
+      return it->second;
+    }
     const uint64_t parts = (largest + p_.S - 1) / p_.S, chunk = (logged->call.bytes + parts - 1) / parts;
     auto whole = std::make_shared<CollSchedule>();
     whole->ranks.resize(one->ranks.size());
@@ -1063,13 +1069,19 @@ class Simulation {
       }
     }
     if (counts_here(c_id)) split_messages_++;
+    if (split_cache_.size() > 4096) split_cache_.clear();
+    split_cache_.emplace(std::move(key), whole);
     return whole;
   }
 
+  static std::string schedule_key(const CollectiveCall& call) {
+    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(call.library), call.call, call.size, call.root,
+                       call.bytes, fmt::join(call.rank_bytes, ","), fmt::join(call.host, ","), call.node_calls_before,
+                       call.mpich_shm);
+  }
+
   std::shared_ptr<const CollSchedule> cached_schedule(const CollectiveCall& call) {
-    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(call.library), call.call, call.size,
-                                  call.root, call.bytes, fmt::join(call.rank_bytes, ","), fmt::join(call.host, ","),
-                                  call.node_calls_before, call.mpich_shm);
+    std::string key = schedule_key(call);
     auto it = schedule_cache_.find(key);
     if (it != schedule_cache_.end()) return it->second;
     std::shared_ptr<const CollSchedule> sched;
@@ -1096,6 +1108,68 @@ class Simulation {
     return static_cast<uint32_t>(cmsg_.size() - 1);
   }
 
+  // Which send each receive step of a schedule meets (the k-th receive at b from a meets the k-th send
+  // from a to b), worked out once per schedule: loops repeat the same calls, and their instances share
+  // it. Sends are numbered in the order the steps send (positions in turn, steps in order).
+  struct Pairing {
+    std::shared_ptr<const CollSchedule> schedule;  // held: its address names it in the cache
+    std::vector<std::vector<uint32_t>> send_of;    // by position and step: a receive's send, else kNone
+    std::vector<int> senders;                      // by send: the receives its receiver waits for together
+    std::vector<uint32_t> requests;                // by position: its Isend and Irecv steps
+  };
+  std::unordered_map<const CollSchedule*, Pairing> pairings_;
+
+  const Pairing& pairing_of(const std::shared_ptr<const CollSchedule>& schedule) {
+    if (auto it = pairings_.find(schedule.get()); it != pairings_.end()) return it->second;
+    if (pairings_.size() > 4096) pairings_.clear();
+    Pairing p;
+    p.schedule = schedule;
+    const auto& ranks = schedule->ranks;
+    const size_t n = ranks.size();
+    // (from, to) and send number, sorted by pair; each pair's sends stay in order
+    std::vector<std::pair<uint64_t, uint32_t>> sends;
+    auto pair_key = [n](size_t from, size_t to) { return static_cast<uint64_t>(from) * n + to; };
+    for (size_t pos = 0; pos < n; pos++)
+      for (const CollStep& st : ranks[pos])
+        if (st.kind == CollStep::Send || st.kind == CollStep::Isend)
+          sends.emplace_back(pair_key(pos, static_cast<size_t>(st.peer)), static_cast<uint32_t>(sends.size()));
+    p.senders.assign(sends.size(), 1);
+    std::stable_sort(sends.begin(), sends.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<uint32_t> received(sends.size(), 0);  // by a pair's first place in sends: its sends met so far
+    std::vector<uint32_t> irecvs;                     // request number -> send, for the receives' contention
+    p.send_of.resize(n);
+    p.requests.assign(n, 0);
+    for (size_t pos = 0; pos < n; pos++) {
+      p.send_of[pos].assign(ranks[pos].size(), kNone);
+      irecvs.clear();
+      for (size_t k = 0; k < ranks[pos].size(); k++) {
+        const CollStep& st = ranks[pos][k];
+        if (st.kind == CollStep::Recv || st.kind == CollStep::Irecv) {
+          const uint64_t key = pair_key(static_cast<size_t>(st.peer), pos);
+          const size_t first = static_cast<size_t>(
+              std::lower_bound(sends.begin(), sends.end(), key, [](const auto& s, uint64_t k) { return s.first < k; }) -
+              sends.begin());
+          const size_t at = first + (first < sends.size() ? received[first]++ : 0);
+          if (at >= sends.size() || sends[at].first != key)  // a schedule's receive no send of it matches
+            throw std::out_of_range("collective schedule: a receive without its send");
+          p.send_of[pos][k] = sends[at].second;
+        }
+        if (st.kind == CollStep::Isend || st.kind == CollStep::Irecv) {
+          irecvs.push_back(st.kind == CollStep::Irecv ? p.send_of[pos][k] : kNone);
+          p.requests[pos]++;
+        }
+        if (st.kind == CollStep::Wait) {
+          int together = 0;
+          for (uint32_t q = st.first_request; q < st.first_request + st.requests; q++) together += irecvs[q] != kNone;
+          if (together > 1)
+            for (uint32_t q = st.first_request; q < st.first_request + st.requests; q++)
+              if (irecvs[q] != kNone) p.senders[irecvs[q]] = together;
+        }
+      }
+    }
+    return pairings_.emplace(schedule.get(), std::move(p)).first->second;
+  }
+
   // One message per send step, met by the receive step that matches it (the k-th from a to b).
   void instantiate(uint32_t c_id, std::shared_ptr<const CollSchedule> schedule, std::vector<int> positions) {
     auto run = std::make_unique<CollRun>();
@@ -1116,11 +1190,10 @@ class Simulation {
       for (size_t i = 0; i < members.size(); i++) run->unfinished += mine(members[i].first);
     }
     const bool count = counts_here(c_id);
-    // (from, to) and message, in the order the steps send: sorted by pair, each pair's messages stay in order
-    // (the scratch vectors are the simulation's: no allocation for each instance)
-    auto& sends = scratch_sends_;
-    sends.clear();
-    auto pair_key = [n](size_t from, size_t to) { return static_cast<uint64_t>(from) * n + to; };
+    const Pairing& pairing = pairing_of(run->schedule);
+    // a message for each send step, in the order the steps send
+    auto& ids = scratch_ids_;
+    ids.clear();
     for (size_t pos = 0; pos < n; pos++) {
       run->step_msg[pos].assign(ranks[pos].size(), kNone);
       for (size_t k = 0; k < ranks[pos].size(); k++) {
@@ -1131,48 +1204,23 @@ class Simulation {
         cmsg_[id].synchronous = st.synchronous;
         cmsg_[id].send_pos = static_cast<uint32_t>(pos);
         cmsg_[id].send_step = static_cast<uint32_t>(k);
+        cmsg_[id].senders = pairing.senders[ids.size()];
         run->step_msg[pos][k] = id;
         run->messages.push_back(id);
-        sends.emplace_back(pair_key(pos, static_cast<size_t>(st.peer)), id);
+        ids.push_back(id);
         if (count) {
           coll_messages_++;
           if (model_.send_waits_for_receive(st.bytes, st.synchronous)) coll_rendezvous_++;
         }
       }
     }
-    std::stable_sort(sends.begin(), sends.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    auto& received = scratch_received_;  // by a pair's first place in sends: its messages received so far
-    received.assign(sends.size(), 0);
-    auto& irecvs = scratch_irecvs_;  // request number -> message, for the receives' contention
+    // each receive step meets its send's message
     for (size_t pos = 0; pos < n; pos++) {
-      irecvs.clear();
-      uint32_t request = 0;
-      for (size_t k = 0; k < ranks[pos].size(); k++) {
-        const CollStep& st = ranks[pos][k];
-        if (st.kind == CollStep::Recv || st.kind == CollStep::Irecv) {
-          const uint64_t key = pair_key(static_cast<size_t>(st.peer), pos);
-          const size_t first = static_cast<size_t>(
-              std::lower_bound(sends.begin(), sends.end(), key, [](const auto& s, uint64_t k) { return s.first < k; }) -
-              sends.begin());
-          const size_t at = first + (first < sends.size() ? received[first]++ : 0);
-          if (at >= sends.size() || sends[at].first != key)  // a schedule's receive no send of it matches
-            throw std::out_of_range("collective schedule: a receive without its send");
-          run->step_msg[pos][k] = sends[at].second;
-        }
-        if (st.kind == CollStep::Isend || st.kind == CollStep::Irecv) {
-          irecvs.push_back(st.kind == CollStep::Irecv ? run->step_msg[pos][k] : kNone);
-          request++;
-        }
-        if (st.kind == CollStep::Wait) {
-          int together = 0;
-          for (uint32_t q = st.first_request; q < st.first_request + st.requests; q++) together += irecvs[q] != kNone;
-          if (together > 1)
-            for (uint32_t q = st.first_request; q < st.first_request + st.requests; q++)
-              if (irecvs[q] != kNone) cmsg_[irecvs[q]].senders = together;
-        }
-      }
-      run->members[pos].requests.reserve(request);  // its walk's requests, made room for once
-      run->members[pos].request_sends.reserve(request);
+      for (size_t k = 0; k < ranks[pos].size(); k++)
+        if (ranks[pos][k].kind == CollStep::Recv || ranks[pos][k].kind == CollStep::Irecv)
+          run->step_msg[pos][k] = ids[pairing.send_of[pos][k]];
+      run->members[pos].requests.reserve(pairing.requests[pos]);  // its walk's requests, made room for once
+      run->members[pos].request_sends.reserve(pairing.requests[pos]);
     }
     runs_[c_id] = std::move(run);
     if (peers_ && !pending_coll_[c_id].empty()) {  // told before it was set up here

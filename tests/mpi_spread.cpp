@@ -167,6 +167,7 @@ TEST_CASE("spread over processes, processes that read different runs' logs say s
   // one launcher, two programs (MPMD): process 0 reads the ring's logs, process 1 coll_all's
   const auto r = run_command("timeout 300 " + launcher(one) + " " + mpiadvise_cmd() + " replay --json " + ring.string() +
                              " : -np 1 " + mpiadvise_cmd() + " replay --json " + coll.string());
+  INFO(r.err);
   CHECK(r.status != 0);
   CHECK(r.status != 124);
   CHECK(r.err.find("read other logs than process 0") != std::string::npos);
