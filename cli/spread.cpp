@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -9,6 +10,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "commands.hpp"
 #include "mpi_choice.hpp"
@@ -96,7 +98,15 @@ int failed(const std::string& message, int status) {
            message + "\n";
   if (write(g_stderr, line.data(), line.size()) < 0) {
   }
-  if (peers && g_abort) g_abort(status);
+  if (peers && g_abort) {
+    // The launcher forwards each process's standard error through a pipe, and an abort ends every
+    // process and that forwarding at once: a line written just before may never reach the user, nor
+    // may process 0's, when another process aborts first (Hydra lost one in about six runs). Process 0,
+    // whose message the user reads (a bad input fails every process alike), aborts once its line had
+    // time to pass; the others give it the time to write its own first.
+    std::this_thread::sleep_for(std::chrono::milliseconds(peers->index() == 0 ? 300 : 1500));
+    g_abort(status);
+  }
   return status;
 }
 

@@ -24,7 +24,8 @@ bool output_process();
 
 // A command's failure: "mpiadvise: MESSAGE" on standard error (from a process other than 0 of a spread
 // run, with its number, on the standard error it was started with), and the exit status to return. Spread,
-// the whole job is ended with that status: the other processes may be waiting for this one.
+// the whole job is ended with that status, after a pause for the line to reach the user (0.3 s, 1.5 s on
+// processes other than 0): the other processes may be waiting for this one.
 int failed(const std::string& message, int status);
 
 // In the command built against an MPI: MPI initialised for the command's lifetime; with more than one
