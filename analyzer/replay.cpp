@@ -961,6 +961,37 @@ class Simulation {
     size_t unfinished = 0;
   };
   std::vector<std::unique_ptr<CollRun>> runs_;  // by instance, while it runs
+  // runs done, kept for the next instances with their vectors' room: an instance would otherwise allocate
+  // a vector for each position's steps and requests
+  static constexpr size_t kFreeRuns = 64;
+  std::vector<std::unique_ptr<CollRun>> free_runs_;
+
+  // A run as a new one is, from the kept ones where there is one.
+  std::unique_ptr<CollRun> new_run() {
+    if (free_runs_.empty()) return std::make_unique<CollRun>();
+    std::unique_ptr<CollRun> run = std::move(free_runs_.back());
+    free_runs_.pop_back();
+    auto step_msg = std::move(run->step_msg);
+    auto members = std::move(run->members);
+    auto rank_at = std::move(run->rank_at);
+    auto messages = std::move(run->messages);
+    *run = CollRun{};
+    for (auto& m : members) {
+      auto requests = std::move(m.requests);
+      auto request_sends = std::move(m.request_sends);
+      m = CollMember{};
+      requests.clear();
+      request_sends.clear();
+      m.requests = std::move(requests);
+      m.request_sends = std::move(request_sends);
+    }
+    messages.clear();
+    run->step_msg = std::move(step_msg);
+    run->members = std::move(members);
+    run->rank_at = std::move(rank_at);
+    run->messages = std::move(messages);
+    return run;
+  }
   std::vector<RunState> run_state_;
   std::vector<std::vector<double>> member_done_;  // by instance and member: when its part completed
   std::vector<CollMsg> cmsg_;
@@ -1172,7 +1203,7 @@ class Simulation {
 
   // One message per send step, met by the receive step that matches it (the k-th from a to b).
   void instantiate(uint32_t c_id, std::shared_ptr<const CollSchedule> schedule, std::vector<int> positions) {
-    auto run = std::make_unique<CollRun>();
+    std::unique_ptr<CollRun> run = new_run();
     run->position = std::move(positions);
     const auto& ranks = schedule->ranks;
     const size_t n = ranks.size();
@@ -1389,6 +1420,7 @@ class Simulation {
     member_done_[c_id][member] = m.t;
     if (--run.unfinished == 0) {  // every member done: its messages are free again
       for (uint32_t id : run.messages) cmsg_free_.push_back(id);
+      if (free_runs_.size() < kFreeRuns) free_runs_.push_back(std::move(runs_[c_id]));
       runs_[c_id].reset();
     }
     return Walk::Done;
