@@ -1105,10 +1105,13 @@ class Simulation {
     return whole;
   }
 
+  // Every field of the call the library's decision reads: calls with the same key run the same schedule.
   static std::string schedule_key(const CollectiveCall& call) {
-    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(call.library), call.call, call.size, call.root,
-                       call.bytes, fmt::join(call.rank_bytes, ","), fmt::join(call.host, ","), call.node_calls_before,
-                       call.mpich_shm);
+    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(call.library), call.call, call.size,
+                                  call.root, call.bytes, fmt::join(call.rank_bytes, ","), fmt::join(call.host, ","),
+                                  call.node_calls_before, call.mpich_shm, call.in_place);
+    for (const auto& row : call.peer_bytes) fmt::format_to(std::back_inserter(key), "|{}", fmt::join(row, ","));
+    return key;
   }
 
   std::shared_ptr<const CollSchedule> cached_schedule(const CollectiveCall& call) {

@@ -456,6 +456,52 @@ TEST_CASE("a late member delays only the ranks the algorithm makes wait for it, 
   }
 }
 
+TEST_CASE("two collectives alike but for MPI_IN_PLACE are replayed by their own algorithms", "[coll][replay]") {
+  // Four ranks, two MPI_Alltoall of 1 KiB per peer one after the other, the second in place: Open MPI
+  // runs the in-place one by coll_base's basic_inplace (collectives_ompi.cpp, alltoall_tuned). The replay
+  // caches a schedule per kind of call; the two must not share one.
+  for (bool in_place_first : {false, true}) {
+    INFO("in place first: " << in_place_first);
+    Trace t;
+    t.world_size = 4;
+    t.ranks.resize(4);
+    t.site_keys.resize(4);
+    t.comms.push_back(TraceComm{1, {0, 1, 2, 3}, {}});
+    for (int k = 0; k < 2; k++) {
+      CollectiveInstance c;
+      c.call = MPA_CALL_Alltoall;
+      c.comm = 0;
+      c.bytes = 1024;
+      const bool in_place = (k == 0) == in_place_first;
+      for (int r = 0; r < 4; r++) {
+        c.members.emplace_back(r, static_cast<uint32_t>(k + 1));
+        c.sent.push_back(in_place ? std::nullopt : std::optional<uint64_t>(1024));
+        c.received.push_back(1024);
+      }
+      t.collectives.push_back(c);
+    }
+    for (int r = 0; r < 4; r++) {
+      auto& ops = t.ranks[r].ops;
+      t.ranks[r].rank = r;
+      ops.push_back(Op{0, 0, 0, 0, 0, MPA_CALL_Init, OpKind::Other});
+      for (uint32_t k = 0; k < 2; k++) {
+        ops.push_back(Op{1000 + 10000 * k, 2000 + 10000 * k, 1, static_cast<uint32_t>(t.links.size()), 1,
+                         MPA_CALL_Alltoall, OpKind::Collective});
+        t.links.push_back(Link{Link::PostColl, k});
+      }
+      ops.push_back(Op{30000, 30010, 2, 0, 0, MPA_CALL_Finalize, OpKind::Other});
+    }
+    auto r = replay(t, simple_model(65536));
+    std::string algorithms;
+    for (const auto& [name, n] : r.collective_algorithms) algorithms += name + " x" + std::to_string(n) + "\n";
+    INFO(algorithms);
+    CHECK(r.collectives_by_algorithm == 2);
+    CHECK(r.collective_algorithms.size() == 2);
+    for (const auto& [name, n] : r.collective_algorithms) CHECK(n == 1);
+    CHECK(algorithms.find("mca_coll_base_alltoall_intra_basic_inplace") != std::string::npos);
+  }
+}
+
 TEST_CASE("a collective's step costs what Table 4 says its blocking call costs", "[coll][loggps]") {
   LogGPSParams p;
   p.o = 100;
