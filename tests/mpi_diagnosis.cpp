@@ -288,7 +288,11 @@ TEST_CASE("the main loop's iterations, found in the trace", "[diagnosis][efficie
 TEST_CASE("a halo exchange is recognised, and the advice on its calls names it", "[diagnosis][halo]") {
   // examples/halo.c on 3 ranks: each rank sends to and receives from both neighbours in every iteration
   // (even ranks send first, odd ranks receive first: four call sites each)
-  auto run = traced(example_path("halo").string(), {"16384", "12"}, Transport::Tcp, 3);
+  // (MPICH 4.0.2 over UCX 1.13's TCP transport hangs in MPI_Finalize in most 3-rank jobs here, untraced
+  // too: one rank waits in ucp_worker_progress for its endpoints' disconnection while the others sit in the
+  // process manager's barrier, 6 of 10 runs of this program; it runs over UCX's shared memory, 0 of 10)
+  const Transport transport = mpi().mpich() ? Transport::SharedMemory : Transport::Tcp;
+  auto run = traced(example_path("halo").string(), {"16384", "12"}, transport, 3);
   const json r = report_of(run.dir);
   INFO(r["halos"].dump(1));
   REQUIRE(r["halos"].size() == 1);
