@@ -12,11 +12,11 @@
  * waits takes about W, an eager one microseconds, and the majority of the probe's sends decides.
  * Then the eager buffer: rank 0 floods rank 1, which computes 20 ms first, with up to FLOOD_MAX eager
  * sends of k bytes (k = 64, S/2 and S, at most S); the sends that returned before the first one that
- * waited went into the library's buffer for a late receiver. Three floods per size.
+ * waited went into the library's buffer for a late receiver. Three floods per size. Then late receives:
+ * eager messages of S/8 to S bytes whose receive is posted 2 ms after their send, each receive timed.
  * Prints JSON lines on stdout from rank 0: the run's facts, one line per (w, k) with every repetition's
- * round trip and send time, the bisection, the floods, the persistent-request timing, the time of an
- * MPI_Isend and an MPI_Irecv call (post_costs). Progress goes to
- * stderr. */
+ * round trip and send time, the bisection, the floods, the late receives, the persistent-request timing,
+ * the time of an MPI_Isend and an MPI_Irecv call (post_costs). Progress goes to stderr. */
 #define _GNU_SOURCE /* strcasestr */
 #include <mpi.h>
 #include <stdio.h>
@@ -390,6 +390,40 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < nk && rank >= 2; i++)
       for (int rep = 0; rep < 3; rep++) MPI_Barrier(MPI_COMM_WORLD);
+  }
+  /* late receives: an eager k-byte message (k = S/8, S/4, S/2, S) whose receive is posted 2 ms after its
+   * send, so that it came first; rank 1 times each MPI_Recv and sends the times to rank 0, which prints
+   * them. What the receiver pays then is not the receive of a message it waited for: a library over TCP
+   * moves the data only while the receiver is inside MPI, and one that buffered it copies it out. */
+  {
+    int S = eager_limit_found;
+    MPI_Bcast(&S, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    int ks[4] = {S / 8, S / 4, S / 2, S}, nk = 0;
+    for (int i = 0; i < 4; i++)
+      if (ks[i] > 0 && (nk == 0 || ks[i] > ks[nk - 1])) ks[nk++] = ks[i];
+    enum { kLateReps = 15 };
+    double late[kLateReps];
+    for (int i = 0; i < nk; i++) {
+      for (int rep = 0; rep < kLateReps; rep++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+          MPI_Send(buf, ks[i], MPI_BYTE, 1, 5, MPI_COMM_WORLD);
+        } else if (rank == 1) {
+          compute(2e6);
+          double t0 = now_ns();
+          MPI_Recv(buf, ks[i], MPI_BYTE, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          late[rep] = now_ns() - t0;
+        }
+      }
+      if (rank == 1) MPI_Send(late, kLateReps, MPI_DOUBLE, 0, 5, MPI_COMM_WORLD);
+      if (rank == 0) {
+        MPI_Recv(late, kLateReps, MPI_DOUBLE, 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        printf("{\"late_receive\":true,\"k\":%d,\"ns\":[", ks[i]);
+        for (int rep = 0; rep < kLateReps; rep++) printf("%s%.0f", rep ? "," : "", late[rep]);
+        printf("]}\n");
+        fflush(stdout);
+      }
+    }
   }
   /* what a persistent request saves: 0-byte exchanges by MPI_Irecv + MPI_Isend + MPI_Waitall against
    * MPI_Startall + MPI_Waitall on requests made once, interleaved, the fastest of five batches each */

@@ -74,6 +74,18 @@ TEST_CASE("calibration pins the effective S by bisection for two eager limits", 
                     std::to_string(S + 1) + "-byte one waited") != std::string::npos);
     CHECK(std::regex_search(r.out, std::regex(R"(\n  o   [0-9]+ \+- [0-9]+ ns\n)")));
     CHECK(std::regex_search(r.out, std::regex(R"(residual RMS [0-9.]+% of the round trips)")));
+    // late receives: eager messages of S/8, S/4, S/2 and S bytes received 2 ms after their send, 15 each,
+    // beside the model's price for them, T3 = o' + k Ors with the set written (as the file rounds it)
+    CHECK(r.out.find("late receives (eager messages received 2 ms after their send; the model prices them at T3): " +
+                     std::to_string(S / 8) + " B ") != std::string::npos);
+    for (uint64_t k : {S / 8, S / 4, S / 2, S}) {
+      INFO("late receive of " << k << " bytes");
+      std::smatch row;
+      const std::regex line("\n#   " + std::to_string(k) + R"( bytes: (\d+) ns \(T3 (\d+) ns\), 15 receives\n)");
+      REQUIRE(std::regex_search(text, row, line));
+      CHECK(std::stod(row[1]) > 0);
+      CHECK(std::stod(row[2]) == Approx(p.o + static_cast<double>(k) * p.Ors).margin(1 + 1e-4 * static_cast<double>(k)));
+    }
   }
 }
 
