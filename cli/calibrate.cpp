@@ -133,9 +133,13 @@ BenchOutput run_bench(const std::vector<std::string>& command, const std::string
     else if (j.value("persistent", false)) b.persistent = j;
     else if (j.value("posts", false)) b.posts = j;
     else if (j.value("bisection", false)) read_bisection(j, b), bisected = true;
-    else if (j.value("late_receive", false) && j["ns"].is_array()) {
-      auto& times = b.late[j.value("k", uint64_t{0})];
-      for (double t : j["ns"].get<std::vector<double>>()) times.push_back(t);
+    else if (j.value("late_receive", false) && j.contains("k") && j["k"].is_number_unsigned() && j["ns"].is_array()) {
+      // a repetition whose send took over a millisecond waited for its receiver: no eager message
+      const auto ns = j["ns"].get<std::vector<double>>();
+      const auto send_ns = j.value("send_ns", std::vector<double>{});
+      auto& times = b.late[j["k"].get<uint64_t>()];
+      for (size_t i = 0; i < ns.size(); i++)
+        if (i >= send_ns.size() || send_ns[i] < 1e6) times.push_back(ns[i]);
     } else if (j.value("flood", false) && j["through"].is_array())
       b.floods.push_back({j.value("k", uint64_t{0}), j.value("sent", uint64_t{0}), j["through"].get<std::vector<uint64_t>>()});
     else if (j.contains("k") && j.contains("rtt_ns") && j["rtt_ns"].is_array())
@@ -196,9 +200,10 @@ BenchOutput run_bench_pooled(const std::vector<std::string>& command, const std:
       if (same == b.floods.end()) b.floods.push_back(f);
       else same->through.insert(same->through.end(), f.through.begin(), f.through.end());
     }
-  b.late.clear();
+  b.late.clear();  // of the runs that found the pooled S: their sizes are S/8 ... S of it
   for (const auto& run : all)
-    for (const auto& [k, times] : run.late) b.late[k].insert(b.late[k].end(), times.begin(), times.end());
+    if (run.sweep.S == b.sweep.S)
+      for (const auto& [k, times] : run.late) b.late[k].insert(b.late[k].end(), times.begin(), times.end());
   for (const char* key : {"isend_ns", "irecv_ns"}) {
     std::vector<double> v;
     for (const auto& run : all)
@@ -285,7 +290,6 @@ std::string eager_buffer_text(const EagerBufferFit& b) {
   return text + fmt::format(" (sends that returned before one waited: {})", counts);
 }
 
-// The [eager] table of the parameter file, with the floods it comes from.
 // Each size's late receives (the benchmark's eager messages whose MPI_Recv was posted 2 ms after their send):
 // the median, and what the model prices such a receive at with the fitted set, T3 = o' + k Ors, as it
 // prices every eager receive. Over TCP the late receiver reads the data from the socket then, which T3
@@ -299,7 +303,7 @@ std::vector<LateReceive> late_receives(const std::map<uint64_t, std::vector<doub
   std::vector<LateReceive> out;
   const LogGPS m(p);
   for (const auto& [k, times] : late)
-    if (!times.empty()) out.push_back({k, times.size(), median(times), m.T3(k)});
+    if (!times.empty() && k <= p.S) out.push_back({k, times.size(), median(times), m.T3(k)});
   return out;
 }
 std::string late_receives_toml(const std::vector<LateReceive>& late) {
@@ -312,6 +316,7 @@ std::string late_receives_toml(const std::vector<LateReceive>& late) {
   return o;
 }
 
+// The [eager] table of the parameter file, with the floods it comes from.
 std::string eager_toml(const EagerBufferFit& b, const std::vector<Flood>& floods) {
   if (floods.empty()) return "";
   std::string o = "\n# The eager buffer: floods of eager MPI_Sends to a receiver that computes 20 ms first; the sends that\n"

@@ -303,6 +303,7 @@ int main(int argc, char **argv)
    * Rank 0 notes the bracket of S from the sends with w = W. */
   int eager_below = -1, waited_above = -1; /* sizes; -1: none yet */
   int eager_limit_found = 0;               /* the bisection's S, on rank 0 */
+  int eager_limit_seen = 0;                /* a size of the sweep waited: S is the library's limit, on rank 0 */
   double *all_rtt = malloc(sizeof(double) * (size_t)nsizes * (size_t)reps),
          *all_snd = malloc(sizeof(double) * (size_t)nsizes * (size_t)reps);
   if (!all_rtt || !all_snd) {
@@ -348,6 +349,7 @@ int main(int argc, char **argv)
       }
     }
     eager_limit_found = lo;
+    eager_limit_seen = hi >= 0;
     if (rank == 0) {
       if (hi < 0) printf("{\"bisection\":true,\"S\":%d,\"S_next\":null,\"probes\":0}\n", lo);
       else printf("{\"bisection\":true,\"S\":%d,\"S_next\":%d,\"probes\":%d}\n", lo, hi, probes);
@@ -391,23 +393,27 @@ int main(int argc, char **argv)
     for (int i = 0; i < nk && rank >= 2; i++)
       for (int rep = 0; rep < 3; rep++) MPI_Barrier(MPI_COMM_WORLD);
   }
-  /* late receives: an eager k-byte message (k = S/8, S/4, S/2, S) whose receive is posted 2 ms after its
-   * send, so that it came first; rank 1 times each MPI_Recv and sends the times to rank 0, which prints
-   * them. What the receiver pays then is not the receive of a message it waited for: a library over TCP
-   * moves the data only while the receiver is inside MPI, and one that buffered it copies it out. */
+  /* late receives: an eager k-byte message (k = S/8, S/4, S/2, S, those of 1 byte or more, distinct) whose
+   * receive is posted 2 ms after its send, so that it came first; rank 1 times each MPI_Recv and sends the
+   * times to rank 0, which prints them with its sends' times (a send that waited was no eager one). What
+   * the receiver pays then is not the receive of a message it waited for: a library over TCP moves the
+   * data only while the receiver is inside MPI, and one that buffered it copies it out. Not run when no
+   * size of the sweep waited (S is then the sweep's largest size, no limit of the library). */
   {
-    int S = eager_limit_found;
+    int S = eager_limit_seen ? eager_limit_found : 0;
     MPI_Bcast(&S, 1, MPI_INT, 0, MPI_COMM_WORLD);
     int ks[4] = {S / 8, S / 4, S / 2, S}, nk = 0;
     for (int i = 0; i < 4; i++)
       if (ks[i] > 0 && (nk == 0 || ks[i] > ks[nk - 1])) ks[nk++] = ks[i];
     enum { kLateReps = 15 };
-    double late[kLateReps];
+    double late[kLateReps], sent[kLateReps];
     for (int i = 0; i < nk; i++) {
       for (int rep = 0; rep < kLateReps; rep++) {
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
+          double t0 = now_ns();
           MPI_Send(buf, ks[i], MPI_BYTE, 1, 5, MPI_COMM_WORLD);
+          sent[rep] = now_ns() - t0;
         } else if (rank == 1) {
           compute(2e6);
           double t0 = now_ns();
@@ -420,6 +426,8 @@ int main(int argc, char **argv)
         MPI_Recv(late, kLateReps, MPI_DOUBLE, 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         printf("{\"late_receive\":true,\"k\":%d,\"ns\":[", ks[i]);
         for (int rep = 0; rep < kLateReps; rep++) printf("%s%.0f", rep ? "," : "", late[rep]);
+        printf("],\"send_ns\":[");
+        for (int rep = 0; rep < kLateReps; rep++) printf("%s%.0f", rep ? "," : "", sent[rep]);
         printf("]}\n");
         fflush(stdout);
       }
