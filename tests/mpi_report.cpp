@@ -96,7 +96,7 @@ std::pair<JobResult, json> explained_run(const std::function<JobResult()>& run_o
 constexpr double kRealisedGoal = 0.7, kRealisedFloor = 0.5;
 
 // The measured cut of a change: new runs with it (after) alternating with runs as they were (before),
-// compared by the median of each; up to four rounds of three pairs, stopping once the cut reaches the
+// compared by the median of each; up to six rounds of three pairs, stopping once the cut reaches the
 // goal. first: the run the report was of. Not the fastest of each: a whole run settles in a mode of its
 // own, and over loopback TCP gauss's traced runs took 279-350 ms at an eager limit of 1024 and 278-318 at
 // 8192 (six pairs; the replay of each within 8%): the one fast run at 1024 made its predicted 7-10% cut
@@ -111,7 +111,7 @@ double measured_cut(const fs::path& first, const std::function<JobResult()>& bef
                     const std::function<JobResult()>& after_run, double predicted_cut) {
   std::vector<double> before = {measured_ns(first)}, after;
   double cut = 0;
-  for (int round = 0; round < 4 && !(cut >= kRealisedGoal * predicted_cut); round++) {
+  for (int round = 0; round < 6 && !(cut >= kRealisedGoal * predicted_cut); round++) {
     for (int i = 0; i < 3; i++) {
       after.push_back(measured_ns(after_run().dir));
       before.push_back(measured_ns(before_run().dir));
@@ -153,8 +153,12 @@ struct Example {
 TEST_CASE("each example's report names the author's call site, and the eager limit it recommends cuts the "
           "measured time by at least half the predicted cut", "[report][examples]") {
   const std::vector<Example> examples = {
-      // the paper's program: pivot rows of up to 8200 bytes above a 1 KiB limit
-      {"gauss.c", {"1024"}, 1024, "gauss.c:" + std::to_string(line_of("gauss.c", "MPI_Send(pivot")), true},
+      // the paper's program: pivot rows of up to 4104 bytes above a 1 KiB limit. At n = 1024 (rows up to
+      // 8200 bytes) the handshakes are 6-9% of a 270 ms run, within its noise: untraced runs here took
+      // 196-296 ms at 1024 and 237-274 at 8136 (eight pairs), and one CI run realised -5% of a predicted 9%
+      // over twelve pairs (1 run in 3 here missed half). At n = 512 they are 13-18% (predicted) and runs
+      // realised 86-200% of it (eight runs of this case, six rounds at most)
+      {"gauss.c", {"512"}, 1024, "gauss.c:" + std::to_string(line_of("gauss.c", "MPI_Send(pivot")), true},
       // 128 KiB halos above the default limits (Open MPI's 64 KiB, UCX's 8 KiB): the exchange runs as a
       // chain of handshakes
       {"halo.c", {"16384", "200"}, 0, "halo.c:" + std::to_string(line_of("halo.c", "MPI_Send(u, n, MPI_DOUBLE, right")), false,
