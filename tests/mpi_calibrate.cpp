@@ -75,12 +75,12 @@ TEST_CASE("calibration pins the effective S by bisection for two eager limits", 
     CHECK(std::regex_search(r.out, std::regex(R"(\n  o   [0-9]+ \+- [0-9]+ ns\n)")));
     CHECK(std::regex_search(r.out, std::regex(R"(residual RMS [0-9.]+% of the round trips)")));
     // late receives: eager messages of S/8, S/4, S/2 and S bytes (those of a byte or more, distinct) received
-    // 2 ms after their send, 15 each less any whose send waited, beside the model's price for them, T3 = o' +
+    // 200 us after their send, 15 each less any whose send waited, beside the model's price for them, T3 = o' +
     // k Ors with the set written (as the file rounds it)
     std::vector<uint64_t> late_sizes;
     for (uint64_t k : {S / 8, S / 4, S / 2, S})
       if (k > 0 && (late_sizes.empty() || k > late_sizes.back())) late_sizes.push_back(k);
-    CHECK(r.out.find("late receives (eager messages received 2 ms after their send; the model prices them at T3): " +
+    CHECK(r.out.find("late receives (eager messages received 200 us after their send; the model prices them at T3): " +
                      std::to_string(late_sizes.front()) + " B ") != std::string::npos);
     for (uint64_t k : late_sizes) {
       INFO("late receive of " << k << " bytes");
