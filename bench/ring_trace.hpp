@@ -17,9 +17,11 @@ inline Trace ring_trace(int P, long rounds) {
   t.messages.reserve(static_cast<size_t>(P) * rounds);
   t.links.reserve(static_cast<size_t>(P) * rounds * 4);
   for (int r = 0; r < P; r++) t.ranks[r].ops.reserve(static_cast<size_t>(rounds) * 3);
-  // message i of round k from rank r to r+1: id = k * P + r
-  for (long k = 0; k < rounds; k++)
-    for (int r = 0; r < P; r++) {
+  // the message of round k from rank r to r+1: id = r * rounds + k, numbered as build_trace numbers a real
+  // run's (analyzer/trace.cpp: by communicator, sender, receiver and tag, then in posting order), so that
+  // the replay meets each rank's messages in order, as it does on logs
+  for (int r = 0; r < P; r++)
+    for (long k = 0; k < rounds; k++) {
       Message m;
       m.src = r;
       m.dst = (r + 1) % P;
@@ -33,7 +35,7 @@ inline Trace ring_trace(int P, long rounds) {
     auto& ops = t.ranks[r].ops;
     uint64_t now = 1000;
     for (long k = 0; k < rounds; k++) {
-      uint32_t in = static_cast<uint32_t>(k * P + (r + P - 1) % P), out = static_cast<uint32_t>(k * P + r);
+      uint32_t in = static_cast<uint32_t>(((r + P - 1) % P) * rounds + k), out = static_cast<uint32_t>(r * rounds + k);
       auto add = [&](uint32_t call, OpKind kind, std::initializer_list<Link> links, uint64_t gap) {
         Op op;
         op.t_enter = now + gap;
