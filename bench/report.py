@@ -93,7 +93,8 @@ def main():
                 ("halo", f"(c) 1-D halo, {os.environ.get('HALO_NP', '4')} ranks on {cpus} CPUs", False))
     for name, title, timed in settings:
         for mode, label in (("traced", "default"), ("depth4", "STACK_DEPTH=4")):
-            c = {k: [] for k in ("untraced", "traced", "added", "ratio", "cpu", "writer", "bpc", "raw", "extra")}
+            c = {k: [] for k in ("untraced", "traced", "added", "ratio", "cpu", "writer", "bpc", "raw", "extra",
+                                 "extra0", "extra_others")}
             calls = None
             for rep in reps:
                 u, t = runs.get((name, rep, "untraced")), runs.get((name, rep, mode))
@@ -111,6 +112,12 @@ def main():
                 c["writer"].append(writer_us * 1000.0 / traced_calls)
                 hwm_kib = per_rank(t, lambda x: x["vmhwm_kib"]) - per_rank(u, lambda x: x["vmhwm_kib"])
                 c["extra"].append(hwm_kib / 1024.0)
+                # rank 0 alone reads the MPI library's settings through MPI_T (libtrace/metadata.c): apart
+                hwm = {x["rank"]: x["vmhwm_kib"] for x in t["ranks"]}, {x["rank"]: x["vmhwm_kib"] for x in u["ranks"]}
+                if 0 in hwm[0] and 0 in hwm[1] and len(hwm[0]) > 1:
+                    c["extra0"].append((hwm[0][0] - hwm[1][0]) / 1024.0)
+                    others = [r for r in hwm[0] if r != 0 and r in hwm[1]]
+                    c["extra_others"].append(statistics.mean(hwm[0][r] - hwm[1][r] for r in others) / 1024.0)
                 total, raw = log_bytes(t["dir"])
                 all_calls = sum(x["traced_calls"] for x in t["ranks"])
                 if total and all_calls:
@@ -165,6 +172,13 @@ def main():
             print(f"{'unsteady':11s}{title.split(')')[0]}) ns/call ranged "
                   + ", ".join(f"{k} {v}" for k, v in spread.items())
                   + " over the runs: other processes on the CPUs? Read its added figures with care.")
+    split = [r for r in rows if r["extra0"] is not None]
+    if split:
+        print("%-11s" % "VmHWM" + "; ".join(
+            "%s rank 0 %+.1f, the others %+.1f" % (r["setting"].split(")")[0] + ")" + (" depth 4" if "DEPTH" in r["setting"] else ""),
+                                                  r["extra0"], r["extra_others"]) for r in split) + " MiB")
+        print("%-11s" % "" + "rank 0 alone reads the MPI library's settings through MPI_T in MPI_Init, once: Open MPI "
+              "4.1 opens every component for it (about 3 MiB for the time it takes); (a) is rank 0 alone.")
     n = max((r["n"] for r in rows[:4]), default=0)
     notes = (
         ("added", f"traced minus untraced loop time / calls of one rank: median and min..max of {n} "
