@@ -107,13 +107,15 @@ $(BUILD)/gen/wrappers.c $(BUILD)/gen/call_ids.h: libtrace/calls.py libtrace/gen_
 # PAPI is loaded by the tracing library only when counters are asked for (libtrace/papi.c): by the name
 # the linker would have recorded
 PAPI_SONAME := $(or $(shell objdump -p $$($(CC) -print-file-name=libpapi.so) 2>/dev/null | awk '/SONAME/{print $$2}'),libpapi.so)
+# and libunwind only for call sites deeper than the return address (libtrace/callsite.c)
+UNWIND_SONAME := $(or $(shell objdump -p $$($(CC) -print-file-name=libunwind.so) 2>/dev/null | awk '/SONAME/{print $$2}'),libunwind.so.8)
 
 # the rules of one MPI ($(1)): its tracing library, calibration benchmark and examples
 define MPI_RULES
 $(BUILD)/obj/libtrace/$(1)/%.o: libtrace/%.c $(wildcard libtrace/*.h) $(BUILD)/gen/call_ids.h
 	@mkdir -p $$(dir $$@)
 	$(MPICC_$(1)) -std=gnu11 $(CFLAGS) $(WARN_C) -fPIC -fvisibility=default -Ilibtrace -I$(BUILD)/gen \
-	  -DMPA_PAPI_SONAME='"$(PAPI_SONAME)"' -c $$< -o $$@
+	  -DMPA_PAPI_SONAME='"$(PAPI_SONAME)"' -DMPA_UNWIND_SONAME='"$(UNWIND_SONAME)"' -c $$< -o $$@
 
 $(BUILD)/obj/libtrace/$(1)/wrappers.o: $(BUILD)/gen/wrappers.c $(wildcard libtrace/*.h)
 	@mkdir -p $$(dir $$@)
@@ -123,7 +125,7 @@ $(BUILD)/obj/libtrace/$(1)/wrappers.o: $(BUILD)/gen/wrappers.c $(wildcard libtra
 $(call mpi_libdir,$(1))/libmpiadvise.so: $(patsubst libtrace/%.c,$(BUILD)/obj/libtrace/$(1)/%.o,$(TRACE_SRC)) \
                                          $(BUILD)/obj/libtrace/$(1)/wrappers.o
 	@mkdir -p $$(dir $$@)
-	$(MPICC_$(1)) -shared -o $$@ $$^ -lzstd -lunwind -ldl -lpthread
+	$(MPICC_$(1)) -shared -o $$@ $$^ -lzstd -ldl -lpthread
 
 $(call mpi_libdir,$(1))/mpiadvise-calibrate-bench: cli/calibrate_bench.c
 	@mkdir -p $$(dir $$@)

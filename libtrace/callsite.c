@@ -2,15 +2,34 @@
  * through libunwind), each unique one defined once in the log, and the map of loaded modules that lets
  * the reader symbolise them offline. Nothing is symbolised in the job. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 
 #include "wrap.h"
+
+#ifndef MPA_UNWIND_SONAME
+#define MPA_UNWIND_SONAME "libunwind.so.8"
+#endif
+
+/* libunwind is loaded (dlopen) only when MPIADVISE_STACK_DEPTH asks for more than the return address:
+ * linked, it and its liblzma took about 110 KiB of every rank's resident memory that one frame never
+ * uses (libtrace/core.c, read_settings) */
+static int (*g_backtrace)(void **frames, int max);
+
+const char *mpa_unwind_load(void)
+{
+  if (g_backtrace) return NULL;
+  void *h = dlopen(MPA_UNWIND_SONAME, RTLD_NOW | RTLD_LOCAL);
+  if (!h) return dlerror();
+  void *f = dlsym(h, "unw_backtrace");
+  if (!f) return "unw_backtrace is missing from " MPA_UNWIND_SONAME;
+  *(void **)&g_backtrace = f;
+  return NULL;
+}
 
 #define MAX_FRAMES 32
 
@@ -168,13 +187,13 @@ uint32_t mpa_callsite_lookup(mpa_thread *ts, void *return_address)
   int depth = 1;
   uint64_t key;
   frames[0] = (uintptr_t)return_address;
-  if (mpa_cfg.stack_depth <= 1) {
+  if (mpa_cfg.stack_depth <= 1 || !g_backtrace) {
     key = frames[0];
   } else {
     void *raw[MAX_FRAMES + 8];
     /* the caller is frame 2 or 3 (mpa_callsite_lookup <- wrapper, <- record_core_event <- ...), a Fortran
      * caller one further: found by its return address */
-    int n = unw_backtrace(raw, mpa_cfg.stack_depth + 5);
+    int n = g_backtrace(raw, mpa_cfg.stack_depth + 5);
     int from = -1;
     for (int i = 0; i < n && i < 8; i++)
       if (raw[i] == return_address) {

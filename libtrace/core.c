@@ -114,6 +114,14 @@ static void read_settings(void)
     if (parse_int(v, 0, 32, &d)) setting_warning("MPIADVISE_STACK_DEPTH=%s is not a number from 0 to 32; using 1", v);
     else mpa_cfg.stack_depth = (int)d;
   }
+  if (mpa_cfg.stack_depth > 1) {
+    const char *why = mpa_unwind_load();
+    if (why) {
+      setting_warning("MPIADVISE_STACK_DEPTH=%d needs libunwind, which cannot be loaded (%s); call sites are "
+                      "the return address alone", mpa_cfg.stack_depth, why);
+      mpa_cfg.stack_depth = 1;
+    }
+  }
   if ((v = getenv("MPIADVISE_BUFFER")) && *v) {
     size_t b;
     if (parse_size(v, &b)) setting_warning("MPIADVISE_BUFFER=%s is not a size such as 4M; using 4M", v);

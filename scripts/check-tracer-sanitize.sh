@@ -26,7 +26,7 @@ for kind in thread address,undefined; do
   esac
   mkdir -p "$(dirname "$lib")"
   if ! $cc -std=gnu11 -O1 -g -fno-omit-frame-pointer -fsanitize="$kind" -fPIC -shared -Ilibtrace -I"$build/gen" \
-       -Wno-unused-parameter -o "$lib" "${src[@]}" -lzstd -lunwind -lpapi -ldl -lpthread 2>"$lib.log"; then
+       -Wno-unused-parameter -o "$lib" "${src[@]}" -lzstd -lpapi -ldl -lpthread 2>"$lib.log"; then
     echo "check-tracer-sanitize: building the tracer with -fsanitize=$kind failed:"; cat "$lib.log"; failed=1; continue
   fi
   dir=$(mktemp -d)
