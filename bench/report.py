@@ -114,9 +114,9 @@ def main():
                 c["extra"].append(hwm_kib / 1024.0)
                 # rank 0 alone reads the MPI library's settings through MPI_T (libtrace/metadata.c): apart
                 hwm = {x["rank"]: x["vmhwm_kib"] for x in t["ranks"]}, {x["rank"]: x["vmhwm_kib"] for x in u["ranks"]}
-                if 0 in hwm[0] and 0 in hwm[1] and len(hwm[0]) > 1:
+                others = [r for r in hwm[0] if r != 0 and r in hwm[1]]
+                if 0 in hwm[0] and 0 in hwm[1] and others:
                     c["extra0"].append((hwm[0][0] - hwm[1][0]) / 1024.0)
-                    others = [r for r in hwm[0] if r != 0 and r in hwm[1]]
                     c["extra_others"].append(statistics.mean(hwm[0][r] - hwm[1][r] for r in others) / 1024.0)
                 total, raw = log_bytes(t["dir"])
                 all_calls = sum(x["traced_calls"] for x in t["ranks"])
@@ -178,7 +178,7 @@ def main():
             "%s rank 0 %+.1f, the others %+.1f" % (r["setting"].split(")")[0] + ")" + (" depth 4" if "DEPTH" in r["setting"] else ""),
                                                   r["extra0"], r["extra_others"]) for r in split) + " MiB")
         print("%-11s" % "" + "rank 0 alone reads the MPI library's settings through MPI_T in MPI_Init, once: Open MPI "
-              "4.1 opens every component for it (about 3 MiB for the time it takes); (a) is rank 0 alone.")
+              "4.1 opens every component for it (about 3 MiB for the time it takes); (a) and (p) are rank 0 alone.")
     n = max((r["n"] for r in rows[:4]), default=0)
     notes = (
         ("added", f"traced minus untraced loop time / calls of one rank: median and min..max of {n} "

@@ -114,14 +114,7 @@ static void read_settings(void)
     if (parse_int(v, 0, 32, &d)) setting_warning("MPIADVISE_STACK_DEPTH=%s is not a number from 0 to 32; using 1", v);
     else mpa_cfg.stack_depth = (int)d;
   }
-  if (mpa_cfg.stack_depth > 1) {
-    const char *why = mpa_unwind_load();
-    if (why) {
-      setting_warning("MPIADVISE_STACK_DEPTH=%d needs libunwind, which cannot be loaded (%s); call sites are "
-                      "the return address alone", mpa_cfg.stack_depth, why);
-      mpa_cfg.stack_depth = 1;
-    }
-  }
+
   if ((v = getenv("MPIADVISE_BUFFER")) && *v) {
     size_t b;
     if (parse_size(v, &b)) setting_warning("MPIADVISE_BUFFER=%s is not a size such as 4M; using 4M", v);
@@ -448,6 +441,13 @@ static void start(uint32_t call, uint64_t t0, void *ra)
     snprintf(job, sizeof job, "%s-%d-%lld", host, (int)getpid(), (long long)wall.tv_sec * 1000000000ll + wall.tv_nsec);
   }
   PMPI_Bcast(job, (int)sizeof job, MPI_CHAR, 0, g_comm);
+
+  /* deeper call sites than the return address: libunwind, loaded now that tracing is on (callsite.c) */
+  const char *no_unwind = mpa_cfg.stack_depth > 1 ? mpa_unwind_load() : NULL;
+  mpa_warn_once_per_job(no_unwind != NULL, "MPIADVISE_STACK_DEPTH=%d needs libunwind, which cannot be loaded "
+                        "(%s); call sites are the return address alone", mpa_cfg.stack_depth,
+                        no_unwind ? no_unwind : "on other ranks than 0");
+  if (no_unwind) mpa_cfg.stack_depth = 1;
 
   int level = MPI_THREAD_SINGLE;
   PMPI_Query_thread(&level);

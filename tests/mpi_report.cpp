@@ -74,8 +74,8 @@ double measured_ns(const fs::path& dir) { return report_of(dir)["model"]["measur
 // run is traced again, up to five times. Two runs in a row that miss alike point at the calibration (made
 // once, perhaps while the machine was loaded): the machine is calibrated again before the third.
 // advised: the kind of advice the case is about, "" for none. The report withholds advice whose saving
-// is below the run's own error, and gauss's raised S saves about 9% where the model's error on this
-// machine runs from -6% to -10%: a run explained at -9.3% got none, so such a run is traced again too.
+// is below the run's own error, and gauss's raised S saved about 9% at n = 1024 where the model's error on
+// this machine ran from -6% to -10%: a run explained at -9.3% got none, so such a run is traced again too.
 std::pair<JobResult, json> explained_run(const std::function<JobResult()>& run_once, const std::string& advised = "") {
   for (int attempt = 1;; attempt++) {
     JobResult run = run_once();
@@ -96,11 +96,12 @@ std::pair<JobResult, json> explained_run(const std::function<JobResult()>& run_o
 constexpr double kRealisedGoal = 0.7, kRealisedFloor = 0.5;
 
 // The measured cut of a change: new runs with it (after) alternating with runs as they were (before),
-// compared by the median of each; up to six rounds of three pairs, stopping once the cut reaches the
-// goal. first: the run the report was of. Not the fastest of each: a whole run settles in a mode of its
-// own, and over loopback TCP gauss's traced runs took 279-350 ms at an eager limit of 1024 and 278-318 at
-// 8192 (six pairs; the replay of each within 8%): the one fast run at 1024 made its predicted 7-10% cut
-// a measured 2%, where the medians (329 and 303 ms) give 8%.
+// compared by the median of each; up to six rounds of three pairs (for every case here: a case that
+// reaches the goal sooner stops sooner), stopping once the cut reaches the goal. first: the run the report
+// was of. Not the fastest of each: a whole run settles in a mode of its own, and over loopback TCP gauss's
+// traced runs at n = 1024 took 279-350 ms at an eager limit of 1024 and 278-318 at 8192 (six pairs; the
+// replay of each within 8%): the one fast run at 1024 made its predicted 7-10% cut a measured 2%, where
+// the medians (329 and 303 ms) give 8%.
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -169,8 +170,8 @@ TEST_CASE("each example's report names the author's call site, and the eager lim
   for (const auto& ex : examples) {
     if (mpi().mpich() && ex.program != "pipeline.c") {
       // Measured under MPICH over UCX's TCP (share/params/mpich-ucx-tcp.toml): with UCX_RNDV_THRESH=1024
-      // gauss ran 22% slower than the model gives (UCX's rendezvous of 1-8 KiB), and at UCX's default S
-      // its 8200-byte pivots met receivers already waiting (no send waits, nothing to advise); the halo's
+      // gauss (n = 1024) ran 22% slower than the model gives (UCX's rendezvous of 1-8 KiB), and at UCX's
+      // default S its 8200-byte pivots met receivers already waiting (no send waits, nothing to advise); the halo's
       // chain of 128 KiB rendezvous handshakes ran 32% slower than modelled. The report rightly withholds
       // advice on runs the model misses; the pipeline is the example the model explains there.
       WARN(ex.program << " under MPICH: UCX's rendezvous over TCP is not modelled well enough (issue 12)");
@@ -220,7 +221,7 @@ TEST_CASE("each example's report names the author's call site, and the eager lim
       // new log's S, and where sends waited for their receivers (measured) they wait less than half as
       // long (the halo's sends hardly wait: its loss is the chain of handshakes its receives wait for)
       // noise only adds waiting (a rank descheduled inside MPI_Send): the least of up to three runs; a
-      // send-wait under 1% of the run is no wait left (gauss waits 0.5 ms of 120 ms before the change)
+      // send-wait under 1% of the run is no wait left (gauss at n = 1024 waited 0.5 ms of 120 ms before)
       auto waits_less = [&](const json& after) {
         const double sw = after["model"]["measured_send_wait_ns"].get<double>();
         return sw < 0.5 * report["model"]["measured_send_wait_ns"].get<double>() ||
