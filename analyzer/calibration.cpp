@@ -592,6 +592,18 @@ Fit fit_params(const std::vector<Sweep>& sweeps, bool with_R) {
         (fit.receiver_not_late_from == 0 || row.sample->k < fit.receiver_not_late_from))
       fit.receiver_not_late_from = row.sample->k;
   }
+  for (const auto& zero : rows) {
+    if (zero.send || zero.sample->w != 0 || zero.sample->k > zero.S) continue;
+    for (const auto& late : rows) {
+      if (late.send || late.sample->w <= 0 || late.sample->k != zero.sample->k || late.S != zero.S) continue;
+      const double comm = late.sample->rtt_ns - late.sample->w;
+      if (comm <= 0 || zero.sample->rtt_ns >= 1.9 * comm) continue;
+      if (fit.late_receive_dearer && fit.late_receive_dearer->k <= zero.sample->k) continue;
+      fit.late_receive_dearer = Fit::LateReceiveDearer{zero.sample->k, late.sample->w, zero.sample->rtt_ns, comm,
+                                                       weighted_error(zero, best) * weight_scale(zero) / measured(zero),
+                                                       weighted_error(late, best) * weight_scale(late) / comm};
+    }
+  }
   double sum_rtt = 0, sum_comm = 0;
   size_t round_trips = 0;
   for (const auto& row : rows) {

@@ -156,6 +156,19 @@ struct Fit {
   std::array<bool, kFittedNames.size()> separable{};    // the samples tell it from the others (else only a sum is known)
   uint64_t receiver_not_late_from = 0;  // the smallest size whose w > 0 round trip is the w = 0 one (the
                                         // communication outlasts w, max() > 0 in (12)-(14)); 0: none
+  // The model's own structure against the samples: at an eager size k the w = 0 round trip is
+  // 2(T1 + T2 + T3) and, with the receiver late, the w = W one is W + T1 + T3 ((12), (13)), so the first is
+  // at least twice the second's communication for any L, Gs >= 0. Where it is less (Open MPI over loopback
+  // TCP here: 11.6 us against 2 x 10.6 at 0 bytes), a receive whose message came while its receiver
+  // computed costs more than one the receiver waited for, which the model's one o' cannot price: the
+  // fit can only compromise between the two kinds of rows. Set at the smallest size sampled at both w
+  // where the w = 0 round trip is under 1.9 times the other's communication, with the fitted set's
+  // relative error on each (model - measured) / measured.
+  struct LateReceiveDearer {
+    uint64_t k = 0;
+    double w = 0, rtt_w0_ns = 0, comm_wW_ns = 0, error_w0 = 0, error_wW = 0;
+  };
+  std::optional<LateReceiveDearer> late_receive_dearer;
   double residual_rtt = 0;   // RMS of (model - measured) / measured over the round trips
   double residual_comm = 0;  // the same relative to the round trip less w (the communication alone)
   double weighted_sse = 0;   // what the fit minimised

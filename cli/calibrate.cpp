@@ -233,6 +233,17 @@ std::string toml_value(const Fit& f, size_t i) {
   return space == std::string::npos ? text : text.substr(0, space) + "  # " + text.substr(space + 1);
 }
 
+// Fit::late_receive_dearer in words, broken into lines by `br`.
+std::string late_receive_dearer_text(const Fit::LateReceiveDearer& d, const std::string& br) {
+  return fmt::format("at {} bytes the round trip took {} with w = 0 and w + {} with w = {}: the model makes the{}"
+                     "first 2(T1 + T2 + T3) and the second w + T1 + T3, whose T1 + T3 is at most half the first: here {:.2f}.{}"
+                     "A receive whose message came while its receiver computed costs more than one it waited for,{}"
+                     "which the model's one o' does not price: the fit prices those w = 0 round trips {:+.0f}% and{}"
+                     "those with w {:+.0f}% (mpiadvise-calibrate(1), THE MODEL'S STRUCTURE)",
+                     d.k, duration_text(d.rtt_w0_ns), duration_text(d.comm_wW_ns), duration_text(d.w), br,
+                     d.comm_wW_ns / d.rtt_w0_ns, br, br, 100 * d.error_w0, br, 100 * d.error_wW);
+}
+
 std::string left_out_text(const LeftOut& l) {
   return fmt::format("{} of {} bytes with w = {}: {} measured, {} modelled", l.send ? "MPI_Send" : "round trip", l.k,
                      duration_text(l.w), duration_text(l.measured_ns), duration_text(l.model_ns));
@@ -262,6 +273,7 @@ std::string params_toml(const Calibration& c, const BenchOutput& run, const std:
   for (const auto& l : f.left_out) o << "# left out as disturbed: " << left_out_text(l) << "\n";
   if (f.receiver_not_late_from)
     o << "# from " << f.receiver_not_late_from << " bytes the communication outlasts w: those round trips add nothing to w = 0's\n";
+  if (f.late_receive_dearer) o << "# " << late_receive_dearer_text(*f.late_receive_dearer, "\n# ") << "\n";
   o << "# effective S by bisection: a " << p.S << "-byte send returned while its receiver computed, "
     << (run.S_next ? fmt::format("a {}-byte one waited", *run.S_next) : std::string("no size of the sweep waited")) << "\n";
   const nlohmann::json cvars = facts.value("cvars", nlohmann::json::object());
@@ -512,6 +524,7 @@ int run_calibrate(const CalibrateOptions& o) {
   if (f.receiver_not_late_from)
     fmt::print("  note: from {} bytes the communication outlasts w = {}: those round trips with w tell nothing beyond the "
                "w = 0 ones; a larger --w would\n", f.receiver_not_late_from, duration_text(W));
+  if (f.late_receive_dearer) fmt::print("  note: {}\n", late_receive_dearer_text(*f.late_receive_dearer, "\n        "));
   if (!f.left_out.empty()) {
     fmt::print("  {} samples left out as disturbed (a rank descheduled during most of their repetitions), e.g. {}\n",
                f.left_out.size(), left_out_text(f.left_out.front()));
