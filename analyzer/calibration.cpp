@@ -600,8 +600,8 @@ Fit fit_params(const std::vector<Sweep>& sweeps, bool with_R) {
       if (comm <= 0 || zero.sample->rtt_ns >= 1.9 * comm) continue;
       if (fit.late_receive_dearer && fit.late_receive_dearer->k <= zero.sample->k) continue;
       fit.late_receive_dearer = Fit::LateReceiveDearer{zero.sample->k, late.sample->w, zero.sample->rtt_ns, comm,
-                                                       weighted_error(zero, best) * weight_scale(zero) / measured(zero),
-                                                       weighted_error(late, best) * weight_scale(late) / comm};
+                                                       model_value(zero, best) / zero.sample->rtt_ns - 1,
+                                                       (model_value(late, best) - late.sample->rtt_ns) / comm};
     }
   }
   double sum_rtt = 0, sum_comm = 0;

@@ -17,7 +17,7 @@
 
 /* libunwind is loaded (dlopen) only when MPIADVISE_STACK_DEPTH asks for more than the return address:
  * linked, it and its liblzma took about 110 KiB of every rank's resident memory that one frame never
- * uses (libtrace/core.c, read_settings) */
+ * uses (libtrace/core.c, start) */
 static int (*g_backtrace)(void **frames, int max);
 
 const char *mpa_unwind_load(void)

@@ -114,7 +114,6 @@ static void read_settings(void)
     if (parse_int(v, 0, 32, &d)) setting_warning("MPIADVISE_STACK_DEPTH=%s is not a number from 0 to 32; using 1", v);
     else mpa_cfg.stack_depth = (int)d;
   }
-
   if ((v = getenv("MPIADVISE_BUFFER")) && *v) {
     size_t b;
     if (parse_size(v, &b)) setting_warning("MPIADVISE_BUFFER=%s is not a size such as 4M; using 4M", v);

@@ -156,6 +156,7 @@ static inline uint32_t mpa_callsite_id(mpa_thread *ts, void *return_address)
 }
 void mpa_modules_record(void);   /* module map as DEF records */
 size_t mpa_callsite_count(void);
+const char *mpa_unwind_load(void); /* loads libunwind for MPIADVISE_STACK_DEPTH > 1; NULL, or why it cannot */
 void mpa_callsite_tables_json(mpa_bytes *out); /* for the trailer */
 
 /* ---- communicators (comm.c) ------------------------------------------------------------------------ */
@@ -172,7 +173,6 @@ void mpa_header_json(mpa_bytes *b, int rank, int size, int thread_level, const c
 
 /* ---- PAPI (papi.c) --------------------------------------------------------------------------------- */
 int mpa_papi_init(int rank);             /* number of counters recorded (0: none) */
-const char *mpa_unwind_load(void); /* callsite.c: loads libunwind for MPIADVISE_STACK_DEPTH > 1; NULL or why not */
 int mpa_papi_count(void);
 int mpa_papi_count_for(mpa_thread *ts); /* counters recorded on this thread */
 const char *mpa_papi_name(int i);
