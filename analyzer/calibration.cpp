@@ -305,15 +305,20 @@ RoundTrip from_repetitions(uint64_t k, double w, const std::vector<double>& rtt_
 
 // ---- the fit ------------------------------------------------------------------------------------------------
 namespace {
-// kFittedNames' parameters, in its order
+// kFittedNames' parameters, in its order (o_r apart: an optional one, o' when empty)
 constexpr double LogGPSParams::*kFittedFields[] = {&LogGPSParams::L,   &LogGPSParams::o,   &LogGPSParams::Oss,
                                                    &LogGPSParams::Ors, &LogGPSParams::Osl, &LogGPSParams::Orl,
-                                                   &LogGPSParams::Gs,  &LogGPSParams::Gl,  &LogGPSParams::R};
+                                                   &LogGPSParams::Gs,  &LogGPSParams::Gl,  &LogGPSParams::R,
+                                                   nullptr,            &LogGPSParams::D};
 static_assert(std::size(kFittedFields) == kFittedNames.size());
 }  // namespace
 
-double& fitted_param(LogGPSParams& p, size_t i) { return p.*kFittedFields[i]; }
-double fitted_param(const LogGPSParams& p, size_t i) { return fitted_param(const_cast<LogGPSParams&>(p), i); }
+double& fitted_param(LogGPSParams& p, size_t i) {
+  if (i != kConventionOr) return p.*kFittedFields[i];
+  if (!p.o_r) p.o_r = p.o;
+  return *p.o_r;
+}
+double fitted_param(const LogGPSParams& p, size_t i) { return i == kConventionOr ? p.o_recv() : p.*kFittedFields[i]; }
 
 namespace {
 
@@ -361,8 +366,10 @@ double weight_scale(const Row& row) {
 
 // A parameter a fit solves for, and the step of the model's difference in it.
 struct Unknown {
-  double LogGPSParams::*field;
+  double LogGPSParams::*field;  // or, when null, the fitted parameter `index` (kFittedNames)
   double step;
+  size_t index = 0;
+  double& of(LogGPSParams& p) const { return field ? p.*field : fitted_param(p, index); }
 };
 
 // The weighted linear problem of the rows in the unknowns at `at`: the model is affine in each within a
@@ -375,11 +382,11 @@ LinearProblem linearise_over(const std::vector<Row>& rows, const LogGPSParams& a
     const double f0 = model_value(rows[i], at), scale = weight_scale(rows[i]);
     double offset = f0;
     for (size_t j = 0; j < unknowns.size(); j++) {
-      LogGPSParams q = at;
-      q.*unknowns[j].field += unknowns[j].step;
+      LogGPSParams q = at, here = at;
+      unknowns[j].of(q) += unknowns[j].step;
       const double slope = (model_value(rows[i], q) - f0) / unknowns[j].step;
       lp.A(i, j) = slope / scale;
-      offset -= slope * at.*unknowns[j].field;
+      offset -= slope * unknowns[j].of(here);
     }
     lp.b[i] = (measured(rows[i]) - offset) / scale;
     if (!rows[i].send) lp.round_trip_rows = i + 1;
@@ -390,7 +397,7 @@ LinearProblem linearise_over(const std::vector<Row>& rows, const LogGPSParams& a
 // The model's fitted parameters (kFittedNames); with_R false: R held at 0 (its column left empty)
 LinearProblem linearise_rows(const std::vector<Row>& rows, const LogGPSParams& at, bool with_R = true) {
   std::vector<Unknown> all;
-  for (size_t j = 0; j < kParams; j++) all.push_back({kFittedFields[j], step(j)});
+  for (size_t j = 0; j < kParams; j++) all.push_back({nullptr, step(j), j});
   LinearProblem lp = linearise_over(rows, at, all);
   if (!with_R)
     for (size_t i = 0; i < rows.size(); i++) lp.A(i, kR) = 0.0;
@@ -426,12 +433,20 @@ Solution solve(const std::vector<Row>& rows, bool with_R) {
   // computation, those with w = W (W above the communication) shorter
   LogGPSParams p;
   p.L = p.o = 1000;
+  p.o_r = 1000;
   p.Oss = p.Ors = p.Osl = p.Orl = p.Gs = p.Gl = 0.01;
   Solution best;
   best.params = p;
   for (int round = 1; round <= 10; round++) {
     LinearProblem lp = linearise_rows(rows, p, with_R);
-    std::vector<double> x = nnls(lp.A, lp.b);
+    // the convention that settles o_r (kConventionOr): one more row, o_r - o' = 0, weighted a thousandth
+    // of the rows' o' column, so that it decides only what the samples leave open
+    const double pull = 1e-3 * column_norm(lp.A, 1) / std::sqrt(static_cast<double>(std::max<size_t>(rows.size(), 1)));
+    Matrix A(lp.A.rows + 1, kParams);
+    std::copy(lp.A.a.begin(), lp.A.a.end(), A.a.begin());
+    A(lp.A.rows, kConventionOr) = pull, A(lp.A.rows, 1) = -pull;
+    lp.b.push_back(0.0);
+    std::vector<double> x = nnls(A, lp.b);
     // what NNLS leaves above 0 only by rounding (1e-16 ns/B, 1e-11 ns) is 0: held at the bound
     for (size_t j = 0; j < kParams; j++)
       if (x[j] < 1e-9 * step(j)) x[j] = 0;
@@ -561,6 +576,12 @@ Fit fit_params(const std::vector<Sweep>& sweeps, bool with_R) {
   fit.rows = rows.size();
   // the uncertainties, from the linear problem at the solution
   LinearProblem lp = linearise_rows(rows, best, with_R);
+  // o_r where the convention put it: at o' it moves with o' (one column for both), elsewhere it is fitted
+  // with the others (where L is held at 0, the rendezvous rows alone may tell L from it: T4 and T5 have L)
+  const bool o_r_is_o = std::fabs(best.o_recv() - best.o) <= 1e-6 * std::max(best.o, 1.0);
+  const bool o_r_measured = column_norm(lp.A, kConventionOr) > 0;
+  if (o_r_is_o)
+    for (size_t i = 0; i < lp.A.rows; i++) lp.A(i, 1) += lp.A(i, kConventionOr), lp.A(i, kConventionOr) = 0;
   std::vector<bool> free(kParams);
   size_t n_free = 0;
   for (size_t j = 0; j < kParams; j++) {
@@ -569,6 +590,7 @@ Fit fit_params(const std::vector<Sweep>& sweeps, bool with_R) {
     fit.at_bound[j] = fit.determined[j] && !free[j];
     n_free += free[j];
   }
+  fit.determined[kConventionOr] = o_r_measured;
   const double sigma2 = rows.size() > n_free ? sol.sse / static_cast<double>(rows.size() - n_free) : kNaN;
   const std::vector<double> inv = inverse_normal(lp.A, free);
   for (size_t j = 0; j < kParams; j++) {

@@ -20,14 +20,16 @@ namespace {
 // up to 1 ms per byte, a size of up to 2^62 bytes (or infinite).
 constexpr double kMaxTimeNs = 1e12, kMaxPerByteNs = 1e6, kMaxBytes = 4611686018427387904.0;
 
-double bound_of(const std::string& key) { return key == "L" || key == "o" || key == "R" ? kMaxTimeNs : kMaxPerByteNs; }
+double bound_of(const std::string& key) {
+  return key == "L" || key == "o" || key == "o_r" || key == "D" || key == "R" ? kMaxTimeNs : kMaxPerByteNs;
+}
 
 }  // namespace
 
 void LogGPSParams::validate(const std::string& where) const {
-  const std::pair<const char*, double> values[] = {{"L", L},     {"o", o},     {"Oss", Oss}, {"Ors", Ors},
-                                                   {"Osl", Osl}, {"Orl", Orl}, {"Gs", Gs},   {"Gl", Gl},
-                                                   {"R", R}};
+  const std::pair<const char*, double> values[] = {{"L", L},     {"o", o},     {"o_r", o_recv()}, {"D", D},
+                                                   {"Oss", Oss}, {"Ors", Ors}, {"Osl", Osl},      {"Orl", Orl},
+                                                   {"Gs", Gs},   {"Gl", Gl},   {"R", R}};
   for (const auto& [key, v] : values) {
     if (!std::isfinite(v)) throw ParamError(fmt::format("{}: {} is not a finite number", where, key));
     if (v < 0) throw ParamError(fmt::format("{}: {} = {} is negative", where, key, v));
@@ -47,12 +49,13 @@ void LogGPSParams::validate(const std::string& where) const {
 
 LogGPSParams LogGPSParams::scaled(double f) const {
   LogGPSParams p = *this;
-  for (double LogGPSParams::*x : {&LogGPSParams::L, &LogGPSParams::o, &LogGPSParams::Oss, &LogGPSParams::Ors,
+  for (double LogGPSParams::*x : {&LogGPSParams::L, &LogGPSParams::o, &LogGPSParams::D, &LogGPSParams::Oss, &LogGPSParams::Ors,
                                   &LogGPSParams::Osl, &LogGPSParams::Orl, &LogGPSParams::Gs, &LogGPSParams::Gl,
                                   &LogGPSParams::R, &LogGPSParams::Oss_raised, &LogGPSParams::Ors_raised,
                                   &LogGPSParams::R_large, &LogGPSParams::Osl_large, &LogGPSParams::Orl_large})
     p.*x *= f;
-  for (std::optional<double> LogGPSParams::*x : {&LogGPSParams::isend_ns, &LogGPSParams::irecv_ns, &LogGPSParams::persistent_saving})
+  for (std::optional<double> LogGPSParams::*x :
+       {&LogGPSParams::o_r, &LogGPSParams::isend_ns, &LogGPSParams::irecv_ns, &LogGPSParams::persistent_saving})
     if (p.*x) *(p.*x) *= f;
   return p;
 }
@@ -72,6 +75,8 @@ void LogGPSParams::set(const std::string& key, double value, const std::string& 
   };
   if (key == "L") L = value;
   else if (key == "o") o = value;
+  else if (key == "o_r") o_r = value;
+  else if (key == "D") D = value;
   else if (key == "Oss") Oss = value;
   else if (key == "Ors") Ors = value;
   else if (key == "Osl") Osl = value;
@@ -82,7 +87,7 @@ void LogGPSParams::set(const std::string& key, double value, const std::string& 
   else if (key == "s") s = as_bytes();
   else if (key == "S") S = as_bytes();
   else
-    throw ParamError(fmt::format("{}: unknown parameter '{}' (the LogGPS parameters are L, o, Oss, Ors, Osl, Orl, Gs, Gl, R, s, S)",
+    throw ParamError(fmt::format("{}: unknown parameter '{}' (the LogGPS parameters are L, o, o_r, D, Oss, Ors, Osl, Orl, Gs, Gl, R, s, S)",
                                  where, key));
 }
 
@@ -92,10 +97,12 @@ namespace {
 struct Key {
   const char* file_key;
   const char* name;
-  bool optional = false;  // 0 when absent (R: the paper's sets have no such term)
+  bool optional = false;  // absent: R and D 0, o_r o' (the paper's sets have no such terms)
 };
 constexpr Key kKeys[] = {{"L_ns", "L"},
                          {"o_ns", "o"},
+                         {"o_r_ns", "o_r", true},
+                         {"D_ns", "D", true},
                          {"Oss_ns_per_byte", "Oss"},
                          {"Ors_ns_per_byte", "Ors"},
                          {"Osl_ns_per_byte", "Osl"},
@@ -320,8 +327,8 @@ double LogGPS::T2p(uint64_t k, int senders) const {
   uint64_t s = std::min(p_.s, k);
   return s * gs + (k - s) * gl + p_.L;
 }
-double LogGPS::T3(uint64_t k, int senders) const { return p_.o + k * per_byte(false, p_.Gs, senders, k).orv; }
-double LogGPS::T3p(uint64_t k, int senders) const { return p_.o + k * per_byte(true, p_.Gl, senders, k).orv; }
+double LogGPS::T3(uint64_t k, int senders) const { return p_.o_recv() + k * per_byte(false, p_.Gs, senders, k).orv; }
+double LogGPS::T3p(uint64_t k, int senders) const { return p_.o_recv() + k * per_byte(true, p_.Gl, senders, k).orv; }
 double LogGPS::T4(double tr_minus_ts) const { return std::max(p_.o + p_.L, tr_minus_ts) + p_.o; }
 double LogGPS::T5(uint64_t k) const { return p_.o + p_.L + p_.o + p_.R + (large(k) ? p_.R_large : 0.0); }
 double LogGPS::transfer(uint64_t k, int senders) const { return single_packet(k) ? T2(k, senders) : T2p(k, senders); }
@@ -343,8 +350,10 @@ double LogGPS::synchronous_send(uint64_t k, double ts, double tr, int senders) c
 
 double LogGPS::recv(uint64_t k, double ts, double tr, int senders) const {
   double late = tr - ts;
-  if (single_packet(k)) return std::max(T1(k, senders) + T2(k, senders) - late, 0.0) + T3(k, senders);   // (7)
-  if (eager(k)) return std::max(T1(k, senders) + T2p(k, senders) - late, 0.0) + T3(k, senders);          // (8)
+  if (eager(k)) {  // (7), (8), and D when the data came first
+    const double in_flight = T1(k, senders) + transfer(k, senders);
+    return std::max(in_flight - late, 0.0) + T3(k, senders) + late_receive(ts + in_flight, tr);
+  }
   return std::max(p_.o + p_.L - late, 0.0) + p_.o + T5(k) + T1p(k, senders) + T2p(k, senders) + T3p(k, senders);  // (9)
 }
 
@@ -371,8 +380,9 @@ SideCost LogGPS::send_side(uint64_t k, double ts, double tr, int senders, bool s
 SideCost LogGPS::recv_side(uint64_t k, double ts, double tr, int senders, bool synchronous) const {
   SideCost c;
   if (!send_waits_for_receive(k, synchronous)) {  // (7), (8): the data arrives at ts + T1 + T2(')
-    c.wait = std::max(0.0, eager_arrival(k, ts, senders) - tr);
-    c.overhead = T3(k, senders);
+    const double arrival = eager_arrival(k, ts, senders);
+    c.wait = std::max(0.0, arrival - tr);
+    c.overhead = T3(k, senders) + late_receive(arrival, tr);
   } else {  // (9): the REQ reaches the receiver, the ACK goes back, then the data
     c.wait = recv_wait(k, ts, tr, synchronous);
     c.synchronisation = p_.o + T5(k) + T1p(k, senders) + T2p(k, senders);
@@ -444,8 +454,10 @@ double LogGPS::recv_wait(uint64_t k, double ts, double tr, bool synchronous) con
 }
 
 double LogGPS::round_trip(uint64_t k, double w) const {
-  if (single_packet(k)) return std::max(T1(k) + 2 * T2(k) + T3(k) - w, 0.0) + w + T1(k) + T3(k);    // (12)
-  if (eager(k)) return std::max(T1(k) + 2 * T2p(k) + T3(k) - w, 0.0) + w + T1(k) + T3(k);         // (13)
+  if (eager(k)) {  // (12), (13)
+    const double waited = T1(k) + 2 * transfer(k) + T3(k) - w;  // how long the computing side's message waited for it
+    return std::max(waited, 0.0) + w + T1(k) + T3(k) + (waited < 0 ? p_.D : 0.0);
+  }
   double t4 = T4(0);  // the REQ of each direction meets a receiver already waiting
   return std::max(T2p(k) + T3p(k) + p_.o + p_.L - w, 0.0) + w + 2 * T1p(k) + T2p(k) + T3p(k) + 2 * t4 + 2 * T5(k) -
          (p_.o + p_.L);                                                                                 // (14)

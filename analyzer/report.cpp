@@ -608,6 +608,8 @@ nlohmann::json params_json(const LogGPSParams& p) {
                       {"Orl_ns_per_byte", p.Orl}, {"Gs_ns_per_byte", p.Gs},
                       {"Gl_ns_per_byte", p.Gl},  {"R_ns", p.R},
                       {"s_bytes", bytes_json(p.s)}, {"S_bytes", bytes_json(p.S)}};
+  if (p.o_r) j["o_r_ns"] = *p.o_r;
+  if (p.D != 0) j["D_ns"] = p.D;
   if (p.persistent_saving) j["persistent_saving_ns"] = *p.persistent_saving;
   if (p.reduce_ns_per_byte) j["reduce_ns_per_byte"] = *p.reduce_ns_per_byte;
   if (p.isend_ns) j["isend_ns"] = *p.isend_ns;

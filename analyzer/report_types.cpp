@@ -90,6 +90,8 @@ void from_json(const json& j, Params& v) {
   p.R = j.at("R_ns").get<double>();
   p.s = j.at("s_bytes").get<Bytes>().value;
   p.S = j.at("S_bytes").get<Bytes>().value;
+  take(j, "o_r_ns", p.o_r);
+  p.D = j.value("D_ns", 0.0);
   take(j, "persistent_saving_ns", p.persistent_saving);
   take(j, "reduce_ns_per_byte", p.reduce_ns_per_byte);
   take(j, "isend_ns", p.isend_ns);

@@ -220,6 +220,10 @@ std::string with_error(const Fit& f, size_t i, int decimals) {
   if (i == 8 && f.R_not_called_for)
     return text + " (held at 0: it does not lower the residual enough for one more parameter, by the Bayesian criterion)";
   if (!f.determined[i]) return text + " (no sample depends on it)";
+  if (i == kConventionOr && !f.separable[i])
+    return text + " (o': the samples measure o_r + L and o_r + D only, and allow the send's o')";
+  if (i == kConventionOr)
+    return text + fmt::format(" +- {:.{}f} (below o': the samples measure o_r + L, and L is taken as 0)", e, decimals);
   if (!f.separable[i]) return text + " (not told apart from the others by these samples: only their sum is known)";
   text += fmt::format(" +- {:.{}f}", e, decimals);
   if (f.at_bound[i]) text += " (held at 0: the fit would make it negative)";
@@ -235,11 +239,11 @@ std::string toml_value(const Fit& f, size_t i) {
 
 // Fit::late_receive_dearer in words, broken into lines by `br`.
 std::string late_receive_dearer_text(const Fit::LateReceiveDearer& d, const std::string& br) {
-  return fmt::format("at {} bytes the round trip took {} with w = 0 and w + {} with w = {}: the model makes the{}"
-                     "first 2(T1 + T2 + T3) and the second w + T1 + T3, whose T1 + T3 is at most half the first: here {:.2f}.{}"
+  return fmt::format("at {} bytes the round trip took {} with w = 0 and w + {} with w = {}: without D the model makes{}"
+                     "the first 2(T1 + T2 + T3) and the second w + T1 + T3, at most half the first: here {:.2f}.{}"
                      "A receive whose message came while its receiver computed costs more than one it waited for,{}"
-                     "which the model's one o' does not price: the fit prices those w = 0 round trips {:+.0f}% and{}"
-                     "those with w {:+.0f}% (mpiadvise-calibrate(1), THE MODEL'S STRUCTURE)",
+                     "which the paper's one o' does not price and D does: the set prices those w = 0 round trips {:+.0f}%{}"
+                     "and those with w {:+.0f}% (mpiadvise-calibrate(1), THE MODEL'S STRUCTURE)",
                      d.k, duration_text(d.rtt_w0_ns), duration_text(d.comm_wW_ns), duration_text(d.w), br,
                      d.comm_wW_ns / d.rtt_w0_ns, br, br, 100 * d.error_w0, br, 100 * d.error_wW);
 }
@@ -281,8 +285,8 @@ std::string params_toml(const Calibration& c, const BenchOutput& run, const std:
   o << fmt::format("description = \"calibrated on {} ({})\"\n", facts.value("hostname", ""), date);
   o << fmt::format("library = \"{}\"\n", library);
   o << "transport = \"" << transport << "\"\n\n[loggps]\n";
-  const char* keys[] = {"L_ns", "o_ns", "Oss_ns_per_byte", "Ors_ns_per_byte", "Osl_ns_per_byte", "Orl_ns_per_byte", "Gs_ns_per_byte",
-                        "Gl_ns_per_byte", "R_ns"};
+  const char* keys[] = {"L_ns",           "o_ns",           "Oss_ns_per_byte", "Ors_ns_per_byte", "Osl_ns_per_byte", "Orl_ns_per_byte",
+                        "Gs_ns_per_byte", "Gl_ns_per_byte", "R_ns",            "o_r_ns",          "D_ns"};
   static_assert(std::size(keys) == kFittedNames.size());
   for (size_t i = 0; i < kFittedNames.size(); i++) {
     o << fmt::format("{} = {}\n", keys[i], toml_value(f, i));
@@ -303,10 +307,10 @@ std::string eager_buffer_text(const EagerBufferFit& b) {
 }
 
 // Each size's late receives (the benchmark's eager messages whose MPI_Recv was posted 200 us after their
-// send): the median, and what the model prices such a receive at with the fitted set, T3 = o' + k Ors, as it
-// prices every eager receive, early or late. Over TCP the late receiver reads the data from the socket
-// then: measured here, close to T3 over shared memory and MPICH's UCX, 1.0-1.7 times T3 over Open MPI's TCP
-// (mpiadvise-calibrate(1) gives the figures; calibrate_bench.c says what made it look dearer before).
+// send): the median, and what the model prices such a receive at with the fitted set, T3 + D = o_r + D +
+// k Ors. Over TCP the late receiver reads the data from the socket then (mpiadvise-calibrate(1) gives the
+// figures; calibrate_bench.c says what made it look dearer before). Not rows of the fit: the round trips
+// with w measure the same receive, with the sender's T1.
 struct LateReceive {
   uint64_t k = 0;
   size_t n = 0;
@@ -316,16 +320,15 @@ std::vector<LateReceive> late_receives(const std::map<uint64_t, std::vector<doub
   std::vector<LateReceive> out;
   const LogGPS m(p);
   for (const auto& [k, times] : late)
-    if (!times.empty() && k <= p.S) out.push_back({k, times.size(), median(times), m.T3(k)});
+    if (!times.empty() && k <= p.S) out.push_back({k, times.size(), median(times), m.T3(k) + p.D});
   return out;
 }
 std::string late_receives_toml(const std::vector<LateReceive>& late) {
   if (late.empty()) return "";
   std::string o = "\n# Late receives: eager messages whose MPI_Recv was posted 200 us after their send, so that they came\n"
-                  "# first; the median receive of each size, and T3 = o' + k Ors, what the set above prices it at (as any\n"
-                  "# eager receive, early or late):\n";
+                  "# first; the median receive of each size, and T3 + D = o_r + D + k Ors, what the set above prices it at:\n";
   for (const auto& l : late)
-    o += fmt::format("#   {} bytes: {:.0f} ns (T3 {:.0f} ns), {} receives\n", l.k, l.median_ns, l.T3_ns, l.n);
+    o += fmt::format("#   {} bytes: {:.0f} ns (T3 + D {:.0f} ns), {} receives\n", l.k, l.median_ns, l.T3_ns, l.n);
   return o;
 }
 
@@ -576,9 +579,9 @@ int run_calibrate(const CalibrateOptions& o) {
   if (!late.empty()) {
     std::string each;
     for (const auto& l : late)
-      each += fmt::format("{}{} B {} (T3 {})", each.empty() ? "" : ", ", l.k, duration_text(l.median_ns),
+      each += fmt::format("{}{} B {} (T3 + D {})", each.empty() ? "" : ", ", l.k, duration_text(l.median_ns),
                           duration_text(l.T3_ns));
-    fmt::print("  late receives (eager messages received 200 us after their send; the model prices them at T3): {}\n", each);
+    fmt::print("  late receives (eager messages received 200 us after their send; the model prices them at T3 + D): {}\n", each);
   }
   fmt::print("  written to {}\n", o.output);
   return kOk;

@@ -65,30 +65,32 @@ TEST_CASE("calibration pins the effective S by bisection for two eager limits", 
     // each parameter with its uncertainty, and the residual, in the output and the file
     const std::string text = read_text(out);
     for (const char* key : {"L_ns", "o_ns", "Oss_ns_per_byte", "Ors_ns_per_byte", "Osl_ns_per_byte", "Orl_ns_per_byte",
-                            "Gs_ns_per_byte", "Gl_ns_per_byte"}) {
+                            "Gs_ns_per_byte", "Gl_ns_per_byte", "D_ns"}) {
       INFO(key);
       CHECK(std::regex_search(text, std::regex(std::string("\n") + key + R"( = [0-9.]+  # (\+- [0-9.]+|not told apart))")));
     }
+    // o_r: o' where the samples allow it (no error of its own), else fitted below it
+    CHECK(std::regex_search(text, std::regex(R"(\no_r_ns = [0-9.]+  # (\+- [0-9.]+ \(below o'|\(o': the samples))")));
     CHECK(std::regex_search(text, std::regex(R"(# residual RMS [0-9.]+% of the round trips, [0-9.]+% of their communication)")));
     CHECK(text.find("a " + std::to_string(S) + "-byte send returned while its receiver computed, a " +
                     std::to_string(S + 1) + "-byte one waited") != std::string::npos);
     CHECK(std::regex_search(r.out, std::regex(R"(\n  o   [0-9]+ \+- [0-9]+ ns\n)")));
     CHECK(std::regex_search(r.out, std::regex(R"(residual RMS [0-9.]+% of the round trips)")));
     // late receives: eager messages of S/8, S/4, S/2 and S bytes (those of a byte or more, distinct) received
-    // 200 us after their send, 15 each less any whose send waited, beside the model's price for them, T3 = o' +
-    // k Ors with the set written (as the file rounds it)
+    // 200 us after their send, 15 each less any whose send waited, beside the model's price for them, T3 + D =
+    // o_r + D + k Ors with the set written (as the file rounds it)
     std::vector<uint64_t> late_sizes;
     for (uint64_t k : {S / 8, S / 4, S / 2, S})
       if (k > 0 && (late_sizes.empty() || k > late_sizes.back())) late_sizes.push_back(k);
-    CHECK(r.out.find("late receives (eager messages received 200 us after their send; the model prices them at T3): " +
+    CHECK(r.out.find("late receives (eager messages received 200 us after their send; the model prices them at T3 + D): " +
                      std::to_string(late_sizes.front()) + " B ") != std::string::npos);
     for (uint64_t k : late_sizes) {
       INFO("late receive of " << k << " bytes");
       std::smatch row;
-      const std::regex line("\n#   " + std::to_string(k) + R"( bytes: (\d+) ns \(T3 (\d+) ns\), (\d+) receives\n)");
+      const std::regex line("\n#   " + std::to_string(k) + R"( bytes: (\d+) ns \(T3 \+ D (\d+) ns\), (\d+) receives\n)");
       REQUIRE(std::regex_search(text, row, line));
       CHECK(std::stod(row[1]) > 0);
-      CHECK(std::stod(row[2]) == Approx(p.o + static_cast<double>(k) * p.Ors).margin(1 + 1e-4 * static_cast<double>(k)));
+      CHECK(std::stod(row[2]) == Approx(p.o_recv() + p.D + static_cast<double>(k) * p.Ors).margin(2 + 1e-4 * static_cast<double>(k)));
       CHECK(std::stoi(row[3]) >= 1);
       CHECK(std::stoi(row[3]) <= 15);
     }
@@ -96,8 +98,8 @@ TEST_CASE("calibration pins the effective S by bisection for two eager limits", 
     // allowed) at an eager size, calibrate names it, in its output and in the file alike; machines of this
     // kind do on every transport, but a quieter one may not, and then neither says anything
     std::smatch broke;
-    const std::regex note(R"(note: at (\d+) bytes the round trip took .* with w = 0 and w \+ .* with w = .*: the model makes the\n)"
-                          R"( +first 2\(T1 \+ T2 \+ T3\) and the second w \+ T1 \+ T3, whose T1 \+ T3 is at most half the first: here ([0-9.]+)\.)");
+    const std::regex note(R"(note: at (\d+) bytes the round trip took .* with w = 0 and w \+ .* with w = .*: without D the model makes\n)"
+                          R"( +the first 2\(T1 \+ T2 \+ T3\) and the second w \+ T1 \+ T3, at most half the first: here ([0-9.]+)\.)");
     if (std::regex_search(r.out, broke, note)) {
       CHECK(std::stoull(broke[1]) <= S);  // an eager size
       CHECK(std::stod(broke[2]) > 1 / 1.9 - 0.005);

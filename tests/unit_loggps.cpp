@@ -308,6 +308,53 @@ TEST_CASE("the eager buffer is read from [eager], and bad values are refused nam
                     Catch::Contains("[eager] bufer_bytes: unknown key"));
 }
 
+TEST_CASE("o_r and D: a receive's own overhead, and what a late eager receive costs more", "[loggps]") {
+  // fig2_params with a receive cheaper than its send and a late receive dearer than an early one
+  LogGPSParams p = fig2_params();
+  const LogGPS paper(p);
+  p.o_r = 30, p.D = 500;
+  const LogGPS m(p);
+  CHECK(m.T1(3) == paper.T1(3));                 // the send's overhead is o'
+  CHECK(m.T3(3) == Approx(30 + 3 * 2));          // the receive's o_r + k Ors
+  CHECK(m.T3p(10) == Approx(30 + 10 * 16));
+  // an eager 3-byte message sent at 0 arrives at T1 + T2' = 103 + 2 * 4 + 32 + 10 = 153
+  const double arrival = m.eager_arrival(3, 0);
+  REQUIRE(arrival == Approx(153));
+  // a receive called before it waits, and pays o_r + k Ors; one called after pays D more
+  SideCost early = m.recv_side(3, 0, 100, 1, false);
+  CHECK(early.done == Approx(153 + 36));
+  CHECK(early.wait == Approx(53));
+  SideCost late = m.recv_side(3, 0, 1000, 1, false);
+  CHECK(late.done == Approx(1000 + 36 + 500));
+  CHECK(late.overhead == Approx(536));
+  CHECK(late.wait == 0);
+  CHECK(m.recv(3, 0, 1000) == Approx(536));     // Table 4's (8) the same
+  CHECK(m.recv(3, 0, 100) == Approx(53 + 36));
+  // (13): with w = 0 both receives wait, 2(T1 + T2' + T3); with w long the computing side's is late
+  CHECK(m.round_trip(3, 0) == Approx(2 * (103 + 50 + 36)));
+  CHECK(m.round_trip(3, 1e5) == Approx(1e5 + 103 + 36 + 500));
+  // a rendezvous message's receive is not an eager one: no D
+  CHECK(m.recv_side(10, 0, 1e5, 1, false).done == Approx(LogGPS([&] { LogGPSParams q = p; q.D = 0; return q; }()).recv_side(10, 0, 1e5, 1, false).done));
+  // o_r defaults to o' and D to 0 in files; both read, set and scaled
+  ParamFiles files("o_r");
+  const LogGPSParams none = load_params(files.write("none.toml", ""));
+  CHECK_FALSE(none.o_r);
+  CHECK(none.o_recv() == 1);
+  CHECK(none.D == 0);
+  const LogGPSParams both = load_params(files.write("both.toml", "o_r_ns = 0.5\nD_ns = 3100\n"));
+  CHECK(both.o_recv() == 0.5);
+  CHECK(both.D == 3100);
+  CHECK_THROWS_WITH(load_params(files.write("neg.toml", "D_ns = -1\n")), Catch::Contains("D_ns") && Catch::Contains("D = -1"));
+  LogGPSParams s = both;
+  s.set("o_r", 700, "--set");
+  s.set("D", 0, "--set");
+  CHECK(s.o_recv() == 700);
+  CHECK(s.D == 0);
+  const LogGPSParams twice = both.scaled(2);
+  CHECK(twice.o_recv() == 1);
+  CHECK(twice.D == 6200);
+}
+
 TEST_CASE("a set at another of the machine's speeds: every time it prices scaled, nothing else", "[loggps][params]") {
   LogGPSParams p;
   p.L = 100, p.o = 10, p.Oss = 0.1, p.Ors = 0.2, p.Osl = 0.3, p.Orl = 0.4, p.Gs = 0.5, p.Gl = 0.6, p.R = 700;
