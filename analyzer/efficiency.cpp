@@ -10,7 +10,8 @@ namespace mpiadvise {
 LogGPSParams ideal_network(const LogGPSParams& p) {
   LogGPSParams ideal = p;
   ideal.name = p.name + " (ideal network)";
-  ideal.L = ideal.o = ideal.R = 0;
+  ideal.L = ideal.o = ideal.R = ideal.D = 0;
+  ideal.o_r = 0.0;
   ideal.Oss = ideal.Ors = ideal.Osl = ideal.Orl = ideal.Gs = ideal.Gl = 0;
   ideal.Oss_raised = ideal.Ors_raised = 0;
   ideal.raised_from.reset();

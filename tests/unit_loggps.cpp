@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 
+#include "efficiency.hpp"
 #include "loggps.hpp"
 #include "support.hpp"
 
@@ -353,6 +354,9 @@ TEST_CASE("o_r and D: a receive's own overhead, and what a late eager receive co
   const LogGPSParams twice = both.scaled(2);
   CHECK(twice.o_recv() == 1);
   CHECK(twice.D == 6200);
+  // the ideal network (efficiency.hpp) has neither: a late eager receive is free there too
+  const LogGPS ideal(ideal_network(p));
+  CHECK(ideal.recv_side(3, 0, 1000, 1, false).done == 1000);
 }
 
 TEST_CASE("a set at another of the machine's speeds: every time it prices scaled, nothing else", "[loggps][params]") {
