@@ -223,7 +223,8 @@ std::string with_error(const Fit& f, size_t i, int decimals) {
   if (i == kConventionOr && !f.separable[i])
     return text + " (o': the samples measure o_r + L and o_r + D only, and allow the send's o')";
   if (i == kConventionOr)
-    return text + fmt::format(" +- {:.{}f} (below o': the samples measure o_r + L, and L is taken as 0)", e, decimals);
+    return text + fmt::format(" +- {:.{}f} (below o': the samples measure o_r + L, {})", e, decimals,
+                              f.params.L > 0 ? "told from L by the rendezvous rows' T4 and T5 alone" : "and L is taken as 0");
   if (!f.separable[i]) return text + " (not told apart from the others by these samples: only their sum is known)";
   text += fmt::format(" +- {:.{}f}", e, decimals);
   if (f.at_bound[i]) text += " (held at 0: the fit would make it negative)";
