@@ -370,6 +370,7 @@ struct Unknown {
   double step;
   size_t index = 0;
   double& of(LogGPSParams& p) const { return field ? p.*field : fitted_param(p, index); }
+  double value(const LogGPSParams& p) const { return field ? p.*field : fitted_param(p, index); }
 };
 
 // The weighted linear problem of the rows in the unknowns at `at`: the model is affine in each within a
@@ -378,15 +379,18 @@ LinearProblem linearise_over(const std::vector<Row>& rows, const LogGPSParams& a
   LinearProblem lp;
   lp.A = Matrix(rows.size(), unknowns.size());
   lp.b.assign(rows.size(), 0.0);
+  // o_r explicit: a step in o' must not move the receive's overhead with it
+  LogGPSParams base = at;
+  if (!base.o_r) base.o_r = base.o;
   for (size_t i = 0; i < rows.size(); i++) {
-    const double f0 = model_value(rows[i], at), scale = weight_scale(rows[i]);
+    const double f0 = model_value(rows[i], base), scale = weight_scale(rows[i]);
     double offset = f0;
     for (size_t j = 0; j < unknowns.size(); j++) {
-      LogGPSParams q = at, here = at;
+      LogGPSParams q = base;
       unknowns[j].of(q) += unknowns[j].step;
       const double slope = (model_value(rows[i], q) - f0) / unknowns[j].step;
       lp.A(i, j) = slope / scale;
-      offset -= slope * unknowns[j].of(here);
+      offset -= slope * unknowns[j].value(base);
     }
     lp.b[i] = (measured(rows[i]) - offset) / scale;
     if (!rows[i].send) lp.round_trip_rows = i + 1;
@@ -577,7 +581,7 @@ Fit fit_params(const std::vector<Sweep>& sweeps, bool with_R) {
   // the uncertainties, from the linear problem at the solution
   LinearProblem lp = linearise_rows(rows, best, with_R);
   // o_r where the convention put it: at o' it moves with o' (one column for both), elsewhere it is fitted
-  // with the others (where L is held at 0, the rendezvous rows alone may tell L from it: T4 and T5 have L)
+  // with the others (the samples measure o_r + L and o_r + D; with R fitted and s = S, not o_r alone)
   const bool o_r_is_o = std::fabs(best.o_recv() - best.o) <= 1e-6 * std::max(best.o, 1.0);
   const bool o_r_measured = column_norm(lp.A, kConventionOr) > 0;
   if (o_r_is_o)
@@ -591,6 +595,7 @@ Fit fit_params(const std::vector<Sweep>& sweeps, bool with_R) {
     n_free += free[j];
   }
   fit.determined[kConventionOr] = o_r_measured;
+  fit.o_r_is_o = o_r_is_o;
   const double sigma2 = rows.size() > n_free ? sol.sse / static_cast<double>(rows.size() - n_free) : kNaN;
   const std::vector<double> inv = inverse_normal(lp.A, free);
   for (size_t j = 0; j < kParams; j++) {

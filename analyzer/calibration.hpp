@@ -157,6 +157,7 @@ struct Fit {
   std::array<bool, kFittedNames.size()> at_bound{};     // held at 0 by the constraint (unconstrained it would go negative)
   std::array<bool, kFittedNames.size()> determined{};   // some sample depends on the parameter
   std::array<bool, kFittedNames.size()> separable{};    // the samples tell it from the others (else only a sum is known)
+  bool o_r_is_o = false;  // o_r at o' by the convention (kConventionOr): moving with it, no error of its own
   uint64_t receiver_not_late_from = 0;  // the smallest size whose w > 0 round trip is the w = 0 one (the
                                         // communication outlasts w, max() > 0 in (12)-(14)); 0: none
   // The model's own structure against the samples: at an eager size k the w = 0 round trip is

@@ -57,9 +57,12 @@ double tail_gap(const RankTrace& r, const ReplayWindow& w, const std::vector<OpT
 LogGPSParams effective_params(const ReplayOptions& o) {
   LogGPSParams p = o.params;
   if (o.model == ModelKind::LogGP) {
-    // the paper's LogGP baseline: no protocol switch (S infinite) and constant overheads
+    // the paper's LogGP baseline: no protocol switch (S infinite) and constant overheads, one o' for
+    // sending and receiving, early or late
     p.S = LogGPSParams::kInfinite;
     p.Oss = p.Ors = p.Osl = p.Orl = 0;
+    p.o_r.reset();
+    p.D = 0;
     p.raised_from.reset();
     p.large_from.reset();
   }

@@ -220,15 +220,12 @@ std::string with_error(const Fit& f, size_t i, int decimals) {
   if (i == 8 && f.R_not_called_for)
     return text + " (held at 0: it does not lower the residual enough for one more parameter, by the Bayesian criterion)";
   if (!f.determined[i]) return text + " (no sample depends on it)";
-  if (i == kConventionOr && !f.separable[i])
-    return text + " (o': the samples measure o_r + L and o_r + D only, and allow the send's o')";
-  if (i == kConventionOr)
-    return text + fmt::format(" +- {:.{}f} (below o': the samples measure o_r + L, {})", e, decimals,
-                              f.params.L > 0 ? "told from L by the rendezvous rows' T4 and T5 alone" : "and L is taken as 0");
-  if (!f.separable[i]) return text + " (not told apart from the others by these samples: only their sum is known)";
+  if (i == kConventionOr && f.o_r_is_o) return text + " (o': the samples measure o_r + L and o_r + D, and allow the send's o')";
+  const std::string below = i == kConventionOr ? " (not o': the samples measure o_r + L and o_r + D)" : "";
+  if (!f.separable[i]) return text + " (not told apart from the others by these samples: only their sum is known)" + below;
   text += fmt::format(" +- {:.{}f}", e, decimals);
   if (f.at_bound[i]) text += " (held at 0: the fit would make it negative)";
-  return text;
+  return text + below;
 }
 
 // "0.050546  # +- 0.003022": a fitted per-byte parameter as a TOML value with its uncertainty as a comment
@@ -290,7 +287,10 @@ std::string params_toml(const Calibration& c, const BenchOutput& run, const std:
                         "Gs_ns_per_byte", "Gl_ns_per_byte", "R_ns",            "o_r_ns",          "D_ns"};
   static_assert(std::size(keys) == kFittedNames.size());
   for (size_t i = 0; i < kFittedNames.size(); i++) {
-    o << fmt::format("{} = {}\n", keys[i], toml_value(f, i));
+    if (i == kConventionOr && f.o_r_is_o)  // absent, o_r is o': a what-if on o then moves both, as the fit did
+      o << fmt::format("# {} = o_ns: {}\n", keys[i], toml_value(f, i).substr(toml_value(f, i).find("# ") + 2));
+    else
+      o << fmt::format("{} = {}\n", keys[i], toml_value(f, i));
   }
   o << fmt::format("s_bytes = {}\nS_bytes = {}\n", p.s, p.S);
   return o.str();

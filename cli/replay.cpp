@@ -137,8 +137,10 @@ nlohmann::json result_json(const Loaded& l, const ReplayResult& r) {
 void print_text(const Loaded& l, const ReplayResult& r, const std::string& title) {
   fmt::print("{}\n", title);
   fmt::print("  parameters  {}\n", l.chosen.why);
-  fmt::print("  model       {} {} (L {} ns, o' {} ns, s {}, S {})\n", r.model == ModelKind::LogGP ? "LogGP" : "LogGPS",
-             r.mode == ReplayMode::Paper ? "paper mode (recorded call times)" : "simulation", r.params.L, r.params.o,
+  const std::string receive = r.params.o_r || r.params.D != 0
+                                  ? fmt::format(", o_r {} ns, D {} ns", r.params.o_recv(), r.params.D) : std::string();
+  fmt::print("  model       {} {} (L {} ns, o' {} ns{}, s {}, S {})\n", r.model == ModelKind::LogGP ? "LogGP" : "LogGPS",
+             r.mode == ReplayMode::Paper ? "paper mode (recorded call times)" : "simulation", r.params.L, r.params.o, receive,
              r.params.s == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(r.params.s),
              r.params.S == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(r.params.S));
   if (r.processes > 1) fmt::print("  spread      over {} processes, each replaying a share of the ranks\n", r.processes);
@@ -267,7 +269,7 @@ int run_replay(const ReplayCommand& c, bool whatif) {
     return status;
   }
   // --sweep S=FROM..TO: powers of two, the log loaded once
-  static const std::regex re(R"(([A-Za-z]+)=([^.]+)\.\.(.+))");
+  static const std::regex re(R"(([A-Za-z_]+)=([^.]+)\.\.(.+))");
   std::smatch m;
   if (!std::regex_match(c.sweep, m, re)) throw CLI::ValidationError("--sweep", c.sweep + " is not KEY=FROM..TO");
   std::string key = m[1];
@@ -331,7 +333,7 @@ std::function<int()> add_whatif(CLI::App& app) {
   auto c = std::make_shared<ReplayCommand>();
   auto* sub = app.add_subcommand("whatif", "Replay with parameters changed or the program transformed");
   common_options(sub, *c);
-  sub->add_option("--set", c->sets, "KEY=VALUE: change a parameter (L, o, Oss, Ors, Osl, Orl, Gs, Gl, R, s, S); sizes take K, M, G");
+  sub->add_option("--set", c->sets, "KEY=VALUE: change a parameter (L, o, o_r, D, Oss, Ors, Osl, Orl, Gs, Gl, R, s, S); sizes take K, M, G");
   sub->add_option("--sweep", c->sweep, "KEY=FROM..TO: replay for each power of two from FROM to TO, e.g. S=4K..1M");
   sub->add_option("--compute-factor", c->compute_factor, "Multiply computation times by this (0.5: twice as fast)")
       ->check([](const std::string& v) {

@@ -67,10 +67,14 @@ TEST_CASE("calibration pins the effective S by bisection for two eager limits", 
     for (const char* key : {"L_ns", "o_ns", "Oss_ns_per_byte", "Ors_ns_per_byte", "Osl_ns_per_byte", "Orl_ns_per_byte",
                             "Gs_ns_per_byte", "Gl_ns_per_byte", "D_ns"}) {
       INFO(key);
-      CHECK(std::regex_search(text, std::regex(std::string("\n") + key + R"( = [0-9.]+  # (\+- [0-9.]+|not told apart))")));
+      CHECK(std::regex_search(text, std::regex(std::string("\n") + key + R"( = [0-9.]+  # (\+- [0-9.]+|\(not told apart))")));
     }
-    // o_r: o' where the samples allow it (no error of its own), else fitted below it
-    CHECK(std::regex_search(text, std::regex(R"(\no_r_ns = [0-9.]+  # (\+- [0-9.]+ \(below o'|\(o': the samples))")));
+    // o_r: o' where the samples allow it (no error of its own, and no value in the file: o_r is then o'),
+    // else fitted apart from it
+    const bool o_r_fitted = std::regex_search(text, std::regex(R"(\no_r_ns = [0-9.]+  # (\+- [0-9.]+.*|\(not told apart.*)\(not o')"));
+    const bool o_r_at_o = std::regex_search(text, std::regex(R"(\n# o_r_ns = o_ns: \(o': the samples)"));
+    CHECK(o_r_fitted != o_r_at_o);
+    CHECK(p.o_r.has_value() == (text.find("\n# o_r_ns = o_ns: ") == std::string::npos));
     CHECK(std::regex_search(text, std::regex(R"(# residual RMS [0-9.]+% of the round trips, [0-9.]+% of their communication)")));
     CHECK(text.find("a " + std::to_string(S) + "-byte send returned while its receiver computed, a " +
                     std::to_string(S + 1) + "-byte one waited") != std::string::npos);
