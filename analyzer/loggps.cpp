@@ -455,7 +455,8 @@ double LogGPS::recv_wait(uint64_t k, double ts, double tr, bool synchronous) con
 
 double LogGPS::round_trip(uint64_t k, double w) const {
   if (eager(k)) {  // (12), (13)
-    const double waited = T1(k) + 2 * transfer(k) + T3(k) - w;  // how long the computing side's message waited for it
+    // how long the computing side waited for its message (negative: how long the message waited for it)
+    const double waited = T1(k) + 2 * transfer(k) + T3(k) - w;
     return std::max(waited, 0.0) + w + T1(k) + T3(k) + (waited < 0 ? p_.D : 0.0);
   }
   double t4 = T4(0);  // the REQ of each direction meets a receiver already waiting
