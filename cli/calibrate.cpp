@@ -287,10 +287,11 @@ std::string params_toml(const Calibration& c, const BenchOutput& run, const std:
                         "Gs_ns_per_byte", "Gl_ns_per_byte", "R_ns",            "o_r_ns",          "D_ns"};
   static_assert(std::size(keys) == kFittedNames.size());
   for (size_t i = 0; i < kFittedNames.size(); i++) {
+    const std::string value = toml_value(f, i);
     if (i == kConventionOr && f.o_r_is_o)  // absent, o_r is o': a what-if on o then moves both, as the fit did
-      o << fmt::format("# {} = o_ns: {}\n", keys[i], toml_value(f, i).substr(toml_value(f, i).find("# ") + 2));
+      o << fmt::format("# {} = o_ns: {}\n", keys[i], value.substr(value.find("# ") + 2));
     else
-      o << fmt::format("{} = {}\n", keys[i], toml_value(f, i));
+      o << fmt::format("{} = {}\n", keys[i], value);
   }
   o << fmt::format("s_bytes = {}\nS_bytes = {}\n", p.s, p.S);
   return o.str();
@@ -315,13 +316,14 @@ std::string eager_buffer_text(const EagerBufferFit& b) {
 struct LateReceive {
   uint64_t k = 0;
   size_t n = 0;
-  double median_ns = 0, T3_ns = 0;
+  double median_ns = 0, priced_ns = 0;
 };
 std::vector<LateReceive> late_receives(const std::map<uint64_t, std::vector<double>>& late, const LogGPSParams& p) {
   std::vector<LateReceive> out;
   const LogGPS m(p);
   for (const auto& [k, times] : late)
-    if (!times.empty() && k <= p.S) out.push_back({k, times.size(), median(times), m.T3(k) + p.D});
+    if (!times.empty() && k <= p.S)  // the model's receive of a message that arrived before it was called
+      out.push_back({k, times.size(), median(times), m.recv_side(k, 0, m.eager_arrival(k, 0) + 1, 1, false).overhead});
   return out;
 }
 std::string late_receives_toml(const std::vector<LateReceive>& late) {
@@ -329,7 +331,7 @@ std::string late_receives_toml(const std::vector<LateReceive>& late) {
   std::string o = "\n# Late receives: eager messages whose MPI_Recv was posted 200 us after their send, so that they came\n"
                   "# first; the median receive of each size, and T3 + D = o_r + D + k Ors, what the set above prices it at:\n";
   for (const auto& l : late)
-    o += fmt::format("#   {} bytes: {:.0f} ns (T3 + D {:.0f} ns), {} receives\n", l.k, l.median_ns, l.T3_ns, l.n);
+    o += fmt::format("#   {} bytes: {:.0f} ns (T3 + D {:.0f} ns), {} receives\n", l.k, l.median_ns, l.priced_ns, l.n);
   return o;
 }
 
@@ -581,7 +583,7 @@ int run_calibrate(const CalibrateOptions& o) {
     std::string each;
     for (const auto& l : late)
       each += fmt::format("{}{} B {} (T3 + D {})", each.empty() ? "" : ", ", l.k, duration_text(l.median_ns),
-                          duration_text(l.T3_ns));
+                          duration_text(l.priced_ns));
     fmt::print("  late receives (eager messages received 200 us after their send; the model prices them at T3 + D): {}\n", each);
   }
   fmt::print("  written to {}\n", o.output);
