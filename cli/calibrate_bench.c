@@ -154,11 +154,6 @@ static void print_cvars(void)
 enum { kWarmup = 2 }; /* round trips before the loop is in its steady state (rank 1 computing after its send) */
 enum { kSlice = 3 };  /* round trips of one size in a row in the sweep */
 
-/* n round trips of k bytes (after kWarmup more), rank 1 computing w ns before each receive. Rank 0 keeps
- * in rtt the period of its loop, from one send's call to the next one's (the time of a round trip in the
- * steady state), and in snd each send's time. A rank descheduled between two round trips lengthens the
- * period it falls in; timing from send to receive alone would instead shorten the round trip by the
- * time rank 1 computed unseen. */
 /* "env":{...}: the environment that chooses the MPI's transport and protocol switch, as the tracer logs it
  * (Open MPI's OMPI_MCA_*, UCX's UCX_*, MPICH's MPIR_CVAR_*): mpiadvise reads the run's facts from it */
 static void print_env(void)
@@ -184,20 +179,45 @@ static void print_env(void)
   printf("}");
 }
 
-/* Each rank sends from one buffer and receives into another, as applications do: with one buffer for both
- * (as this benchmark had), Open MPI's shared memory copied its large messages by CMA 1.8 to 2.6 times
- * slower (8 KiB round trips 8.6 against 4.8 us, 128 KiB 37.2 against 14.4 us; loopback TCP at 128 KiB
- * 97.8 against 83.8 us; the same below vader's 4040 bytes), and the halo example, which sends its own cells
- * and receives into its halos, was predicted 20-30% slow. */
+/* the k bytes a send carries, written just before it as an application computes what it sends: one store
+ * per cache line leaves every line dirty in the sender's cache. Sending from a buffer nobody wrote measures
+ * another machine: calloc's untouched pages are the kernel's one zero page, always cached, and a line
+ * written elsewhere long ago is clean. Over Open MPI's shared memory (untraced ping-pongs, 1000 round trips,
+ * `mpirun -np 2 --mca btl vader,self`) a 128 KiB round trip took 14.6 us from an unwritten buffer and
+ * 24.1 us from a freshly written one, 1 MiB 86 against 211 us (CMA reads the lines out of the sender's
+ * cache), 8 KiB 6.3 against 5.4; loopback TCP at 128 KiB 82 against 70 us. The halo example, which sends
+ * the cells its stencil just wrote, was predicted 22% fast from the unwritten buffer. */
+static void write_lines(char *buf, int k)
+{
+  for (int i = 0; i < k; i += 64) buf[i]++;
+}
+
+/* n round trips of k bytes (after kWarmup more), rank 1 computing w ns before each receive. Rank 0 keeps
+ * in rtt the period of its loop, from one send's call to the next one's (the time of a round trip in the
+ * steady state), and in snd each send's time. A rank descheduled between two round trips lengthens the
+ * period it falls in; timing from send to receive alone would instead shorten the round trip by the
+ * time rank 1 computed unseen. Each rank writes its k bytes before each send (write_lines), and neither
+ * write is part of a round trip: rank 0's falls between two periods, and rank 1's, between its receive and
+ * its send while rank 0 waits in its receive, is timed and taken out of the period it fell in (rank 1
+ * sends its times to rank 0 after the loop). Each rank sends from one buffer and receives into another, as
+ * applications do: with one buffer for both, Open MPI's shared memory copied its large messages by CMA
+ * 1.8 to 2.6 times slower (8 KiB round trips 8.6 against 4.8 us, 128 KiB 37.2 against 14.4 us). */
 static void round_trips(char *buf, char *rbuf, int k, double w, int n, double *rtt, double *snd, int rank)
 {
-  double start = 0;
+  enum { kMaxN = 64 }; /* the callers' n: kSlice or a probe's 5 */
+  double start = 0, wrote[kMaxN + kWarmup + 1] = {0};
+  if (n > kMaxN) {
+    fprintf(stderr, "mpiadvise-calibrate-bench: %d round trips in a row, at most %d\n", n, kMaxN);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   for (int r = 0; r <= n + kWarmup; r++) {
     if (rank == 0) {
-      double t0 = now_ns();
-      if (r > kWarmup) rtt[r - kWarmup - 1] = t0 - start;
-      start = t0;
+      double t = now_ns();
+      if (r > kWarmup) rtt[r - kWarmup - 1] = t - start;
       if (r == n + kWarmup) break; /* the last call only closes the last period */
+      write_lines(buf, k);
+      double t0 = now_ns();
+      start = t0;
       MPI_Send(buf, k, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
       double t1 = now_ns();
       MPI_Recv(rbuf, k, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -206,8 +226,16 @@ static void round_trips(char *buf, char *rbuf, int k, double w, int n, double *r
       if (r == n + kWarmup) break;
       if (w > 0) compute(w);
       MPI_Recv(rbuf, k, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      double t = now_ns();
+      write_lines(buf, k);
+      wrote[r] = now_ns() - t;
       MPI_Send(buf, k, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
     }
+  }
+  if (rank == 1) MPI_Send(wrote + kWarmup, n, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
+  if (rank == 0) {
+    MPI_Recv(wrote, n, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    for (int i = 0; i < n; i++) rtt[i] -= wrote[i];
   }
 }
 
@@ -271,6 +299,8 @@ int main(int argc, char **argv)
     fprintf(stderr, "mpiadvise calibrate: cannot allocate two buffers of %lld bytes\n", (long long)max_k + 1);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
+  memset(buf, 1, (size_t)max_k + 1); /* real pages, not calloc's zero page (write_lines) */
+  memset(rbuf, 1, (size_t)max_k + 1);
   double *rtt = malloc(sizeof(double) * (size_t)nbuf), *snd = malloc(sizeof(double) * (size_t)nbuf);
   char host[256] = "", peer_host[256] = "";
   gethostname(host, sizeof host - 1);
@@ -426,6 +456,7 @@ int main(int argc, char **argv)
       for (int rep = 0; rep < kLateReps; rep++) {
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
+          write_lines(buf, ks[i]);
           double t0 = now_ns();
           MPI_Send(buf, ks[i], MPI_BYTE, 1, 5, MPI_COMM_WORLD);
           sent[rep] = now_ns() - t0;
