@@ -177,6 +177,11 @@ def applications(mpi):
         # 8 KiB messages: over Open MPI's shared memory above the FIFO's 4040 bytes, by the CMA rendezvous
         # whose fixed cost the [large] table prices (without it this run was predicted 53% short)
         ("halo-8k", [os.path.join(ex, "halo"), "1024", "2000"], None, anywhere, {}),
+        # the same exchanges with each message packed into a buffer just before its send, as calibrate's
+        # round trips send (data just written); the plain halo's second send reads cells already read,
+        # which over shared memory costs less (share/params/openmpi-vader.toml)
+        ("halo-packed", [os.path.join(ex, "halo"), "16384", "200", "pack"], None, anywhere, {}),
+        ("halo-8k-packed", [os.path.join(ex, "halo"), "1024", "2000", "pack"], None, anywhere, {}),
         ("pipeline", [os.path.join(ex, "pipeline"), "131072", "40", "2"], None, anywhere,
          {"nonblocking_send": lambda a: ["isend"], "split_messages": lambda a: ["split:%d" % a["chunk_bytes"]]}),
     ]
@@ -291,7 +296,10 @@ def eager_sweep(params):
 def median_params(files, out):
     """A parameter file whose every number is the median of that key in that table over the calibrations
     (files), written to out. The first file gives the layout and what is not a number; a key some of them
-    lack takes the median of those that have it. Returns {key: (min, max)} of o_ns and the per-byte costs."""
+    lack takes the median of those that have it. But L, o_r and D: the samples measure L, o_r + L and o_r + D
+    (each alone is uncertain, the sums are not: mpiadvise-calibrate(1)), so L is the median of L, o_r the
+    median o_r + L less it, D the median o_r + D less o_r (a file without o_r_ns has o_r = o'). Returns
+    {key: (min, max)} of o_ns and the per-byte costs."""
     def tables(path):
         section, values = "", {}
         for line in open(path):
@@ -306,16 +314,33 @@ def median_params(files, out):
                     pass
         return values
     all_values = [tables(f) for f in files]
+    derived = {}
+    sec = "[loggps]"
+    if all(v.get((sec, k)) is not None for v in all_values for k in ("L_ns", "o_ns")):
+        o_r = [v.get((sec, "o_r_ns"), v[(sec, "o_ns")]) for v in all_values]
+        L = statistics.median(v[(sec, "L_ns")] for v in all_values)
+        derived["o_r_ns"] = max(0.0, statistics.median(r + v[(sec, "L_ns")] for r, v in zip(o_r, all_values)) - L)
+        derived["D_ns"] = max(0.0, statistics.median(r + v.get((sec, "D_ns"), 0.0) for r, v in zip(o_r, all_values)) -
+                              derived["o_r_ns"])
+        derived["L_ns"] = L
+        if not any((sec, "o_r_ns") in v for v in all_values):
+            del derived["o_r_ns"], derived["D_ns"]  # o_r = o' in every one: D alone, its plain median
     spread = {}
     lines, section = [], ""
     for line in open(files[0]):
         s = line.strip()
         if s.startswith("["):
             section = s
+        if section == "[loggps]" and "o_r_ns" in derived and s.startswith("# o_r_ns"):
+            line = "o_r_ns = 0  # (o_r = o' in this file)\n"  # replaced below: another file has o_r apart
+            s = line.strip()
         if "=" in s and not s.startswith("#"):
             key = s.split("=", 1)[0].strip()
             got = [v[(section, key)] for v in all_values if (section, key) in v]
-            if got and (section, key) in all_values[0]:
+            if section == "[loggps]" and key in derived:
+                line = "%s = %.6f  # from the medians of L, o_r + L and o_r + D over %d calibrations\n" % (
+                    key, derived[key], len(files))
+            elif got and (section, key) in all_values[0]:
                 m = statistics.median_low(got) if key.endswith("_bytes") or key.endswith("_messages") else statistics.median(got)
                 number = "%d" % m if key.endswith("_bytes") or key.endswith("_messages") else "%.6f" % m
                 line = "%s = %s  # median of %d calibrations (%g..%g)\n" % (key, number, len(got), min(got), max(got))
