@@ -186,8 +186,9 @@ static void print_env(void)
  * written elsewhere long ago is clean. Over Open MPI's shared memory (untraced ping-pongs, 1000 round trips,
  * `mpirun -np 2 --mca btl vader,self`) a 128 KiB round trip took 14.6 us from an unwritten buffer and
  * 24.1 us from a freshly written one, 1 MiB 86 against 211 us (CMA reads the lines out of the sender's
- * cache), 8 KiB 6.3 against 5.4; loopback TCP at 128 KiB 82 against 70 us. The halo example, which sends
- * the cells its stencil just wrote, was predicted 22% fast from the unwritten buffer. */
+ * cache), 8 KiB 3.8-6.3 against 5.3-5.4 (two runs: no direction); loopback TCP at 128 KiB 82 against
+ * 70 us. The halo example, which sends the cells its stencil just wrote, was predicted 22% fast from the
+ * unwritten buffer. */
 static void write_lines(char *buf, int k)
 {
   for (int i = 0; i < k; i += 64) buf[i]++;
