@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -143,8 +144,10 @@ BenchOutput run_bench(const std::vector<std::string>& command, const std::string
     const ssize_t n = read(fds[0], buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
+    static constexpr std::string_view kDone = "{\"done\":true}";
+    const size_t from = out.size() < kDone.size() ? 0 : out.size() - kDone.size();  // the line may span reads
     out.append(buf, static_cast<size_t>(n));
-    if (!done && out.find("{\"done\":true}") != std::string::npos) done = true, done_at = std::time(nullptr);
+    if (!done && out.find(kDone, from) != std::string::npos) done = true, done_at = std::time(nullptr);
   }
   close(fds[0]);
   int status = 0;

@@ -296,12 +296,12 @@ int main(int argc, char **argv)
   }
   const int probe_reps = 5; /* round trips per bisection probe */
   int nbuf = reps > probe_reps ? reps : probe_reps;
-  char *buf = calloc((size_t)max_k + 1, 1), *rbuf = calloc((size_t)max_k + 1, 1);
+  char *buf = malloc((size_t)max_k + 1), *rbuf = malloc((size_t)max_k + 1);
   if (!buf || !rbuf) {
     fprintf(stderr, "mpiadvise calibrate: cannot allocate two buffers of %lld bytes\n", (long long)max_k + 1);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  memset(buf, 1, (size_t)max_k + 1); /* real pages, not calloc's zero page (write_lines) */
+  memset(buf, 1, (size_t)max_k + 1); /* real pages, not the kernel's zero page (write_lines) */
   memset(rbuf, 1, (size_t)max_k + 1);
   double *rtt = malloc(sizeof(double) * (size_t)nbuf), *snd = malloc(sizeof(double) * (size_t)nbuf);
   char host[256] = "", peer_host[256] = "";
