@@ -237,6 +237,7 @@ class Simulation {
       }
     }
     double measured_end = 0;
+    for (const SiteReplay& site : sites_) accumulate(ranks_[site.rank].b, site.predicted);
     for (size_t r = 0; r < ranks_.size(); r++) {
       if (!mine(static_cast<int>(r))) continue;
       RankState& s = ranks_[r];
@@ -304,6 +305,8 @@ class Simulation {
     std::map<SiteKey, double> preposted;   // call site -> when its next receive is posted (made an Irecv)
     std::set<SiteKey> preposting;          // posted, but matched only at the rank's next MPI call
     bool preposted_now = false;
+    // what is the rank's alone: its computation, and a deferred send's wait at the end; its calls' parts are
+    // its sites' (SiteReplay::predicted), added in when the replay ends
     Breakdown b;
     // when the rank was in MPI (each replayed call's start and end), kept while the eager buffer is
     // limited: a message reaching it is taken out of the buffer then. Those before first_span ended
@@ -332,6 +335,8 @@ class Simulation {
   const ReplayOptions& o_;
   LogGPS model_;
   const LogGPSParams& p_;
+  // every computation gap takes ReplayOptions::compute_factor (no ranks or sites chosen): asked once a gap
+  const bool uniform_compute_ = o_.compute_ranks.empty() && o_.compute_sites.empty();
   std::vector<MsgState> msg_;
   std::vector<std::vector<double>> coll_arrive_;
   std::vector<std::vector<double>> coll_done_;
@@ -692,7 +697,9 @@ class Simulation {
 
   // The factor of the computation before op i of rank r (MPI_Finalize's, or past the last op, for the tail).
   double computation_factor(int r, uint32_t i) const {
-    if (o_.compute_ranks.empty() && o_.compute_sites.empty()) return o_.compute_factor;
+    return uniform_compute_ ? o_.compute_factor : chosen_computation_factor(r, i);
+  }
+  [[gnu::noinline]] double chosen_computation_factor(int r, uint32_t i) const {
     if (!o_.compute_ranks.empty() && !o_.compute_ranks.count(r)) return 1.0;
     if (o_.compute_sites.empty()) return o_.compute_factor;
     const auto& ops = t_.ranks[r].ops;
@@ -1510,7 +1517,6 @@ class Simulation {
       // a send made non-blocking completes here, at the next MPI call
       if (s.deferred_send_done != kUnknown) {
         if (s.deferred_send_done > s.now) {
-          s.b.send_wait += s.deferred_send_done - s.now;
           site(r, op, false).predicted.send_wait += s.deferred_send_done - s.now;
           s.now = s.deferred_send_done;
         }
@@ -1545,7 +1551,9 @@ class Simulation {
           const Link& l = t_.links[op.first_link + k];
           if (l.id == kNone) continue;
           double done = kUnknown;
-          Breakdown p;
+          // a blocking call's parts are its links' (each adds its own once it completes); a wait's are its
+          // overhead and what it waits beyond it, below
+          Breakdown* const p = as_wait ? nullptr : &parts;
           if (l.kind == Link::DoneSend) {
             if (nonblocking_now) {
               double d = send_done(l.id, nullptr);
@@ -1555,15 +1563,15 @@ class Simulation {
               }
               s.deferred_send_done = d == kUnknown ? s.now : d;
               done = s.now + model_.isend();
-              p.send_overhead += model_.isend();
+              if (p) p->send_overhead += model_.isend();
             } else {
-              done = send_done(l.id, &p);
+              done = send_done(l.id, p);
             }
           } else if (l.kind == Link::DoneRecv) {
-            done = recv_done(l.id, &p);
+            done = recv_done(l.id, p);
           } else if (l.kind == Link::DoneColl) {
             done = collective_done(l.id, r, s.now);
-            if (done != kUnknown) p.collectives += std::max(0.0, done - s.now);
+            if (done != kUnknown && p) p->collectives += std::max(0.0, done - s.now);
           } else {
             continue;
           }
@@ -1582,8 +1590,6 @@ class Simulation {
             if (l.kind == Link::DoneSend) parts.send_wait += beyond;
             else if (l.kind == Link::DoneRecv) parts.recv_wait += beyond;
             else parts.collectives += beyond;
-          } else {
-            accumulate(parts, p);
           }
           end = std::max(end, done);
         }
@@ -1683,8 +1689,7 @@ class Simulation {
       parts.recv_overhead += model_.irecv();
       s.preposting.insert(t_.site(r, op.callsite));
     }
-    accumulate(s.b, parts);
-    SiteReplay& sr = site(r, op, true);
+    SiteReplay& sr = site(r, op, true);  // the rank's figures are its sites' (added up at the end) and its b
     accumulate(sr.predicted, parts);
     s.now = std::max(end, s.now);
     if (!spans_.empty()) spans_[r][s.i] = {s.op_start, s.now};
