@@ -3,14 +3,18 @@
 // above S so that a quarter are rendezvous), replayed in the simulation and in the paper's mode.
 // Prints events per second, memory per million events, and what the report's advice costs in replays of
 // the trace. Asserts nothing.
-//   replay_bench [ranks] [events per rank]          (defaults 64 and 1000000)
+//   replay_bench [ranks] [events per rank] [repeats]   (defaults 64, 1000000 and 3)
+// Each mode is replayed `repeats` times: the median and the range (a machine shared with other jobs moved
+// one simulation of the same trace between 6 and 10 M events/s from one run to the next).
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "advice.hpp"
 #include "replay.hpp"
@@ -35,6 +39,7 @@ static long vm_rss_kib() {
 int main(int argc, char** argv) {
   int P = argc > 1 ? std::atoi(argv[1]) : 64;
   long per_rank = argc > 2 ? std::atol(argv[2]) : 1000000;
+  const int repeats = std::max(1, argc > 3 ? std::atoi(argv[3]) : 3);
   long rounds = per_rank / 3;  // Irecv, Isend, Waitall
   long before = vm_rss_kib();
   auto t_build = std::chrono::steady_clock::now();
@@ -52,13 +57,21 @@ int main(int argc, char** argv) {
   double simulate_s = 0;
   for (auto mode : {ReplayMode::Simulate, ReplayMode::Paper}) {
     o.mode = mode;
-    auto t0 = std::chrono::steady_clock::now();
-    auto r = replay(t, o);
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::vector<double> took;
+    double predicted = 0;
+    for (int k = 0; k < repeats; k++) {
+      auto t0 = std::chrono::steady_clock::now();
+      auto r = replay(t, o);
+      took.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      predicted = r.predicted_ns;
+    }
+    std::sort(took.begin(), took.end());
+    const double s = took[took.size() / 2];
     if (mode == ReplayMode::Simulate) simulate_s = s;
-    std::printf("  %-10s %6.2f s   %6.2f M events/s   [target at least 20 M events/s on one core; LogGOPSim claims ~1 M]"
-                "   predicted %.3f s\n",
-                mode == ReplayMode::Simulate ? "simulation" : "paper", s, events / s / 1e6, r.predicted_ns / 1e9);
+    std::printf("  %-10s %6.2f s   %6.2f M events/s (%.2f..%.2f over %d replays)   [target at least 20 M events/s on one "
+                "core; LogGOPSim claims ~1 M]   predicted %.3f s\n",
+                mode == ReplayMode::Simulate ? "simulation" : "paper", s, events / s / 1e6, events / took.back() / 1e6,
+                events / took.front() / 1e6, repeats, predicted / 1e9);
   }
   // the report's advice: wait states, then every what-if it tries (the eager-limit sweep and the
   // candidate sites), in units of one simulation of the trace as measured

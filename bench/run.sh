@@ -25,7 +25,9 @@
 # Environment: BUILD (default build), BENCH_MPI (openmpi), MPICC and MPIRUN (that MPI's: mpicc.openmpi,
 #   mpirun.openmpi; mpicc.mpich, mpirun.mpich), PYTHON (python3),
 #   BENCH_REPS (5), BENCH_ITERS (loop iterations per run; 3 calls each; default 200000),
-#   BENCH_HALO_ITERS (20000; 6 calls each), BENCH_KEEP=1 keeps the logs in $BUILD/bench/runs.
+#   BENCH_HALO_ITERS (20000; 6 calls each), BENCH_KEEP=1 keeps the logs in $BUILD/bench/runs,
+#   BENCH_REPLAY_RANKS (64), BENCH_REPLAY_EVENTS (events per rank, 1000000) and BENCH_REPLAY_REPEATS (3: (d)
+#   prints the median replay of that many, and their range).
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -144,7 +146,8 @@ if [ ! -x "$bin/replay_bench" ] || [ bench/replay_bench.cpp -nt "$bin/replay_ben
     "$build_abs/lib/libmpiadvise-analyzer.a" -lzstd -lfmt -ldw -lelf -ltomlplusplus
 fi
 echo
-MPIADVISE_PARAMS_DIR="$PWD/share/params" "$bin/replay_bench" "${BENCH_REPLAY_RANKS:-64}" "${BENCH_REPLAY_EVENTS:-1000000}"
+MPIADVISE_PARAMS_DIR="$PWD/share/params" "$bin/replay_bench" "${BENCH_REPLAY_RANKS:-64}" "${BENCH_REPLAY_EVENTS:-1000000}" \
+  "${BENCH_REPLAY_REPEATS:-3}"
 
 # ---- (e) the report on synthetic logs: one thread against every CPU ----
 echo
