@@ -19,9 +19,12 @@ UCX with UCX_TLS=tcp,self or sm,self. A row: the measured run time (median, and 
 predicted one, and the replay's error (median over the runs, and its range). Then the advice of the run
 whose measured time is the median: an eager limit S is applied to REPS new runs as the advice says (--mca
 for Open MPI, the environment variable for MPICH), a program change where the program takes it as an
-argument (examples/pipeline.c); the row says the time the
-what-if predicted for the changed run, the median measured one, the what-if's error, and the share of
-the predicted cut that the change realised. Each application's rows are printed as it is measured
+argument (examples/pipeline.c), each new run beside one more of the unchanged program (the two in turn:
+this machine's speed drifts over minutes, and a rerun compared with the first runs measured the drift as
+much as the change: the halo's S = 262144 realised -24% in one table, 160% in another); the row says the
+time the what-if predicted for the changed run, the median measured one and the unchanged runs' beside
+it, the what-if's error against the changed runs, and the share of the predicted cut that the change
+realised against the unchanged runs beside it. Each application's rows are printed as it is measured
 ("measured: ...") and results.json rewritten, so that a run stopped half-way keeps its figures; the table
 follows at the end. An application that hung twice (MPICH 4.0.2 over UCX, 4 ranks on 2 cores) ends that
 MPI, transport and rank count: the applications after it there are rows that say so.
@@ -384,7 +387,7 @@ def validate_one(name, argv, setup, np, changes, params):
     try:
         reports = [traced(name, argv, setup, params, "base", np) for _ in range(REPS)]
     except RuntimeError as e:
-        return [tuple(lead + ["-", "-", "-", "failed: %s" % e, "", "", "", ""])], None
+        return [tuple(lead + ["-", "-", "-", "failed: %s" % e, "", "", "", "", ""])], None
     measured = [r["model"]["measured_ns"] for r in reports]
     predicted = [r["model"]["predicted_ns"] for r in reports]
     errors = [r["model"]["error"] for r in reports]
@@ -400,27 +403,33 @@ def validate_one(name, argv, setup, np, changes, params):
     if not advised:
         notes = [n for n in base["notes"] if "no change predicted" in n or "no eager limit" in n or "at most S" in n]
         reason = notes[0] if notes else ""
-        row += ["none" + (": " + (reason[:57] + "..." if len(reason) > 60 else reason) if reason else ""), "", "", "", ""]
+        row += ["none" + (": " + (reason[:57] + "..." if len(reason) > 60 else reason) if reason else ""), "", "", "", "", ""]
         return [tuple(row)], result
     rows = []
     for i, a in enumerate(advised):
         first = row if i == 0 else [""] * len(row)
         label, after_setup, after_argv = advice_rerun(a, argv, setup, changes)
         try:
-            after = [traced(name, after_argv, after_setup, params, "after", np) for _ in range(REPS)]
+            after, again = [], []
+            for _ in range(REPS):  # in turn: the changed run, then the unchanged one beside it
+                after.append(traced(name, after_argv, after_setup, params, "after", np))
+                again.append(traced(name, argv, setup, params, "again", np))
         except RuntimeError as e:
-            rows.append(tuple(first + [label + " (%s)" % pct(-a["saving"]), "", "", "", "rerun failed: %s" % str(e)[:200]]))
+            rows.append(tuple(first + [label + " (%s)" % pct(-a["saving"]), "", "", "", "", "rerun failed: %s" % str(e)[:200]]))
             continue
         after_ms = [r["model"]["measured_ns"] for r in after]
+        again_ms = [r["model"]["measured_ns"] for r in again]
         whatif = a["predicted_ns"]
-        before_med, after_med = statistics.median(measured), statistics.median(after_ms)
-        realised = (1 - after_med / before_med) / a["saving"] if a["saving"] > 0 else float("nan")
+        again_med, after_med = statistics.median(again_ms), statistics.median(after_ms)
+        realised = (1 - after_med / again_med) / a["saving"] if a["saving"] > 0 else float("nan")
         rows.append(tuple(first + [label + " (%s)" % pct(-a["saving"]), ms(whatif), spread(after_ms, ms),
-                                   pct((whatif - after_med) / after_med), "%.0f%%" % (100 * realised)]))
+                                   spread(again_ms, ms), pct((whatif - after_med) / after_med),
+                                   "%.0f%%" % (100 * realised)]))
         # the rerun's own replay (its logs, its run facts): where it is close and the what-if is not, the
         # what-if's error lies in moving the model to the new setting, not in the model of the run
         result["advice"].append({"kind": a["kind"], "label": label, "saving": a["saving"], "whatif_ns": whatif,
                                  "rerun_ns": after_ms, "rerun_predicted_ns": [r["model"]["predicted_ns"] for r in after],
+                                 "unchanged_beside_ns": again_ms,
                                  "realised": realised})
     return rows, result
 
@@ -482,7 +491,7 @@ def main():
             json.dump({"rows": results, "eager_sweep": [list(r) for r in partial_sweep]}, f, indent=1)
 
     header = ("application", "MPI", "transport", "ranks", "measured ms", "predicted ms", "error", "advice",
-              "what-if ms", "rerun ms", "what-if error", "realised")
+              "what-if ms", "rerun ms", "unchanged ms", "what-if error", "realised")
     for m in mpis:
         for np in NPS:
             for name, argv, why, setup_of, changes in applications(m):
@@ -495,11 +504,11 @@ def main():
                     setup = Setup(m, t, *extra)
                     if why or argv is None:
                         rows.append((name, MPI_NAME[m], setup.name, np, "-", "-", "-", "not run: " + (why or "?"),
-                                     "", "", "", ""))
+                                     "", "", "", "", ""))
                         continue
                     if (m, t, np) in hung:
                         rows.append((name, MPI_NAME[m], setup.name, np, "-", "-", "-",
-                                     "not run: an application hung twice before it here", "", "", "", ""))
+                                     "not run: an application hung twice before it here", "", "", "", "", ""))
                         continue
                     row_list, result = validate_one(name, argv, setup, np, changes, params[(m, t)])
                     rows += row_list
