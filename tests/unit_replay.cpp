@@ -187,6 +187,64 @@ TEST_CASE("an eager send waits for room in a late receiver's eager buffer, and g
   }
 }
 
+TEST_CASE("a rank's predicted parts are its computation and its call sites' parts, and they add up to its time",
+          "[replay][breakdown]") {
+  // The report divides each rank's time by cause and by call site: the rank's parts are summed from its
+  // sites' when the replay ends. Rank 0 sends five 100-byte messages into a buffer of two (waits for room),
+  // rank 1 receives them late; made non-blocking, the sends complete at the next call, the last one at
+  // MPI_Finalize (a wait that is the rank's, at no site).
+  Trace t = empty_trace(2);
+  for (uint32_t i = 0; i < 5; i++) {
+    Message m;
+    m.src = 0, m.dst = 1, m.bytes = 100, m.tag = 0;
+    m.send_op = m.send_done_op = i;
+    m.recv_op = m.recv_done_op = i;
+    t.messages.push_back(m);
+    add_op(t, 0, 1000 + 1000 * i, 1100 + 1000 * i, MPA_CALL_Send, OpKind::Send,
+           {Link{Link::PostSend, i}, Link{Link::DoneSend, i}});
+    add_op(t, 1, 100000 + 200 * i, 100100 + 200 * i, MPA_CALL_Recv, OpKind::Recv,
+           {Link{Link::PostRecv, i}, Link{Link::DoneRecv, i}});
+  }
+  ReplayOptions o;
+  o.params = some_params();
+  o.params.eager_buffer_bytes = 300;
+  o.params.eager_header_bytes = 50;
+  auto check_parts = [](const ReplayResult& r) {
+    for (const RankReplay& rank : r.ranks) {
+      Breakdown sites;
+      uint64_t calls = 0;
+      for (const SiteReplay& s : r.sites)
+        if (s.rank == rank.rank) {
+          CHECK(s.predicted.computation == 0);
+          sites += s.predicted;
+          calls += s.calls;
+        }
+      CHECK(calls == 5);
+      const Breakdown& b = rank.predicted;
+      CHECK(b.send_overhead == Approx(sites.send_overhead));
+      CHECK(b.recv_overhead == Approx(sites.recv_overhead));
+      CHECK(b.recv_wait == Approx(sites.recv_wait));
+      CHECK(b.synchronisation == Approx(sites.synchronisation));
+      CHECK(b.collectives == Approx(sites.collectives));
+      CHECK(b.other == Approx(sites.other));
+      CHECK(b.send_wait >= sites.send_wait);  // and a non-blocking send's wait at MPI_Finalize
+      CHECK(b.total() > b.computation);
+    }
+    // rank 0 starts the run: its parts are its whole predicted time
+    CHECK(r.ranks[0].predicted.total() == Approx(r.ranks[0].predicted_ns));
+  };
+  SECTION("blocking sends") {
+    ReplayResult r = replay(t, o);
+    check_parts(r);
+    CHECK(r.ranks[0].predicted.send_wait == Approx(99000 - 2820));  // as in the eager-buffer case above
+  }
+  SECTION("the sends made non-blocking") {
+    o.nonblocking_everywhere = true;
+    ReplayResult r = replay(t, o);
+    check_parts(r);
+  }
+}
+
 TEST_CASE("posting an MPI_Isend or MPI_Irecv costs what the set measured for it, o' where it has none",
           "[replay][posts]") {
   // Rank 0: MPI_Isend of 100 bytes at 1000 ns, computes, MPI_Wait at 5000. Rank 1: MPI_Irecv at 1000
