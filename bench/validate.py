@@ -17,8 +17,9 @@ and +69% at the faster.
 The transports: TCP and shared memory, i.e. Open MPI's ob1 over btl tcp or vader, and MPICH's ch4 over
 UCX with UCX_TLS=tcp,self or sm,self. A row: how long messages take on the machine just before its runs against
 just after the calibration ("messages": the summed round trips of 0 B to 64 KiB of calibrate's benchmark, about a
-second each time; 1.25 is 25% slower: this machine's speed moves by that much over minutes, and a row whose
-time is mostly messages then misses by as much), the measured run time (median, and the range over the runs),
+second each time; 1.25 is 25% slower: this machine's speed moves by that much over minutes, and where a row
+misses, the column says whether the machine had moved; in the first table with it, 0.83-1.36, with no
+relation to the rows that missed), the measured run time (median, and the range over the runs),
 the predicted one, and the replay's error (median over the runs, and its range). Then the advice of the run
 whose measured time is the median: an eager limit S is applied to REPS new runs as the advice says (--mca
 for Open MPI, the environment variable for MPICH), a program change where the program takes it as an
