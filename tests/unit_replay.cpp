@@ -54,6 +54,24 @@ Trace barriers_only(int ranks, int n) {
   return t;
 }
 
+// Rank 0 sends five 100-byte messages with MPI_Send, one every 1000 ns (each call 100 ns, 900 ns of
+// computation between); rank 1 computes until 100000 ns, then receives them, one call every 200 ns.
+Trace five_sends_to_a_late_receiver() {
+  Trace t = empty_trace(2);
+  for (uint32_t i = 0; i < 5; i++) {
+    Message m;
+    m.src = 0, m.dst = 1, m.bytes = 100, m.tag = 0;
+    m.send_op = m.send_done_op = i;
+    m.recv_op = m.recv_done_op = i;
+    t.messages.push_back(m);
+    add_op(t, 0, 1000 + 1000 * i, 1100 + 1000 * i, MPA_CALL_Send, OpKind::Send,
+           {Link{Link::PostSend, i}, Link{Link::DoneSend, i}});
+    add_op(t, 1, 100000 + 200 * i, 100100 + 200 * i, MPA_CALL_Recv, OpKind::Recv,
+           {Link{Link::PostRecv, i}, Link{Link::DoneRecv, i}});
+  }
+  return t;
+}
+
 LogGPSParams some_params() {
   LogGPSParams p;
   p.L = 1000;
@@ -146,21 +164,8 @@ TEST_CASE("the computation after a rank's last call, up to MPI_Finalize, is part
 
 TEST_CASE("an eager send waits for room in a late receiver's eager buffer, and goes on once the receiver is in MPI",
           "[replay][eager-buffer]") {
-  // Rank 0 sends five 100-byte messages with MPI_Send, one every 1000 ns (each call 100 ns, 900 ns of
-  // computation between); rank 1 computes until 100000 ns, then receives them, one call every 200 ns.
-  // The buffer holds 300 bytes, each message taking 100 + 50: two messages.
-  Trace t = empty_trace(2);
-  for (uint32_t i = 0; i < 5; i++) {
-    Message m;
-    m.src = 0, m.dst = 1, m.bytes = 100, m.tag = 0;
-    m.send_op = m.send_done_op = i;
-    m.recv_op = m.recv_done_op = i;
-    t.messages.push_back(m);
-    add_op(t, 0, 1000 + 1000 * i, 1100 + 1000 * i, MPA_CALL_Send, OpKind::Send,
-           {Link{Link::PostSend, i}, Link{Link::DoneSend, i}});
-    add_op(t, 1, 100000 + 200 * i, 100100 + 200 * i, MPA_CALL_Recv, OpKind::Recv,
-           {Link{Link::PostRecv, i}, Link{Link::DoneRecv, i}});
-  }
+  // five_sends_to_a_late_receiver. The buffer holds 300 bytes, each message taking 100 + 50: two messages.
+  Trace t = five_sends_to_a_late_receiver();
   ReplayOptions o;
   o.params = some_params();  // o' 500, L 1000, Oss = Ors 0.1, Gs 0.2: T1 = T3 = 510, transfer 1020
   SECTION("unlimited: every send returns after its overhead") {
@@ -193,18 +198,7 @@ TEST_CASE("a rank's predicted parts are its computation and its call sites' part
   // sites' when the replay ends. Rank 0 sends five 100-byte messages into a buffer of two (waits for room),
   // rank 1 receives them late; made non-blocking, the sends complete at the next call, the last one at
   // MPI_Finalize (a wait that is the rank's, at no site).
-  Trace t = empty_trace(2);
-  for (uint32_t i = 0; i < 5; i++) {
-    Message m;
-    m.src = 0, m.dst = 1, m.bytes = 100, m.tag = 0;
-    m.send_op = m.send_done_op = i;
-    m.recv_op = m.recv_done_op = i;
-    t.messages.push_back(m);
-    add_op(t, 0, 1000 + 1000 * i, 1100 + 1000 * i, MPA_CALL_Send, OpKind::Send,
-           {Link{Link::PostSend, i}, Link{Link::DoneSend, i}});
-    add_op(t, 1, 100000 + 200 * i, 100100 + 200 * i, MPA_CALL_Recv, OpKind::Recv,
-           {Link{Link::PostRecv, i}, Link{Link::DoneRecv, i}});
-  }
+  Trace t = five_sends_to_a_late_receiver();
   ReplayOptions o;
   o.params = some_params();
   o.params.eager_buffer_bytes = 300;
