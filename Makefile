@@ -60,7 +60,8 @@ endif
 MPI_DEFAULT := $(firstword $(MPIS))
 
 TRACE_SRC := libtrace/core.c libtrace/buffers.c libtrace/comm.c libtrace/callsite.c \
-             libtrace/metadata.c libtrace/papi.c libtrace/support.c libtrace/clock.c
+             libtrace/metadata.c libtrace/papi.c libtrace/support.c libtrace/clock.c \
+             libtrace/probe.c
 TRACE_GEN := $(BUILD)/gen/wrappers.c $(BUILD)/gen/call_ids.h
 # per MPI: $(BUILD)/lib/mpiadvise/MPI/{libmpiadvise.so,mpiadvise-calibrate-bench}, $(BUILD)/MPI/examples
 mpi_libdir  = $(BUILD)/lib/mpiadvise/$(1)

@@ -187,7 +187,8 @@ void check_same_trace(const Trace& t, const std::string& dir) {
                                            dir, p, t.world_size, digest[1]));
 }
 
-Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs) {
+Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs,
+                 bool at_set_speed) {
   Analysis a;
   a.dir = dir;
   a.job = std::make_unique<JobLog>(dir);
@@ -196,7 +197,20 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
   check_same_trace(a.trace, dir);
   a.facts = run_facts(*a.job);
   a.chosen = choose_params(a.facts, params, default_params_dir());
-  if (const auto speed = run_speed(a.trace, a.facts, a.chosen.params)) {
+  if (const auto probe = message_probe(*a.job)) a.probe = probe_speed(*probe, a.chosen.params, a.trace);
+  if (at_set_speed) {
+    a.chosen.why += "; at the set's speed (--at-set-speed)";
+  } else if (a.probe) {
+    a.probe_applied = true;
+    a.chosen.params = a.chosen.params.scaled(a.probe->factor);
+    for (double& f : a.chosen.params.speeds) f /= a.probe->factor;
+    std::string sizes;
+    for (size_t i = 0; i < a.probe->bytes.size(); i++)
+      sizes += fmt::format("{}{} B x{:.2f}", i ? ", " : "", a.probe->bytes[i], a.probe->measured_ns[i] / a.probe->model_ns[i]);
+    a.chosen.why += fmt::format("; its times x{:.3f}: the run's own round trips between ranks 0 and 1 ({}) against the "
+                                "set's",
+                                a.probe->factor, sizes);
+  } else if (const auto speed = run_speed(a.trace, a.facts, a.chosen.params)) {
     a.chosen.params = a.chosen.params.scaled(speed->factor);
     for (double& f : a.chosen.params.speeds) f /= speed->factor;  // now on the scaled set's times
     a.chosen.why += fmt::format(

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "log_reader.hpp"
+#include "model_fit.hpp"
 #include "run_facts.hpp"
 #include "symbolizer.hpp"
 #include "trace.hpp"
@@ -22,6 +23,10 @@ struct Analysis {
   Trace trace;
   RunFacts facts;
   ChosenParams chosen;
+  // The run's message speed from the round trips the tracer timed inside it, against the chosen set
+  // (before scaling it to them); none where the log has no probe.
+  std::optional<ProbeSpeed> probe;
+  bool probe_applied = false;  // the chosen set is scaled to it
   std::vector<Wait> waits;  // every measured wait
   WaitStates measured;      // added up by rank and call site
   std::vector<std::unique_ptr<Symbolizer>> symbols;  // per rank
@@ -40,7 +45,9 @@ struct Analysis {
 // not with analysis_threads() replays at once, lowers them to as many as fit, and says so on stderr.
 void check_memory(const JobLog& job);
 
-Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs = {});
+// at_set_speed: replay at the chosen set's speed, not at the one the run's own round trips show.
+Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs = {},
+                 bool at_set_speed = false);
 
 // Call sites with a function but no line (a program stripped of its debug information, or whose
 // debug files are not found) keyed as one site per function (module and function): their calls and

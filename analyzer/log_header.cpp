@@ -1,8 +1,9 @@
 #include "log_header.hpp"
 
-#include <fmt/format.h>
-
+#include <algorithm>
 #include <stdexcept>
+
+#include <fmt/format.h>
 
 #include "text_escape.hpp"
 
@@ -82,6 +83,35 @@ struct Checker {
   }
 };
 
+// Rank 0's round trips timed inside the job (libtrace/probe.c), in its header and its trailer:
+// {"bytes": [k...], "round_trip_ns": [[ns...] per k]}. Anything else is dropped whole.
+void check_probe(json& obj, Checker& c) {
+  auto it = obj.find("message_probe");
+  if (it == obj.end()) return;
+  const auto wrong = [&]() -> std::string {
+    if (!it->is_object()) return describe(*it) + ", not an object";
+    auto bytes = it->find("bytes");
+    auto times = it->find("round_trip_ns");
+    if (bytes == it->end() || !bytes->is_array() || times == it->end() || !times->is_array())
+      return "an object without the arrays 'bytes' and 'round_trip_ns'";
+    if (bytes->empty() || bytes->size() > 64 || times->size() != bytes->size())
+      return fmt::format("an object with {} sizes and {} lists of round trips", bytes->size(), times->size());
+    for (const auto& k : *bytes)
+      if (!k.is_number_unsigned()) return fmt::format("an object with a size that is {}", describe(k));
+    for (const auto& list : *times) {
+      if (!list.is_array() || list.empty() || list.size() > 4096)
+        return "an object with a list of round trips that is empty, too long or no list";
+      for (const auto& t : list)
+        if (!t.is_number_unsigned()) return fmt::format("an object with a round trip that is {}", describe(t));
+    }
+    return "";
+  }();
+  if (!wrong.empty()) c.drop(obj, "message_probe", "message_probe", wrong);
+  // the reader takes the sizes in order (model_fit.cpp)
+  else if (auto& b = (*it)["bytes"]; !std::is_sorted(b.begin(), b.end()))
+    c.drop(obj, "message_probe", "message_probe", "an object whose sizes are not in ascending order");
+}
+
 }  // namespace
 
 json parse_log_json(std::string_view text) {
@@ -148,6 +178,7 @@ HeaderFacts check_header(json& h, const std::string& file, uint64_t offset, std:
   }
   c.check_entries(h, "cvars", {Kind::Number, Kind::String}, "a number or a string");
   c.check_entries(h, "env", {Kind::String}, "a string");
+  check_probe(h, c);
   return f;
 }
 
@@ -161,6 +192,7 @@ bool check_trailer(json& t, const std::string& file, uint64_t offset, std::vecto
               {"events", Kind::Unsigned}, {"chunks", Kind::Unsigned}, {"raw_bytes", Kind::Unsigned},
               {"stored_bytes", Kind::Unsigned}, {"stalls", Kind::Unsigned}, {"chunks_over_budget", Kind::Unsigned},
               {"write_error", Kind::StringOrNull}, {"callsites", Kind::Array}, {"comms", Kind::Array}});
+  check_probe(t, c);
   return true;
 }
 

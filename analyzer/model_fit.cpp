@@ -1,6 +1,7 @@
 #include "model_fit.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -66,6 +67,121 @@ std::optional<RunSpeed> run_speed(const Trace& trace, const RunFacts& facts, con
   }
   if (best.factor == 1) return std::nullopt;
   return best;
+}
+
+std::optional<MessageProbe> message_probe(const JobLog& job) {
+  for (const auto& r : job.ranks()) {
+    if (r->rank() != 0) continue;
+    MessageProbe p;
+    const auto read = [&](const nlohmann::json& part, std::vector<std::vector<double>>& into) {
+      if (!part.is_object()) return;
+      auto it = part.find("message_probe");
+      if (it == part.end()) return;  // log_header.cpp checked its shape
+      std::vector<uint64_t> bytes = (*it)["bytes"].get<std::vector<uint64_t>>();
+      if (!p.bytes.empty() && bytes != p.bytes) return;  // not the init's sizes: left out
+      p.bytes = bytes;
+      into = (*it)["round_trip_ns"].get<std::vector<std::vector<double>>>();
+    };
+    read(r->header(), p.init);
+    read(r->trailer(), p.finalize);
+    if (p.bytes.empty()) return std::nullopt;
+    return p;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Each size's median round trip over the rounds of `parts` (one probe or both); none if a size has none.
+std::optional<std::vector<double>> medians(const std::vector<const std::vector<std::vector<double>>*>& parts,
+                                           size_t sizes) {
+  std::vector<double> m;
+  for (size_t i = 0; i < sizes; i++) {
+    std::vector<double> rounds;
+    for (const auto* part : parts)
+      if (i < part->size()) rounds.insert(rounds.end(), (*part)[i].begin(), (*part)[i].end());
+    if (rounds.empty()) return std::nullopt;
+    m.push_back(median(rounds));
+  }
+  return m;
+}
+
+// The run's messages by size, as the probe's sizes weigh them: for each power-of-two band of sizes the
+// run sent, its mean size and the time the set gives its messages (count x round trip / 2).
+std::vector<std::pair<double, double>> message_weights(const Trace& trace, const LogGPS& model) {
+  std::array<uint64_t, 65> count{}, bytes{};
+  for (const Message& m : trace.messages) {
+    const int band = m.bytes ? 64 - __builtin_clzll(m.bytes) : 0;
+    count[band]++, bytes[band] += m.bytes;
+  }
+  std::vector<std::pair<double, double>> w;
+  for (size_t b = 0; b < count.size(); b++) {
+    if (!count[b]) continue;
+    const double k = static_cast<double>(bytes[b]) / static_cast<double>(count[b]);
+    w.emplace_back(k, static_cast<double>(count[b]) * model.round_trip(static_cast<uint64_t>(k), 0) / 2);
+  }
+  return w;
+}
+
+// log(measured / model) at size k: the probe's ratios interpolated over log(1 + size), held at the ends.
+double log_ratio_at(double k, const std::vector<uint64_t>& sizes, const std::vector<double>& log_ratio) {
+  const auto x = [](double b) { return std::log1p(b); };
+  if (k <= static_cast<double>(sizes.front())) return log_ratio.front();
+  for (size_t i = 1; i < sizes.size(); i++)
+    if (k <= static_cast<double>(sizes[i])) {
+      const double a = x(static_cast<double>(sizes[i - 1])), b = x(static_cast<double>(sizes[i]));
+      const double t = b > a ? (x(k) - a) / (b - a) : 1;
+      return log_ratio[i - 1] + t * (log_ratio[i] - log_ratio[i - 1]);
+    }
+  return log_ratio.back();
+}
+
+// The factor for the run: the probe's ratios weighted by where the run's messages spend the set's time;
+// their geometric mean where the run sends no point-to-point message.
+std::optional<double> weighted_factor(const std::optional<std::vector<double>>& measured, const ProbeSpeed& s,
+                                      const std::vector<std::pair<double, double>>& weights) {
+  if (!measured) return std::nullopt;
+  std::vector<double> log_ratio;
+  for (size_t i = 0; i < measured->size(); i++) {
+    if ((*measured)[i] <= 0 || s.model_ns[i] <= 0) return std::nullopt;
+    log_ratio.push_back(std::log((*measured)[i] / s.model_ns[i]));
+  }
+  double sum = 0, total = 0;
+  for (const auto& [k, w] : weights) sum += w * log_ratio_at(k, s.bytes, log_ratio), total += w;
+  if (total <= 0) {
+    for (double l : log_ratio) sum += l;
+    total = static_cast<double>(log_ratio.size());
+  }
+  return std::exp(sum / total);
+}
+
+}  // namespace
+
+std::optional<ProbeSpeed> probe_speed(const MessageProbe& probe, const LogGPSParams& params, const Trace& trace) {
+  if (probe.bytes.empty() || !std::is_sorted(probe.bytes.begin(), probe.bytes.end())) return std::nullopt;
+  ProbeSpeed s;
+  s.bytes = probe.bytes;
+  const LogGPS model(params);
+  for (uint64_t k : probe.bytes) s.model_ns.push_back(model.round_trip(k, 0));
+  std::vector<const std::vector<std::vector<double>>*> both;
+  if (!probe.init.empty()) both.push_back(&probe.init);
+  if (!probe.finalize.empty()) both.push_back(&probe.finalize);
+  const auto measured = medians(both, s.bytes.size());
+  if (both.empty() || !measured) return std::nullopt;
+  s.measured_ns = *measured;
+  const auto weights = message_weights(trace, model);
+  const auto f = weighted_factor(measured, s, weights);
+  if (!f) return std::nullopt;
+  s.factor = *f;
+  if (!probe.init.empty()) s.init = weighted_factor(medians({&probe.init}, s.bytes.size()), s, weights);
+  if (!probe.finalize.empty()) s.finalize = weighted_factor(medians({&probe.finalize}, s.bytes.size()), s, weights);
+  return s;
 }
 
 ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& params, const ReplayResult& baseline) {

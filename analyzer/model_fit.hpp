@@ -67,6 +67,31 @@ struct RunSpeed {
 };
 std::optional<RunSpeed> run_speed(const Trace& trace, const RunFacts& facts, const LogGPSParams& params);
 
+// Round trips between ranks 0 and 1 that the tracer timed inside the run, at MPI_Init and at MPI_Finalize
+// (libtrace/probe.c; rank 0's header and trailer): each size's rounds, in nanoseconds.
+struct MessageProbe {
+  std::vector<uint64_t> bytes;
+  std::vector<std::vector<double>> init, finalize;  // [size][round]; empty where the log has none
+};
+// None when the job has no rank 0 log, or it holds no probe (MPIADVISE_PROBE=0, one rank, an older log).
+std::optional<MessageProbe> message_probe(const JobLog& job);
+
+// The speed of the run's messages against the set's: each size's median round trip (both probes' rounds
+// together) against the set's model of it (LogGPS::round_trip(k, 0), the steady ping-pong the calibration
+// timed), and the mean of those ratios (geometric) weighted by where the run's point-to-point messages
+// spend the set's time (a message of a size between two probed ones takes the ratio interpolated between
+// theirs over log(1 + size)): the factor by which the set's times are scaled to the run
+// (LogGPSParams::scaled). The messages went faster than the set prices them where factor < 1. A machine
+// whose messages of one size go faster than the set says and of another slower (8 KiB at x0.9 and 64 KiB
+// at x1.14 over shared memory in one run here) is scaled for the sizes the run sends.
+struct ProbeSpeed {
+  double factor = 1;
+  std::vector<uint64_t> bytes;
+  std::vector<double> measured_ns, model_ns;  // per size: the median round trip, and the set's
+  std::optional<double> init, finalize;       // the factor from each probe alone
+};
+std::optional<ProbeSpeed> probe_speed(const MessageProbe& probe, const LogGPSParams& params, const Trace& trace);
+
 ModelFit assess_fit(const Trace& trace, const RunFacts& facts, const LogGPSParams& params, const ReplayResult& baseline);
 
 }  // namespace mpiadvise

@@ -154,7 +154,11 @@ struct Builder {
   // the model on the measured run: how far off, and whether it explains the run (where and why not)
   void model() {
     const LogGPSParams& p = a.chosen.params;
-    r.params = {p, a.chosen.why, p.description};
+    r.params = {p, a.chosen.why, p.description, {}};
+    if (a.probe)
+      r.params.run_speed = report::ProbedSpeed{a.probe->factor, a.probe_applied, a.probe->bytes,
+                                               a.probe->measured_ns, a.probe->model_ns, a.probe->init,
+                                               a.probe->finalize};
     report::Model& m = r.model;
     Breakdown total;
     for (const auto& rr : baseline.ranks) total += rr.predicted;

@@ -71,10 +71,27 @@ void from_json(const json& j, Location& v) {
   take(j, "source", v.source);
 }
 
+void to_json(json& j, const ProbedSpeed& v) {
+  j = {{"factor", v.factor}, {"applied", v.applied}, {"bytes", v.bytes}, {"measured_ns", v.measured_ns},
+       {"model_ns", v.model_ns}};
+  put(j, "init_factor", v.init);
+  put(j, "finalize_factor", v.finalize);
+}
+void from_json(const json& j, ProbedSpeed& v) {
+  v.factor = j.at("factor").get<double>();
+  v.applied = j.at("applied").get<bool>();
+  v.bytes = j.at("bytes").get<std::vector<uint64_t>>();
+  v.measured_ns = j.at("measured_ns").get<std::vector<double>>();
+  v.model_ns = j.at("model_ns").get<std::vector<double>>();
+  take(j, "init_factor", v.init);
+  take(j, "finalize_factor", v.finalize);
+}
+
 void to_json(json& j, const Params& v) {
   j = params_json(v.values);
   j["why"] = v.why;
   j["description"] = v.description;
+  put(j, "run_speed", v.run_speed);
 }
 void from_json(const json& j, Params& v) {
   LogGPSParams& p = v.values;
@@ -116,6 +133,7 @@ void from_json(const json& j, Params& v) {
   }
   v.why = j.value("why", std::string());
   v.description = j.value("description", std::string());
+  take(j, "run_speed", v.run_speed);
 }
 
 void to_json(json& j, const Suspect& v) {

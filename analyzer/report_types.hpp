@@ -50,9 +50,20 @@ struct Summary {
 };
 
 // The parameter set: params_json's members plus why it was chosen and what it describes.
+// The run's message speed from its own round trips (model_fit.hpp, ProbeSpeed), and whether the set was
+// scaled to it (not with --at-set-speed)
+struct ProbedSpeed {
+  double factor = 1;
+  bool applied = false;
+  std::vector<uint64_t> bytes;
+  std::vector<double> measured_ns, model_ns;
+  std::optional<double> init, finalize;
+};
+
 struct Params {
   LogGPSParams values;
   std::string why, description;
+  std::optional<ProbedSpeed> run_speed;
 };
 
 struct RankMiss {
@@ -369,6 +380,8 @@ void to_json(nlohmann::json& j, const Bytes& v);
 void from_json(const nlohmann::json& j, Bytes& v);
 void to_json(nlohmann::json& j, const Location& v);
 void from_json(const nlohmann::json& j, Location& v);
+void to_json(nlohmann::json& j, const ProbedSpeed& v);
+void from_json(const nlohmann::json& j, ProbedSpeed& v);
 void to_json(nlohmann::json& j, const Params& v);
 void from_json(const nlohmann::json& j, Params& v);
 void to_json(nlohmann::json& j, const Suspect& v);

@@ -31,6 +31,9 @@ std::string render_html(const report::Report& report);
 
 // --debug-dir DIR, on every command that names call sites: where to look first for separate debug files.
 void add_debug_dir_option(CLI::App* sub, std::vector<std::string>& dirs);
+// --at-set-speed, on the commands that replay a run: the parameter set at its own speed, not scaled to
+// the round trips the tracer timed inside the run (analyse)
+void add_at_set_speed_option(CLI::App* sub, bool& flag);
 // --threads N: replays run at once (set_analysis_threads)
 void add_threads_option(CLI::App* sub);
 // The directories given with --debug-dir, then those of MPIADVISE_DEBUG_PATH; throws naming a bad one.

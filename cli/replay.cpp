@@ -31,11 +31,12 @@ struct ReplayCommand {
   std::vector<std::string> compute_at;
   std::vector<int> compute_ranks;
   std::vector<std::string> debug_dirs;
+  bool at_set_speed = false;
 };
 
 using Loaded = Analysis;
 
-Loaded load(const ReplayCommand& c) { return analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs)); }
+Loaded load(const ReplayCommand& c) { return analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.at_set_speed); }
 
 double parse_size(const std::string& what, const std::string& v) {
   static const std::regex re(R"(\s*(-?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)(i?[bB])?\s*)");
@@ -317,10 +318,17 @@ void common_options(CLI::App* sub, ReplayCommand& c) {
   sub->add_option("--model", c.model, "loggps (default) or loggp: the paper's LogGP baseline (S infinite, constant overheads)")
       ->check(CLI::IsMember({"loggps", "loggp"}));
   sub->add_flag("--json", c.json, "Print a JSON object (schema mpiadvise-replay/1)");
+  add_at_set_speed_option(sub, c.at_set_speed);
   add_debug_dir_option(sub, c.debug_dirs);
 }
 
 }  // namespace
+
+void add_at_set_speed_option(CLI::App* sub, bool& flag) {
+  sub->add_flag("--at-set-speed", flag,
+                "Replay at the parameter set's own speed, not at the one the run's round trips between ranks 0 and 1 "
+                "(timed by the tracer at MPI_Init and MPI_Finalize) show");
+}
 
 std::function<int()> add_replay(CLI::App& app) {
   auto c = std::make_shared<ReplayCommand>();

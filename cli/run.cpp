@@ -36,6 +36,7 @@ struct RunOptions {
   std::string papi;
   std::string zstd_level;
   std::string clock;
+  bool no_probe = false;
   std::string lib;
   std::vector<std::string> command;
 };
@@ -110,6 +111,7 @@ int run_job(RunOptions o) {
   if (!o.papi.empty()) env.emplace_back("MPIADVISE_PAPI", o.papi);
   if (!o.zstd_level.empty()) env.emplace_back("MPIADVISE_ZSTD_LEVEL", o.zstd_level);
   if (!o.clock.empty()) env.emplace_back("MPIADVISE_CLOCK", o.clock);
+  if (o.no_probe) env.emplace_back("MPIADVISE_PROBE", "0");
   for (char** e = environ; *e; e++) {  // MPIADVISE settings already exported travel too
     std::string kv = *e;
     auto eq = kv.find('=');
@@ -183,6 +185,9 @@ std::function<int()> add_run(CLI::App& app) {
   sub->add_option("--zstd-level", o->zstd_level, "zstd compression level of the logs, 1 to 19 (default 1)");
   sub->add_option("--clock", o->clock, "Event clock: tsc, monotonic or auto (default auto)")
       ->check(CLI::IsMember({"tsc", "monotonic", "auto"}));
+  sub->add_flag("--no-probe", o->no_probe,
+                "Time no round trips between ranks 0 and 1 at MPI_Init and MPI_Finalize (the report then replays at "
+                "the parameter set's speed)");
   sub->add_option("--lib", o->lib, "The tracing library (default: the one built for the job's MPI, lib/mpiadvise/MPI/libmpiadvise.so)");
   sub->add_option("command", o->command, "The launcher and its arguments, after --")->required();
   return [o] { return run_job(*o); };

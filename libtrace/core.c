@@ -33,6 +33,7 @@ static int g_fd = -1;
 static MPI_Comm g_comm = MPI_COMM_NULL; /* our own traffic at init and finalize only */
 static char g_path[sizeof mpa_cfg.dir + 32];
 static char g_hosts_differ;
+static int g_probe; /* rank 0's MPIADVISE_PROBE, which every rank follows (probe.c) */
 
 static void update_active(void) { mpa_active = g_enabled && g_started && !g_finished && !g_paused; }
 
@@ -97,6 +98,7 @@ static void read_settings(void)
   mpa_cfg.stack_depth = 1;
   mpa_cfg.buffer_bytes = 4u << 20;
   mpa_cfg.zstd_level = 1; /* on these logs level 1 is both faster and smaller than 3 (make bench) */
+  mpa_cfg.probe = 1;
   if ((v = getenv("MPIADVISE")) && *v) {
     if (!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no")) mpa_cfg.enabled = 0;
     else if (strcmp(v, "1") && strcasecmp(v, "on") && strcasecmp(v, "yes"))
@@ -131,6 +133,11 @@ static void read_settings(void)
                       mpa_clock_is_tsc ? "tsc" : "monotonic");
     else if (!strcmp(v, "tsc") && !mpa_clock_is_tsc)
       setting_warning("MPIADVISE_CLOCK=tsc: this CPU's time stamp counter is not invariant; using monotonic");
+  }
+  if ((v = getenv("MPIADVISE_PROBE")) && *v) {
+    if (!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no")) mpa_cfg.probe = 0;
+    else if (strcmp(v, "1") && strcasecmp(v, "on") && strcasecmp(v, "yes"))
+      setting_warning("MPIADVISE_PROBE=%s is not 0/off or 1/on; the round trips are timed", v);
   }
   if ((v = getenv("MPIADVISE_PAPI")) && *v) {
     if (strlen(v) >= sizeof mpa_cfg.papi) setting_warning("MPIADVISE_PAPI is too long; no counters recorded");
@@ -430,16 +437,23 @@ static void start(uint32_t call, uint64_t t0, void *ra)
   mpa_warn_once_per_job(err != 0, "cannot write logs in %s: %s; tracing is off", mpa_cfg.dir,
                         strerror(any_err));
 
-  /* The job's identity, in every rank's header: a reader tells the logs of two jobs apart by it. */
-  char job[128] = "";
+  /* The job's identity, in every rank's header: a reader tells the logs of two jobs apart by it; and
+   * whether ranks 0 and 1 time round trips, as rank 0 was told (both must, or neither). */
+  struct {
+    char job[128];
+    int probe;
+  } shared = {"", mpa_cfg.probe};
+  char *job = shared.job;
   if (mpa_rank == 0) {
     char host[64] = "";
     struct timespec wall;
     gethostname(host, sizeof host - 1);
     clock_gettime(CLOCK_REALTIME, &wall);
-    snprintf(job, sizeof job, "%s-%d-%lld", host, (int)getpid(), (long long)wall.tv_sec * 1000000000ll + wall.tv_nsec);
+    snprintf(job, sizeof shared.job, "%s-%d-%lld", host, (int)getpid(),
+             (long long)wall.tv_sec * 1000000000ll + wall.tv_nsec);
   }
-  PMPI_Bcast(job, (int)sizeof job, MPI_CHAR, 0, g_comm);
+  PMPI_Bcast(&shared, (int)sizeof shared, MPI_BYTE, 0, g_comm);
+  g_probe = shared.probe;
 
   /* deeper call sites than the return address: libunwind, loaded now that tracing is on (callsite.c) */
   const char *no_unwind = mpa_cfg.stack_depth > 1 ? mpa_unwind_load() : NULL;
@@ -452,6 +466,8 @@ static void start(uint32_t call, uint64_t t0, void *ra)
   PMPI_Query_thread(&level);
   const char *method;
   int64_t offset = clock_offset(&method);
+  mpa_bytes probe = {0};
+  if (g_probe) mpa_probe_messages(g_comm, mpa_rank, mpa_size, &probe);
   /* The whole head of the log (file header and header JSON) is made before the file and written with
    * one write() right after creating it: a rank killed in between leaves no log at all rather than an
    * empty one, except for that one system call. */
@@ -462,7 +478,7 @@ static void start(uint32_t call, uint64_t t0, void *ra)
     mpa_clock_sync(&sync_tick, &sync_ns);
     mpa_bytes json = {0};
     mpa_header_json(&json, mpa_rank, mpa_size, level, job, mpa_clock_is_tsc ? "tsc" : "monotonic", offset,
-                    method, sync_tick, sync_ns);
+                    method, sync_tick, sync_ns, &probe);
     mpa_file_header h;
     memcpy(h.magic, MPA_FILE_MAGIC, 8);
     h.version = MPA_FORMAT_VERSION;
@@ -495,6 +511,7 @@ static void start(uint32_t call, uint64_t t0, void *ra)
   if (mpa_rank != 0 && !err && !refused) err = create_log(head.data, head.len);
   if (mpa_rank == 0 && !err) err = claim;
   mpa_bytes_free(&head);
+  mpa_bytes_free(&probe);
   if (!err && !refused && mpa_writer_start(g_fd) != 0) err = ENOMEM;
   int late_err = err && !any_err && !refused ? err : 0;
   mpa_warn_once_per_job(late_err != 0, "cannot write logs in %s: %s; tracing is off", mpa_cfg.dir,
@@ -535,6 +552,8 @@ static void finish(void *ra)
 
   const char *method;
   int64_t offset = clock_offset(&method);
+  mpa_bytes probe = {0};
+  if (g_probe) mpa_probe_messages(g_comm, mpa_rank, mpa_size, &probe);
   const char *werr = NULL;
   if (writing) {
     mpa_writer_stop();
@@ -552,6 +571,10 @@ static void finish(void *ra)
                  (unsigned long long)st.stalls, (unsigned long long)st.over_budget);
     if (werr) mpa_json_str(&j, werr);
     else mpa_json_raw(&j, "null");
+    if (probe.len) {
+      mpa_json_raw(&j, ",\"message_probe\":");
+      mpa_json_bytes(&j, &probe);
+    }
     mpa_json_raw(&j, ",\"callsites\":");
     mpa_callsite_tables_json(&j);
     mpa_json_raw(&j, ",\"comms\":");
@@ -561,6 +584,7 @@ static void finish(void *ra)
     mpa_bytes_free(&j);
     werr = mpa_writer_error();
   }
+  mpa_bytes_free(&probe);
   mpa_warn_once_per_job(werr != NULL, "the log in %s is incomplete: %s", mpa_cfg.dir, werr ? werr : "");
   if (g_fd >= 0) close(g_fd);
   g_fd = -1;

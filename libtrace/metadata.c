@@ -13,13 +13,16 @@
 
 extern char **environ;
 
-void mpa_json_raw(mpa_bytes *b, const char *s)
+static void append(mpa_bytes *b, const void *s, size_t n)
 {
-  size_t n = strlen(s);
   if (mpa_bytes_reserve(b, n)) return;
   memcpy(b->data + b->len, s, n);
   b->len += n;
 }
+
+void mpa_json_raw(mpa_bytes *b, const char *s) { append(b, s, strlen(s)); }
+
+void mpa_json_bytes(mpa_bytes *b, const mpa_bytes *json) { append(b, json->data, json->len); }
 
 void mpa_json_fmt(mpa_bytes *b, const char *fmt, ...)
 {
@@ -202,7 +205,8 @@ static const char *thread_level_name(int level)
 }
 
 void mpa_header_json(mpa_bytes *b, int rank, int size, int thread_level, const char *job, const char *clock_name,
-                     int64_t clock_offset_ns, const char *offset_method, uint64_t sync_tick, uint64_t sync_ns)
+                     int64_t clock_offset_ns, const char *offset_method, uint64_t sync_tick, uint64_t sync_ns,
+                     const mpa_bytes *message_probe)
 {
   char host[256] = "", lib[MPI_MAX_LIBRARY_VERSION_STRING] = "", exe[4096] = "";
   gethostname(host, sizeof host - 1);
@@ -251,6 +255,10 @@ void mpa_header_json(mpa_bytes *b, int rank, int size, int thread_level, const c
   if (rank == 0) {
     mpa_json_raw(b, ",\"cvars\":");
     mpi_t_cvars(b, thread_level);
+  }
+  if (message_probe && message_probe->len) {
+    mpa_json_raw(b, ",\"message_probe\":");
+    mpa_json_bytes(b, message_probe);
   }
   mpa_json_raw(b, ",\"env\":");
   mpi_environment(b);

@@ -28,6 +28,7 @@ typedef struct mpa_settings {
   size_t buffer_bytes;    /* MPIADVISE_BUFFER: bound on event buffer memory per rank */
   int zstd_level;         /* MPIADVISE_ZSTD_LEVEL */
   char papi[1024];        /* MPIADVISE_PAPI */
+  int probe;              /* MPIADVISE_PROBE=0: no round trips timed at MPI_Init and MPI_Finalize (probe.c) */
 } mpa_settings;
 
 extern mpa_settings mpa_cfg;
@@ -166,10 +167,16 @@ void mpa_comm_tables_json(mpa_bytes *out);
 /* ---- metadata (metadata.c) ------------------------------------------------------------------------- */
 void mpa_json_str(mpa_bytes *b, const char *s);     /* appends a JSON string literal */
 void mpa_json_raw(mpa_bytes *b, const char *s);
+void mpa_json_bytes(mpa_bytes *b, const mpa_bytes *json); /* appends JSON made elsewhere */
 void mpa_json_fmt(mpa_bytes *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mpa_header_json(mpa_bytes *b, int rank, int size, int thread_level, const char *job, const char *clock_name,
                      int64_t clock_offset_ns, const char *offset_method, uint64_t sync_tick,
-                     uint64_t sync_ns);
+                     uint64_t sync_ns, const mpa_bytes *message_probe);
+
+/* ---- the machine's message speed (probe.c) --------------------------------------------------------- */
+/* Ranks 0 and 1 of comm time round trips between them; rank 0 appends them to json as a JSON object.
+ * Every other rank returns at once. */
+void mpa_probe_messages(MPI_Comm comm, int rank, int size, mpa_bytes *json);
 
 /* ---- PAPI (papi.c) --------------------------------------------------------------------------------- */
 int mpa_papi_init(int rank);             /* number of counters recorded (0: none) */

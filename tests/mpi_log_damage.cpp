@@ -240,4 +240,13 @@ TEST_CASE("header fields that would make the reader allocate or misplace a rank 
   CHECK(clock_log.problems()[0].text().find("rank-00000.mpa") != std::string::npos);
   CHECK(clock_log.problems()[0].text().find("'clock.source' is an integer, not a string: ignored") != std::string::npos);
   CHECK(count_events(clock_log) > 0);
+  // the tracer's round trips (rank 0's header has them): one that is negative drops them all, said so
+  REQUIRE(json.find("\"round_trip_ns\":[[") != std::string::npos);
+  auto bad_probe = with("\"round_trip_ns\":[[", "\"round_trip_ns\":[[-5,");
+  mpiadvise::RankLog probe_log(write_copy(bad_probe, bad_probe.size(), "badprobe"));
+  REQUIRE(probe_log.problems().size() == 1);
+  CHECK(probe_log.problems()[0].text().find("header key 'message_probe' is an object with a round trip that is an "
+                                            "integer: ignored") != std::string::npos);
+  CHECK_FALSE(probe_log.header().contains("message_probe"));
+  CHECK(mpiadvise::RankLog(real_log() / "rank-00000.mpa").header().contains("message_probe"));
 }

@@ -1,7 +1,9 @@
 // What a log records about the run, and the settings that shape it: MPI_T eager limits, the MPI
-// environment, clock offsets between hosts, call sites at depth, MPI_Pcontrol, PAPI without counters.
+// environment, clock offsets between hosts, call sites at depth, MPI_Pcontrol, PAPI without counters, the
+// round trips timed inside the job.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 
@@ -10,6 +12,7 @@
 #include "symbolizer.hpp"
 
 using namespace mpa_test;
+using Catch::Detail::Approx;
 
 namespace {
 
@@ -225,4 +228,68 @@ TEST_CASE("the effective S over TCP follows the eager limit: the largest send th
       }
     }
   }
+}
+
+TEST_CASE("ranks 0 and 1 time round trips at MPI_Init and MPI_Finalize, and the report replays at their speed",
+          "[facts][probe]") {
+  JobSpec s;
+  s.program = "ring";
+  s.args = {"200"};
+  s.transport = Transport::Tcp;
+  auto r = run_job(s);
+  REQUIRE(r.status == 0);
+  mpiadvise::JobLog job(r.dir);
+  const std::vector<uint64_t> sizes = {0, 1024, 8192, 65536, 262144};
+  std::vector<std::vector<double>> pooled(sizes.size());
+  for (const auto* part : {&job.rank(0)->header(), &job.rank(0)->trailer()}) {
+    REQUIRE(part->contains("message_probe"));
+    const auto& p = part->at("message_probe");
+    CHECK(p.at("bytes").get<std::vector<uint64_t>>() == sizes);
+    const auto rounds = p.at("round_trip_ns").get<std::vector<std::vector<double>>>();
+    REQUIRE(rounds.size() == sizes.size());
+    for (size_t i = 0; i < sizes.size(); i++) {
+      CHECK(rounds[i].size() == 12);
+      for (double t : rounds[i]) CHECK(t > 0);
+      pooled[i].insert(pooled[i].end(), rounds[i].begin(), rounds[i].end());
+    }
+  }
+  CHECK_FALSE(job.rank(1)->header().contains("message_probe"));  // rank 0 records them
+  CHECK_FALSE(job.rank(1)->trailer().contains("message_probe"));
+
+  // the report: each size's median over both probes' 24 rounds (the mean of the two middle ones), the
+  // set's times scaled by the factor, which --at-set-speed leaves as they are
+  const auto scaled = report_json(r.dir), own = report_json(r.dir, "--at-set-speed");
+  const auto& speed = scaled.at("params").at("run_speed");
+  CHECK(speed.at("applied") == true);
+  CHECK(own.at("params").at("run_speed").at("applied") == false);
+  const double f = speed.at("factor").get<double>();
+  CHECK(own.at("params").at("run_speed").at("factor").get<double>() == Approx(f));
+  CHECK(f > 0.1);
+  CHECK(f < 10);
+  for (size_t i = 0; i < sizes.size(); i++) {
+    std::sort(pooled[i].begin(), pooled[i].end());
+    CHECK(speed.at("measured_ns")[i].get<double>() == Approx((pooled[i][11] + pooled[i][12]) / 2));
+  }
+  for (const char* key : {"L_ns", "o_ns", "Gs_ns_per_byte"})
+    CHECK(scaled.at("params").at(key).get<double>() == Approx(f * own.at("params").at(key).get<double>()));
+  CHECK(scaled.at("params").at("S_bytes") == own.at("params").at("S_bytes"));
+  CHECK(scaled.at("params").at("why").get<std::string>().find("the run's own round trips between ranks 0 and 1") !=
+        std::string::npos);
+
+  // MPIADVISE_PROBE=0 (mpiadvise run --no-probe): none timed, the set's own speed; a job of one rank has
+  // no one to time them with
+  s.env["MPIADVISE_PROBE"] = "0";
+  r = run_job(s);
+  REQUIRE(r.status == 0);
+  mpiadvise::JobLog quiet(r.dir);
+  CHECK_FALSE(quiet.rank(0)->header().contains("message_probe"));
+  CHECK_FALSE(quiet.rank(0)->trailer().contains("message_probe"));
+  CHECK_FALSE(report_json(r.dir).at("params").contains("run_speed"));
+  JobSpec one;
+  one.np = 1;
+  one.program = "ring";
+  one.args = {"10"};
+  r = run_job(one);
+  REQUIRE(r.status == 0);
+  CHECK_FALSE(mpiadvise::JobLog(r.dir).rank(0)->header().contains("message_probe"));
 }

@@ -1,6 +1,8 @@
 // Whether the model explains a run, on traces written by hand: the replay of each is known from the
 // model's equations, the measured times are set to miss it in one known way, and the assessment must
 // name the way and the place.
+#include <cmath>
+
 #include <catch2/catch.hpp>
 
 #include "model_fit.hpp"
@@ -198,4 +200,71 @@ TEST_CASE("a set that prices the messages above what they took is suspected when
   CHECK(named);
   // priced as it ran, nothing of the kind
   CHECK_FALSE(has(assess_fit(t, tcp_facts(), tcp_params(), replayed(t, tcp_params())), MissReason::FastMessages));
+}
+
+namespace {
+
+// A probe of 12 rounds at each size, every round `ratio[i]` times the set's round trip of that size.
+std::vector<std::vector<double>> rounds_at(const std::vector<uint64_t>& bytes, const std::vector<double>& ratio,
+                                           const LogGPSParams& p) {
+  std::vector<std::vector<double>> r;
+  for (size_t i = 0; i < bytes.size(); i++) r.emplace_back(12, ratio[i] * LogGPS(p).round_trip(bytes[i], 0));
+  return r;
+}
+
+Trace sending(const std::vector<std::pair<uint64_t, int>>& sizes) {
+  Trace t;
+  for (const auto& [k, n] : sizes)
+    for (int i = 0; i < n; i++) {
+      Message m;
+      m.src = 0, m.dst = 1, m.bytes = k;
+      t.messages.push_back(m);
+    }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("the run's own round trips scale the set by the speed of the sizes the run sends", "[fit][probe]") {
+  const LogGPSParams p = tcp_params();  // L 10 us, o 1 us, S 64 KiB
+  const std::vector<uint64_t> bytes = {0, 8192, 65536};
+  MessageProbe probe{bytes, rounds_at(bytes, {2, 2, 2}, p), {}};
+  // every size twice the set's: twice, whatever the run sends
+  auto s = probe_speed(probe, p, sending({{100, 5}, {1 << 20, 1}}));
+  REQUIRE(s);
+  CHECK(s->factor == Approx(2));
+  CHECK(s->model_ns[1] == Approx(LogGPS(p).round_trip(8192, 0)));
+  CHECK(s->measured_ns[1] == Approx(2 * s->model_ns[1]));
+  CHECK(*s->init == Approx(2));
+  CHECK_FALSE(s->finalize);
+  // a finalize probe at four times: each size's median over both probes' 24 rounds is the mean of the
+  // two middle ones, 3 times the set's; each probe alone gives its own
+  probe.finalize = rounds_at(bytes, {4, 4, 4}, p);
+  s = probe_speed(probe, p, sending({{8192, 1}}));
+  REQUIRE(s);
+  CHECK(s->factor == Approx(3));
+  CHECK(*s->init == Approx(2));
+  CHECK(*s->finalize == Approx(4));
+
+  // 8 KiB at the set's speed, 64 KiB twice as slow: a run of 8 KiB messages goes at the set's speed, one
+  // of 64 KiB messages twice as slow, and 16 KiB (a third of the way from 8 to 64 KiB over
+  // log(1 + size)) at 2^(1/3)
+  probe = MessageProbe{bytes, rounds_at(bytes, {1, 1, 2}, p), {}};
+  CHECK(probe_speed(probe, p, sending({{8192, 10}}))->factor == Approx(1));
+  CHECK(probe_speed(probe, p, sending({{65536, 10}}))->factor == Approx(2));
+  CHECK(probe_speed(probe, p, sending({{1 << 20, 10}}))->factor == Approx(2));  // held beyond the largest
+  const double third = (std::log1p(16384.0) - std::log1p(8192.0)) / (std::log1p(65536.0) - std::log1p(8192.0));
+  CHECK(third == Approx(1.0 / 3).epsilon(0.001));
+  CHECK(probe_speed(probe, p, sending({{16384, 10}}))->factor == Approx(std::pow(2, third)));
+  // messages of both sizes: each weighed by the time the set gives them (count x round trip / 2)
+  const double w8 = 30 * LogGPS(p).round_trip(8192, 0), w64 = 10 * LogGPS(p).round_trip(65536, 0);
+  CHECK(probe_speed(probe, p, sending({{8192, 30}, {65536, 10}}))->factor ==
+        Approx(std::exp(w64 * std::log(2) / (w8 + w64))));
+  // no point-to-point message: the geometric mean of the sizes' ratios
+  CHECK(probe_speed(probe, p, Trace{})->factor == Approx(std::cbrt(2)));
+
+  // nothing to scale by: no rounds, a size with none, a round trip of 0
+  CHECK_FALSE(probe_speed(MessageProbe{bytes, {}, {}}, p, Trace{}));
+  CHECK_FALSE(probe_speed(MessageProbe{bytes, {{1000}, {1000}}, {}}, p, Trace{}));
+  CHECK_FALSE(probe_speed(MessageProbe{bytes, {{1000}, {0}, {1000}}, {}}, p, Trace{}));
 }
