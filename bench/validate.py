@@ -15,12 +15,12 @@ each speed its runs saw, and a report replays a run at the listed speed closest 
 three fell at the slower speed in one validate of four, and its halo rows over vader then missed by +59%
 and +69% at the faster.
 The transports: TCP and shared memory, i.e. Open MPI's ob1 over btl tcp or vader, and MPICH's ch4 over
-UCX with UCX_TLS=tcp,self or sm,self. A row: how long messages take on the machine just before its runs against
-just after the calibration ("messages": the summed round trips of 0 B to 64 KiB of calibrate's benchmark, about a
-second each time; 1.25 is 25% slower: this machine's speed moves by that much over minutes, and where a row
-misses, the column says whether the machine had moved; in the first table with it, 0.83-1.36, with no
-relation to the rows that missed), the measured run time (median, and the range over the runs),
-the predicted one, and the replay's error (median over the runs, and its range). Then the advice of the run
+UCX with UCX_TLS=tcp,self or sm,self. A row: the speed of the runs' messages against the set's ("speed": the
+factor by which the report scaled the set to the round trips ranks 0 and 1 timed inside each run,
+libmpiadvise(7) MPIADVISE_PROBE; the median over the runs; 1.25: messages took 25% longer than the set
+prices them), the measured run time (median, and the range over the runs), the predicted one, the replay's
+error (median over the runs, and its range) and the same at the set's own speed (mpiadvise report
+--at-set-speed: what the error was before the tracer timed the run's messages). Then the advice of the run
 whose measured time is the median: an eager limit S is applied to REPS new runs as the advice says (--mca
 for Open MPI, the environment variable for MPICH), a program change where the program takes it as an
 argument (examples/pipeline.c), each new run beside one more of the unchanged program (the two in turn:
@@ -137,43 +137,6 @@ def run(cmd, timeout=None, **kw):
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
-# calibrate's benchmark, briefly: W 100 us, 21 repetitions of 0 B, 1 KiB, 8 KiB and 64 KiB (about a second)
-PROBE = ["100000", "21", "0", "1024", "8192", "65536"]
-
-
-def probe(setup):
-    """How fast this machine moves messages now over this MPI and transport: the sum of the median w = 0 round
-    trips of calibrate's benchmark at a few sizes; None when it measured nothing. A job the benchmark has
-    finished but that does not end (MPICH over UCX's TCP can hang in MPI_Finalize) is stopped."""
-    bench = os.path.join(BUILD, "lib", "mpiadvise", setup.mpi, "mpiadvise-calibrate-bench")
-    with subprocess.Popen([*setup.launcher(), bench, *PROBE], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                          text=True, errors="replace", start_new_session=True, env=setup.environ()) as p:
-        try:
-            out, _ = p.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            for sig in (signal.SIGTERM, signal.SIGKILL):  # SIGTERM to mpirun ends its ranks
-                try:
-                    os.killpg(p.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    out, _ = p.communicate(timeout=10)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            else:
-                out, _ = p.communicate()
-    medians = []
-    for line in out.splitlines():
-        try:
-            d = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(d, dict) and d.get("w") == 0 and d.get("rtt_ns"):
-            medians.append(statistics.median(d["rtt_ns"]))
-    return sum(medians) if len(medians) == len(PROBE) - 2 else None
-
-
 def linked_mpi(exe):
     """openmpi or mpich: the MPI library a program is linked against, as ldd shows it (None: neither)."""
     out = run(["ldd", exe]).stdout
@@ -251,7 +214,7 @@ def applications(mpi):
 
 
 # ---- traced runs and their reports ---------------------------------------------------------------------------
-def traced(name, argv, setup, params, tag, np=2):
+def traced(name, argv, setup, params, tag, np=2, at_set_speed=False):
     """One traced run and its report (JSON). A run that outlives RUN_TIMEOUT is run again, once: MPICH 4.0.2
     over UCX hangs in MPI_Finalize now and then, traced or not."""
     for attempt in (1, 2):
@@ -279,9 +242,15 @@ def traced(name, argv, setup, params, tag, np=2):
     rep = run([MPIADVISE, "report", "--format", "json", "--params", params, d])
     if rep.returncode != 0:
         raise RuntimeError("mpiadvise report %s failed: %s" % (d, rep.stderr.strip()))
+    result = json.loads(rep.stdout)
+    if at_set_speed:  # the same run replayed at the set's own speed, its error beside the scaled one's
+        own = run([MPIADVISE, "report", "--format", "json", "--at-set-speed", "--params", params, d])
+        if own.returncode != 0:
+            raise RuntimeError("mpiadvise report --at-set-speed %s failed: %s" % (d, own.stderr.strip()))
+        result["at_set_speed_error"] = json.loads(own.stdout)["model"]["error"]
     if os.environ.get("BENCH_KEEP") != "1":
         shutil.rmtree(d, ignore_errors=True)
-    return json.loads(rep.stdout)
+    return result
 
 
 def eager_sweep(params):
@@ -421,27 +390,27 @@ def advice_rerun(a, argv, setup, changes):
     return a["kind"], setup, argv + changes[a["kind"]](a)
 
 
-def validate_one(name, argv, setup, np, changes, params, calibrated_probe):
+def validate_one(name, argv, setup, np, changes, params):
     """REPS traced runs of one application on one MPI and transport at np ranks, and each piece of advice
-    applied to REPS new runs: the table's rows, and the figures for results.json (None when the runs failed).
-    calibrated_probe: the probe's figure just after the calibration; the row says the machine's message time
-    now against it (1.25: messages take 25% longer than when the parameter set was measured)."""
-    now = probe(setup)
-    machine = now / calibrated_probe if now and calibrated_probe else None
-    lead = [name, MPI_NAME[setup.mpi], setup.name, np, "%.2f" % machine if machine else "-"]
+    applied to REPS new runs: the table's rows, and the figures for results.json (None when the runs failed)."""
+    lead = [name, MPI_NAME[setup.mpi], setup.name, np]
     try:
-        reports = [traced(name, argv, setup, params, "base", np) for _ in range(REPS)]
+        reports = [traced(name, argv, setup, params, "base", np, at_set_speed=True) for _ in range(REPS)]
     except RuntimeError as e:
-        return [tuple(lead + ["-", "-", "-", "failed: %s" % e, "", "", "", "", ""])], None
+        return [tuple(lead + ["-", "-", "-", "-", "-", "failed: %s" % e, "", "", "", "", ""])], None
     measured = [r["model"]["measured_ns"] for r in reports]
     predicted = [r["model"]["predicted_ns"] for r in reports]
     errors = [r["model"]["error"] for r in reports]
+    at_set = [r["at_set_speed_error"] for r in reports]
+    speeds = [r["params"]["run_speed"]["factor"] for r in reports if "run_speed" in r["params"]]
+    speed = statistics.median(speeds) if len(speeds) == len(reports) else None
     base = median_run(reports)
-    row = lead + [spread(measured, ms), ms(statistics.median(predicted)),
-                  "%s (%s..%s)" % (pct(statistics.median(errors)), pct(min(errors)), pct(max(errors)))]
-    result = {"application": name, "mpi": setup.mpi, "transport": setup.name, "ranks": np, "machine": machine,
-              "measured_ns": measured,
-              "predicted_ns": predicted, "errors": errors, "advice": []}
+    row = lead + ["%.2f" % speed if speed else "-", spread(measured, ms), ms(statistics.median(predicted)),
+                  "%s (%s..%s)" % (pct(statistics.median(errors)), pct(min(errors)), pct(max(errors))),
+                  pct(statistics.median(at_set))]
+    result = {"application": name, "mpi": setup.mpi, "transport": setup.name, "ranks": np, "speed": speed,
+              "speeds": speeds, "measured_ns": measured, "predicted_ns": predicted, "errors": errors,
+              "errors_at_set_speed": at_set, "advice": []}
     # a row beyond the model's expected error: what the report itself suspects, in the median run
     if abs(statistics.median(errors)) > 0.10:
         result["suspects"] = [{"reason": s["reason"], "detail": s["detail"]} for s in base["model"]["fit"]["suspects"]]
@@ -502,7 +471,7 @@ def main():
           % (REPS, ",".join(map(str, NPS)), " and ".join(MPI_NAME[m] for m in mpis), open("/proc/loadavg").read().split()[0]),
           flush=True)
 
-    params, probes = {}, {}
+    params = {}
     for m in mpis:
         for t in transports:
             setup = Setup(m, t)
@@ -517,7 +486,6 @@ def main():
                 residuals.append("; ".join(l.strip() for l in c.stdout.splitlines()
                                            if "residual RMS" in l or l.strip().startswith("above ")))
             params[(m, t)] = f
-            probes[(m, t)] = probe(setup)
             if CALIBRATIONS == 1:
                 print("  parameters for %s %s: %s (%s)" % (MPI_NAME[m], setup.name, f, residuals[0]), flush=True)
                 continue
@@ -537,8 +505,8 @@ def main():
         with open(os.path.join(OUT, "results.json"), "w") as f:
             json.dump({"rows": results, "eager_sweep": [list(r) for r in partial_sweep]}, f, indent=1)
 
-    header = ("application", "MPI", "transport", "ranks", "messages", "measured ms", "predicted ms", "error", "advice",
-              "what-if ms", "rerun ms", "unchanged ms", "what-if error", "realised")
+    header = ("application", "MPI", "transport", "ranks", "speed", "measured ms", "predicted ms", "error", "at set speed",
+              "advice", "what-if ms", "rerun ms", "unchanged ms", "what-if error", "realised")
     for m in mpis:
         for np in NPS:
             for name, argv, why, setup_of, changes in applications(m):
@@ -550,19 +518,19 @@ def main():
                         continue
                     setup = Setup(m, t, *extra)
                     if why or argv is None:
-                        rows.append((name, MPI_NAME[m], setup.name, np, "-", "-", "-", "-", "not run: " + (why or "?"),
-                                     "", "", "", "", ""))
+                        rows.append((name, MPI_NAME[m], setup.name, np, "-", "-", "-", "-", "-",
+                                     "not run: " + (why or "?"), "", "", "", "", ""))
                         continue
                     if (m, t, np) in hung:
-                        rows.append((name, MPI_NAME[m], setup.name, np, "-", "-", "-", "-",
+                        rows.append((name, MPI_NAME[m], setup.name, np, "-", "-", "-", "-", "-",
                                      "not run: an application hung twice before it here", "", "", "", "", ""))
                         continue
-                    row_list, result = validate_one(name, argv, setup, np, changes, params[(m, t)], probes[(m, t)])
+                    row_list, result = validate_one(name, argv, setup, np, changes, params[(m, t)])
                     rows += row_list
                     if result:
                         results.append(result)
                         keep([])
-                    elif "hung twice" in str(row_list[0][8]):
+                    elif "hung twice" in str(row_list[0][9]):
                         hung.add((m, t, np))
                     # each row as it is measured; the table follows at the end
                     for r in row_list:
@@ -572,10 +540,10 @@ def main():
     if ("openmpi", "tcp") in params and (not only or "sweep" in only):
         sweep = eager_sweep(params[("openmpi", "tcp")])
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-    widths[8] = min(widths[8], 60)
+    widths[9] = min(widths[9], 60)
     for r in ([header] + rows) if rows else []:
         cells = [str(c) for c in r]
-        print("  " + "  ".join(c.ljust(w) if i in (0, 1, 2, 8) else c.rjust(w)
+        print("  " + "  ".join(c.ljust(w) if i in (0, 1, 2, 9) else c.rjust(w)
                                for i, (c, w) in enumerate(zip(cells, widths))).rstrip())
     missed = [r for r in results if "suspects" in r]
     if missed:
@@ -583,7 +551,7 @@ def main():
     for r in missed:
         s = r["suspects"][0] if r["suspects"] else {"reason": "none", "detail": "the report names no cause"}
         detail = s["detail"] if len(s["detail"]) <= 150 else s["detail"][:147] + "..."
-        machine = " (messages %.2fx the calibration's)" % r["machine"] if r.get("machine") else ""
+        machine = " (messages at %.2fx the set's times)" % r["speed"] if r.get("speed") else ""
         print("    %s, %s %s, %d ranks, %s%s: %s: %s" % (r["application"], MPI_NAME[r["mpi"]], r["transport"], r["ranks"],
               pct(statistics.median(r["errors"])), machine, s["reason"], detail))
     keep(sweep)
