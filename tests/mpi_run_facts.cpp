@@ -248,7 +248,7 @@ TEST_CASE("ranks 0 and 1 time round trips at MPI_Init and MPI_Finalize, and the 
     const auto rounds = p.at("round_trip_ns").get<std::vector<std::vector<double>>>();
     REQUIRE(rounds.size() == sizes.size());
     for (size_t i = 0; i < sizes.size(); i++) {
-      CHECK(rounds[i].size() == 12);
+      CHECK(rounds[i].size() == 16);
       for (double t : rounds[i]) CHECK(t > 0);
       pooled[i].insert(pooled[i].end(), rounds[i].begin(), rounds[i].end());
     }
@@ -256,7 +256,7 @@ TEST_CASE("ranks 0 and 1 time round trips at MPI_Init and MPI_Finalize, and the 
   CHECK_FALSE(job.rank(1)->header().contains("message_probe"));  // rank 0 records them
   CHECK_FALSE(job.rank(1)->trailer().contains("message_probe"));
 
-  // the report: each size's median over both probes' 24 rounds (the mean of the two middle ones), the
+  // the report: each size's median over both probes' 32 round trips (the mean of the two middle ones), the
   // set's times scaled by the factor, which --at-set-speed leaves as they are
   const auto scaled = report_json(r.dir), own = report_json(r.dir, "--at-set-speed");
   const auto& speed = scaled.at("params").at("run_speed");
@@ -268,7 +268,7 @@ TEST_CASE("ranks 0 and 1 time round trips at MPI_Init and MPI_Finalize, and the 
   CHECK(f < 10);
   for (size_t i = 0; i < sizes.size(); i++) {
     std::sort(pooled[i].begin(), pooled[i].end());
-    CHECK(speed.at("measured_ns")[i].get<double>() == Approx((pooled[i][11] + pooled[i][12]) / 2));
+    CHECK(speed.at("measured_ns")[i].get<double>() == Approx((pooled[i][15] + pooled[i][16]) / 2));
   }
   for (const char* key : {"L_ns", "o_ns", "Gs_ns_per_byte"})
     CHECK(scaled.at("params").at(key).get<double>() == Approx(f * own.at("params").at(key).get<double>()));
