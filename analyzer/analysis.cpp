@@ -197,6 +197,7 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
   check_same_trace(a.trace, dir);
   a.facts = run_facts(*a.job);
   a.chosen = choose_params(a.facts, params, default_params_dir());
+  a.set_params = a.chosen.params;
   if (const auto probe = message_probe(*a.job)) a.probe = probe_speed(*probe, a.chosen.params, a.trace);
   if (at_set_speed) {
     a.chosen.why += "; at the set's speed (--at-set-speed)";

@@ -23,6 +23,9 @@ struct Analysis {
   Trace trace;
   RunFacts facts;
   ChosenParams chosen;
+  // The chosen set at its own speed, scaled to nothing the run shows: what the gate replays, so that a
+  // machine's speed in one run against another's is no change of the program (mpiadvise-gate(1)).
+  LogGPSParams set_params;
   // The run's message speed from the round trips the tracer timed inside it, against the chosen set
   // (before scaling it to them); none where the log has no probe.
   std::optional<ProbeSpeed> probe;

@@ -79,10 +79,10 @@ RunFigures run_figures(const Analysis& a) {
   const Trace& t = a.trace;
   RunFigures f;
   f.source = a.dir;
-  f.params = a.chosen.params.name;
+  f.params = a.set_params.name;
   f.ranks = t.world_size;
   ReplayOptions options;
-  options.params = a.chosen.params;
+  options.params = a.set_params;
   const LogGPS model(options.params);
 
   // The steady replay: the repeated intervals at their steady values, the one-offs at nothing. A one-off
