@@ -208,9 +208,9 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
     std::string sizes;
     for (size_t i = 0; i < a.probe->bytes.size(); i++)
       sizes += fmt::format("{}{} B x{:.2f}", i ? ", " : "", a.probe->bytes[i], a.probe->measured_ns[i] / a.probe->model_ns[i]);
-    a.chosen.why += fmt::format("; its times x{:.3f}: the run's own round trips between ranks 0 and 1 ({}) against the "
+    a.chosen.why += fmt::format("; its times x{:.3f}: the run's own round trips between ranks 0 and {} ({}) against the "
                                 "set's",
-                                a.probe->factor, sizes);
+                                a.probe->factor, a.probe->partner, sizes);
   } else if (const auto speed = run_speed(a.trace, a.facts, a.chosen.params)) {
     a.chosen.params = a.chosen.params.scaled(speed->factor);
     for (double& f : a.chosen.params.speeds) f /= speed->factor;  // now on the scaled set's times

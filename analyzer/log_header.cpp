@@ -94,6 +94,11 @@ void check_probe(json& obj, Checker& c) {
     auto times = it->find("round_trip_ns");
     if (bytes == it->end() || !bytes->is_array() || times == it->end() || !times->is_array())
       return "an object without the arrays 'bytes' and 'round_trip_ns'";
+    auto ranks = it->find("ranks");
+    if (ranks != it->end() && (!ranks->is_array() || ranks->size() != 2 || !(*ranks)[0].is_number_unsigned() ||
+                               (*ranks)[0] != 0 || !(*ranks)[1].is_number_unsigned() || (*ranks)[1] == 0 ||
+                               (*ranks)[1] >= kMaxWorldSize))
+      return "an object whose 'ranks' are not [0, another rank]";
     if (bytes->empty() || bytes->size() > 64 || times->size() != bytes->size())
       return fmt::format("an object with {} sizes and {} lists of round trips", bytes->size(), times->size());
     for (const auto& k : *bytes)

@@ -81,6 +81,7 @@ std::optional<MessageProbe> message_probe(const JobLog& job) {
       if (!p.bytes.empty() && bytes != p.bytes) return;  // not the init's sizes: left out
       p.bytes = bytes;
       into = (*it)["round_trip_ns"].get<std::vector<std::vector<double>>>();
+      if (auto ranks = it->find("ranks"); ranks != it->end()) p.partner = (*ranks)[1].get<int>();
     };
     read(r->header(), p.init);
     read(r->trailer(), p.finalize);
@@ -167,6 +168,7 @@ std::optional<ProbeSpeed> probe_speed(const MessageProbe& probe, const LogGPSPar
   if (probe.bytes.empty() || !std::is_sorted(probe.bytes.begin(), probe.bytes.end())) return std::nullopt;
   ProbeSpeed s;
   s.bytes = probe.bytes;
+  s.partner = probe.partner;
   const LogGPS model(params);
   for (uint64_t k : probe.bytes) s.model_ns.push_back(model.round_trip(k, 0));
   std::vector<const std::vector<std::vector<double>>*> both;

@@ -67,11 +67,12 @@ struct RunSpeed {
 };
 std::optional<RunSpeed> run_speed(const Trace& trace, const RunFacts& facts, const LogGPSParams& params);
 
-// Round trips between ranks 0 and 1 that the tracer timed inside the run, at MPI_Init and at MPI_Finalize
-// (libtrace/probe.c; rank 0's header and trailer): each size's rounds, in nanoseconds.
+// Round trips between rank 0 and a partner that the tracer timed inside the run, at MPI_Init and at
+// MPI_Finalize (libtrace/probe.c; rank 0's header and trailer): each size's rounds, in nanoseconds.
 struct MessageProbe {
   std::vector<uint64_t> bytes;
   std::vector<std::vector<double>> init, finalize;  // [size][round]; empty where the log has none
+  int partner = 1;  // the rank that timed them with rank 0: 1, or the first on another host than rank 0's
 };
 // None when the job has no rank 0 log, or it holds no probe (MPIADVISE_PROBE=0, one rank, an older log).
 std::optional<MessageProbe> message_probe(const JobLog& job);
@@ -89,6 +90,7 @@ struct ProbeSpeed {
   std::vector<uint64_t> bytes;
   std::vector<double> measured_ns, model_ns;  // per size: the median round trip, and the set's
   std::optional<double> init, finalize;       // the factor from each probe alone
+  int partner = 1;                            // MessageProbe's
 };
 std::optional<ProbeSpeed> probe_speed(const MessageProbe& probe, const LogGPSParams& params, const Trace& trace);
 

@@ -156,7 +156,7 @@ struct Builder {
     const LogGPSParams& p = a.chosen.params;
     r.params = {p, a.chosen.why, p.description, {}};
     if (a.probe)
-      r.params.run_speed = report::ProbedSpeed{a.probe->factor, a.probe_applied, a.probe->bytes,
+      r.params.run_speed = report::ProbedSpeed{a.probe->partner, a.probe->factor, a.probe_applied, a.probe->bytes,
                                                a.probe->measured_ns, a.probe->model_ns, a.probe->init,
                                                a.probe->finalize};
     report::Model& m = r.model;

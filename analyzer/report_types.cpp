@@ -72,12 +72,13 @@ void from_json(const json& j, Location& v) {
 }
 
 void to_json(json& j, const ProbedSpeed& v) {
-  j = {{"factor", v.factor}, {"applied", v.applied}, {"bytes", v.bytes}, {"measured_ns", v.measured_ns},
+  j = {{"partner", v.partner}, {"factor", v.factor}, {"applied", v.applied}, {"bytes", v.bytes}, {"measured_ns", v.measured_ns},
        {"model_ns", v.model_ns}};
   put(j, "init_factor", v.init);
   put(j, "finalize_factor", v.finalize);
 }
 void from_json(const json& j, ProbedSpeed& v) {
+  v.partner = j.value("partner", 1);
   v.factor = j.at("factor").get<double>();
   v.applied = j.at("applied").get<bool>();
   v.bytes = j.at("bytes").get<std::vector<uint64_t>>();

@@ -53,6 +53,7 @@ struct Summary {
 // The run's message speed from its own round trips (model_fit.hpp, ProbeSpeed), and whether the set was
 // scaled to it (not with --at-set-speed)
 struct ProbedSpeed {
+  int partner = 1;  // the rank that timed the round trips with rank 0
   double factor = 1;
   bool applied = false;
   std::vector<uint64_t> bytes;

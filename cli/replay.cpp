@@ -326,7 +326,7 @@ void common_options(CLI::App* sub, ReplayCommand& c) {
 
 void add_at_set_speed_option(CLI::App* sub, bool& flag) {
   sub->add_flag("--at-set-speed", flag,
-                "Replay at the parameter set's own speed, not at the one the run's round trips between ranks 0 and 1 "
+                "Replay at the parameter set's own speed, not at the one the run's round trips between rank 0 and a partner "
                 "(timed by the tracer at MPI_Init and MPI_Finalize) show");
 }
 

@@ -186,7 +186,7 @@ std::function<int()> add_run(CLI::App& app) {
   sub->add_option("--clock", o->clock, "Event clock: tsc, monotonic or auto (default auto)")
       ->check(CLI::IsMember({"tsc", "monotonic", "auto"}));
   sub->add_flag("--no-probe", o->no_probe,
-                "Time no round trips between ranks 0 and 1 at MPI_Init and MPI_Finalize (the report then replays at "
+                "Time no round trips between rank 0 and a partner at MPI_Init and MPI_Finalize (the report then replays at "
                 "the parameter set's speed)");
   sub->add_option("--lib", o->lib, "The tracing library (default: the one built for the job's MPI, lib/mpiadvise/MPI/libmpiadvise.so)");
   sub->add_option("command", o->command, "The launcher and its arguments, after --")->required();

@@ -33,6 +33,7 @@ static int g_fd = -1;
 static MPI_Comm g_comm = MPI_COMM_NULL; /* our own traffic at init and finalize only */
 static char g_path[sizeof mpa_cfg.dir + 32];
 static char g_hosts_differ;
+static char g_host_differs; /* this rank's host is not rank 0's */
 static int g_probe; /* rank 0's MPIADVISE_PROBE, which every rank follows (probe.c) */
 
 static void update_active(void) { mpa_active = g_enabled && g_started && !g_finished && !g_paused; }
@@ -252,6 +253,7 @@ static int64_t clock_offset(const char **method)
   if (mpa_rank == 0) strcpy(host0, host);
   PMPI_Bcast(host0, sizeof host0, MPI_CHAR, 0, g_comm);
   int differs = strcmp(host, host0) != 0, any = 0;
+  g_host_differs = (char)differs;
   PMPI_Allreduce(&differs, &any, 1, MPI_INT, MPI_MAX, g_comm);
   g_hosts_differ = (char)any;
   *method = "same-host";
@@ -290,6 +292,19 @@ static int64_t clock_offset(const char **method)
   }
   *method = differs ? "ping-pong" : "same-host";
   return offset;
+}
+
+/* Round trips between rank 0 and a partner (probe.c): the first rank on another host than rank 0's where
+ * the job spans hosts (the messages a parameter set for it prices cross hosts; two ranks on one host
+ * would time shared memory), else rank 1. Every rank calls it: the choice is a collective. */
+static void probe_messages(mpa_bytes *json)
+{
+  int partner = 1;
+  if (g_hosts_differ) {
+    int mine = g_host_differs ? mpa_rank : mpa_size;
+    PMPI_Allreduce(&mine, &partner, 1, MPI_INT, MPI_MIN, g_comm);
+  }
+  mpa_probe_messages(g_comm, mpa_rank, mpa_size, partner, json);
 }
 
 /* ---- signals and exit ------------------------------------------------------------------------------ */
@@ -438,7 +453,7 @@ static void start(uint32_t call, uint64_t t0, void *ra)
                         strerror(any_err));
 
   /* The job's identity, in every rank's header: a reader tells the logs of two jobs apart by it; and
-   * whether ranks 0 and 1 time round trips, as rank 0 was told (both must, or neither). */
+   * whether rank 0 and a partner time round trips, as rank 0 was told (both must, or neither). */
   struct {
     char job[128];
     int probe;
@@ -467,7 +482,7 @@ static void start(uint32_t call, uint64_t t0, void *ra)
   const char *method;
   int64_t offset = clock_offset(&method);
   mpa_bytes probe = {0};
-  if (g_probe) mpa_probe_messages(g_comm, mpa_rank, mpa_size, &probe);
+  if (g_probe) probe_messages(&probe);
   /* The whole head of the log (file header and header JSON) is made before the file and written with
    * one write() right after creating it: a rank killed in between leaves no log at all rather than an
    * empty one, except for that one system call. */
@@ -553,7 +568,7 @@ static void finish(void *ra)
   const char *method;
   int64_t offset = clock_offset(&method);
   mpa_bytes probe = {0};
-  if (g_probe) mpa_probe_messages(g_comm, mpa_rank, mpa_size, &probe);
+  if (g_probe) probe_messages(&probe);
   const char *werr = NULL;
   if (writing) {
     mpa_writer_stop();

@@ -1,10 +1,11 @@
 /* The machine's message speed inside the traced job. Messages on these machines go 15-30% faster or
  * slower from one job to the next and over minutes, and a parameter set prices them at the speed its
  * calibration saw: a job whose time is mostly messages was then predicted 16-28% off with nothing wrong in
- * the model. So ranks 0 and 1 time a few round trips of the sizes below on the tracer's own communicator,
+ * the model. So rank 0 and a partner (rank 1, or the first rank on another host: core.c) time a few round
+ * trips of the sizes below on the tracer's own communicator,
  * at MPI_Init and at MPI_Finalize, the way calibrate's benchmark times them (cli/calibrate_bench.c:
- * each rank writes what it sends just before sending it, rank 1's writing is timed and taken out, rank 1
- * receives at once). Rank 0 records them in its header and its trailer ("message_probe"), and the report
+ * each rank writes what it sends just before sending it, the partner's writing is timed and taken out, the
+ * partner receives at once). Rank 0 records them in its header and its trailer ("message_probe"), and the report
  * replays the run at the speed they show against the set's model (analyzer/model_fit.cpp, probe_speed).
  * The sizes are taken in turn, round after round, so that a moment of the machine's touches each of them
  * alike, three round trips of a size in a row of which the first is not timed: a round trip just after one
@@ -27,10 +28,10 @@ static void write_lines(char *buf, int k)
   for (int i = 0; i < k; i += 64) buf[i]++;
 }
 
-void mpa_probe_messages(MPI_Comm comm, int rank, int size, mpa_bytes *json)
+void mpa_probe_messages(MPI_Comm comm, int rank, int size, int partner, mpa_bytes *json)
 {
-  if (size < 2 || rank > 1) return;
-  const int peer = 1 - rank;
+  if (size < 2 || partner < 1 || partner >= size || (rank != 0 && rank != partner)) return;
+  const int peer = rank == 0 ? partner : 0;
   char *sbuf = malloc((size_t)kBytes[kSizes - 1]), *rbuf = malloc((size_t)kBytes[kSizes - 1]);
   int ok = sbuf && rbuf, peer_ok = 0;
   /* both take part or neither */
@@ -67,12 +68,12 @@ void mpa_probe_messages(MPI_Comm comm, int rank, int size, mpa_bytes *json)
   }
   free(sbuf);
   free(rbuf);
-  if (rank == 1) {
+  if (rank != 0) {
     PMPI_Send(wrote, kSizes * kTimed, MPI_DOUBLE, 0, kTag, comm);
     return;
   }
-  PMPI_Recv(wrote, kSizes * kTimed, MPI_DOUBLE, 1, kTag, comm, MPI_STATUS_IGNORE);
-  mpa_json_raw(json, "{\"ranks\":[0,1],\"bytes\":[");
+  PMPI_Recv(wrote, kSizes * kTimed, MPI_DOUBLE, peer, kTag, comm, MPI_STATUS_IGNORE);
+  mpa_json_fmt(json, "{\"ranks\":[0,%d],\"bytes\":[", peer);
   for (int i = 0; i < kSizes; i++) mpa_json_fmt(json, "%s%d", i ? "," : "", kBytes[i]);
   mpa_json_raw(json, "],\"round_trip_ns\":[");
   for (int i = 0; i < kSizes; i++) {

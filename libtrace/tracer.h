@@ -174,9 +174,9 @@ void mpa_header_json(mpa_bytes *b, int rank, int size, int thread_level, const c
                      uint64_t sync_ns, const mpa_bytes *message_probe);
 
 /* ---- the machine's message speed (probe.c) --------------------------------------------------------- */
-/* Ranks 0 and 1 of comm time round trips between them; rank 0 appends them to json as a JSON object.
- * Every other rank returns at once. */
-void mpa_probe_messages(MPI_Comm comm, int rank, int size, mpa_bytes *json);
+/* Ranks 0 and partner of comm time round trips between them; rank 0 appends them to json as a JSON
+ * object. Every other rank returns at once. */
+void mpa_probe_messages(MPI_Comm comm, int rank, int size, int partner, mpa_bytes *json);
 
 /* ---- PAPI (papi.c) --------------------------------------------------------------------------------- */
 int mpa_papi_init(int rank);             /* number of counters recorded (0: none) */

@@ -244,6 +244,7 @@ TEST_CASE("ranks 0 and 1 time round trips at MPI_Init and MPI_Finalize, and the 
   for (const auto* part : {&job.rank(0)->header(), &job.rank(0)->trailer()}) {
     REQUIRE(part->contains("message_probe"));
     const auto& p = part->at("message_probe");
+    CHECK(p.at("ranks") == nlohmann::json::array({0, 1}));
     CHECK(p.at("bytes").get<std::vector<uint64_t>>() == sizes);
     const auto rounds = p.at("round_trip_ns").get<std::vector<std::vector<double>>>();
     REQUIRE(rounds.size() == sizes.size());
@@ -294,4 +295,33 @@ TEST_CASE("ranks 0 and 1 time round trips at MPI_Init and MPI_Finalize, and the 
   r = run_job(one);
   REQUIRE(r.status == 0);
   CHECK_FALSE(mpiadvise::JobLog(r.dir).rank(0)->header().contains("message_probe"));
+}
+
+TEST_CASE("in a job on two hosts rank 0 times its round trips with the first rank on the other host", "[facts][probe]") {
+  // ranks 0 and 1 on this host, rank 2 in its own UTS namespace under another host name: the round trips
+  // must cross hosts, as the messages a parameter set for the job prices do
+  fs::path dir = fresh_dir("probe-hosts") / "logs";
+  std::string prog = program_path("ring").string();
+  JobSpec two;
+  two.np = 2;
+  std::string cmd = "timeout 120 " + (build_dir() / "bin" / "mpiadvise").string() + " run --dir " + dir.string() +
+                    " -- " + launcher(two) + " " + prog +
+                    " 5 : -np 1 unshare --uts sh -c " + quote("hostname mpiadvise-other-host && exec " + prog + " 5");
+  if (run_command("unshare --uts true").status != 0) {
+    WARN("unshare --uts is not permitted here: the two-host probe case is not run");
+    return;
+  }
+  auto r = run_command(cmd);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  mpiadvise::JobLog job(dir);
+  REQUIRE(job.ranks().size() == 3);
+  CHECK(job.rank(2)->header().at("hostname") == "mpiadvise-other-host");
+  for (const auto* part : {&job.rank(0)->header(), &job.rank(0)->trailer()}) {
+    REQUIRE(part->contains("message_probe"));
+    CHECK(part->at("message_probe").at("ranks") == nlohmann::json::array({0, 2}));
+  }
+  const auto rep = report_json(dir);
+  CHECK(rep.at("params").at("run_speed").at("partner") == 2);
+  CHECK(rep.at("params").at("why").get<std::string>().find("between ranks 0 and 2") != std::string::npos);
 }
