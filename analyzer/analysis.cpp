@@ -199,9 +199,14 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
   a.chosen = choose_params(a.facts, params, default_params_dir());
   a.set_params = a.chosen.params;
   if (const auto probe = message_probe(*a.job)) a.probe = probe_speed(*probe, a.chosen.params, a.trace);
+  const bool probe_plausible = a.probe && a.probe->factor >= kProbeFactorMin && a.probe->factor <= kProbeFactorMax;
+  if (a.probe && !probe_plausible)
+    a.chosen.why += fmt::format("; the run's own round trips between ranks 0 and {} went at x{:.3g} the set's times, "
+                                "beyond {} to {}: not a speed of the machine the set was measured on, not applied",
+                                a.probe->partner, a.probe->factor, kProbeFactorMin, kProbeFactorMax);
   if (at_set_speed) {
     a.chosen.why += "; at the set's speed (--at-set-speed)";
-  } else if (a.probe) {
+  } else if (probe_plausible) {
     a.probe_applied = true;
     a.chosen.params = a.chosen.params.scaled(a.probe->factor);
     for (double& f : a.chosen.params.speeds) f /= a.probe->factor;

@@ -93,6 +93,10 @@ struct ProbeSpeed {
   int partner = 1;                            // MessageProbe's
 };
 std::optional<ProbeSpeed> probe_speed(const MessageProbe& probe, const LogGPSParams& params, const Trace& trace);
+// A factor beyond these is no speed of the machine the set was measured on (here the runs' went at
+// 0.72 to 1.67 of their sets' times): a set for another machine or transport, or a damaged log. The
+// report then leaves the set's times as they are, and says so.
+inline constexpr double kProbeFactorMin = 0.2, kProbeFactorMax = 5;
 
 ModelFit assess_fit(const Trace& trace, const RunFacts& facts, const LogGPSParams& params, const ReplayResult& baseline);
 

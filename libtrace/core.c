@@ -523,6 +523,7 @@ static void start(uint32_t call, uint64_t t0, void *ra)
   }
   PMPI_Bcast(&claim, 1, MPI_INT, 0, g_comm);
   int refused = claim == EEXIST;
+  if (refused || any_err) g_probe = 0; /* no log of rank 0's to hold them at MPI_Finalize (every rank knows) */
   if (mpa_rank != 0 && !err && !refused) err = create_log(head.data, head.len);
   if (mpa_rank == 0 && !err) err = claim;
   mpa_bytes_free(&head);
@@ -567,11 +568,12 @@ static void finish(void *ra)
 
   const char *method;
   int64_t offset = clock_offset(&method);
+  /* the writer thread stopped first: compressing beside the round trips, it would slow them */
+  if (writing) mpa_writer_stop();
   mpa_bytes probe = {0};
   if (g_probe) probe_messages(&probe);
   const char *werr = NULL;
   if (writing) {
-    mpa_writer_stop();
     struct mpa_writer_stats st;
     mpa_writer_stats(&st);
     werr = mpa_writer_error();

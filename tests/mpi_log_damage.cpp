@@ -249,4 +249,21 @@ TEST_CASE("header fields that would make the reader allocate or misplace a rank 
                                             "integer: ignored") != std::string::npos);
   CHECK_FALSE(probe_log.header().contains("message_probe"));
   CHECK(mpiadvise::RankLog(real_log() / "rank-00000.mpa").header().contains("message_probe"));
+  // round trips a thousand times the set's at MPI_Init (the trailer's as they were): the pooled medians
+  // put the run beyond 0.2 to 5 times the set's speed, which no machine the set was measured on goes at;
+  // the report says so and leaves the set's times as they are
+  auto header = nlohmann::json::parse(json);
+  for (auto& size : header["message_probe"]["round_trip_ns"])
+    for (auto& t : size) t = t.get<uint64_t>() * 1000;
+  auto slow = with(json, header.dump());
+  fs::path slow_log = write_copy(slow, slow.size(), "slowprobe");
+  fs::copy_file(real_log() / "rank-00001.mpa", slow_log.parent_path() / "rank-00001.mpa");
+  const auto rep = report_json(slow_log.parent_path());
+  const auto& speed = rep.at("params").at("run_speed");
+  CHECK(speed.at("factor").get<double>() > 5);
+  CHECK(speed.at("applied") == false);
+  CHECK(rep.at("params").at("why").get<std::string>().find("not applied") != std::string::npos);
+  const double own_o = report_json(slow_log.parent_path(), "--at-set-speed").at("params").at("o_ns").get<double>();
+  REQUIRE(own_o > 0);
+  CHECK(rep.at("params").at("o_ns").get<double>() < 5 * own_o);  // at most a [machine] speed of the set
 }

@@ -325,3 +325,27 @@ TEST_CASE("in a job on two hosts rank 0 times its round trips with the first ran
   CHECK(rep.at("params").at("run_speed").at("partner") == 2);
   CHECK(rep.at("params").at("why").get<std::string>().find("between ranks 0 and 2") != std::string::npos);
 }
+
+TEST_CASE("every rank follows rank 0's MPIADVISE_PROBE, so that a job whose ranks were told otherwise ends",
+          "[facts][probe]") {
+  // an MPMD job: rank 0 with one setting, rank 1 with the other; were each rank to follow its own, one
+  // of them would wait for round trips the other never makes
+  std::string prog = program_path("ring").string();
+  JobSpec one;
+  one.np = 1;
+  for (const auto& [first, second] : {std::pair{"1", "0"}, std::pair{"0", "1"}}) {
+    fs::path dir = fresh_dir(std::string("probe-mixed-") + first) / "logs";
+    auto r = run_command("timeout 120 env MPIADVISE_PROBE=" + std::string(first) + " " +
+                         (build_dir() / "bin" / "mpiadvise").string() + " run --dir " + dir.string() + " -- " +
+                         launcher(one) + " " + prog + " 5 : -np 1 env MPIADVISE_PROBE=" + second + " " + prog + " 5");
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    mpiadvise::JobLog job(dir);
+    REQUIRE(job.ranks().size() == 2);
+    // each rank was told its own (the header keeps the MPIADVISE settings of the rank's environment)
+    CHECK(job.rank(0)->header().at("env").value("MPIADVISE_PROBE", "") == first);
+    CHECK(job.rank(1)->header().at("env").value("MPIADVISE_PROBE", "") == second);
+    CHECK(job.rank(0)->header().contains("message_probe") == (std::string(first) == "1"));
+    CHECK(job.rank(0)->trailer().contains("message_probe") == (std::string(first) == "1"));
+  }
+}

@@ -237,6 +237,10 @@ TEST_CASE("the run's own round trips scale the set by the speed of the sizes the
   CHECK(s->measured_ns[1] == Approx(2 * s->model_ns[1]));
   CHECK(*s->init == Approx(2));
   CHECK_FALSE(s->finalize);
+  // a round trip the machine stalled in moves the median, not the factor
+  auto stalled = probe;
+  for (auto& size : stalled.init) size.back() *= 50;
+  CHECK(probe_speed(stalled, p, sending({{8192, 1}}))->factor == Approx(2));
   // a finalize probe at four times: each size's median over both probes' 24 rounds is the mean of the
   // two middle ones, 3 times the set's; each probe alone gives its own
   probe.finalize = rounds_at(bytes, {4, 4, 4}, p);
