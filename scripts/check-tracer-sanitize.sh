@@ -9,7 +9,7 @@ set -u
 build=${1:-build}
 cc=${MPICC:-mpicc.openmpi}
 src=(libtrace/core.c libtrace/buffers.c libtrace/comm.c libtrace/callsite.c libtrace/metadata.c libtrace/papi.c
-     libtrace/support.c libtrace/clock.c "$build/gen/wrappers.c")
+     libtrace/support.c libtrace/clock.c libtrace/probe.c "$build/gen/wrappers.c")
 program=${2:-$build/tests/programs/openmpi/threads}
 [ -x "$program" ] || { echo "check-tracer-sanitize: $program is not built (make tests)"; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
