@@ -24,6 +24,19 @@ int count_calls(const std::vector<Ev>& evs, const std::string& call) {
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
 
+// mpiadvise run of tests/programs/ring on `here` ranks of this host and one more in its own UTS namespace
+// under the host name mpiadvise-other-host (Open MPI's -x applies to one application context, so
+// mpiadvise run is what sets up both); "" where unshare --uts is not permitted
+std::string two_host_job(const fs::path& dir, int here) {
+  if (run_command("unshare --uts true").status != 0) return "";
+  const std::string prog = program_path("ring").string();
+  JobSpec spec;
+  spec.np = here;
+  return "timeout 120 " + (build_dir() / "bin" / "mpiadvise").string() + " run --dir " + dir.string() + " -- " +
+         launcher(spec) + " " + prog + " 5 : -np 1 unshare --uts sh -c " +
+         quote("hostname mpiadvise-other-host && exec " + prog + " 5");
+}
+
 }  // namespace
 
 TEST_CASE("the header records the eager limits read through MPI_T and the MPI environment", "[facts]") {
@@ -70,15 +83,8 @@ TEST_CASE("the header records the eager limits read through MPI_T and the MPI en
 TEST_CASE("ranks on rank 0's host share its clock; a rank on another host gets a measured offset", "[facts]") {
   // rank 1 runs in its own UTS namespace under another host name: the tracer must treat it as remote
   fs::path dir = fresh_dir("clock") / "logs";
-  std::string prog = program_path("ring").string();
-  // Open MPI's -x applies to one application context, so mpiadvise run is what sets up both
-  JobSpec one;
-  one.np = 1;
-  std::string cmd = "timeout 120 " + (build_dir() / "bin" / "mpiadvise").string() + " run --dir " + dir.string() +
-                    " -- " + launcher(one) + " " + prog +
-                    " 5 : -np 1 unshare --uts sh -c " + quote("hostname mpiadvise-other-host && exec " + prog + " 5");
-  auto probe = run_command("unshare --uts true");
-  if (probe.status != 0) {
+  const std::string cmd = two_host_job(dir, 1);
+  if (cmd.empty()) {
     WARN("unshare --uts is not permitted here: the two-host clock case is not run");
     return;
   }
@@ -301,13 +307,8 @@ TEST_CASE("in a job on two hosts rank 0 times its round trips with the first ran
   // ranks 0 and 1 on this host, rank 2 in its own UTS namespace under another host name: the round trips
   // must cross hosts, as the messages a parameter set for the job prices do
   fs::path dir = fresh_dir("probe-hosts") / "logs";
-  std::string prog = program_path("ring").string();
-  JobSpec two;
-  two.np = 2;
-  std::string cmd = "timeout 120 " + (build_dir() / "bin" / "mpiadvise").string() + " run --dir " + dir.string() +
-                    " -- " + launcher(two) + " " + prog +
-                    " 5 : -np 1 unshare --uts sh -c " + quote("hostname mpiadvise-other-host && exec " + prog + " 5");
-  if (run_command("unshare --uts true").status != 0) {
+  const std::string cmd = two_host_job(dir, 2);
+  if (cmd.empty()) {
     WARN("unshare --uts is not permitted here: the two-host probe case is not run");
     return;
   }
