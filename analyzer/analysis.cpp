@@ -188,7 +188,7 @@ void check_same_trace(const Trace& t, const std::string& dir) {
 }
 
 Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs,
-                 bool at_set_speed) {
+                 const ReplaySpeed& speed) {
   Analysis a;
   a.dir = dir;
   a.job = std::make_unique<JobLog>(dir);
@@ -204,8 +204,12 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
     a.chosen.why += fmt::format("; the run's own round trips between ranks 0 and {} went at x{:.3g} the set's times, "
                                 "beyond {} to {}: not a speed of the machine the set was measured on, not applied",
                                 a.probe->partner, a.probe->factor, kProbeFactorMin, kProbeFactorMax);
-  if (at_set_speed) {
+  if (speed.at_set) {
     a.chosen.why += "; at the set's speed (--at-set-speed)";
+  } else if (speed.factor) {
+    a.chosen.params = a.chosen.params.scaled(*speed.factor);
+    for (double& f : a.chosen.params.speeds) f /= *speed.factor;
+    a.chosen.why += fmt::format("; its times x{:.3f} (--speed)", *speed.factor);
   } else if (probe_plausible) {
     a.probe_applied = true;
     a.chosen.params = a.chosen.params.scaled(a.probe->factor);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,9 +49,16 @@ struct Analysis {
 // not with analysis_threads() replays at once, lowers them to as many as fit, and says so on stderr.
 void check_memory(const JobLog& job);
 
-// at_set_speed: replay at the chosen set's speed, not at the one the run's own round trips show.
+// The speed a replay goes at: by default the run's own (its round trips, else the [machine] speeds); at_set:
+// the chosen set's own (--at-set-speed); factor: the set's times multiplied by it (--speed F), e.g. the
+// speed another run of the same program went at, to set a what-if beside that run.
+struct ReplaySpeed {
+  bool at_set = false;
+  std::optional<double> factor;
+};
+
 Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs = {},
-                 bool at_set_speed = false);
+                 const ReplaySpeed& speed = {});
 
 // Call sites with a function but no line (a program stripped of its debug information, or whose
 // debug files are not found) keyed as one site per function (module and function): their calls and

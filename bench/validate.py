@@ -27,7 +27,10 @@ argument (examples/pipeline.c), each new run beside one more of the unchanged pr
 this machine's speed drifts over minutes, and a rerun compared with the first runs measured the drift as
 much as the change: the halo's S = 262144 realised -24% in one table, 160% in another); the row says the
 time the what-if predicted for the changed run, the median measured one and the unchanged runs' beside
-it, the what-if's error against the changed runs, and the share of the predicted cut that the change
+it, the what-if's error against the changed runs, the same error with the what-if made again at the speed
+the changed runs went at ("at rerun speed": the median run reported with --speed set to the median of
+their params.run_speed.factor; the what-if replays the base run at its speed and the reruns go at theirs,
+and on this machine the two differ by up to 30%), and the share of the predicted cut that the change
 realised against the unchanged runs beside it. Each application's rows are printed as it is measured
 ("measured: ...") and results.json rewritten, so that a run stopped half-way keeps its figures; the table
 follows at the end. An application that hung twice (MPICH 4.0.2 over UCX, 4 ranks on 2 cores) ends that
@@ -214,9 +217,10 @@ def applications(mpi):
 
 
 # ---- traced runs and their reports ---------------------------------------------------------------------------
-def traced(name, argv, setup, params, tag, np=2, at_set_speed=False):
+def traced(name, argv, setup, params, tag, np=2, at_set_speed=False, keep=False):
     """One traced run and its report (JSON). A run that outlives RUN_TIMEOUT is run again, once: MPICH 4.0.2
-    over UCX hangs in MPI_Finalize now and then, traced or not."""
+    over UCX hangs in MPI_Finalize now and then, traced or not. keep: its logs stay (result["dir"]) for the
+    caller to report again and remove (drop_logs)."""
     for attempt in (1, 2):
         d = os.path.join(OUT, "runs", "%s-%s-%s-%s-%d" % (name, setup.mpi, setup.name, tag, time.monotonic_ns()))
         cwd = OUT
@@ -248,9 +252,37 @@ def traced(name, argv, setup, params, tag, np=2, at_set_speed=False):
         if own.returncode != 0:
             raise RuntimeError("mpiadvise report --at-set-speed %s failed: %s" % (d, own.stderr.strip()))
         result["at_set_speed_error"] = json.loads(own.stdout)["model"]["error"]
-    if os.environ.get("BENCH_KEEP") != "1":
-        shutil.rmtree(d, ignore_errors=True)
+    result["dir"] = d
+    if not keep:
+        drop_logs([result])
     return result
+
+
+def drop_logs(results):
+    if os.environ.get("BENCH_KEEP") != "1":
+        for r in results:
+            shutil.rmtree(r["dir"], ignore_errors=True)
+
+
+def whatif_at_speed(base, params, advice, reruns):
+    """The what-if of one piece of advice made again at the speed its reruns went at: the base run reported with
+    --speed set to the median of the reruns' own factors (params.run_speed), the same advice found in it (its
+    kind and value, or its kind and call sites). A what-if is made at the speed of the run it replays and the
+    reruns go at theirs; compared so, the machine's drift between the two jobs is out of the what-if's error.
+    None when a rerun has no factor or the advice is not given at that speed."""
+    factors = [r["params"]["run_speed"]["factor"] for r in reruns
+               if r["params"].get("run_speed", {}).get("applied")]
+    if len(factors) != len(reruns):
+        return None, None
+    factor = statistics.median(factors)
+    rep = run([MPIADVISE, "report", "--format", "json", "--speed", "%.6g" % factor, "--params", params, base["dir"]])
+    if rep.returncode != 0:
+        raise RuntimeError("mpiadvise report --speed %.6g %s failed: %s" % (factor, base["dir"], rep.stderr.strip()))
+
+    def key(a):
+        return (a["kind"], a.get("value"), tuple(s.get("text") for s in a.get("sites", [])))
+    same = [b for b in json.loads(rep.stdout)["advice"] if key(b) == key(advice)]
+    return factor, same[0]["predicted_ns"] if same else None
 
 
 def eager_sweep(params):
@@ -395,9 +427,9 @@ def validate_one(name, argv, setup, np, changes, params):
     applied to REPS new runs: the table's rows, and the figures for results.json (None when the runs failed)."""
     lead = [name, MPI_NAME[setup.mpi], setup.name, np]
     try:
-        reports = [traced(name, argv, setup, params, "base", np, at_set_speed=True) for _ in range(REPS)]
+        reports = [traced(name, argv, setup, params, "base", np, at_set_speed=True, keep=True) for _ in range(REPS)]
     except RuntimeError as e:
-        return [tuple(lead + ["-", "-", "-", "-", "-", "failed: %s" % e, "", "", "", "", ""])], None
+        return [tuple(lead + ["-", "-", "-", "-", "-", "failed: %s" % e, "", "", "", "", "", ""])], None
     measured = [r["model"]["measured_ns"] for r in reports]
     predicted = [r["model"]["predicted_ns"] for r in reports]
     errors = [r["model"]["error"] for r in reports]
@@ -414,11 +446,20 @@ def validate_one(name, argv, setup, np, changes, params):
     # a row beyond the model's expected error: what the report itself suspects, in the median run
     if abs(statistics.median(errors)) > 0.10:
         result["suspects"] = [{"reason": s["reason"], "detail": s["detail"]} for s in base["model"]["fit"]["suspects"]]
+    try:
+        return advice_rows(row, result, base, argv, setup, np, changes, params)
+    finally:
+        drop_logs(reports)
+
+
+def advice_rows(row, result, base, argv, setup, np, changes, params):
+    """The rows of the advice of the run whose measured time is the median (base, its logs still there)."""
+    name = result["application"]
     advised = [a for a in base["advice"] if a["kind"] == "raise_eager_limit" or a["kind"] in changes]
     if not advised:
         notes = [n for n in base["notes"] if "no change predicted" in n or "no eager limit" in n or "at most S" in n]
         reason = notes[0] if notes else ""
-        row += ["none" + (": " + (reason[:57] + "..." if len(reason) > 60 else reason) if reason else ""), "", "", "", "", ""]
+        row += ["none" + (": " + (reason[:57] + "..." if len(reason) > 60 else reason) if reason else ""), "", "", "", "", "", ""]
         return [tuple(row)], result
     rows = []
     for i, a in enumerate(advised):
@@ -430,21 +471,25 @@ def validate_one(name, argv, setup, np, changes, params):
                 after.append(traced(name, after_argv, after_setup, params, "after", np))
                 again.append(traced(name, argv, setup, params, "again", np))
         except RuntimeError as e:
-            rows.append(tuple(first + [label + " (%s)" % pct(-a["saving"]), "", "", "", "", "rerun failed: %s" % str(e)[:200]]))
+            rows.append(tuple(first + [label + " (%s)" % pct(-a["saving"]), "", "", "", "", "", "rerun failed: %s" % str(e)[:200]]))
             continue
         after_ms = [r["model"]["measured_ns"] for r in after]
         again_ms = [r["model"]["measured_ns"] for r in again]
         whatif = a["predicted_ns"]
+        rerun_speed, whatif_there = whatif_at_speed(base, params, a, after)
         again_med, after_med = statistics.median(again_ms), statistics.median(after_ms)
         realised = (1 - after_med / again_med) / a["saving"] if a["saving"] > 0 else float("nan")
+        at_rerun = ("%s (at x%.2f)" % (pct((whatif_there - after_med) / after_med), rerun_speed)
+                    if whatif_there else "-")
         rows.append(tuple(first + [label + " (%s)" % pct(-a["saving"]), ms(whatif), spread(after_ms, ms),
-                                   spread(again_ms, ms), pct((whatif - after_med) / after_med),
+                                   spread(again_ms, ms), pct((whatif - after_med) / after_med), at_rerun,
                                    "%.0f%%" % (100 * realised)]))
         # the rerun's own replay (its logs, its run facts): where it is close and the what-if is not, the
         # what-if's error lies in moving the model to the new setting, not in the model of the run
         result["advice"].append({"kind": a["kind"], "label": label, "saving": a["saving"], "whatif_ns": whatif,
                                  "rerun_ns": after_ms, "rerun_predicted_ns": [r["model"]["predicted_ns"] for r in after],
-                                 "unchanged_beside_ns": again_ms,
+                                 "unchanged_beside_ns": again_ms, "rerun_speed": rerun_speed,
+                                 "whatif_at_rerun_speed_ns": whatif_there,
                                  "realised": realised})
     return rows, result
 
@@ -506,7 +551,7 @@ def main():
             json.dump({"rows": results, "eager_sweep": [list(r) for r in partial_sweep]}, f, indent=1)
 
     header = ("application", "MPI", "transport", "ranks", "speed", "measured ms", "predicted ms", "error", "at set speed",
-              "advice", "what-if ms", "rerun ms", "unchanged ms", "what-if error", "realised")
+              "advice", "what-if ms", "rerun ms", "unchanged ms", "what-if error", "at rerun speed", "realised")
     for m in mpis:
         for np in NPS:
             for name, argv, why, setup_of, changes in applications(m):
@@ -519,11 +564,11 @@ def main():
                     setup = Setup(m, t, *extra)
                     if why or argv is None:
                         rows.append((name, MPI_NAME[m], setup.name, np, "-", "-", "-", "-", "-",
-                                     "not run: " + (why or "?"), "", "", "", "", ""))
+                                     "not run: " + (why or "?"), "", "", "", "", "", ""))
                         continue
                     if (m, t, np) in hung:
                         rows.append((name, MPI_NAME[m], setup.name, np, "-", "-", "-", "-", "-",
-                                     "not run: an application hung twice before it here", "", "", "", "", ""))
+                                     "not run: an application hung twice before it here", "", "", "", "", "", ""))
                         continue
                     row_list, result = validate_one(name, argv, setup, np, changes, params[(m, t)])
                     rows += row_list

@@ -11,6 +11,10 @@
 
 #include "report_types.hpp"
 
+namespace mpiadvise {
+struct ReplaySpeed;  // analysis.hpp
+}
+
 namespace mpiadvise::cli {
 
 // Exit status of every command: 0 done, 1 done but the input had problems, 2 usage or input error.
@@ -31,9 +35,9 @@ std::string render_html(const report::Report& report);
 
 // --debug-dir DIR, on every command that names call sites: where to look first for separate debug files.
 void add_debug_dir_option(CLI::App* sub, std::vector<std::string>& dirs);
-// --at-set-speed, on the commands that replay a run: the parameter set at its own speed, not scaled to
-// the round trips the tracer timed inside the run (analyse)
-void add_at_set_speed_option(CLI::App* sub, bool& flag);
+// --at-set-speed and --speed F, on the commands that replay a run: the parameter set at its own speed, or
+// at F times its times, not scaled to the round trips the tracer timed inside the run (analyse)
+void add_speed_options(CLI::App* sub, ReplaySpeed& speed);
 // --threads N: replays run at once (set_analysis_threads)
 void add_threads_option(CLI::App* sub);
 // The directories given with --debug-dir, then those of MPIADVISE_DEBUG_PATH; throws naming a bad one.

@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 
 struct ExportCommand {
   std::string dir, format, out, params;
-  bool predicted = false, at_set_speed = false;
+  bool predicted = false;
+  ReplaySpeed speed;
   std::vector<std::string> debug_dirs;
 };
 
@@ -31,7 +32,7 @@ int run_export(const ExportCommand& c) {
     if (fs::exists(c.out, ec) && (!fs::is_directory(c.out, ec) || !fs::is_empty(c.out, ec)))
       throw CLI::ValidationError("-o", c.out + " exists and is not an empty directory (OTF2 writes a new archive there)");
   }
-  Analysis a = analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.at_set_speed);
+  Analysis a = analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.speed);
   int status = kOk;
   for (const auto& p : a.trace.problems) {
     std::fprintf(stderr, "mpiadvise: %s\n", p.text().c_str());
@@ -93,7 +94,7 @@ std::function<int()> add_export(CLI::App& app) {
       ->required();
   sub->add_flag("--predicted", c->predicted, "Add the LogGPS replay's predicted timeline beside each rank");
   sub->add_option("--params", c->params, "Parameter set of the prediction: a NAME in share/params or a FILE");
-  add_at_set_speed_option(sub, c->at_set_speed);
+  add_speed_options(sub, c->speed);
   add_debug_dir_option(sub, c->debug_dirs);
   return [c] { return run_export(*c); };
 }

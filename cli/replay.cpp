@@ -31,12 +31,12 @@ struct ReplayCommand {
   std::vector<std::string> compute_at;
   std::vector<int> compute_ranks;
   std::vector<std::string> debug_dirs;
-  bool at_set_speed = false;
+  ReplaySpeed speed;
 };
 
 using Loaded = Analysis;
 
-Loaded load(const ReplayCommand& c) { return analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.at_set_speed); }
+Loaded load(const ReplayCommand& c) { return analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.speed); }
 
 double parse_size(const std::string& what, const std::string& v) {
   static const std::regex re(R"(\s*(-?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)(i?[bB])?\s*)");
@@ -318,16 +318,30 @@ void common_options(CLI::App* sub, ReplayCommand& c) {
   sub->add_option("--model", c.model, "loggps (default) or loggp: the paper's LogGP baseline (S infinite, constant overheads)")
       ->check(CLI::IsMember({"loggps", "loggp"}));
   sub->add_flag("--json", c.json, "Print a JSON object (schema mpiadvise-replay/1)");
-  add_at_set_speed_option(sub, c.at_set_speed);
+  add_speed_options(sub, c.speed);
   add_debug_dir_option(sub, c.debug_dirs);
 }
 
 }  // namespace
 
-void add_at_set_speed_option(CLI::App* sub, bool& flag) {
-  sub->add_flag("--at-set-speed", flag,
-                "Replay at the parameter set's own speed, not at the one the run's round trips between rank 0 and a partner "
-                "(timed by the tracer at MPI_Init and MPI_Finalize) show");
+void add_speed_options(CLI::App* sub, ReplaySpeed& speed) {
+  auto* own = sub->add_flag("--at-set-speed", speed.at_set,
+                            "Replay at the parameter set's own speed, not at the one the run's round trips between rank 0 "
+                            "and a partner (timed by the tracer at MPI_Init and MPI_Finalize) show");
+  sub->add_option("--speed", speed.factor,
+                  "F: replay with the parameter set's times multiplied by F (another run's params.run_speed.factor "
+                  "replays this one at that run's speed), not at this run's own")
+      ->excludes(own)
+      ->check([](const std::string& v) {
+        try {
+          size_t used = 0;
+          const double f = std::stod(v, &used);
+          if (used != v.size()) return v + " is not a number";
+          return f >= 0.01 && f <= 100 ? std::string() : v + " is not a factor from 0.01 to 100";
+        } catch (...) {
+          return v + " is not a number";
+        }
+      });
 }
 
 std::function<int()> add_replay(CLI::App& app) {

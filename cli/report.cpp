@@ -27,7 +27,7 @@ struct ReportCommand {
   std::string dir, params, format = "text", output;
   size_t top = 10;
   std::vector<std::string> debug_dirs;
-  bool at_set_speed = false;
+  ReplaySpeed speed;
 };
 
 // Ranks (or hosts) a line names at most; the JSON lists them all.
@@ -511,7 +511,7 @@ std::string render_markdown(const report::Report& j, size_t top) {
 }
 
 int run_report(const ReportCommand& c) {
-  Analysis a = analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.at_set_speed);
+  Analysis a = analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.speed);
   int status = kOk;
   for (const auto& p : a.trace.problems) {
     std::fprintf(stderr, "mpiadvise: %s\n", p.text().c_str());
@@ -552,7 +552,7 @@ std::function<int()> add_report(CLI::App& app) {
   sub->add_option("-o,--output", c->output, "Write the report to FILE instead of standard output");
   sub->add_option("--top", c->top, "Hot spots listed, and candidate sites replayed for each kind of advice (default 10)")
       ->check(CLI::Range(1, 1000));
-  add_at_set_speed_option(sub, c->at_set_speed);
+  add_speed_options(sub, c->speed);
   add_debug_dir_option(sub, c->debug_dirs);
   add_threads_option(sub);
   return [c] { return run_report(*c); };

@@ -284,6 +284,21 @@ TEST_CASE("ranks 0 and 1 time round trips at MPI_Init and MPI_Finalize, and the 
         std::string::npos);
   // what the gate compares is made at the set's own speed either way: a machine's speed is no regression
   CHECK(scaled.at("gate") == own.at("gate"));
+  // --speed F: another run's factor in place of this run's own (validate's what-ifs beside reruns); the
+  // advice's what-ifs are made at it too, and it cannot be given with --at-set-speed, nor out of range
+  const auto at_two = report_json(r.dir, "--speed 2");
+  for (const char* key : {"L_ns", "o_ns", "Gs_ns_per_byte"})
+    CHECK(at_two.at("params").at(key).get<double>() == Approx(2 * own.at("params").at(key).get<double>()));
+  CHECK(at_two.at("params").at("run_speed").at("applied") == false);
+  CHECK(at_two.at("params").at("why").get<std::string>().find("its times x2.000 (--speed)") != std::string::npos);
+  CHECK(at_two.at("model").at("predicted_ns").get<double>() > own.at("model").at("predicted_ns").get<double>());
+  for (const auto& [options, says] : {std::pair{"--speed 2 --at-set-speed", "--at-set-speed excludes --speed"},
+                                      {"--speed 0", "--speed: 0 is not a factor from 0.01 to 100"},
+                                      {"--speed 2x", "--speed: 2x is not a number"}}) {
+    const auto bad = run_command(mpiadvise_cmd() + " report " + options + " " + r.dir.string());
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find(says) != std::string::npos);
+  }
 
   // MPIADVISE_PROBE=0 (mpiadvise run --no-probe): none timed, the set's own speed; a job of one rank has
   // no one to time them with
