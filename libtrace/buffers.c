@@ -307,6 +307,7 @@ void mpa_defs_append(const uint8_t *rec, size_t len)
 }
 
 /* ---- encoding (the codec itself is codec.h) ----------------------------------------------------- */
+_Static_assert(MPA_CALL_COUNT <= MPA_CALL_REPEAT, "call ids must stay below the call byte's repeat bit (codec.h)");
 /* Room for need bytes in the thread's chunk; returns the write position or NULL (event dropped). */
 static uint8_t *room(mpa_thread *ts, size_t need, uint64_t t_enter, int may_wait)
 {

@@ -79,6 +79,7 @@ int mpa_decode_chunk_start(mpa_codec_state *s, const uint8_t **p, const uint8_t 
   s->prev_exit = base;
   s->prev_handle = 0;
   memset(s->recent_handles, 0, sizeof s->recent_handles);
+  memset(s->templates, 0, sizeof s->templates);
   *p = c.p;
   return MPA_DECODE_OK;
 }
@@ -87,8 +88,8 @@ int mpa_decode_peek_enter(const mpa_codec_state *s, const uint8_t *p, const uint
 {
   cursor c = {p, end, 0};
   if (c.p >= c.end) return MPA_DECODE_TRUNCATED;
-  c.p++; /* call */
-  get_varint(&c); /* mask */
+  const uint8_t call = *c.p++;
+  if (!((call & MPA_CALL_REPEAT) && mpa_templates_on(s->version))) get_varint(&c); /* mask */
   int64_t gap = mpa_unzigzag(get_varint(&c));
   if (c.error) return c.error;
   *enter = s->prev_exit + (uint64_t)gap;
@@ -98,28 +99,57 @@ int mpa_decode_peek_enter(const mpa_codec_state *s, const uint8_t *p, const uint
 int mpa_decode_event(mpa_codec_state *s, const uint8_t **p, const uint8_t *end, mpa_decoded *out)
 {
   cursor c = {*p, end, 0};
-  mpa_codec_state st = *s; /* committed only when the whole event decodes */
+  /* what the event changes, committed only when the whole event decodes (the templates at the end) */
+  struct {
+    uint64_t prev_handle;
+    uint64_t recent_handles[MPA_HANDLE_CACHE];
+    uint32_t version;
+  } st;
+  st.prev_handle = s->prev_handle;
+  st.version = s->version;
   if (c.p >= c.end) return MPA_DECODE_TRUNCATED;
   out->call = *c.p++;
-  uint64_t mask = get_varint(&c);
-  if (!c.error && (mask & ~(uint64_t)MPA_F_DEFINED)) return MPA_DECODE_MASK;
-  /* a bit a file of an older format cannot hold (version 0: this format) */
-  if (!c.error && (mask & MPA_F_UNFINISHED) && st.version && st.version < 4) return MPA_DECODE_MASK;
-  out->mask = (uint32_t)mask;
-  out->t_enter = st.prev_exit + (uint64_t)mpa_unzigzag(get_varint(&c));
+  const mpa_template *t = NULL; /* the call site's, for an event that repeats it */
+  uint64_t mask = 0;
+  const int repeat = (out->call & MPA_CALL_REPEAT) && mpa_templates_on(st.version);
+  if (repeat) {
+    out->call &= ~MPA_CALL_REPEAT;
+  } else {
+    mask = get_varint(&c);
+    if (!c.error && (mask & ~(uint64_t)MPA_F_DEFINED)) return MPA_DECODE_MASK;
+    /* a bit a file of an older format cannot hold (version 0: this format) */
+    if (!c.error && (mask & MPA_F_UNFINISHED) && st.version && st.version < 4) return MPA_DECODE_MASK;
+  }
+  out->t_enter = s->prev_exit + (uint64_t)mpa_unzigzag(get_varint(&c));
   out->t_exit = out->t_enter + get_varint(&c);
   out->callsite = get_u32(&c);
-  out->peer = (mask & MPA_F_PEER) ? get_i32_zigzag(&c) : 0;
-  out->tag = (mask & MPA_F_TAG) ? get_i32_zigzag(&c) : 0;
-  out->comm = (mask & MPA_F_COMM) ? get_u32(&c) : 0;
-  out->bytes = (mask & MPA_F_BYTES) ? get_varint(&c) : 0;
-  out->peer2 = (mask & MPA_F_PEER2) ? get_i32_zigzag(&c) : 0;
-  out->tag2 = (mask & MPA_F_TAG2) ? get_i32_zigzag(&c) : 0;
-  out->bytes2 = (mask & MPA_F_BYTES2) ? get_varint(&c) : 0;
+  if (c.error) return c.error;
+  if (repeat) { /* a repeat: every argument as its call site's last event in the chunk */
+    t = &s->templates[mpa_template_slot(out->callsite)];
+    if (t->callsite != out->callsite + 1 || t->call != out->call) return MPA_DECODE_RANGE;
+    mask = t->mask;
+    out->peer = t->peer;
+    out->tag = t->tag;
+    out->comm = t->comm;
+    out->bytes = t->bytes;
+    out->peer2 = t->peer2;
+    out->tag2 = t->tag2;
+    out->bytes2 = t->bytes2;
+  } else {
+    out->peer = (mask & MPA_F_PEER) ? get_i32_zigzag(&c) : 0;
+    out->tag = (mask & MPA_F_TAG) ? get_i32_zigzag(&c) : 0;
+    out->comm = (mask & MPA_F_COMM) ? get_u32(&c) : 0;
+    out->bytes = (mask & MPA_F_BYTES) ? get_varint(&c) : 0;
+    out->peer2 = (mask & MPA_F_PEER2) ? get_i32_zigzag(&c) : 0;
+    out->tag2 = (mask & MPA_F_TAG2) ? get_i32_zigzag(&c) : 0;
+    out->bytes2 = (mask & MPA_F_BYTES2) ? get_varint(&c) : 0;
+  }
+  out->mask = (uint32_t)mask;
   out->nreq = out->nstat = out->npapi = out->ncancelled = out->nvcounts = 0;
   if (c.error) return c.error;
 
   if (mask & MPA_F_REQS) {
+    memcpy(st.recent_handles, s->recent_handles, sizeof st.recent_handles);
     uint32_t n = get_count(&c, 1);
     if (c.error) return c.error;
     if (n > out->reqs_cap) {
@@ -141,18 +171,21 @@ int mpa_decode_event(mpa_codec_state *s, const uint8_t **p, const uint8_t *end, 
     out->nreq = n;
   }
   if (!c.error && (mask & MPA_F_STATUS)) {
-    uint32_t n = get_count(&c, 4);
+    uint32_t n = t ? t->nstat : get_count(&c, 4);
     if (c.error) return c.error;
     if (n > out->stats_cap) {
       out->nstat = n;
       return MPA_DECODE_ROOM;
     }
-    for (uint32_t i = 0; i < n && !c.error; i++) {
+    if (t)
+      for (uint32_t i = 0; i < n; i++) out->stats[i] = t->stats[i];
+    else
+      for (uint32_t i = 0; i < n && !c.error; i++) {
       out->stats[i].index = get_i32_extended(&c);
       out->stats[i].source = get_i32_zigzag(&c);
       out->stats[i].tag = get_i32_zigzag(&c);
       out->stats[i].bytes = get_varint(&c);
-    }
+      }
     out->nstat = n;
   }
   out->count = (mask & MPA_F_COUNT) ? get_u32(&c) : 0;
@@ -194,8 +227,14 @@ int mpa_decode_event(mpa_codec_state *s, const uint8_t **p, const uint8_t *end, 
     out->nvcounts = n;
   }
   if (c.error) return c.error;
-  st.prev_exit = out->t_exit;
-  *s = st;
+  s->prev_exit = out->t_exit;
+  if (mask & MPA_F_REQS) {
+    s->prev_handle = st.prev_handle;
+    memcpy(s->recent_handles, st.recent_handles, sizeof st.recent_handles);
+  }
+  if (!t && mpa_templates_on(st.version) && mpa_template_fits(out->mask, out->nstat))
+    mpa_template_set(&s->templates[mpa_template_slot(out->callsite)], out->callsite, out->call, out->mask, out->peer,
+                     out->tag, out->comm, out->bytes, out->peer2, out->tag2, out->bytes2, out->nstat, out->stats);
   *p = c.p;
   return MPA_DECODE_OK;
 }

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define MPA_FILE_MAGIC "MPADVLOG" /* 8 bytes, no terminator in the file */
-#define MPA_FORMAT_VERSION 4u /* 4: UNFINISHED, the calls a fatal signal found in progress; 3: VCOUNTS, a
+#define MPA_FORMAT_VERSION 5u /* 5: an event that repeats its call site's last arguments (codec.h); 4: UNFINISHED, the calls a fatal signal found in progress; 3: VCOUNTS, a
                                  v-collective's bytes for each member; 2: handles slotted by a hash of every
                                  bit (1: by their bits above the fourth) */
 #define MPA_CHUNK_MAGIC 0x4b43504du /* "MPCK" little-endian */
@@ -45,6 +45,8 @@ typedef struct mpa_chunk_header {
 
 /* EVENTS payload := varint base_tick, Event*
  * Event := u8 call, varint mask, zigzag gap, varint duration, varint callsite, fields in bit order
+ *        | u8 (call | 0x80), zigzag gap, varint duration, varint callsite, [REQS]   (format 5: a repeat,
+ *          its mask and every other field those of the call site's last event in the chunk; codec.h) 
  *   gap      = enter tick - previous event's exit tick (base_tick for the first event of a chunk)
  *   duration = exit tick - enter tick
  * Ranks (peer, status source) are relative to the event's communicator; the reader translates them to

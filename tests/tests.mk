@@ -14,7 +14,7 @@ PROGRAM_NAMES := $(patsubst tests/programs/%.c,%,$(wildcard tests/programs/*.c))
                  cxx_stages cxx_stages_split cxx_stages_symtab cxx_stages_dynsym cxx_stages_clang
 TEST_PROGRAMS := $(foreach m,$(MPIS),$(addprefix $(TEST_DIR)/programs/$(m)/,$(PROGRAM_NAMES)))
 
-$(TEST_DIR)/obj/%.o: tests/%.cpp tests/support.hpp $(wildcard analyzer/*.hpp) $(BUILD)/gen/call_ids.h
+$(TEST_DIR)/obj/%.o: tests/%.cpp tests/support.hpp $(wildcard analyzer/*.hpp) libtrace/format.h libtrace/codec.h $(BUILD)/gen/call_ids.h
 	@mkdir -p $(dir $@)
 	$(CXX) $(TEST_CXXFLAGS) -c $< -o $@
 

@@ -48,7 +48,9 @@ T pick(std::mt19937_64& rng) {
 }
 
 // A stream of events with every field, call id and mask bit; handles from a small pool (so that
-// slots are hit, collide and are reused, and one event may name a handle twice) and anywhere.
+// slots are hit, collide and are reused, and one event may name a handle twice) and anywhere. One event
+// in three takes the call, call site and arguments of an earlier one (a loop's calls: the format 5
+// repeats), a few of them with one argument changed. Call ids are below MPA_CALL_REPEAT (format 5).
 std::vector<Sample> random_stream(std::mt19937_64& rng, size_t n) {
   std::vector<uint64_t> pool;
   for (int i = 0; i < 40; i++) pool.push_back(i < 4 ? static_cast<uint64_t>(i) : pick<uint64_t>(rng));
@@ -56,7 +58,7 @@ std::vector<Sample> random_stream(std::mt19937_64& rng, size_t n) {
   uint64_t t = pick<uint64_t>(rng);
   for (auto& s : out) {
     mpa_event& e = s.ev;
-    e.call = static_cast<uint32_t>(rng() % 256);
+    e.call = static_cast<uint32_t>(rng() % MPA_CALL_REPEAT);
     // COUNT, INCALL and PAPI are the encoder's to set, from count and papi
     e.mask = static_cast<uint32_t>(rng()) & MPA_F_DEFINED & ~(MPA_F_COUNT | MPA_F_INCALL | MPA_F_PAPI);
     // enter before or after the previous exit (threads, clock steps), durations up to the whole range
@@ -85,6 +87,21 @@ std::vector<Sample> random_stream(std::mt19937_64& rng, size_t n) {
         if (rng() % 2) s.cancelled.push_back(static_cast<uint32_t>(i));
     if (e.mask & MPA_F_VCOUNTS)  // a communicator's worth of counts, now and then a large one
       for (size_t i = 0, k = rng() % 8 == 0 ? rng() % 2000 : rng() % 9; i < k; i++) s.vcounts.push_back(pick<uint64_t>(rng));
+    const size_t at = static_cast<size_t>(&s - out.data());
+    if (at > 0 && rng() % 3 == 0) {  // as an earlier event, but for its times and requests
+      const Sample& was = out[rng() % at];
+      const uint64_t enter = e.t_enter, exit = e.t_exit;
+      const auto reqs = s.reqs;
+      s = was;
+      s.ev.t_enter = enter, s.ev.t_exit = exit;
+      if (s.ev.mask & MPA_F_REQS) s.reqs = reqs;
+      switch (rng() % 8) {  // now and then one argument differs
+        case 0: s.ev.tag ^= 1; break;
+        case 1: s.ev.bytes += 1; break;
+        case 2: if (!s.stats.empty()) s.stats.back().bytes ^= 2; break;
+        default: break;
+      }
+    }
     s.point();
   }
   return out;
@@ -253,7 +270,8 @@ TEST_CASE("a chunk cut anywhere inside an event gives an error, never an event, 
 
 TEST_CASE("the bytes of an event are those mpiadvise-log(5) describes", "[codec]") {
   // call id 17 to rank 3, tag -1, comm 1, 8 bytes, one request handle 0x120; entered 5 ticks after
-  // the chunk's base tick 1000, lasting 300 ticks, at call site 2; then the same event again
+  // the chunk's base tick 1000, lasting 300 ticks, at call site 2; then the same event again, a repeat of
+  // its call site's arguments (format 5)
   const uint64_t handle = 0x120;
   mpa_event e{};
   e.call = 17;
@@ -275,10 +293,9 @@ TEST_CASE("the bytes of an event are those mpiadvise-log(5) describes", "[codec]
       0x0a, 0xac, 0x02, 0x02,  // gap zigzag(5) = 10, duration 300, call site 2
       0x06, 0x01, 0x01, 0x08,  // peer zigzag(3), tag zigzag(-1), comm 1, bytes 8
       0x01, 0x80, 0x09,        // one handle: zigzag(0x120 - 0) << 1 = 0x480, lowest bit clear
-      17, 0x8f, 0x01,          // the second event
-      0xd7, 0x04, 0xac, 0x02, 0x02,  // gap 1005 - 1305 = -300: zigzag 599
-      0x06, 0x01, 0x01, 0x08,
-      0x01, 0x1f,              // the handle is in slot 15: code 15 << 1 | 1, one byte
+      17 | 0x80,               // the second event: call 17 repeating call site 2's mask and arguments
+      0xd7, 0x04, 0xac, 0x02, 0x02,  // gap 1005 - 1305 = -300: zigzag 599; duration; call site
+      0x01, 0x1f,              // its requests: the handle is in slot 15, code 15 << 1 | 1, one byte
   });
   CHECK(buf == expected);
   // and back
@@ -290,6 +307,75 @@ TEST_CASE("the bytes of an event are those mpiadvise-log(5) describes", "[codec]
     s.point();
   }
   CHECK(decode_chunk(buf, two, 0) == 2);
+}
+
+TEST_CASE("format 5: a loop's repeated calls are written as repeats; a format 4 chunk has none; a repeat of "
+          "nothing is refused", "[codec]") {
+  // a receive completed with its status, 50 times from the same call site, and between them an Isend
+  // from another site whose tag changes every fourth time: the status's source, tag and bytes, the
+  // peer, comm and bytes are written once per chunk, and again only where they change
+  const uint64_t handles[2] = {0x5000, 0x5040};
+  const mpa_status status{0, 1, 7, 4096};
+  std::vector<Sample> loop;
+  for (int i = 0; i < 50; i++) {
+    Sample recv, send;
+    recv.ev.call = 9, recv.ev.mask = MPA_F_REQS | MPA_F_STATUS;
+    recv.ev.t_enter = 1000 + 40 * i, recv.ev.t_exit = recv.ev.t_enter + 5;
+    recv.callsite = 3, recv.reqs = {handles[0]}, recv.stats = {status};
+    send.ev.call = 4, send.ev.mask = MPA_F_PEER | MPA_F_TAG | MPA_F_COMM | MPA_F_BYTES | MPA_F_REQS;
+    send.ev.t_enter = recv.ev.t_exit + 10, send.ev.t_exit = send.ev.t_enter + 3;
+    send.ev.peer = 1, send.ev.tag = i / 4, send.ev.comm = 1, send.ev.bytes = 4096;
+    send.callsite = 67, send.reqs = {handles[1]};  // 67 and 3 share template slot 3 (67 mod 64)
+    loop.push_back(recv), loop.push_back(send);
+  }
+  for (auto& s : loop) s.point();  // the event's arrays point into the sample, now in its place
+  const auto chunk = encode_chunk(loop, 0, loop.size());
+  REQUIRE(decode_chunk(chunk, loop, 0) == loop.size());
+  // two call sites in one slot evict each other: every event whole
+  size_t repeats = 0;
+  for (uint8_t b : chunk) repeats += b == (9 | MPA_CALL_REPEAT);  // an upper bound on the repeats found
+  CHECK(repeats == 0);
+  // at call site 2 instead the receive repeats 49 times (every event after the first), the send 37 times
+  // (the tag changes 12 times after its first)
+  for (auto& s : loop)
+    if (s.callsite == 67) s.callsite = 2;
+  const auto apart = encode_chunk(loop, 0, loop.size());
+  REQUIRE(decode_chunk(apart, loop, 0) == loop.size());
+  // a whole receive is 11 bytes here (call, mask 2, gap, duration, call site, 1 request, a status of
+  // 4), its repeat 6; a whole send 12, its repeat 6
+  CHECK(apart.size() < chunk.size() * 6 / 10);
+
+  // the same events from a tracer of format 4: no repeats, and they decode as format 4
+  std::vector<uint8_t> buf(chunk.size() * 2);
+  mpa_codec_state st;
+  uint8_t* p = mpa_encode_chunk_start(&st, buf.data(), loop.front().ev.t_enter);
+  st.version = 4;
+  for (const auto& s : loop) p = mpa_encode_event(&st, p, &s.ev, s.callsite, 0, 0, nullptr, 0);
+  buf.resize(static_cast<size_t>(p - buf.data()));
+  CHECK(buf.size() > apart.size());
+  {
+    mpa_codec_state dst{};
+    dst.version = 4;
+    const uint8_t* q = buf.data();
+    REQUIRE(mpa_decode_chunk_start(&dst, &q, buf.data() + buf.size()) == MPA_DECODE_OK);
+    Decoder dec;
+    for (size_t i = 0; i < loop.size(); i++) {
+      REQUIRE(dec.decode(&dst, &q, buf.data() + buf.size()) == MPA_DECODE_OK);
+      CHECK(dec.d.call == loop[i].ev.call);
+      CHECK(dec.d.bytes == loop[i].ev.bytes);
+    }
+    CHECK(q == buf.data() + buf.size());
+  }
+
+  // a repeat whose call site has had no event in the chunk: refused, the state unchanged
+  const auto bad = bytes({0xe8, 0x07, 9 | MPA_CALL_REPEAT, 0x0a, 0x05, 0x03, 0x01, 0x00});
+  mpa_codec_state dst{};
+  const uint8_t* q = bad.data();
+  REQUIRE(mpa_decode_chunk_start(&dst, &q, bad.data() + bad.size()) == MPA_DECODE_OK);
+  Decoder dec;
+  const uint8_t* before = q;
+  CHECK(dec.decode(&dst, &q, bad.data() + bad.size()) == MPA_DECODE_RANGE);
+  CHECK(q == before);
 }
 
 TEST_CASE("MPICH's Irecv and Isend requests take their own slots; a format 1 chunk still decodes", "[codec]") {
@@ -385,12 +471,12 @@ TEST_CASE("a handle seen again in a chunk costs one byte; the table starts again
   }
   auto chunk = encode_chunk(samples, 0, samples.size());
   REQUIRE(decode_chunk(chunk, samples, 0) == samples.size());
-  // the second naming of a handle: call 1, mask 2 (REQS = 0x80), gap 2 (zigzag 90 = 180), duration 1,
-  // call site 1, count 1, and one byte of handle code
+  // the second naming of a handle, a repeat of its call site's mask: call 1, gap 2 (zigzag 90 = 180),
+  // duration 1, call site 1, count 1, and one byte of handle code
   std::vector<Sample> pair(samples.begin(), samples.begin() + 2);
   auto two = encode_chunk(pair, 0, 2);
   auto one = encode_chunk(pair, 0, 1);
-  CHECK(two.size() - one.size() == 9);
+  CHECK(two.size() - one.size() == 7);
 }
 
 TEST_CASE("an unfinished call round-trips; a file before format 4 cannot hold one", "[codec]") {
@@ -459,6 +545,6 @@ TEST_CASE("an unfinished call round-trips; a file before format 4 cannot hold on
       CHECK(p == end);
     }
   }
-  CHECK(MPA_FORMAT_VERSION == 4u);
+  CHECK(MPA_FORMAT_VERSION == 5u);
   CHECK((MPA_F_DEFINED & MPA_F_UNFINISHED) != 0);
 }
