@@ -210,6 +210,7 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
     ev.peer = world(ev.comm, ev.peer_local);
     ev.peer2 = world(ev.comm, ev.peer2_local);
     ev.unfinished = (d.mask & MPA_F_UNFINISHED) != 0;
+    ev.resent = (d.mask & MPA_F_RESENT) != 0;
     return true;
   };
 

@@ -69,6 +69,8 @@ struct Event {
   // request it would have made). The thread's last event. One that a later event of its thread
   // supersedes (the rank survived the signal and the call returned) is not passed on.
   bool unfinished = false;
+  // RESENT (format 5): a send from the buffer and of the bytes of its thread's previous send
+  bool resent = false;
 
   bool has(uint32_t field) const { return (mask & field) != 0; }
   // A call MPI refused (under MPI_ERRORS_RETURN): VALUE holds its error code, except on the life-cycle

@@ -186,6 +186,40 @@ std::optional<ProbeSpeed> probe_speed(const MessageProbe& probe, const LogGPSPar
   return s;
 }
 
+// The share of the bytes sent that were sent again unchanged: RESENT (the buffer and bytes of the sender's
+// previous send) with less computation on the sender between the two sends than writing the bytes at
+// kRewriteBytesPerNs would take (a pack buffer refilled before each send is RESENT by its address, but
+// the copy shows as computation). The set is calibrated with data written just before each send.
+double cached_resend_share(const Trace& t) {
+  // a core copying cache-resident data goes at about a cache line a cycle: less computation than this
+  // takes cannot have rewritten the buffer
+  constexpr double kRewriteBytesPerNs = 64;
+  std::vector<std::vector<uint32_t>> sends(t.ranks.size());  // per rank: its messages in the order sent
+  double sent = 0;
+  for (uint32_t m = 0; m < t.messages.size(); m++) {
+    const Message& msg = t.messages[m];
+    if (msg.send_op == kNone || msg.src < 0 || static_cast<size_t>(msg.src) >= sends.size()) continue;
+    sends[static_cast<size_t>(msg.src)].push_back(m);
+    sent += static_cast<double>(msg.bytes);
+  }
+  double cached = 0;
+  for (size_t r = 0; r < sends.size(); r++) {
+    auto& order = sends[r];
+    std::sort(order.begin(), order.end(),
+              [&](uint32_t a, uint32_t b) { return t.messages[a].send_op < t.messages[b].send_op; });
+    const auto& ops = t.ranks[r].ops;
+    for (size_t i = 1; i < order.size(); i++) {
+      const Message& msg = t.messages[order[i]];
+      if (!msg.resent || msg.bytes == 0) continue;
+      double computation = 0;  // between the previous send's call and this one's
+      for (uint32_t op = t.messages[order[i - 1]].send_op + 1; op <= msg.send_op && op < ops.size(); op++)
+        if (ops[op].t_enter > ops[op - 1].t_exit) computation += static_cast<double>(ops[op].t_enter - ops[op - 1].t_exit);
+      if (computation < static_cast<double>(msg.bytes) / kRewriteBytesPerNs) cached += static_cast<double>(msg.bytes);
+    }
+  }
+  return sent > 0 ? cached / sent : 0;
+}
+
 ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& params, const ReplayResult& baseline) {
   ModelFit fit;
   fit.error = baseline.error();
@@ -333,6 +367,14 @@ ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& p
                                         "disturbed calibration run threw it off (mpiadvise calibrate on a quiet "
                                         "machine measures one; compare several)",
                                         100 * fast_messages_ns / ranks_ns, messages_measured / 1e6, messages_predicted / 1e6)});
+  if (const double resent = cached_resend_share(t); resent >= 0.10)
+    for (auto& s : fit.suspects)
+      if (s.reason == MissReason::FastMessages)
+        s.detail += fmt::format("; {:.0f}% of the bytes sent were sent again unchanged (the buffer and bytes of the "
+                                "sender's previous send, too little computation between to have rewritten them): "
+                                "over shared memory the receiver copies data it has just read, faster than the data "
+                                "just written the set was calibrated with, which the replay does not price",
+                                100 * resent);
   if (params.speeds_ratio)
     for (auto& s : fit.suspects)
       if (s.reason == MissReason::SlowMessages || s.reason == MissReason::FastMessages)

@@ -63,6 +63,7 @@ struct SendEnd {
   uint32_t done_op = kNone;
   bool sync;
   bool cancelled = false;  // MPI_Cancel succeeded: no message
+  bool resent = false;     // Event::resent
 };
 static_assert(sizeof(SendEnd) == 40);
 struct RecvEnd {
@@ -146,6 +147,7 @@ class RankReader {
           }
           bool sync = ev.call == MPA_CALL_Ssend || ev.call == MPA_CALL_Issend;
           uint32_t s = add_send(rank, idx, comm, ev.peer, ev.tag, ev.bytes, sync);
+          part_.sends[s].resent = ev.resent;
           link(op, Link::PostSend, s);
           if (op.kind == OpKind::PostSend) {
             if (!ev.requests.empty()) pending[ev.requests.back()] = Pending{Pending::Send, s};
@@ -178,6 +180,7 @@ class RankReader {
         case MPA_CALL_Sendrecv: case MPA_CALL_Sendrecv_replace: {
           if (ev.peer >= 0) {
             uint32_t s = add_send(rank, idx, comm, ev.peer, ev.tag, ev.bytes, false);
+            part_.sends[s].resent = ev.resent;
             link(op, Link::PostSend, s);
             if (!ev.unfinished) {
               link(op, Link::DoneSend, s);
@@ -499,6 +502,7 @@ struct Builder {
         m.tag = s.tag;
         m.bytes = s.bytes;
         m.synchronous = s.sync;
+        m.resent = s.resent;
         m.send_op = s.op;
         m.send_done_op = s.done_op;
         if (i < n) {

@@ -77,6 +77,8 @@ struct Message {
   int32_t tag = 0;
   uint64_t bytes = 0;                 // as sent
   bool synchronous = false;           // Ssend / Issend: waits for the receive whatever its size
+  bool resent = false;                // sent from the buffer and of the bytes of the sender's previous send
+                                      // (log format 5, RESENT): the same data again unless rewritten
   uint32_t send_op = kNone, recv_op = kNone;            // the ops that posted each side
   uint32_t send_done_op = kNone, recv_done_op = kNone;  // the ops that completed each side
   bool matched() const { return send_op != kNone && recv_op != kNone; }

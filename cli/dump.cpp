@@ -60,6 +60,7 @@ nlohmann::json event_json(const Event& ev) {
   if (ev.has(MPA_F_VALUE)) j["value"] = ev.value;
   if (ev.refused()) j["refused"] = true;
   if (ev.unfinished) j["unfinished"] = true;  // in progress when a signal ended the rank
+  if (ev.resent) j["resent"] = true;          // the buffer and bytes of the thread's previous send
   return j;
 }
 
@@ -93,6 +94,7 @@ std::string event_text(const Event& ev, uint64_t t0) {
   else if (ev.has(MPA_F_VALUE)) s += fmt::format(" value={}", ev.value);
   if (ev.has(MPA_F_PAPI)) s += fmt::format(" papi={}", fmt::join(ev.papi, ","));
   if (ev.unfinished) s += " unfinished";
+  if (ev.resent) s += " resent";
   s += fmt::format(" site={}", ev.callsite);
   return s;
 }

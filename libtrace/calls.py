@@ -7,6 +7,8 @@ records:
 
   peer, tag, comm          a rank of comm (dest, source or root), a tag, the communicator
   bytes=(count, type)      bytes sent: count x PMPI_Type_size(type)
+  sendbuf                  the send buffer of a point-to-point send: RESENT when it and the bytes are the
+                           thread's previous send's
   bytes2=(count, type)     bytes received (posted)
   peer2, tag2              the receive half of Sendrecv
   bytes_v / bytes2_v=(counts, type)   per-peer counts summed over the communicator (over the remote
@@ -63,18 +65,19 @@ def comm(name, params, **roles):
 SEND = "const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm"
 ISEND = SEND + ", MPI_Request *request"
 SEND_ROLES = dict(peer="dest", tag="tag", comm="comm", bytes=("count", "datatype"))
+SENDS = dict(SEND_ROLES, sendbuf="buf")  # a send made now (not a persistent one's init)
 RECV_ROLES = dict(peer="source", tag="tag", comm="comm", bytes2=("count", "datatype"))
 
 CALLS = [
     # ---- point-to-point ------------------------------------------------------------------------------
-    p2p("Send", SEND, **SEND_ROLES),
-    p2p("Ssend", SEND, **SEND_ROLES),
-    p2p("Bsend", SEND, **SEND_ROLES),
-    p2p("Rsend", SEND, **SEND_ROLES),
-    p2p("Isend", ISEND, req_out="request", **SEND_ROLES),
-    p2p("Issend", ISEND, req_out="request", **SEND_ROLES),
-    p2p("Ibsend", ISEND, req_out="request", **SEND_ROLES),
-    p2p("Irsend", ISEND, req_out="request", **SEND_ROLES),
+    p2p("Send", SEND, **SENDS),
+    p2p("Ssend", SEND, **SENDS),
+    p2p("Bsend", SEND, **SENDS),
+    p2p("Rsend", SEND, **SENDS),
+    p2p("Isend", ISEND, req_out="request", **SENDS),
+    p2p("Issend", ISEND, req_out="request", **SENDS),
+    p2p("Ibsend", ISEND, req_out="request", **SENDS),
+    p2p("Irsend", ISEND, req_out="request", **SENDS),
     p2p("Recv", "void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, "
         "MPI_Status *status", status="status", **RECV_ROLES),
     p2p("Irecv", "void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, "
@@ -83,11 +86,11 @@ CALLS = [
         "void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, "
         "MPI_Status *status",
         peer="dest", tag="sendtag", bytes=("sendcount", "sendtype"), peer2="source", tag2="recvtag",
-        bytes2=("recvcount", "recvtype"), comm="comm", status="status"),
+        bytes2=("recvcount", "recvtype"), comm="comm", status="status", sendbuf="sendbuf"),
     p2p("Sendrecv_replace", "void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, "
         "int source, int recvtag, MPI_Comm comm, MPI_Status *status",
         peer="dest", tag="sendtag", bytes=("count", "datatype"), peer2="source", tag2="recvtag",
-        bytes2=("count", "datatype"), comm="comm", status="status"),
+        bytes2=("count", "datatype"), comm="comm", status="status", sendbuf="buf"),
     p2p("Send_init", ISEND, req_out="request", **SEND_ROLES),
     p2p("Ssend_init", ISEND, req_out="request", **SEND_ROLES),
     p2p("Bsend_init", ISEND, req_out="request", **SEND_ROLES),

@@ -119,6 +119,7 @@ int mpa_decode_event(mpa_codec_state *s, const uint8_t **p, const uint8_t *end, 
     if (!c.error && (mask & ~(uint64_t)MPA_F_DEFINED)) return MPA_DECODE_MASK;
     /* a bit a file of an older format cannot hold (version 0: this format) */
     if (!c.error && (mask & MPA_F_UNFINISHED) && st.version && st.version < 4) return MPA_DECODE_MASK;
+    if (!c.error && (mask & MPA_F_RESENT) && st.version && st.version < MPA_TEMPLATE_VERSION) return MPA_DECODE_MASK;
   }
   out->t_enter = s->prev_exit + (uint64_t)mpa_unzigzag(get_varint(&c));
   out->t_exit = out->t_enter + get_varint(&c);

@@ -142,11 +142,12 @@ static inline uint8_t *mpa_encode_handles(mpa_codec_state *s, uint8_t *p, const 
 }
 
 /* The fields of an event a template holds: only those its mask names, the others 0 (as a decoder has
- * them); mask: the event's as written. An event with a field after STATUS (a folded run, counters, an
- * error code, ...) or more statuses than a template holds has none. */
+ * them); mask: the event's as written (RESENT, which has no payload, included). An event with a field
+ * after STATUS (a folded run, counters, an error code, ...) or more statuses than a template holds has
+ * none. */
 static inline int mpa_template_fits(uint32_t mask, uint32_t nstat)
 {
-  return !(mask & MPA_F_AFTER_STATUS) && (!(mask & MPA_F_STATUS) || nstat <= MPA_TEMPLATE_STATS);
+  return !(mask & MPA_F_AFTER_STATUS & ~MPA_F_RESENT) && (!(mask & MPA_F_STATUS) || nstat <= MPA_TEMPLATE_STATS);
 }
 static inline void mpa_template_set(mpa_template *t, uint32_t callsite, uint32_t call, uint32_t mask, int32_t peer,
                                     int32_t tag, uint32_t comm, uint64_t bytes, int32_t peer2, int32_t tag2,

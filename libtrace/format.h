@@ -70,10 +70,20 @@ enum mpa_field {
   MPA_F_CANCELLED = 1u << 14, /* varint n, n x varint: statuses (positions in STATUS) of cancelled requests */
   MPA_F_VCOUNTS = 1u << 15,   /* varint n, n x varint bytes: a v-collective's bytes for each member (below) */
   MPA_F_UNFINISHED = 1u << 16, /* no payload: the call had not returned when a signal ended the process (below) */
+  MPA_F_RESENT = 1u << 17,     /* no payload (format 5): a send whose buffer address and bytes are those of the
+                                  thread's previous send (below) */
 };
-#define MPA_F_DEFINED ((1u << 17) - 1) /* every field bit above; a reader refuses others */
+#define MPA_F_DEFINED ((1u << 18) - 1) /* every field bit above; a reader refuses others */
 
-/* UNFINISHED (format 4): written by the tracer's handler of a fatal or terminating signal (SIGTERM,
+/* RESENT (format 5): set by the tracer on MPI_Send, Ssend, Bsend, Rsend, their I- forms and the send side
+ * of Sendrecv(_replace) when the send buffer's address (not NULL) and the bytes sent equal the same
+ * thread's previous such send's: the same data sent again unless the program rewrote it in between (a
+ * halo sent to both neighbours from where the stencil left it; not a pack buffer refilled before each
+ * send, which the computation between the two sends shows). Over shared memory, where the receiver copies
+ * out of the sender's memory, data just read by a receiver costs less to send again than data just
+ * written. Persistent sends (Start) are not marked.
+ *
+ * UNFINISHED (format 4): written by the tracer's handler of a fatal or terminating signal (SIGTERM,
  * SIGINT, SIGQUIT, SIGSEGV, ...) for each traced thread of the rank that was inside an MPI call at that
  * moment, as the last event of that thread: enter tick when the call began, exit tick when the signal
  * came, and what was known when the call began: PEER, TAG, PEER2, TAG2, COMM, and REQS (the request or

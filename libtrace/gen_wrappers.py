@@ -102,6 +102,8 @@ def record_code(call, params):
 
     bytes_stmt("bytes", "MPA_F_BYTES", r.get("inplace"))
     bytes_stmt("bytes2", "MPA_F_BYTES2", r.get("inplace_recv"))
+    if "sendbuf" in r:
+        o(f"  if (mpa_resent(ts, {r['sendbuf']}, ev.bytes)) ev.mask |= MPA_F_RESENT;")
 
     if "newcomm" in r:
         o(f"  if (rc == MPI_SUCCESS) mpa_newcomm(&ev, *{r['newcomm']}, {comm_expr}, {call_id(call.name)});")

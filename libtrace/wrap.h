@@ -133,6 +133,16 @@ static inline void mpa_inflight_exit(mpa_thread *ts)
 }
 
 /* ---- arguments --------------------------------------------------------------------------------------- */
+/* A send from buf of bytes: 1 when buf (not NULL: MPI_BOTTOM) and bytes are the thread's previous send's
+ * (format.h: RESENT); that send is now this one. */
+static inline int mpa_resent(mpa_thread *ts, const void *buf, uint64_t bytes)
+{
+  const int again = buf && (uintptr_t)buf == ts->last_send_buf && bytes == ts->last_send_bytes;
+  ts->last_send_buf = (uintptr_t)buf;
+  ts->last_send_bytes = bytes;
+  return again;
+}
+
 static inline int32_t mpa_rank_code(int rank)
 {
   if (rank >= 0) return rank;

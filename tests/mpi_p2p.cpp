@@ -4,7 +4,9 @@
 
 #include <algorithm>
 
+#include "model_fit.hpp"
 #include "support.hpp"
+#include "trace.hpp"
 
 using namespace mpa_test;
 using mpiadvise::kAnySource;
@@ -331,5 +333,38 @@ TEST_CASE("every event has increasing times and a call site in the program", "[p
       n++;
     });
     CHECK(n > 5);
+  }
+}
+
+TEST_CASE("a send from the buffer and bytes of the thread's previous send is RESENT, and the report tells a "
+          "resend from a refilled pack buffer by the computation between", "[p2p]") {
+  // examples/halo.c on 2 ranks, 128 KiB halos: without pack each rank sends its cells to the right, then
+  // the same cells to the left (RESENT), and the next iteration's cells are the other buffer; with pack
+  // every send is from the one pack buffer (RESENT after the first), refilled by a 128 KiB copy before
+  // each send, which the computation between the two sends shows
+  for (const bool pack : {false, true}) {
+    INFO((pack ? "pack" : "no pack"));
+    JobSpec s;
+    s.program = example_path("halo").string();
+    s.args = {"16384", "6"};
+    if (pack) s.args.push_back("pack");
+    auto r = run_job(s);
+    REQUIRE(r.status == 0);
+    for (int rank : {0, 1}) {
+      const auto sends = calls_named(events_of(r.dir, rank), "MPI_Send");
+      REQUIRE(sends.size() == 12);
+      for (size_t i = 0; i < sends.size(); i++) {
+        INFO("rank " << rank << ", send " << i << ", tag " << sends[i].e.tag);
+        CHECK(sends[i].e.resent == (pack ? i > 0 : sends[i].e.tag == 2));
+      }
+    }
+    // of the 24 messages of 128 KiB, the 12 RESENT of the plain halo were not rewritten: half the bytes
+    const mpiadvise::JobLog job(r.dir);
+    const auto trace = mpiadvise::build_trace(job);
+    const double share = mpiadvise::cached_resend_share(trace);
+    if (pack)
+      CHECK(share == 0);
+    else
+      CHECK(share == Approx(0.5).margin(2.0 / 24));  // a send descheduled just before it may be missed
   }
 }

@@ -367,6 +367,21 @@ TEST_CASE("format 5: a loop's repeated calls are written as repeats; a format 4 
     CHECK(q == buf.data() + buf.size());
   }
 
+  // RESENT (no payload) is of format 5: a chunk of format 4 cannot hold it
+  {
+    std::vector<Sample> just{loop[1]};
+    just[0].ev.mask |= MPA_F_RESENT;
+    just[0].point();
+    const auto chunk5 = encode_chunk(just, 0, 1);
+    REQUIRE(decode_chunk(chunk5, just, 0) == 1);
+    mpa_codec_state v4{};
+    v4.version = 4;
+    const uint8_t* q = chunk5.data();
+    REQUIRE(mpa_decode_chunk_start(&v4, &q, chunk5.data() + chunk5.size()) == MPA_DECODE_OK);
+    Decoder dec;
+    CHECK(dec.decode(&v4, &q, chunk5.data() + chunk5.size()) == MPA_DECODE_MASK);
+  }
+
   // a repeat whose call site has had no event in the chunk: refused, the state unchanged
   const auto bad = bytes({0xe8, 0x07, 9 | MPA_CALL_REPEAT, 0x0a, 0x05, 0x03, 0x01, 0x00});
   mpa_codec_state dst{};
@@ -434,8 +449,9 @@ TEST_CASE("damaged bytes are refused with the error that names them", "[codec]")
   CHECK(decode(bytes({1, 0, 0, 0, 0})) == MPA_DECODE_OK);
   CHECK(decode(bytes({1, 0, 0, 0})) == MPA_DECODE_TRUNCATED);
   CHECK(decode(bytes({})) == MPA_DECODE_TRUNCATED);
-  // a mask bit past MPA_F_UNFINISHED
-  CHECK(decode(bytes({1, 0x80, 0x80, 0x08, 0, 0, 0})) == MPA_DECODE_MASK);
+  // a mask bit past MPA_F_RESENT (2^18); RESENT itself (2^17) has no payload
+  CHECK(decode(bytes({1, 0x80, 0x80, 0x10, 0, 0, 0})) == MPA_DECODE_MASK);
+  CHECK(decode(bytes({1, 0x80, 0x80, 0x08, 0, 0, 0})) == MPA_DECODE_OK);
   // VCOUNTS with more members than a reader accepts
   CHECK(decode(bytes({1, 0x80, 0x80, 0x02, 0, 0, 0, 0x81, 0x80, 0x04})) == MPA_DECODE_RANGE);
   // a varint of eleven bytes, and one whose tenth byte holds more than bit 63
