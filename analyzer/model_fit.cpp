@@ -194,27 +194,38 @@ double cached_resend_share(const Trace& t) {
   // a core copying cache-resident data goes at about a cache line a cycle: less computation than this
   // takes cannot have rewritten the buffer
   constexpr double kRewriteBytesPerNs = 64;
-  std::vector<std::vector<uint32_t>> sends(t.ranks.size());  // per rank: its messages in the order sent
-  double sent = 0;
-  for (uint32_t m = 0; m < t.messages.size(); m++) {
-    const Message& msg = t.messages[m];
-    if (msg.send_op == kNone || msg.src < 0 || static_cast<size_t>(msg.src) >= sends.size()) continue;
-    sends[static_cast<size_t>(msg.src)].push_back(m);
-    sent += static_cast<double>(msg.bytes);
-  }
-  double cached = 0;
-  for (size_t r = 0; r < sends.size(); r++) {
-    auto& order = sends[r];
-    std::sort(order.begin(), order.end(),
-              [&](uint32_t a, uint32_t b) { return t.messages[a].send_op < t.messages[b].send_op; });
-    const auto& ops = t.ranks[r].ops;
-    for (size_t i = 1; i < order.size(); i++) {
-      const Message& msg = t.messages[order[i]];
-      if (!msg.resent || msg.bytes == 0) continue;
-      double computation = 0;  // between the previous send's call and this one's
-      for (uint32_t op = t.messages[order[i - 1]].send_op + 1; op <= msg.send_op && op < ops.size(); op++)
-        if (ops[op].t_enter > ops[op - 1].t_exit) computation += static_cast<double>(ops[op].t_enter - ops[op - 1].t_exit);
-      if (computation < static_cast<double>(msg.bytes) / kRewriteBytesPerNs) cached += static_cast<double>(msg.bytes);
+  // the calls whose send the tracer compares with the thread's previous one (libtrace/calls.py: sendbuf),
+  // to MPI_PROC_NULL and refused ones too
+  auto compared = [](uint16_t call) {
+    switch (call) {
+      case MPA_CALL_Send: case MPA_CALL_Ssend: case MPA_CALL_Bsend: case MPA_CALL_Rsend:
+      case MPA_CALL_Isend: case MPA_CALL_Issend: case MPA_CALL_Ibsend: case MPA_CALL_Irsend:
+      case MPA_CALL_Sendrecv:
+        return true;
+      default:
+        return false;
+    }
+  };
+  double sent = 0, cached = 0;
+  for (const Message& m : t.messages) sent += static_cast<double>(m.bytes);
+  for (const RankTrace& rank : t.ranks) {
+    const auto& ops = rank.ops;
+    size_t previous = ops.size();  // the rank's previous compared send
+    for (size_t i = 0; i < ops.size(); i++) {
+      if (!compared(ops[i].call)) continue;
+      if (previous < ops.size()) {
+        const Link* links = t.links_of(ops[i]);
+        for (uint32_t l = 0; l < ops[i].n_links; l++) {
+          if (links[l].kind != Link::PostSend) continue;
+          const Message& m = t.messages[links[l].id];
+          if (!m.resent || m.bytes == 0) continue;
+          double computation = 0;  // on the rank between the two sends' calls
+          for (size_t op = previous + 1; op <= i; op++)
+            if (ops[op].t_enter > ops[op - 1].t_exit) computation += static_cast<double>(ops[op].t_enter - ops[op - 1].t_exit);
+          if (computation < static_cast<double>(m.bytes) / kRewriteBytesPerNs) cached += static_cast<double>(m.bytes);
+        }
+      }
+      previous = i;
     }
   }
   return sent > 0 ? cached / sent : 0;
@@ -367,11 +378,11 @@ ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& p
                                         "disturbed calibration run threw it off (mpiadvise calibrate on a quiet "
                                         "machine measures one; compare several)",
                                         100 * fast_messages_ns / ranks_ns, messages_measured / 1e6, messages_predicted / 1e6)});
-  if (const double resent = cached_resend_share(t); resent >= 0.10)
-    for (auto& s : fit.suspects)
-      if (s.reason == MissReason::FastMessages)
-        s.detail += fmt::format("; {:.0f}% of the bytes sent were sent again unchanged (the buffer and bytes of the "
-                                "sender's previous send, too little computation between to have rewritten them): "
+  for (auto& s : fit.suspects)
+    if (s.reason == MissReason::FastMessages)
+      if (const double resent = cached_resend_share(t); resent >= 0.10)
+        s.detail += fmt::format("; {:.0f}% of the bytes sent were sent again unchanged (the buffer, bytes and type of "
+                                "the sender's previous send, too little computation between to have rewritten them): "
                                 "over shared memory the receiver copies data it has just read, faster than the data "
                                 "just written the set was calibrated with, which the replay does not price",
                                 100 * resent);

@@ -7,8 +7,9 @@ records:
 
   peer, tag, comm          a rank of comm (dest, source or root), a tag, the communicator
   bytes=(count, type)      bytes sent: count x PMPI_Type_size(type)
-  sendbuf                  the send buffer of a point-to-point send: RESENT when it and the bytes are the
-                           thread's previous send's
+  sendbuf                  the send buffer of a point-to-point send: RESENT when it, the bytes and the type
+                           are the thread's previous send's (every call's other writable buffers, void *
+                           not const, are taken to be rewritten: mpa_written)
   bytes2=(count, type)     bytes received (posted)
   peer2, tag2              the receive half of Sendrecv
   bytes_v / bytes2_v=(counts, type)   per-peer counts summed over the communicator (over the remote
@@ -90,7 +91,7 @@ CALLS = [
     p2p("Sendrecv_replace", "void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, "
         "int source, int recvtag, MPI_Comm comm, MPI_Status *status",
         peer="dest", tag="sendtag", bytes=("count", "datatype"), peer2="source", tag2="recvtag",
-        bytes2=("count", "datatype"), comm="comm", status="status", sendbuf="buf"),
+        bytes2=("count", "datatype"), comm="comm", status="status"),
     p2p("Send_init", ISEND, req_out="request", **SEND_ROLES),
     p2p("Ssend_init", ISEND, req_out="request", **SEND_ROLES),
     p2p("Bsend_init", ISEND, req_out="request", **SEND_ROLES),

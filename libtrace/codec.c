@@ -127,7 +127,7 @@ int mpa_decode_event(mpa_codec_state *s, const uint8_t **p, const uint8_t *end, 
   if (c.error) return c.error;
   if (repeat) { /* a repeat: every argument as its call site's last event in the chunk */
     t = &s->templates[mpa_template_slot(out->callsite)];
-    if (t->callsite != out->callsite + 1 || t->call != out->call) return MPA_DECODE_RANGE;
+    if (!t->used || t->callsite != out->callsite || t->call != out->call) return MPA_DECODE_RANGE;
     mask = t->mask;
     out->peer = t->peer;
     out->tag = t->tag;

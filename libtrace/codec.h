@@ -56,7 +56,8 @@ typedef struct mpa_status {
 #define MPA_TEMPLATE_VERSION 5u /* the first format with templates */
 
 typedef struct mpa_template {
-  uint32_t callsite; /* callsite + 1; 0: none yet in this chunk */
+  uint32_t callsite;
+  uint32_t used; /* 0: no event at this slot yet in this chunk */
   uint32_t call, mask;
   int32_t peer, tag, peer2, tag2;
   uint32_t comm;
@@ -153,7 +154,8 @@ static inline void mpa_template_set(mpa_template *t, uint32_t callsite, uint32_t
                                     int32_t tag, uint32_t comm, uint64_t bytes, int32_t peer2, int32_t tag2,
                                     uint64_t bytes2, uint32_t nstat, const mpa_status *stats)
 {
-  t->callsite = callsite + 1;
+  t->callsite = callsite;
+  t->used = 1;
   t->call = call;
   t->mask = mask;
   t->peer = mask & MPA_F_PEER ? peer : 0;
@@ -168,7 +170,7 @@ static inline void mpa_template_set(mpa_template *t, uint32_t callsite, uint32_t
 }
 static inline int mpa_template_same(const mpa_template *t, uint32_t callsite, const mpa_event *ev, uint32_t mask)
 {
-  if (t->callsite != callsite + 1 || t->call != ev->call || t->mask != mask) return 0;
+  if (!t->used || t->callsite != callsite || t->call != ev->call || t->mask != mask) return 0;
   if ((mask & MPA_F_PEER) && t->peer != ev->peer) return 0;
   if ((mask & MPA_F_TAG) && t->tag != ev->tag) return 0;
   if ((mask & MPA_F_COMM) && t->comm != ev->comm) return 0;
@@ -239,7 +241,7 @@ static inline __attribute__((always_inline)) uint8_t *mpa_encode_event(mpa_codec
       p = mpa_put_varint(p, ev->stats[i].bytes);
     }
   }
-  if (__builtin_expect(mask & MPA_F_AFTER_STATUS, 0)) {
+  if (__builtin_expect(mask & MPA_F_AFTER_STATUS & ~MPA_F_RESENT, 0)) { /* RESENT: no payload */
     if (mask & MPA_F_COUNT) p = mpa_put_varint(p, count);
     if (mask & MPA_F_NEWCOMM) p = mpa_put_varint(p, ev->newcomm);
     if (mask & MPA_F_PAPI) {

@@ -46,7 +46,8 @@ typedef struct mpa_chunk_header {
 /* EVENTS payload := varint base_tick, Event*
  * Event := u8 call, varint mask, zigzag gap, varint duration, varint callsite, fields in bit order
  *        | u8 (call | 0x80), zigzag gap, varint duration, varint callsite, [REQS]   (format 5: a repeat,
- *          its mask and every other field those of the call site's last event in the chunk; codec.h) 
+ *          its mask and every other field those of its slot's template: the last event in the chunk,
+ *          not a repeat, whose call site has the same remainder modulo 64 and that could be one; codec.h)
  *   gap      = enter tick - previous event's exit tick (base_tick for the first event of a chunk)
  *   duration = exit tick - enter tick
  * Ranks (peer, status source) are relative to the event's communicator; the reader translates them to
@@ -76,12 +77,15 @@ enum mpa_field {
 #define MPA_F_DEFINED ((1u << 18) - 1) /* every field bit above; a reader refuses others */
 
 /* RESENT (format 5): set by the tracer on MPI_Send, Ssend, Bsend, Rsend, their I- forms and the send side
- * of Sendrecv(_replace) when the send buffer's address (not NULL) and the bytes sent equal the same
- * thread's previous such send's: the same data sent again unless the program rewrote it in between (a
- * halo sent to both neighbours from where the stencil left it; not a pack buffer refilled before each
- * send, which the computation between the two sends shows). Over shared memory, where the receiver copies
- * out of the sender's memory, data just read by a receiver costs less to send again than data just
- * written. Persistent sends (Start) are not marked.
+ * of MPI_Sendrecv when the send buffer's address (not NULL), the bytes and the datatype equal the same
+ * thread's previous such send's, and no intercepted call has been given that address as a buffer it may
+ * write since (a receive, a collective, Sendrecv_replace). The same data went again unless the program
+ * itself rewrote it in between: a halo sent to both neighbours from where the stencil left it is
+ * RESENT, and so is a pack buffer refilled before each send (the computation between the two sends
+ * tells them apart: mpiadvise report). Over shared memory, where the receiver copies out of the sender's
+ * memory, data just read by a receiver costs less to send again than data just written. Not marked:
+ * persistent sends (Start), Sendrecv_replace (its buffer is received into); not seen as writes: the
+ * Starts of persistent receives.
  *
  * UNFINISHED (format 4): written by the tracer's handler of a fatal or terminating signal (SIGTERM,
  * SIGINT, SIGQUIT, SIGSEGV, ...) for each traced thread of the rank that was inside an MPI call at that

@@ -103,7 +103,12 @@ def record_code(call, params):
     bytes_stmt("bytes", "MPA_F_BYTES", r.get("inplace"))
     bytes_stmt("bytes2", "MPA_F_BYTES2", r.get("inplace_recv"))
     if "sendbuf" in r:
-        o(f"  if (mpa_resent(ts, {r['sendbuf']}, ev.bytes)) ev.mask |= MPA_F_RESENT;")
+        o(f"  if (mpa_resent(ts, {r['sendbuf']}, ev.bytes, (uintptr_t){r['bytes'][1]}, mpa_fortran)) "
+          "ev.mask |= MPA_F_RESENT;")
+    # a buffer the call may write (a receive's, a collective's, Sendrecv_replace's): the data there is
+    # no longer what the thread last sent from it
+    for name in re.findall(r"(?<!const )\bvoid \*(\w+)", call.params):
+        o(f"  mpa_written(ts, {name}, mpa_fortran);")
 
     if "newcomm" in r:
         o(f"  if (rc == MPI_SUCCESS) mpa_newcomm(&ev, *{r['newcomm']}, {comm_expr}, {call_id(call.name)});")

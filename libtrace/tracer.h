@@ -100,8 +100,9 @@ struct mpa_thread {
   struct mpa_fold_run fold; /* pending run of unsuccessful tests: the thread's own (see mpa_poll_again) */
   atomic_int fold_flush_wanted; /* set by the writer: the thread writes its pending run at its next poll */
   uintptr_t poll_ra;            /* the return address of the clocked poll being finished (mpa_finish) */
-  uintptr_t last_send_buf;      /* the thread's previous send: buffer and bytes (mpa_resent) */
+  uintptr_t last_send_buf;      /* the thread's previous send: buffer, bytes and type (mpa_resent) */
   uint64_t last_send_bytes;
+  uintptr_t last_send_type;
   /* call-site cache: return address -> id, direct-mapped */
   uintptr_t cs_addr[256];
   uint32_t cs_id[256];

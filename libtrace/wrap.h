@@ -133,14 +133,29 @@ static inline void mpa_inflight_exit(mpa_thread *ts)
 }
 
 /* ---- arguments --------------------------------------------------------------------------------------- */
-/* A send from buf of bytes: 1 when buf (not NULL: MPI_BOTTOM) and bytes are the thread's previous send's
- * (format.h: RESENT); that send is now this one. */
-static inline int mpa_resent(mpa_thread *ts, const void *buf, uint64_t bytes)
+/* A buffer argument's address: fortran as for mpa_in_place (2: a TS 29113 descriptor, whose first member
+ * is the address) */
+static inline uintptr_t mpa_buffer_address(const void *buf, int fortran)
 {
-  const int again = buf && (uintptr_t)buf == ts->last_send_buf && bytes == ts->last_send_bytes;
-  ts->last_send_buf = (uintptr_t)buf;
+  if (fortran == 2 && buf) buf = *(const void *const *)buf;
+  return (uintptr_t)buf;
+}
+/* A send from buf of bytes of type: 1 when buf (not NULL: MPI_BOTTOM in C), bytes and type are the
+ * thread's previous send's and no call has been given buf to write since (format.h: RESENT); that send is
+ * now this one. */
+static inline int mpa_resent(mpa_thread *ts, const void *buf, uint64_t bytes, uintptr_t type, int fortran)
+{
+  const uintptr_t at = mpa_buffer_address(buf, fortran);
+  const int again = at && at == ts->last_send_buf && bytes == ts->last_send_bytes && type == ts->last_send_type;
+  ts->last_send_buf = at;
   ts->last_send_bytes = bytes;
+  ts->last_send_type = type;
   return again;
+}
+/* buf was given to a call that may write it: a send from it is no longer a resend */
+static inline void mpa_written(mpa_thread *ts, const void *buf, int fortran)
+{
+  if (mpa_buffer_address(buf, fortran) == ts->last_send_buf) ts->last_send_buf = 0;
 }
 
 static inline int32_t mpa_rank_code(int rank)

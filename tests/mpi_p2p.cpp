@@ -367,4 +367,15 @@ TEST_CASE("a send from the buffer and bytes of the thread's previous send is RES
     else
       CHECK(share == Approx(0.5).margin(2.0 / 24));  // a send descheduled just before it may be missed
   }
+  // examples/pipeline.c on 3 ranks: rank 1 receives each item into its buffer and sends it on from there,
+  // the same address, bytes and type every time, but received anew: none of its sends is RESENT
+  JobSpec s;
+  s.np = 3;
+  s.program = example_path("pipeline").string();
+  s.args = {"65536", "6", "0"};
+  auto r = run_job(s);
+  REQUIRE(r.status == 0);
+  const auto forwarded = calls_named(events_of(r.dir, 1), "MPI_Send");
+  REQUIRE(forwarded.size() == 6);
+  for (const auto& e : forwarded) CHECK_FALSE(e.e.resent);
 }

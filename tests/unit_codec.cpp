@@ -391,6 +391,11 @@ TEST_CASE("format 5: a loop's repeated calls are written as repeats; a format 4 
   const uint8_t* before = q;
   CHECK(dec.decode(&dst, &q, bad.data() + bad.size()) == MPA_DECODE_RANGE);
   CHECK(q == before);
+  // nor at the largest call site, whose slot is empty too (a slot's emptiness is not a call site value)
+  const auto widest = bytes({0xe8, 0x07, 0 | MPA_CALL_REPEAT, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x0f});
+  q = widest.data();
+  REQUIRE(mpa_decode_chunk_start(&dst, &q, widest.data() + widest.size()) == MPA_DECODE_OK);
+  CHECK(dec.decode(&dst, &q, widest.data() + widest.size()) == MPA_DECODE_RANGE);
 }
 
 TEST_CASE("MPICH's Irecv and Isend requests take their own slots; a format 1 chunk still decodes", "[codec]") {
