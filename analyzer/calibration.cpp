@@ -722,4 +722,49 @@ EagerBufferFit fit_eager_buffer(const std::vector<Flood>& floods) {
   return f;
 }
 
+ResendFit fit_resend(const std::vector<RoundTrip>& resent, const LogGPSParams& full) {
+  constexpr double kMinShare = 0.25, kMaxFactor = 10, kStep = 1e-3;
+  auto fit_path = [&](bool rendezvous) -> std::optional<ResendFit::Path> {
+    auto round_trip = [&](uint64_t k, double f) { return LogGPS(full.resent(f, rendezvous)).round_trip(k, 0); };
+    std::vector<const RoundTrip*> rows;
+    for (const RoundTrip& r : resent) {
+      if (r.w != 0 || !(r.rtt_ns > 0) || full.buffered(r.k) == rendezvous) continue;
+      const double fresh = round_trip(r.k, 1), fixed = round_trip(r.k, 0);
+      if (fresh > 0 && fresh - fixed >= kMinShare * fresh) rows.push_back(&r);
+    }
+    if (rows.size() < 2) return std::nullopt;
+    auto sse = [&](double f) {
+      double sum = 0;
+      for (const RoundTrip* r : rows) sum += std::pow((round_trip(r->k, f) - r->rtt_ns) / r->rtt_ns, 2);
+      return sum;
+    };
+    double f = 1, normal = 0;
+    for (int round = 0; round < 20; round++) {
+      double gradient = 0;
+      normal = 0;
+      const double lo = std::max(f - kStep, 0.0), hi = f + kStep;
+      for (const RoundTrip* r : rows) {
+        const double y = r->rtt_ns, d = (round_trip(r->k, hi) - round_trip(r->k, lo)) / (hi - lo);
+        gradient += d * (y - round_trip(r->k, f)) / (y * y);
+        normal += d * d / (y * y);
+      }
+      if (!(normal > 0)) return std::nullopt;
+      const double next = std::clamp(f + gradient / normal, 0.0, kMaxFactor);
+      const bool settled = std::fabs(next - f) < 1e-6;
+      f = next;
+      if (settled) break;
+    }
+    ResendFit::Path out;
+    out.factor = f;
+    out.rows = rows.size();
+    out.from = rows.front()->k, out.to = rows.back()->k;
+    const double n = static_cast<double>(rows.size());
+    out.error = std::sqrt(sse(f) / (n - 1) / normal);
+    out.residual_rtt = std::sqrt(sse(f) / n);
+    out.residual_as_fresh = std::sqrt(sse(1) / n);
+    return out;
+  };
+  return {fit_path(false), fit_path(true)};
+}
+
 }  // namespace mpiadvise

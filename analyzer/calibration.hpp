@@ -221,6 +221,26 @@ struct LargeFit {
 };
 std::optional<LargeFit> fit_large(const Sweep& sweep, uint64_t from, const LogGPSParams& base);
 
+// The [resend] table (LogGPSParams::resend_buffered, resend_rendezvous): the round trips of data sent
+// again unchanged (w = 0, neither rank writing its buffer between its sends) against the set fitted to
+// data written before each send, `full` with every table the calibration found. For each path
+// (LogGPSParams::buffered) the factor f is the weighted least-squares fit (each round trip by its
+// relative error, 0 <= f <= 10, Gauss-Newton on the model's round_trip with LogGPSParams::resent(f): no
+// equation restated) over the sizes on it whose priced terms (per-byte, and R on the rendezvous) are at
+// least a quarter of their round trip: the others say nothing of f. A path with fewer than 2 such sizes
+// has none.
+struct ResendFit {
+  struct Path {
+    double factor = 1, error = 0;  // f, and one standard error (NaN where not determined)
+    size_t rows = 0;
+    uint64_t from = 0, to = 0;      // the sizes fitted
+    double residual_rtt = 0;        // RMS of (model - measured) / measured over them, at f
+    double residual_as_fresh = 0;   // the same with f = 1: priced as data just written
+  };
+  std::optional<Path> buffered, rendezvous;
+};
+ResendFit fit_resend(const std::vector<RoundTrip>& resent, const LogGPSParams& full);
+
 // What a calibration found.
 struct Calibration {
   Fit fit;

@@ -19,6 +19,8 @@ namespace {
 // overflow) long before they mean anything: a latency or overhead of up to 1000 s, a per-byte cost of
 // up to 1 ms per byte, a size of up to 2^62 bytes (or infinite).
 constexpr double kMaxTimeNs = 1e12, kMaxPerByteNs = 1e6, kMaxBytes = 4611686018427387904.0;
+// [resend]: data sent again costs at most this many times data just written
+constexpr double kMaxResendFactor = 10;
 
 double bound_of(const std::string& key) {
   return key == "L" || key == "o" || key == "o_r" || key == "D" || key == "R" ? kMaxTimeNs : kMaxPerByteNs;
@@ -57,6 +59,18 @@ LogGPSParams LogGPSParams::scaled(double f) const {
   for (std::optional<double> LogGPSParams::*x :
        {&LogGPSParams::o_r, &LogGPSParams::isend_ns, &LogGPSParams::irecv_ns, &LogGPSParams::persistent_saving})
     if (p.*x) *(p.*x) *= f;
+  return p;
+}
+
+LogGPSParams LogGPSParams::resent(double f, bool rendezvous) const {
+  LogGPSParams p = *this;
+  for (double LogGPSParams::*x : {&LogGPSParams::Oss, &LogGPSParams::Ors, &LogGPSParams::Osl, &LogGPSParams::Orl,
+                                  &LogGPSParams::Gs, &LogGPSParams::Gl, &LogGPSParams::Oss_raised,
+                                  &LogGPSParams::Ors_raised, &LogGPSParams::Osl_large, &LogGPSParams::Orl_large})
+    p.*x *= f;
+  if (rendezvous) p.R *= f, p.R_large *= f;
+  p.resend_buffered.reset();
+  p.resend_rendezvous.reset();
   return p;
 }
 
@@ -250,6 +264,19 @@ LogGPSParams load_params(const fs::path& file) {
     }
     if (!p.speeds_ratio) throw ParamError(fmt::format("{}: [machine] speeds_ratio is missing", where));
 
+  }
+  if (const toml::table* resend = doc["resend"].as_table()) {
+    for (const auto& [k, v] : *resend) {
+      std::string key(k.str());
+      if (key != "buffered_factor" && key != "rendezvous_factor")
+        throw ParamError(
+            fmt::format("{}: [resend] {}: unknown key (the keys are buffered_factor, rendezvous_factor)", where, key));
+      const std::optional<double> value = v.value<double>();
+      if (!value || !(*value >= 0 && *value <= kMaxResendFactor))
+        throw ParamError(fmt::format("{}: [resend] {}: not a factor from 0 to {:g} on what data just written costs", where,
+                                     key, kMaxResendFactor));
+      (key == "buffered_factor" ? p.resend_buffered : p.resend_rendezvous) = *value;
+    }
   }
   if (const toml::table* raised = doc["raised"].as_table())
     read_size_table(*raised, "raised", "the size above which its costs apply", p.raised_from,

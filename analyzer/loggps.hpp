@@ -83,6 +83,20 @@ struct LogGPSParams {
   // Orl_large per byte instead of Osl, Orl. None when empty: one protocol above S.
   std::optional<uint64_t> large_from;
   double R_large = 0, Osl_large = 0, Orl_large = 0;
+  // Data sent again unchanged ([resend] in the files): a message the tracer marks RESENT (the buffer,
+  // bytes and type of its sender's previous send, nothing written into it by MPI since) with less
+  // computation between the two sends than rewriting its bytes takes (Message::cached) costs less than
+  // the data just written that the round trips above measure: the library reads lines its caches hold.
+  // By the path the message takes (buffered()): one the library copies through its own buffers (eager,
+  // and with a [large] table up to its from_bytes) costs resend_buffered times the per-byte terms; one its
+  // rendezvous moves (over shared memory the receiver's single CMA copy from the sender's pages)
+  // resend_rendezvous times the per-byte terms and the protocol's own cost R (and R_large), most of which
+  // is the receiver's first touches of lines the sender has just written: over Open MPI's vader a
+  // 4096-byte round trip took 5.9 us with data written before each send and 3.7 us with data sent again,
+  // 8 KiB 8.2 and 4.0, 1-2 KiB (copied through the FIFO) 0.84-0.89 times; MPICH's UCX shared memory above
+  // its S 0.41-0.47 times, its eager 2-8 KiB about 0.85. Measured by calibrate (round trips with neither
+  // rank writing its buffer between its sends). 1 where empty.
+  std::optional<double> resend_buffered, resend_rendezvous;
   // Beyond the model ([machine] in the files): the calibration found this machine's messages at two speeds
   // (analyzer/calibration.hpp: two_speeds within its runs, run_speeds between them), the slower
   // speeds_ratio times the faster, slow_share of the time. The set prices one speed or their mean; a run
@@ -105,6 +119,12 @@ struct LogGPSParams {
   // persistent costs) times f: the same machine at another of its speeds ([machine]). Sizes, buffers and
   // the local reduction unchanged.
   LogGPSParams scaled(double f) const;
+  // whether the library copies a k-byte message through its own buffers (eager, or up to large_from where
+  // the set has a [large] protocol), else its rendezvous moves it
+  bool buffered(uint64_t k) const { return k <= S || (large_from && k <= *large_from); }
+  // The set for a message of data sent again unchanged on either path: every per-byte term times f, and
+  // on the rendezvous path R and R_large too; the resend factors then empty. Other times and sizes unchanged.
+  LogGPSParams resent(double f, bool rendezvous) const;
   // the receive's overhead at 0 bytes: o_r, or o' where the set has none
   double o_recv() const { return o_r.value_or(o); }
   // Sets one parameter by its name (L, o, o_r, D, Oss, Ors, Osl, Orl, Gs, Gl, R, s, S); throws ParamError.

@@ -186,47 +186,13 @@ std::optional<ProbeSpeed> probe_speed(const MessageProbe& probe, const LogGPSPar
   return s;
 }
 
-// The share of the bytes sent that were sent again unchanged: RESENT (the buffer and bytes of the sender's
-// previous send) with less computation on the sender between the two sends than writing the bytes at
-// kRewriteBytesPerNs would take (a pack buffer refilled before each send is RESENT by its address, but
-// the copy shows as computation). The set is calibrated with data written just before each send.
+// The share of the bytes sent that were sent again unchanged (Message::cached). The set prices them at its
+// [resend] factors, or as data just written where it has none.
 double cached_resend_share(const Trace& t) {
-  // a core copying cache-resident data goes at about a cache line a cycle: less computation than this
-  // takes cannot have rewritten the buffer
-  constexpr double kRewriteBytesPerNs = 64;
-  // the calls whose send the tracer compares with the thread's previous one (libtrace/calls.py: sendbuf),
-  // to MPI_PROC_NULL and refused ones too
-  auto compared = [](uint16_t call) {
-    switch (call) {
-      case MPA_CALL_Send: case MPA_CALL_Ssend: case MPA_CALL_Bsend: case MPA_CALL_Rsend:
-      case MPA_CALL_Isend: case MPA_CALL_Issend: case MPA_CALL_Ibsend: case MPA_CALL_Irsend:
-      case MPA_CALL_Sendrecv:
-        return true;
-      default:
-        return false;
-    }
-  };
   double sent = 0, cached = 0;
-  for (const Message& m : t.messages) sent += static_cast<double>(m.bytes);
-  for (const RankTrace& rank : t.ranks) {
-    const auto& ops = rank.ops;
-    size_t previous = ops.size();  // the rank's previous compared send
-    for (size_t i = 0; i < ops.size(); i++) {
-      if (!compared(ops[i].call)) continue;
-      if (previous < ops.size()) {
-        const Link* links = t.links_of(ops[i]);
-        for (uint32_t l = 0; l < ops[i].n_links; l++) {
-          if (links[l].kind != Link::PostSend) continue;
-          const Message& m = t.messages[links[l].id];
-          if (!m.resent || m.bytes == 0) continue;
-          double computation = 0;  // on the rank between the two sends' calls
-          for (size_t op = previous + 1; op <= i; op++)
-            if (ops[op].t_enter > ops[op - 1].t_exit) computation += static_cast<double>(ops[op].t_enter - ops[op - 1].t_exit);
-          if (computation < static_cast<double>(m.bytes) / kRewriteBytesPerNs) cached += static_cast<double>(m.bytes);
-        }
-      }
-      previous = i;
-    }
+  for (const Message& m : t.messages) {
+    sent += static_cast<double>(m.bytes);
+    if (m.cached) cached += static_cast<double>(m.bytes);
   }
   return sent > 0 ? cached / sent : 0;
 }
@@ -384,8 +350,14 @@ ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& p
         s.detail += fmt::format("; {:.0f}% of the bytes sent were sent again unchanged (the buffer, bytes and type of "
                                 "the sender's previous send, too little computation between to have rewritten them): "
                                 "over shared memory the receiver copies data it has just read, faster than the data "
-                                "just written the set was calibrated with, which the replay does not price",
-                                100 * resent);
+                                "just written the set was calibrated with{}",
+                                100 * resent,
+                                params.resend_buffered || params.resend_rendezvous
+                                    ? fmt::format(", which the replay prices at {:.2f} times what data just written costs "
+                                                  "copied through the library's buffers and {:.2f} times by its rendezvous "
+                                                  "([resend])",
+                                                  params.resend_buffered.value_or(1), params.resend_rendezvous.value_or(1))
+                                    : std::string(", which this set does not price (no [resend] table: calibrate measures it)"));
   if (params.speeds_ratio)
     for (auto& s : fit.suspects)
       if (s.reason == MissReason::SlowMessages || s.reason == MissReason::FastMessages)

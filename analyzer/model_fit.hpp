@@ -100,14 +100,11 @@ inline constexpr double kProbeFactorMin = 0.2, kProbeFactorMax = 5;
 
 ModelFit assess_fit(const Trace& trace, const RunFacts& facts, const LogGPSParams& params, const ReplayResult& baseline);
 
-// The share of the bytes sent that went again unchanged: each a message RESENT (log format 5: the buffer,
-// bytes and type of its thread's previous send, not given to a call that writes it since) with less
-// computation on its rank between the two sends than rewriting its bytes at 64 bytes a nanosecond would
-// take. The previous send is the rank's previous call of those the tracer compares (to MPI_PROC_NULL and
-// refused ones too); in a rank of several threads that call may be another thread's, and time the rank
-// spent in another thread's MPI call is not counted as computation. The fast_messages suspect names it from 10% up: the
-// parameter sets are measured with data written just before each send, and over shared memory data a
-// receiver has just read goes faster (the plain halo over vader +25%, the packed one +0.2%).
+// The share of the bytes sent that went again unchanged (Message::cached, trace.hpp: RESENT with less
+// computation between than rewriting the bytes takes). The fast_messages suspect names it from 10% up: a
+// set measured with data written just before each send prices them at its [resend] factors, or as
+// fresh data where it has none (over shared memory a receiver copies data it has just read faster: the
+// plain halo over vader was +25% without it, the packed one +0.2%).
 double cached_resend_share(const Trace& trace);
 
 }  // namespace mpiadvise

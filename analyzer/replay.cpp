@@ -148,7 +148,9 @@ void prefetch_messages(const Trace& t, const Op& op) {
 class Simulation {
  public:
   Simulation(const Trace& t, const ReplayOptions& o)
-      : t_(t), o_(o), model_(effective_params(o)), p_(model_.params()) {
+      : t_(t), o_(o), model_(effective_params(o)), p_(model_.params()),
+        cached_buffered_(p_.resent(p_.resend_buffered.value_or(1), false)),
+        cached_rendezvous_(p_.resent(p_.resend_rendezvous.value_or(1), true)) {
     msg_.resize(t.messages.size());
     marks_.resize(t.ranks.size());
     coll_arrive_.resize(t.collectives.size());
@@ -335,6 +337,13 @@ class Simulation {
   const ReplayOptions& o_;
   LogGPS model_;
   const LogGPSParams& p_;
+  // a message of data sent again unchanged (Message::cached) is priced by the set's [resend] factor for
+  // the path it takes: a split message's chunks are buffered ones
+  const LogGPS cached_buffered_, cached_rendezvous_;
+  const LogGPS& model_of(const Message& m, uint32_t m_id) const {
+    if (!m.cached) return model_;
+    return p_.buffered(m.bytes) || splits(m, m_id) ? cached_buffered_ : cached_rendezvous_;
+  }
   // every computation gap takes ReplayOptions::compute_factor (no ranks or sites chosen): asked once a gap
   const bool uniform_compute_ = o_.compute_ranks.empty() && o_.compute_sites.empty();
   std::vector<MsgState> msg_;
@@ -624,7 +633,7 @@ class Simulation {
   // that call when the message arrives (it cannot leave it before the sender goes on).
   double taken(uint32_t m_id) {
     const Message& m = t_.messages[m_id];
-    const double arrival = model_.eager_arrival(m.bytes, msg_[m_id].start, msg_[m_id].senders);
+    const double arrival = model_of(m, m_id).eager_arrival(m.bytes, msg_[m_id].start, msg_[m_id].senders);
     if (m.recv_op == kNone) return arrival;  // no receiver in the logs
     const RankState& d = ranks_[m.dst];
     // the first span ending at or after the arrival: the spans end in order, and an arrival is mostly
@@ -774,24 +783,25 @@ class Simulation {
   double send_done(uint32_t m_id, Breakdown* parts) {
     const Message& m = t_.messages[m_id];
     const MsgState& s = msg_[m_id];
+    const LogGPS& model = model_of(m, m_id);
     blocked_on_ = {false, m_id};
     if (splits(m, m_id)) {
-      if (model_.split_waits_for_receive(m.bytes, p_.S) && m.recv_op != kNone && s.tr == kUnknown) return kUnknown;
-      SideCost c = model_.split_send_side(m.bytes, p_.S, s.ts, m.recv_op == kNone ? s.ts : s.tr, s.senders);
+      if (model.split_waits_for_receive(m.bytes, p_.S) && m.recv_op != kNone && s.tr == kUnknown) return kUnknown;
+      SideCost c = model.split_send_side(m.bytes, p_.S, s.ts, m.recv_op == kNone ? s.ts : s.tr, s.senders);
       add(parts, c, true);
       return c.done;
     }
     if (!rendezvous(m)) {
       double start = eager_start(m_id);
       if (start == kUnknown) return kUnknown;
-      SideCost c = model_.send_side(m.bytes, start, kUnknown, s.senders, false);  // (4)
+      SideCost c = model.send_side(m.bytes, start, kUnknown, s.senders, false);  // (4)
       c.wait += start - s.ts;  // for room in the receiver's eager buffer
       add(parts, c, true);
       return c.done;
     }
-    if (m.recv_op == kNone) return s.ts + model_.T1p(m.bytes, s.senders);  // no receiver in the logs
+    if (m.recv_op == kNone) return s.ts + model.T1p(m.bytes, s.senders);  // no receiver in the logs
     if (s.tr == kUnknown) return kUnknown;
-    SideCost c = model_.send_side(m.bytes, s.ts, s.tr, s.senders, m.synchronous);  // (5)
+    SideCost c = model.send_side(m.bytes, s.ts, s.tr, s.senders, m.synchronous);  // (5)
     add(parts, c, true);
     return c.done;
   }
@@ -800,18 +810,19 @@ class Simulation {
   double recv_done(uint32_t m_id, Breakdown* parts) {
     const Message& m = t_.messages[m_id];
     const MsgState& s = msg_[m_id];
+    const LogGPS& model = model_of(m, m_id);
     blocked_on_ = {false, m_id};
     if (m.send_op == kNone) return kUnknown;
     if (s.ts == kUnknown) return kUnknown;
     SideCost c;
     if (splits(m, m_id)) {
-      c = model_.split_recv_side(m.bytes, p_.S, s.ts, s.tr, s.senders);
+      c = model.split_recv_side(m.bytes, p_.S, s.ts, s.tr, s.senders);
     } else if (!rendezvous(m)) {
       double start = eager_start(m_id);
       if (start == kUnknown) return kUnknown;
-      c = model_.recv_side(m.bytes, start, s.tr, s.senders, false);  // (7), (8)
+      c = model.recv_side(m.bytes, start, s.tr, s.senders, false);  // (7), (8)
     } else {
-      c = model_.recv_side(m.bytes, s.ts, s.tr, s.senders, m.synchronous);  // (9)
+      c = model.recv_side(m.bytes, s.ts, s.tr, s.senders, m.synchronous);  // (9)
     }
     add(parts, c, false);
     return c.done;

@@ -563,6 +563,7 @@ Trace build_trace(const JobLog& job) {
   Builder b(t);
   b.join(parts, ranks);
   b.match();
+  mark_cached_resends(t);
   t.site_keys.resize(t.ranks.size());
   for (const auto& log : job.ranks()) {
     if (log->rank() < 0 || log->rank() >= t.world_size) continue;
@@ -580,6 +581,41 @@ Trace build_trace(const JobLog& job) {
   }
   t.problems = job.problems();
   return t;
+}
+
+void mark_cached_resends(Trace& t) {
+  if (std::none_of(t.messages.begin(), t.messages.end(), [](const Message& m) { return m.resent; })) return;
+  // the calls whose send the tracer compares with the thread's previous one, to MPI_PROC_NULL and refused
+  // ones too
+  auto compared = [](uint16_t call) {
+    switch (call) {
+      case MPA_CALL_Send: case MPA_CALL_Ssend: case MPA_CALL_Bsend: case MPA_CALL_Rsend:
+      case MPA_CALL_Isend: case MPA_CALL_Issend: case MPA_CALL_Ibsend: case MPA_CALL_Irsend:
+      case MPA_CALL_Sendrecv:
+        return true;
+      default:
+        return false;
+    }
+  };
+  for (const RankTrace& rank : t.ranks) {
+    const auto& ops = rank.ops;
+    size_t previous = ops.size();  // the rank's previous compared send
+    double computation = 0;        // on the rank since its call
+    for (size_t i = 0; i < ops.size(); i++) {
+      if (i > 0 && ops[i].t_enter > ops[i - 1].t_exit) computation += static_cast<double>(ops[i].t_enter - ops[i - 1].t_exit);
+      if (!compared(ops[i].call)) continue;
+      if (previous < ops.size()) {
+        const Link* links = t.links_of(ops[i]);
+        for (uint32_t l = 0; l < ops[i].n_links; l++) {
+          if (links[l].kind != Link::PostSend) continue;
+          Message& m = t.messages[links[l].id];
+          m.cached = m.resent && m.bytes > 0 && computation < static_cast<double>(m.bytes) / kRewriteBytesPerNs;
+        }
+      }
+      previous = i;
+      computation = 0;
+    }
+  }
 }
 
 SiteKey Trace::site(int rank, uint32_t callsite) const {

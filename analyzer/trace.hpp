@@ -79,6 +79,8 @@ struct Message {
   bool synchronous = false;           // Ssend / Issend: waits for the receive whatever its size
   bool resent = false;                // sent from the buffer and of the bytes of the sender's previous send
                                       // (log format 5, RESENT): the same data again unless rewritten
+  bool cached = false;                // resent, with too little computation between to have rewritten it
+                                      // (mark_cached_resends): priced by LogGPSParams::resend_*
   uint32_t send_op = kNone, recv_op = kNone;            // the ops that posted each side
   uint32_t send_done_op = kNone, recv_done_op = kNone;  // the ops that completed each side
   bool matched() const { return send_op != kNone && recv_op != kNone; }
@@ -149,6 +151,15 @@ ReplayWindow replay_window(const RankTrace& rank, const std::vector<OpTime>* tim
 
 // Reads every rank and matches. Streams the logs once.
 Trace build_trace(const JobLog& job);
+// Sets Message::cached (build_trace does): a RESENT message whose sender computed less between the two
+// sends' calls than writing its bytes at kRewriteBytesPerNs takes. A pack buffer refilled before each
+// send is RESENT by its address, and its copy shows as computation. Each send is paired with the rank's
+// previous compared send (libtrace/calls.py: sendbuf), which on a multi-threaded rank may be another
+// thread's, as the tracer's comparison is not.
+void mark_cached_resends(Trace& t);
+// a core copying cache-resident data goes at about a cache line a cycle: less computation than this takes
+// cannot have rewritten a buffer
+inline constexpr double kRewriteBytesPerNs = 64;
 
 OpKind op_kind(int call, uint32_t count);
 bool is_collective_call(int call);

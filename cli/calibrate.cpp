@@ -81,6 +81,7 @@ struct BenchOutput {
   int probes = 0;            // round-trip probes of the bisection
   std::vector<Flood> floods; // eager sends to a late receiver
   std::map<uint64_t, std::vector<double>> late;  // k -> each MPI_Recv of an eager message that came first, ns
+  std::vector<RoundTrip> resend;     // round trips of data sent again unchanged (w = 0)
   std::vector<RoundTrip> every_run;  // the samples of each run pooled (--runs), for the machine's speeds
   RunSpeeds speeds;                  // the runs' speeds, and those pooled (--runs)
 };
@@ -182,7 +183,9 @@ BenchOutput run_bench(const std::vector<std::string>& command, const std::string
       auto& times = b.late[j["k"].get<uint64_t>()];
       for (size_t i = 0; i < ns.size(); i++)
         if (i >= send_ns.size() || send_ns[i] < 1e6) times.push_back(ns[i]);
-    } else if (j.value("flood", false) && j["through"].is_array())
+    } else if (j.value("resend", false) && j.contains("k") && j["rtt_ns"].is_array())
+      b.resend.push_back(from_repetitions(j["k"].get<uint64_t>(), 0, j["rtt_ns"].get<std::vector<double>>(), {}));
+    else if (j.value("flood", false) && j["through"].is_array())
       b.floods.push_back({j.value("k", uint64_t{0}), j.value("sent", uint64_t{0}), j["through"].get<std::vector<uint64_t>>()});
     else if (j.contains("k") && j.contains("rtt_ns") && j["rtt_ns"].is_array())
       b.sweep.samples.push_back(from_repetitions(j["k"].get<uint64_t>(), j.value("w", 0.0),
@@ -219,17 +222,22 @@ BenchOutput run_bench_pooled(const std::vector<std::string>& command, const std:
   b.speeds = speeds;
   b.every_run.clear();
   for (const auto& run : all) b.every_run.insert(b.every_run.end(), run.sweep.samples.begin(), run.sweep.samples.end());
-  for (RoundTrip& s : b.sweep.samples) {
-    std::vector<double> rtt, send;
-    for (size_t i : speeds.keep)
-      for (const RoundTrip& r : all[i].sweep.samples)
-        if (r.k == s.k && r.w == s.w) {
-          if (r.rtt_ns > 0) rtt.push_back(r.rtt_ns);
-          if (r.send_ns > 0) send.push_back(r.send_ns);
-        }
-    s.rtt_ns = rtt.empty() ? 0.0 : median(rtt);
-    s.send_ns = send.empty() ? 0.0 : median(send);
-  }
+  // each (w, k) the median over the runs kept
+  auto pool = [&](std::vector<RoundTrip>& samples, auto of) {
+    for (RoundTrip& s : samples) {
+      std::vector<double> rtt, send;
+      for (size_t i : speeds.keep)
+        for (const RoundTrip& r : of(all[i]))
+          if (r.k == s.k && r.w == s.w) {
+            if (r.rtt_ns > 0) rtt.push_back(r.rtt_ns);
+            if (r.send_ns > 0) send.push_back(r.send_ns);
+          }
+      s.rtt_ns = rtt.empty() ? 0.0 : median(rtt);
+      s.send_ns = send.empty() ? 0.0 : median(send);
+    }
+  };
+  pool(b.sweep.samples, [](const BenchOutput& r) -> const std::vector<RoundTrip>& { return r.sweep.samples; });
+  pool(b.resend, [](const BenchOutput& r) -> const std::vector<RoundTrip>& { return r.resend; });
   std::vector<std::pair<uint64_t, std::optional<uint64_t>>> limits;  // S and S_next of each run
   for (const auto& run : all) limits.emplace_back(run.sweep.S, run.S_next);
   std::sort(limits.begin(), limits.end());
@@ -391,6 +399,39 @@ std::string eager_toml(const EagerBufferFit& b, const std::vector<Flood>& floods
   o += "# (analyzer/calibration.hpp, fit_eager_buffer, says how the limits follow from them)\n[eager]\n";
   if (b.bytes) o += fmt::format("buffer_bytes = {}\nheader_bytes = {}\n", *b.bytes, b.header);
   if (b.messages) o += fmt::format("buffer_messages = {}\n", *b.messages);
+  return o;
+}
+
+// A path of the [resend] fit in words: "8 sizes of 8192 to 1048576 bytes: 0.42 +- 0.02 times ..."
+std::string resend_path_text(const ResendFit::Path& p) {
+  return fmt::format("{} sizes of {} to {} bytes: {:.2f} +- {:.2f} times data just written; residual RMS {:.1f}% of those "
+                     "round trips ({:.1f}% priced as data just written)",
+                     p.rows, p.from, p.to, p.factor, p.error, 100 * p.residual_rtt, 100 * p.residual_as_fresh);
+}
+std::string resend_text(const ResendFit& r) {
+  if (!r.buffered && !r.rendezvous) return "too few sizes whose per-byte terms count (--max-size): no [resend] table";
+  std::string text;
+  if (r.buffered) text += "copied through the library's buffers, " + resend_path_text(*r.buffered);
+  if (r.rendezvous) text += std::string(text.empty() ? "" : "; ") + "by its rendezvous, " + resend_path_text(*r.rendezvous);
+  return text;
+}
+
+// The [resend] table, with the round trips it comes from.
+std::string resend_toml(const ResendFit& r, const LogGPSParams& full) {
+  if (!r.buffered && !r.rendezvous) return "";
+  std::string o = fmt::format(
+      "\n# Data sent again unchanged: round trips with w = 0 with neither rank writing its buffer between its sends\n"
+      "# (the library reads lines its caches hold, as in a halo's second send of the cells it just sent), fitted\n"
+      "# as the set above with what data just written costs times a factor: the per-byte terms of a message the\n"
+      "# library copies through its buffers (up to {} bytes), the per-byte terms and R of one its rendezvous\n"
+      "# moves. The replay prices each message the tracer marks RESENT, with too little computation since the\n"
+      "# send before to have rewritten it, so.\n",
+      full.large_from ? std::max(*full.large_from, full.S) : full.S);
+  if (r.buffered) o += "#   buffered: " + resend_path_text(*r.buffered) + "\n";
+  if (r.rendezvous) o += "#   rendezvous: " + resend_path_text(*r.rendezvous) + "\n";
+  o += "[resend]\n";
+  if (r.buffered) o += fmt::format("buffered_factor = {:.3f}  # +- {:.3f}\n", r.buffered->factor, r.buffered->error);
+  if (r.rendezvous) o += fmt::format("rendezvous_factor = {:.3f}  # +- {:.3f}\n", r.rendezvous->factor, r.rendezvous->error);
   return o;
 }
 
@@ -563,6 +604,13 @@ int run_calibrate(const CalibrateOptions& o) {
                         large_fit->from, run_facts_here.large_from_note, large_fit->rows, 100 * large_fit->residual_rtt,
                         large_fit->from, large_fit->R, large_fit->R_error, large_fit->Osl, large_fit->Osl_error, large_fit->Orl,
                         large_fit->Orl_error);
+  // data sent again unchanged, against the whole set as written
+  LogGPSParams full = f.params;
+  if (large_fit)
+    full.large_from = large_fit->from, full.R_large = large_fit->R, full.Osl_large = large_fit->Osl, full.Orl_large = large_fit->Orl;
+  if (raised_fit) full.raised_from = run1.sweep.S, full.Oss_raised = raised_fit->Oss, full.Ors_raised = raised_fit->Ors;
+  const ResendFit resend = fit_resend(run1.resend, full);
+  file << resend_toml(resend, full);
   if (!file) throw std::runtime_error(o.output + ": cannot write the parameter file");
   fmt::print("mpiadvise calibrate: {}\n", lib.substr(0, std::min(lib.find_first_of("\r\n"), size_t{60})));
   for (size_t i = 0; i < kFittedNames.size(); i++)
@@ -621,6 +669,7 @@ int run_calibrate(const CalibrateOptions& o) {
                "than predicted\n",
                speeds_text(*speeds), pricing_text(*speeds));
   fmt::print("  eager buffer for a late receiver: {}\n", eager_buffer_text(buffer));
+  fmt::print("  data sent again unchanged: {}\n", resend_text(resend));
   if (!late.empty()) {
     std::string each;
     for (const auto& l : late)

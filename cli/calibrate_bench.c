@@ -5,8 +5,9 @@
  * 1 computing w ns after each of its sends and before its next receive: the loop of the paper's Table 6,
  * whose round trip is equations (12)-(14). Rank 1 thus computes while rank 0's message arrives, and rank
  * 0's send meets a receiver w ns late. w = 0 and w = W, every size, REPS round trips each, taken three at
- * a time with every size in turn (a disturbance then costs a few repetitions of several sizes).
- * Then the effective S: the sweep brackets it (the largest size whose send with w = W returned at once,
+ * a time with every size in turn (a disturbance then costs a few repetitions of several sizes). Then
+ * w = 0 again for the sizes of 1 KiB and more with neither rank writing its buffer between its sends:
+ * data sent again unchanged (printed with "resend":true). Then the effective S: the sweep brackets it (the largest size whose send with w = W returned at once,
  * and the next one, whose send waited for the receiver); rank 0 bisects between them, telling rank 1 the
  * next size, until the two are one byte apart. Each probe is a few round trips with w = W; a send that
  * waits takes about W, an eager one microseconds, and the majority of the probe's sends decides.
@@ -204,7 +205,7 @@ static void write_lines(char *buf, int k)
  * sends its times to rank 0 after the loop). Each rank sends from one buffer and receives into another, as
  * applications do: with one buffer for both, Open MPI's shared memory copied its large messages by CMA
  * 1.8 to 2.6 times slower (8 KiB round trips 8.6 against 4.8 us, 128 KiB 37.2 against 14.4 us). */
-static void round_trips(char *buf, char *rbuf, int k, double w, int n, double *rtt, double *snd, int rank)
+static void round_trips(char *buf, char *rbuf, int k, double w, int n, double *rtt, double *snd, int rank, int fresh)
 {
   enum { kMaxN = 64 }; /* the callers' n: kSlice or a probe's 5 */
   double start = 0, wrote[kMaxN + kWarmup + 1] = {0};
@@ -217,7 +218,7 @@ static void round_trips(char *buf, char *rbuf, int k, double w, int n, double *r
       double t = now_ns();
       if (r > kWarmup) rtt[r - kWarmup - 1] = t - start;
       if (r == n + kWarmup) break; /* the last call only closes the last period */
-      write_lines(buf, k);
+      if (fresh) write_lines(buf, k);
       double t0 = now_ns();
       start = t0;
       MPI_Send(buf, k, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
@@ -229,7 +230,7 @@ static void round_trips(char *buf, char *rbuf, int k, double w, int n, double *r
       if (w > 0) compute(w);
       MPI_Recv(rbuf, k, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       double t = now_ns();
-      write_lines(buf, k);
+      if (fresh) write_lines(buf, k);
       wrote[r] = now_ns() - t;
       MPI_Send(buf, k, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
     }
@@ -251,9 +252,9 @@ static int waited(const double *snd, int n, double W)
   return 2 * slow > n;
 }
 
-static void print_samples(int k, double w, const double *rtt, const double *snd, int n)
+static void print_samples(int k, double w, const double *rtt, const double *snd, int n, int resend)
 {
-  printf("{\"k\":%d,\"w\":%.0f,\"rtt_ns\":[", k, w);
+  printf("{%s\"k\":%d,\"w\":%.0f,\"rtt_ns\":[", resend ? "\"resend\":true," : "", k, w);
   for (int i = 0; i < n; i++) printf("%s%.0f", i ? "," : "", rtt[i]);
   printf("],\"send_ns\":[");
   for (int i = 0; i < n; i++) printf("%s%.0f", i ? "," : "", snd[i]);
@@ -357,20 +358,35 @@ int main(int argc, char **argv)
       int n = reps - from < kSlice ? reps - from : kSlice;
       for (int i = 0; i < nsizes; i++) {
         MPI_Barrier(MPI_COMM_WORLD); /* between slices only: a slice's round trips run back to back */
-        round_trips(buf, rbuf, sizes[i], w, n, all_rtt + (size_t)i * reps + from, all_snd + (size_t)i * reps + from, rank);
+        round_trips(buf, rbuf, sizes[i], w, n, all_rtt + (size_t)i * reps + from, all_snd + (size_t)i * reps + from, rank, 1);
       }
       if (rank == 0 && progress)
         fprintf(stderr, "\rmpiadvise calibrate: w = %.0f us, %d of %d repetitions", w / 1e3, from + n, reps);
     }
     for (int i = 0; rank == 0 && i < nsizes; i++) {
       const double *r = all_rtt + (size_t)i * reps, *s = all_snd + (size_t)i * reps;
-      print_samples(sizes[i], w, r, s, reps);
+      print_samples(sizes[i], w, r, s, reps, 0);
       if (pass == 1 && waited_above < 0) {
         if (waited(s, reps, W)) waited_above = sizes[i];
         else eager_below = sizes[i];
       }
     }
   }
+  /* data sent again unchanged: the same round trips with w = 0, neither rank writing its buffer between its
+   * sends, the sizes of at least 1 KiB. The library then reads data the caches hold (the receiver's CMA copy
+   * over Open MPI's shared memory reads lines it read a round trip before), as in a halo exchange's second
+   * send of the cells it just sent to another neighbour; what that costs beside data just written is
+   * calibrate's [resend] factor. */
+  for (int from = 0; from < reps; from += kSlice) {
+    int n = reps - from < kSlice ? reps - from : kSlice;
+    for (int i = 0; i < nsizes; i++) {
+      if (sizes[i] < 1024) continue;
+      MPI_Barrier(MPI_COMM_WORLD);
+      round_trips(buf, rbuf, sizes[i], 0, n, all_rtt + (size_t)i * reps + from, all_snd + (size_t)i * reps + from, rank, 0);
+    }
+  }
+  for (int i = 0; rank == 0 && i < nsizes; i++)
+    if (sizes[i] >= 1024) print_samples(sizes[i], 0, all_rtt + (size_t)i * reps, all_snd + (size_t)i * reps, reps, 1);
   free(all_rtt);
   free(all_snd);
   if (rank == 0 && progress) fprintf(stderr, "\n");
@@ -382,7 +398,7 @@ int main(int argc, char **argv)
       next = rank == 0 && lo >= 0 && hi > lo + 1 ? lo + (hi - lo) / 2 : 0;
       MPI_Bcast(&next, 1, MPI_INT, 0, MPI_COMM_WORLD);
       if (next == 0) break;
-      round_trips(buf, rbuf, next, W, probe_reps, rtt, snd, rank);
+      round_trips(buf, rbuf, next, W, probe_reps, rtt, snd, rank, 1);
       if (rank == 0) {
         probes++;
         if (waited(snd, probe_reps, W)) hi = next;

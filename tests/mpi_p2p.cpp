@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "model_fit.hpp"
+#include "replay.hpp"
 #include "support.hpp"
 #include "trace.hpp"
 
@@ -366,6 +367,17 @@ TEST_CASE("a send from the buffer and bytes of the thread's previous send is RES
       CHECK(share == 0);
     else
       CHECK(share == Approx(0.5).margin(2.0 / 24));  // a send descheduled just before it may be missed
+    // a set with a [resend] table prices the plain halo's resends at it, and nothing of the packed one
+    mpiadvise::ReplayOptions o;
+    o.params = mpiadvise::find_params("openmpi-vader", mpiadvise::default_params_dir());
+    o.params.resend_buffered.reset(), o.params.resend_rendezvous.reset();
+    const double fresh = mpiadvise::replay(trace, o).predicted_ns;
+    o.params.resend_buffered = o.params.resend_rendezvous = 0.5;
+    const double resent = mpiadvise::replay(trace, o).predicted_ns;
+    if (pack)
+      CHECK(resent == fresh);
+    else
+      CHECK(resent < fresh);
   }
   // examples/pipeline.c on 3 ranks: rank 1 receives each item into its buffer and sends it on from there,
   // the same address, bytes and type every time, but received anew: none of its sends is RESENT

@@ -407,3 +407,43 @@ TEST_CASE("a machine's two speeds are read from [machine], and bad values are re
   CHECK_THROWS_WITH(load_params(write("key.toml", "[machine]\nspeed_ratio = 2\n")),
                     Catch::Contains("[machine] speed_ratio: unknown key"));
 }
+
+TEST_CASE("[resend]: data sent again costs its path's factor on what data just written costs", "[loggps][params]") {
+  const std::string text = std::string(kComplete) +
+                           "[large]\nfrom_bytes = 32768\nR_ns = 3000\nOsl_ns_per_byte = 1.0\nOrl_ns_per_byte = 0.5\n"
+                           "[resend]\nbuffered_factor = 0.9\nrendezvous_factor = 0.4\n";
+  const LogGPSParams p = load_params(write_params(text));
+  REQUIRE(p.resend_buffered);
+  REQUIRE(p.resend_rendezvous);
+  CHECK(*p.resend_buffered == 0.9);
+  CHECK(*p.resend_rendezvous == 0.4);
+  // the paths: eager (S 16383), and up to [large]'s from_bytes, are the library's buffers; above, its rendezvous
+  CHECK(p.buffered(16383));
+  CHECK(p.buffered(32768));
+  CHECK_FALSE(p.buffered(32769));
+  LogGPSParams no_large = p;
+  no_large.large_from.reset();
+  CHECK_FALSE(no_large.buffered(16384));
+  // buffered: the per-byte terms times f, the times as they were (o' 6730, L 850)
+  const LogGPS fresh(p), buffered(p.resent(0.9, false)), rendezvous(p.resent(0.4, true));
+  CHECK(buffered.T1(16383) == Approx(6730 + 16383 * 5.02 * 0.9));
+  CHECK(buffered.T2(8191) == Approx(850 + 8191 * 15.17 * 0.9));
+  CHECK(buffered.T3(16383) == Approx(6730 + 16383 * 4.72 * 0.9));
+  CHECK(buffered.T5(32769) == Approx(fresh.T5(32769)));
+  // rendezvous: the [large] per-byte terms and R_large too
+  CHECK(rendezvous.T1p(32769) == Approx(6730 + 32769 * 1.0 * 0.4));
+  CHECK(rendezvous.T3p(32769) == Approx(6730 + 32769 * 0.5 * 0.4));
+  CHECK(rendezvous.T5(32769) == Approx(2 * 6730 + 850 + 3000 * 0.4));
+  CHECK_FALSE(p.resent(0.4, true).resend_rendezvous);  // applied once
+  // a set at another speed keeps its factors (they are ratios)
+  CHECK(*p.scaled(2).resend_rendezvous == 0.4);
+  // bad tables are refused with the key
+  CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[resend]\nbuffered_factor = -0.1\n")),
+                    Catch::Contains("[resend] buffered_factor: not a factor from 0 to 10"));
+  CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[resend]\nrendezvous_factor = \"fast\"\n")),
+                    Catch::Contains("[resend] rendezvous_factor: not a factor"));
+  CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[resend]\nper_byte_factor = 1\n")),
+                    Catch::Contains("[resend] per_byte_factor: unknown key"));
+  // none: data sent again is priced as data just written
+  CHECK_FALSE(load_params(write_params(kComplete)).resend_buffered);
+}

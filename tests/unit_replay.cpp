@@ -326,3 +326,44 @@ TEST_CASE("parallel_for calls each index once, and a failure in one reaches the 
   parallel_for(0, [](size_t) { FAIL("no index to call"); });
   set_analysis_threads(0);
 }
+
+TEST_CASE("data sent again unchanged is priced at the set's [resend] factor for its path", "[replay][resend]") {
+  // Rank 0 sends 100000 bytes from one buffer three times with MPI_Send (calls of 100 ns): the second 900 ns
+  // after the first (less than rewriting 100000 bytes at 64 B/ns, 1563 ns, takes), the third 10000 ns after
+  // the second. Both are RESENT; the second alone is cached. Rank 1 posts its receives first.
+  Trace t = empty_trace(2);
+  const uint64_t starts[3] = {1000, 2000, 12100};
+  for (uint32_t i = 0; i < 3; i++) {
+    Message m;
+    m.src = 0, m.dst = 1, m.bytes = 100000, m.tag = 0;
+    m.resent = i > 0;
+    m.send_op = m.send_done_op = i;
+    m.recv_op = m.recv_done_op = i;
+    t.messages.push_back(m);
+    add_op(t, 0, starts[i], starts[i] + 100, MPA_CALL_Send, OpKind::Send, {Link{Link::PostSend, i}, Link{Link::DoneSend, i}});
+    add_op(t, 1, 100 + 100 * i, 150 + 100 * i, MPA_CALL_Recv, OpKind::Recv, {Link{Link::PostRecv, i}, Link{Link::DoneRecv, i}});
+  }
+  mark_cached_resends(t);
+  CHECK_FALSE(t.messages[0].cached);  // not RESENT
+  CHECK(t.messages[1].cached);
+  CHECK_FALSE(t.messages[2].cached);  // time enough to have written the buffer again
+  ReplayOptions o;
+  o.params = some_params();  // o' 500, Oss 0.1 ns/B
+  o.params.s = o.params.S = 1 << 20;  // every message eager: copied through the library's buffers
+  auto rank0 = [&] { return replay(t, o).ranks[0].predicted.send_overhead; };
+  // each send T1 = o' + k Oss = 10500 ns
+  const double fresh = rank0();
+  CHECK(fresh == Approx(3 * 10500));
+  // a factor for the rendezvous path changes no eager message
+  o.params.resend_rendezvous = 0.1;
+  CHECK(rank0() == Approx(fresh));
+  // half the per-byte cost for the cached one: its T1 is 500 + 5000
+  o.params.resend_buffered = 0.5;
+  CHECK(rank0() == Approx(fresh - 5000));
+  // with S below the size the message goes by the rendezvous, priced by its own factor
+  o.params.s = o.params.S = 4096;
+  o.params.resend_rendezvous.reset();
+  const double rendezvous_fresh = rank0();
+  o.params.resend_rendezvous = 0.5;
+  CHECK(rank0() < rendezvous_fresh);
+}
