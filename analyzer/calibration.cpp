@@ -759,7 +759,8 @@ ResendFit fit_resend(const std::vector<RoundTrip>& resent, const LogGPSParams& f
     out.rows = rows.size();
     out.from = rows.front()->k, out.to = rows.back()->k;
     const double n = static_cast<double>(rows.size());
-    out.error = std::sqrt(sse(f) / (n - 1) / normal);
+    // at a bound the fit's curvature says nothing of how far f could go
+    out.error = f > 0 && f < kMaxFactor ? std::sqrt(sse(f) / (n - 1) / normal) : kNaN;
     out.residual_rtt = std::sqrt(sse(f) / n);
     out.residual_as_fresh = std::sqrt(sse(1) / n);
     return out;

@@ -272,9 +272,10 @@ LogGPSParams load_params(const fs::path& file) {
         throw ParamError(
             fmt::format("{}: [resend] {}: unknown key (the keys are buffered_factor, rendezvous_factor)", where, key));
       const std::optional<double> value = v.value<double>();
-      if (!value || !(*value >= 0 && *value <= kMaxResendFactor))
-        throw ParamError(fmt::format("{}: [resend] {}: not a factor from 0 to {:g} on what data just written costs", where,
-                                     key, kMaxResendFactor));
+      if (!value) throw ParamError(fmt::format("{}: [resend] {}: not a number", where, key));
+      if (!(*value >= 0 && *value <= kMaxResendFactor))
+        throw ParamError(fmt::format("{}: [resend] {} = {}: not a number from 0 to {:g} (a multiple of what data just "
+                                     "written costs)", where, key, *value, kMaxResendFactor));
       (key == "buffered_factor" ? p.resend_buffered : p.resend_rendezvous) = *value;
     }
   }

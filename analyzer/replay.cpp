@@ -65,6 +65,8 @@ LogGPSParams effective_params(const ReplayOptions& o) {
     p.D = 0;
     p.raised_from.reset();
     p.large_from.reset();
+    p.resend_buffered.reset();
+    p.resend_rendezvous.reset();
   }
   return p;
 }
@@ -1819,6 +1821,13 @@ class Simulation {
 ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
   LogGPS model(effective_params(o));
   const LogGPSParams& p = model.params();
+  // data sent again unchanged (Message::cached), priced by the set's [resend] factor for its path
+  const LogGPS cached_buffered(p.resent(p.resend_buffered.value_or(1), false)),
+      cached_rendezvous(p.resent(p.resend_rendezvous.value_or(1), true));
+  auto model_of = [&](const Message& m) -> const LogGPS& {
+    if (!m.cached) return model;
+    return p.buffered(m.bytes) ? cached_buffered : cached_rendezvous;
+  };
   ReplayResult res;
   res.mode = ReplayMode::Paper;
   res.model = o.model;
@@ -1836,7 +1845,8 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
   std::map<uint32_t, uint32_t> sparse_sites;
   auto post_time = [&](uint32_t op_rank, uint32_t op) { return static_cast<double>(t.op(op_rank, op).t_enter); };
   auto blocking_send = [&](const Message& m, double ts, double tr) {  // (4), (5)
-    return m.synchronous ? model.synchronous_send(m.bytes, ts, tr) : model.send(m.bytes, ts, tr);
+    const LogGPS& mm = model_of(m);
+    return m.synchronous ? mm.synchronous_send(m.bytes, ts, tr) : mm.send(m.bytes, ts, tr);
   };
   for (size_t r = 0; r < t.ranks.size(); r++) {
     const auto& ops = t.ranks[r].ops;
@@ -1865,15 +1875,15 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
         double tw = static_cast<double>(op.t_enter);
         if (l.kind == Link::DoneSend && (op.kind == OpKind::Send || op.kind == OpKind::SyncSend || op.kind == OpKind::SendRecv)) {
           routine = std::max(routine, blocking_send(m, ts, tr));
-          b.send_wait += model.send_wait(m.bytes, ts, tr, m.synchronous);
+          b.send_wait += model_of(m).send_wait(m.bytes, ts, tr, m.synchronous);
           modelled = true;
         } else if (l.kind == Link::DoneRecv && (op.kind == OpKind::Recv || op.kind == OpKind::SendRecv)) {
-          routine = std::max(routine, model.recv(m.bytes, ts, tr));
-          b.recv_wait += model.recv_wait(m.bytes, ts, tr, m.synchronous);
+          routine = std::max(routine, model_of(m).recv(m.bytes, ts, tr));
+          b.recv_wait += model_of(m).recv_wait(m.bytes, ts, tr, m.synchronous);
           modelled = true;
         } else if (l.kind == Link::DoneSend || l.kind == Link::DoneRecv) {  // (11)
           double ti = l.kind == Link::DoneSend ? ts : tr;
-          double blocking = l.kind == Link::DoneSend ? blocking_send(m, ts, tr) : model.recv(m.bytes, ts, tr);
+          double blocking = l.kind == Link::DoneSend ? blocking_send(m, ts, tr) : model_of(m).recv(m.bytes, ts, tr);
           double d = model.wait(blocking, tw - ti);
           routine = std::max(routine, d);
           (l.kind == Link::DoneSend ? b.send_wait : b.recv_wait) += std::max(0.0, d - p.o);

@@ -624,6 +624,11 @@ nlohmann::json params_json(const LogGPSParams& p) {
     j["large"] = {{"from_bytes", *p.large_from}, {"R_ns", p.R_large}, {"Osl_ns_per_byte", p.Osl_large}, {"Orl_ns_per_byte", p.Orl_large}};
   if (p.speeds_ratio)
     j["machine"] = {{"speeds_ratio", *p.speeds_ratio}, {"slow_share", p.slow_share}, {"speeds", p.speeds}};
+  if (p.resend_buffered || p.resend_rendezvous) {
+    j["resend"] = nlohmann::json::object();
+    if (p.resend_buffered) j["resend"]["buffered_factor"] = *p.resend_buffered;
+    if (p.resend_rendezvous) j["resend"]["rendezvous_factor"] = *p.resend_rendezvous;
+  }
   return j;
 }
 

@@ -132,6 +132,10 @@ void from_json(const json& j, Params& v) {
     p.slow_share = j["machine"].at("slow_share").get<double>();
     p.speeds = j["machine"].value("speeds", std::vector<double>{});
   }
+  if (j.contains("resend")) {
+    take(j["resend"], "buffered_factor", p.resend_buffered);
+    take(j["resend"], "rendezvous_factor", p.resend_rendezvous);
+  }
   v.why = j.value("why", std::string());
   v.description = j.value("description", std::string());
   take(j, "run_speed", v.run_speed);

@@ -435,13 +435,18 @@ TEST_CASE("[resend]: data sent again costs its path's factor on what data just w
   CHECK(rendezvous.T3p(32769) == Approx(6730 + 32769 * 0.5 * 0.4));
   CHECK(rendezvous.T5(32769) == Approx(2 * 6730 + 850 + 3000 * 0.4));
   CHECK_FALSE(p.resent(0.4, true).resend_rendezvous);  // applied once
+  // R, the rendezvous protocol's own cost, on the rendezvous path only (T5 = 2 o' + L + R below large_from)
+  LogGPSParams with_R = p;
+  with_R.R = 1000;
+  CHECK(LogGPS(with_R.resent(0.4, true)).T5(20000) == Approx(2 * 6730 + 850 + 400));
+  CHECK(LogGPS(with_R.resent(0.9, false)).T5(20000) == Approx(2 * 6730 + 850 + 1000));
   // a set at another speed keeps its factors (they are ratios)
   CHECK(*p.scaled(2).resend_rendezvous == 0.4);
   // bad tables are refused with the key
   CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[resend]\nbuffered_factor = -0.1\n")),
-                    Catch::Contains("[resend] buffered_factor: not a factor from 0 to 10"));
+                    Catch::Contains("[resend] buffered_factor = -0.1: not a number from 0 to 10"));
   CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[resend]\nrendezvous_factor = \"fast\"\n")),
-                    Catch::Contains("[resend] rendezvous_factor: not a factor"));
+                    Catch::Contains("[resend] rendezvous_factor: not a number"));
   CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[resend]\nper_byte_factor = 1\n")),
                     Catch::Contains("[resend] per_byte_factor: unknown key"));
   // none: data sent again is priced as data just written

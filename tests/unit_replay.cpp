@@ -328,19 +328,21 @@ TEST_CASE("parallel_for calls each index once, and a failure in one reaches the 
 }
 
 TEST_CASE("data sent again unchanged is priced at the set's [resend] factor for its path", "[replay][resend]") {
-  // Rank 0 sends 100000 bytes from one buffer three times with MPI_Send (calls of 100 ns): the second 900 ns
-  // after the first (less than rewriting 100000 bytes at 64 B/ns, 1563 ns, takes), the third 10000 ns after
-  // the second. Both are RESENT; the second alone is cached. Rank 1 posts its receives first.
+  // Rank 0 sends 100000 bytes from one buffer three times with MPI_Send (calls of 100 ns), an MPI_Iprobe
+  // between each two: the second send comes after 400 + 450 ns of computation (less than rewriting 100000
+  // bytes at 64 B/ns, 1563 ns, takes), the third after 2900 + 7050. Both are RESENT; the second alone is
+  // cached. Rank 1 posts its receives first.
   Trace t = empty_trace(2);
-  const uint64_t starts[3] = {1000, 2000, 12100};
+  const uint64_t sends[3] = {1000, 2000, 12100}, probes[2] = {1500, 5000};
   for (uint32_t i = 0; i < 3; i++) {
     Message m;
     m.src = 0, m.dst = 1, m.bytes = 100000, m.tag = 0;
     m.resent = i > 0;
-    m.send_op = m.send_done_op = i;
+    m.send_op = m.send_done_op = 2 * i;
     m.recv_op = m.recv_done_op = i;
     t.messages.push_back(m);
-    add_op(t, 0, starts[i], starts[i] + 100, MPA_CALL_Send, OpKind::Send, {Link{Link::PostSend, i}, Link{Link::DoneSend, i}});
+    add_op(t, 0, sends[i], sends[i] + 100, MPA_CALL_Send, OpKind::Send, {Link{Link::PostSend, i}, Link{Link::DoneSend, i}});
+    if (i < 2) add_op(t, 0, probes[i], probes[i] + 50, MPA_CALL_Iprobe, OpKind::Other);
     add_op(t, 1, 100 + 100 * i, 150 + 100 * i, MPA_CALL_Recv, OpKind::Recv, {Link{Link::PostRecv, i}, Link{Link::DoneRecv, i}});
   }
   mark_cached_resends(t);
@@ -348,22 +350,43 @@ TEST_CASE("data sent again unchanged is priced at the set's [resend] factor for 
   CHECK(t.messages[1].cached);
   CHECK_FALSE(t.messages[2].cached);  // time enough to have written the buffer again
   ReplayOptions o;
-  o.params = some_params();  // o' 500, Oss 0.1 ns/B
+  o.params = some_params();  // o' 500, L 1000, Oss = Ors = Osl = Orl 0.1 ns/B, Gs = Gl 0.2
   o.params.s = o.params.S = 1 << 20;  // every message eager: copied through the library's buffers
-  auto rank0 = [&] { return replay(t, o).ranks[0].predicted.send_overhead; };
-  // each send T1 = o' + k Oss = 10500 ns
-  const double fresh = rank0();
-  CHECK(fresh == Approx(3 * 10500));
+  auto sent = [&] { return replay(t, o).ranks[0].predicted.send_overhead; };
+  auto received = [&] { return replay(t, o).ranks[1].predicted.recv_overhead; };
+  // each send T1 = o' + k Oss = 10500 ns, each receive T3 = o' + k Ors = 10500 ns
+  CHECK(sent() == Approx(3 * 10500));
+  CHECK(received() == Approx(3 * 10500));
   // a factor for the rendezvous path changes no eager message
   o.params.resend_rendezvous = 0.1;
-  CHECK(rank0() == Approx(fresh));
-  // half the per-byte cost for the cached one: its T1 is 500 + 5000
+  CHECK(sent() == Approx(3 * 10500));
+  // half the per-byte costs for the cached one, on both sides: its T1 and T3 are 500 + 5000
   o.params.resend_buffered = 0.5;
-  CHECK(rank0() == Approx(fresh - 5000));
-  // with S below the size the message goes by the rendezvous, priced by its own factor
+  CHECK(sent() == Approx(3 * 10500 - 5000));
+  CHECK(received() == Approx(3 * 10500 - 5000));
+  // with S below the size the messages go by the rendezvous, the cached one priced by its own factor. Its
+  // whole communication halves: R (2000 ns), and k Osl, k Gl, k Orl (100000 x 0.4 ns): rank 1 posts its
+  // third receive only when the second completes, (9), and rank 0's third send waits for it: rank 0 ends
+  // (2000 + 40000) / 2 ns sooner
   o.params.s = o.params.S = 4096;
+  o.params.R = 2000;
   o.params.resend_rendezvous.reset();
-  const double rendezvous_fresh = rank0();
+  const double rendezvous_fresh = replay(t, o).ranks[0].predicted_ns;
   o.params.resend_rendezvous = 0.5;
-  CHECK(rank0() < rendezvous_fresh);
+  CHECK(replay(t, o).ranks[0].predicted_ns == Approx(rendezvous_fresh - 21000));
+  // the buffered factor does not touch it
+  o.params.resend_rendezvous.reset();
+  CHECK(replay(t, o).ranks[0].predicted_ns == Approx(rendezvous_fresh));
+  // the paper's replay prices it too: from the recorded call times, the cached send's (5) alone, whose R (in
+  // T5) and k Osl (in T1') halve: 1000 + 5000 ns
+  o.mode = ReplayMode::Paper;
+  const double paper_fresh = replay(t, o).ranks[0].predicted_ns;
+  o.params.resend_rendezvous = 0.5;
+  CHECK(replay(t, o).ranks[0].predicted_ns == Approx(paper_fresh - 6000));
+  // the LogGP baseline has no protocols and no [resend]: the factors change nothing
+  o.mode = ReplayMode::Simulate;
+  o.model = ModelKind::LogGP;
+  const double loggp = replay(t, o).ranks[0].predicted_ns;
+  o.params.resend_rendezvous.reset(), o.params.resend_buffered.reset();
+  CHECK(replay(t, o).ranks[0].predicted_ns == Approx(loggp));
 }
