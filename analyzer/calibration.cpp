@@ -722,12 +722,22 @@ EagerBufferFit fit_eager_buffer(const std::vector<Flood>& floods) {
   return f;
 }
 
-ResendFit fit_resend(const std::vector<RoundTrip>& resent, const LogGPSParams& full) {
+ResendFit fit_resend(const std::vector<RoundTrip>& resent, const LogGPSParams& full,
+                     const std::vector<RoundTrip>& fresh_beside) {
   constexpr double kMinShare = 0.25, kMaxFactor = 10, kStep = 1e-3;
+  // each size's round trip at the speed of the sweep the set was fitted to: times the model's fresh round
+  // trip over the one measured beside it, where there is one
+  std::vector<RoundTrip> at_set_speed;
+  for (const RoundTrip& r : resent) {
+    RoundTrip s = r;
+    for (const RoundTrip& f : fresh_beside)
+      if (f.k == r.k && f.rtt_ns > 0) s.rtt_ns = r.rtt_ns * LogGPS(full).round_trip(r.k, 0) / f.rtt_ns;
+    at_set_speed.push_back(s);
+  }
   auto fit_path = [&](bool rendezvous) -> std::optional<ResendFit::Path> {
     auto round_trip = [&](uint64_t k, double f) { return LogGPS(full.resent(f, rendezvous)).round_trip(k, 0); };
     std::vector<const RoundTrip*> rows;
-    for (const RoundTrip& r : resent) {
+    for (const RoundTrip& r : at_set_speed) {
       if (r.w != 0 || !(r.rtt_ns > 0) || full.buffered(r.k) == rendezvous) continue;
       const double fresh = round_trip(r.k, 1), fixed = round_trip(r.k, 0);
       if (fresh > 0 && fresh - fixed >= kMinShare * fresh) rows.push_back(&r);

@@ -228,7 +228,9 @@ std::optional<LargeFit> fit_large(const Sweep& sweep, uint64_t from, const LogGP
 // relative error, 0 <= f <= 10, Gauss-Newton on the model's round_trip with LogGPSParams::resent(f): no
 // equation restated) over the sizes on it whose priced terms (per-byte, and R on the rendezvous) are at
 // least a quarter of their round trip: the others say nothing of f. A path with fewer than 2 such sizes
-// has none.
+// has none. fresh_beside: round trips of data just written taken beside them (the same k); where a size
+// has one, its resend round trip is taken times the model's fresh one over it: the factor is then the
+// ratio of the two at one speed of the machine, which drifts between the benchmark's phases.
 struct ResendFit {
   struct Path {
     double factor = 1, error = 0;  // f, and one standard error (NaN where not determined)
@@ -239,7 +241,8 @@ struct ResendFit {
   };
   std::optional<Path> buffered, rendezvous;
 };
-ResendFit fit_resend(const std::vector<RoundTrip>& resent, const LogGPSParams& full);
+ResendFit fit_resend(const std::vector<RoundTrip>& resent, const LogGPSParams& full,
+                     const std::vector<RoundTrip>& fresh_beside = {});
 
 // What a calibration found.
 struct Calibration {

@@ -94,7 +94,8 @@ struct LogGPSParams {
   // is the receiver's first touches of lines the sender has just written: over Open MPI's vader a
   // 4096-byte round trip took 5.9 us with data written before each send and 3.7 us with data sent again,
   // 8 KiB 8.2 and 4.0, 1-2 KiB (copied through the FIFO) 0.84-0.89 times; MPICH's UCX shared memory above
-  // its S 0.41-0.47 times, its eager 2-8 KiB about 0.85. Measured by calibrate (round trips with neither
+  // its S 0.41-0.47 times, its eager 2-8 KiB about 0.85 (one untraced benchmark run each, 15 repetitions
+  // a size, the two phases one after the other). Measured by calibrate (round trips with neither
   // rank writing its buffer between its sends). 1 where empty.
   std::optional<double> resend_buffered, resend_rendezvous;
   // Beyond the model ([machine] in the files): the calibration found this machine's messages at two speeds

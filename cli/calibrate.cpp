@@ -82,6 +82,7 @@ struct BenchOutput {
   std::vector<Flood> floods; // eager sends to a late receiver
   std::map<uint64_t, std::vector<double>> late;  // k -> each MPI_Recv of an eager message that came first, ns
   std::vector<RoundTrip> resend;     // round trips of data sent again unchanged (w = 0)
+  std::vector<RoundTrip> resend_fresh;  // those of data just written taken beside them, one per size
   std::vector<RoundTrip> every_run;  // the samples of each run pooled (--runs), for the machine's speeds
   RunSpeeds speeds;                  // the runs' speeds, and those pooled (--runs)
 };
@@ -183,9 +184,11 @@ BenchOutput run_bench(const std::vector<std::string>& command, const std::string
       auto& times = b.late[j["k"].get<uint64_t>()];
       for (size_t i = 0; i < ns.size(); i++)
         if (i >= send_ns.size() || send_ns[i] < 1e6) times.push_back(ns[i]);
-    } else if (j.value("resend", false) && j.contains("k") && j["rtt_ns"].is_array())
+    } else if (j.value("resend", false) && j.contains("k") && j["rtt_ns"].is_array()) {
       b.resend.push_back(from_repetitions(j["k"].get<uint64_t>(), 0, j["rtt_ns"].get<std::vector<double>>(), {}));
-    else if (j.value("flood", false) && j["through"].is_array())
+      if (j.contains("fresh_rtt_ns") && j["fresh_rtt_ns"].is_array())
+        b.resend_fresh.push_back(from_repetitions(j["k"].get<uint64_t>(), 0, j["fresh_rtt_ns"].get<std::vector<double>>(), {}));
+    } else if (j.value("flood", false) && j["through"].is_array())
       b.floods.push_back({j.value("k", uint64_t{0}), j.value("sent", uint64_t{0}), j["through"].get<std::vector<uint64_t>>()});
     else if (j.contains("k") && j.contains("rtt_ns") && j["rtt_ns"].is_array())
       b.sweep.samples.push_back(from_repetitions(j["k"].get<uint64_t>(), j.value("w", 0.0),
@@ -238,6 +241,7 @@ BenchOutput run_bench_pooled(const std::vector<std::string>& command, const std:
   };
   pool(b.sweep.samples, [](const BenchOutput& r) -> const std::vector<RoundTrip>& { return r.sweep.samples; });
   pool(b.resend, [](const BenchOutput& r) -> const std::vector<RoundTrip>& { return r.resend; });
+  pool(b.resend_fresh, [](const BenchOutput& r) -> const std::vector<RoundTrip>& { return r.resend_fresh; });
   std::vector<std::pair<uint64_t, std::optional<uint64_t>>> limits;  // S and S_next of each run
   for (const auto& run : all) limits.emplace_back(run.sweep.S, run.S_next);
   std::sort(limits.begin(), limits.end());
@@ -609,7 +613,7 @@ int run_calibrate(const CalibrateOptions& o) {
   if (large_fit)
     full.large_from = large_fit->from, full.R_large = large_fit->R, full.Osl_large = large_fit->Osl, full.Orl_large = large_fit->Orl;
   if (raised_fit) full.raised_from = run1.sweep.S, full.Oss_raised = raised_fit->Oss, full.Ors_raised = raised_fit->Ors;
-  const ResendFit resend = fit_resend(run1.resend, full);
+  const ResendFit resend = fit_resend(run1.resend, full, run1.resend_fresh);
   file << resend_toml(resend, full);
   if (!file) throw std::runtime_error(o.output + ": cannot write the parameter file");
   fmt::print("mpiadvise calibrate: {}\n", lib.substr(0, std::min(lib.find_first_of("\r\n"), size_t{60})));

@@ -7,7 +7,8 @@
  * 0's send meets a receiver w ns late. w = 0 and w = W, every size, REPS round trips each, taken three at
  * a time with every size in turn (a disturbance then costs a few repetitions of several sizes). Then
  * w = 0 again for the sizes of 1 KiB and more with neither rank writing its buffer between its sends:
- * data sent again unchanged (printed with "resend":true). Then the effective S: the sweep brackets it (the largest size whose send with w = W returned at once,
+ * data sent again unchanged, each slice beside one of data just written (printed with "resend":true, the
+ * latter as fresh_rtt_ns). Then the effective S: the sweep brackets it (the largest size whose send with w = W returned at once,
  * and the next one, whose send waited for the receiver); rank 0 bisects between them, telling rank 1 the
  * next size, until the two are one byte apart. Each probe is a few round trips with w = W; a send that
  * waits takes about W, an eager one microseconds, and the majority of the probe's sends decides.
@@ -252,9 +253,9 @@ static int waited(const double *snd, int n, double W)
   return 2 * slow > n;
 }
 
-static void print_samples(int k, double w, const double *rtt, const double *snd, int n, int resend)
+static void print_samples(int k, double w, const double *rtt, const double *snd, int n)
 {
-  printf("{%s\"k\":%d,\"w\":%.0f,\"rtt_ns\":[", resend ? "\"resend\":true," : "", k, w);
+  printf("{\"k\":%d,\"w\":%.0f,\"rtt_ns\":[", k, w);
   for (int i = 0; i < n; i++) printf("%s%.0f", i ? "," : "", rtt[i]);
   printf("],\"send_ns\":[");
   for (int i = 0; i < n; i++) printf("%s%.0f", i ? "," : "", snd[i]);
@@ -365,7 +366,7 @@ int main(int argc, char **argv)
     }
     for (int i = 0; rank == 0 && i < nsizes; i++) {
       const double *r = all_rtt + (size_t)i * reps, *s = all_snd + (size_t)i * reps;
-      print_samples(sizes[i], w, r, s, reps, 0);
+      print_samples(sizes[i], w, r, s, reps);
       if (pass == 1 && waited_above < 0) {
         if (waited(s, reps, W)) waited_above = sizes[i];
         else eager_below = sizes[i];
@@ -376,17 +377,28 @@ int main(int argc, char **argv)
    * sends, the sizes of at least 1 KiB. The library then reads data the caches hold (the receiver's CMA copy
    * over Open MPI's shared memory reads lines it read a round trip before), as in a halo exchange's second
    * send of the cells it just sent to another neighbour; what that costs beside data just written is
-   * calibrate's [resend] factor. */
+   * calibrate's [resend] factor. Each slice beside one of data just written (kept in all_snd), the two in
+   * turn: the machine's speed drifts between phases of a run (15-30% between runs here), and the pair
+   * sees the same speed. */
   for (int from = 0; from < reps; from += kSlice) {
     int n = reps - from < kSlice ? reps - from : kSlice;
     for (int i = 0; i < nsizes; i++) {
       if (sizes[i] < 1024) continue;
       MPI_Barrier(MPI_COMM_WORLD);
-      round_trips(buf, rbuf, sizes[i], 0, n, all_rtt + (size_t)i * reps + from, all_snd + (size_t)i * reps + from, rank, 0);
+      round_trips(buf, rbuf, sizes[i], 0, n, all_snd + (size_t)i * reps + from, snd, rank, 1);
+      MPI_Barrier(MPI_COMM_WORLD);
+      round_trips(buf, rbuf, sizes[i], 0, n, all_rtt + (size_t)i * reps + from, rtt, rank, 0);
     }
   }
-  for (int i = 0; rank == 0 && i < nsizes; i++)
-    if (sizes[i] >= 1024) print_samples(sizes[i], 0, all_rtt + (size_t)i * reps, all_snd + (size_t)i * reps, reps, 1);
+  for (int i = 0; rank == 0 && i < nsizes; i++) {
+    if (sizes[i] < 1024) continue;
+    printf("{\"resend\":true,\"k\":%d,\"w\":0,\"rtt_ns\":[", sizes[i]);
+    for (int r = 0; r < reps; r++) printf("%s%.0f", r ? "," : "", all_rtt[(size_t)i * reps + r]);
+    printf("],\"fresh_rtt_ns\":[");
+    for (int r = 0; r < reps; r++) printf("%s%.0f", r ? "," : "", all_snd[(size_t)i * reps + r]);
+    printf("]}\n");
+  }
+  fflush(stdout);
   free(all_rtt);
   free(all_snd);
   if (rank == 0 && progress) fprintf(stderr, "\n");

@@ -681,6 +681,21 @@ TEST_CASE("[resend]: each path's factor is fitted to round trips of data sent ag
   CHECK(zero.buffered->factor == 0);
   CHECK(zero.rendezvous->factor == 0);
   CHECK(std::isnan(zero.rendezvous->error));
+  // the resend round trips taken while the machine went at half the sweep's speed, beside round trips of data
+  // just written at that speed too: the factors are the ratios of the two, the drift gone
+  std::vector<RoundTrip> slow = resent(0.9, 0.42, 0), fresh_beside;
+  for (RoundTrip& r : slow) {
+    r.rtt_ns *= 2;
+    RoundTrip f = r;
+    f.rtt_ns = 2 * LogGPS(full).round_trip(r.k, 0);
+    fresh_beside.push_back(f);
+  }
+  CHECK(fit_resend(slow, full).rendezvous->factor > 0.9);  // without them the drift is read as a dearer resend
+  const ResendFit paired = fit_resend(slow, full, fresh_beside);
+  REQUIRE(paired.buffered);
+  REQUIRE(paired.rendezvous);
+  CHECK(paired.buffered->factor == Approx(0.9).epsilon(1e-6));
+  CHECK(paired.rendezvous->factor == Approx(0.42).epsilon(1e-6));
   // fewer than 2 sizes on a path: none for it
   const ResendFit one = fit_resend({resent(0.9, 0.42, 0).back()}, full);
   CHECK_FALSE(one.buffered);
