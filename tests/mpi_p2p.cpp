@@ -347,26 +347,30 @@ TEST_CASE("a send from the buffer and bytes of the thread's previous send is RES
     INFO((pack ? "pack" : "no pack"));
     JobSpec s;
     s.program = example_path("halo").string();
-    s.args = {"16384", "6"};
+    s.args = {"16384", "20"};
     if (pack) s.args.push_back("pack");
     auto r = run_job(s);
     REQUIRE(r.status == 0);
     for (int rank : {0, 1}) {
       const auto sends = calls_named(events_of(r.dir, rank), "MPI_Send");
-      REQUIRE(sends.size() == 12);
+      REQUIRE(sends.size() == 40);
       for (size_t i = 0; i < sends.size(); i++) {
         INFO("rank " << rank << ", send " << i << ", tag " << sends[i].e.tag);
         CHECK(sends[i].e.resent == (pack ? i > 0 : sends[i].e.tag == 2));
       }
     }
-    // of the 24 messages of 128 KiB, the 12 RESENT of the plain halo were not rewritten: half the bytes
+    // of the 80 messages of 128 KiB, the 40 RESENT of the plain halo were not rewritten: half the bytes, less
+    // those whose sender was descheduled between the two sends for longer than rewriting 128 KiB takes (2 us:
+    // 3 of 12 under make check's load once); the packed halo's copy before each send takes longer than that
     const mpiadvise::JobLog job(r.dir);
     const auto trace = mpiadvise::build_trace(job);
     const double share = mpiadvise::cached_resend_share(trace);
-    if (pack)
+    if (pack) {
       CHECK(share == 0);
-    else
-      CHECK(share == Approx(0.5).margin(2.0 / 24));  // a send descheduled just before it may be missed
+    } else {
+      CHECK(share > 0.25);
+      CHECK(share <= 0.5);
+    }
     // a set with a [resend] table prices the plain halo's resends at it, and nothing of the packed one
     mpiadvise::ReplayOptions o;
     o.params = mpiadvise::find_params("openmpi-vader", mpiadvise::default_params_dir());
