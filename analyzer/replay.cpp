@@ -71,6 +71,22 @@ LogGPSParams effective_params(const ReplayOptions& o) {
   return p;
 }
 
+// Data sent again unchanged (Message::cached) is priced by the set's [resend] factor for the path the
+// message takes; a split message's chunks are buffered ones. Both replay modes ask it.
+class ResentModels {
+ public:
+  explicit ResentModels(const LogGPSParams& p)
+      : buffered_(p.resent(p.resend_buffered.value_or(1), false)), rendezvous_(p.resent(p.resend_rendezvous.value_or(1), true)) {}
+  // fresh: the set's own model, for a message not cached
+  const LogGPS& of(const LogGPS& fresh, const Message& m, bool split = false) const {
+    if (!m.cached) return fresh;
+    return fresh.params().buffered(m.bytes) || split ? buffered_ : rendezvous_;
+  }
+
+ private:
+  LogGPS buffered_, rendezvous_;
+};
+
 int ceil_log2(size_t n) {
   int r = 0;
   while ((size_t{1} << r) < n) r++;
@@ -150,9 +166,7 @@ void prefetch_messages(const Trace& t, const Op& op) {
 class Simulation {
  public:
   Simulation(const Trace& t, const ReplayOptions& o)
-      : t_(t), o_(o), model_(effective_params(o)), p_(model_.params()),
-        cached_buffered_(p_.resent(p_.resend_buffered.value_or(1), false)),
-        cached_rendezvous_(p_.resent(p_.resend_rendezvous.value_or(1), true)) {
+      : t_(t), o_(o), model_(effective_params(o)), p_(model_.params()), resent_(p_) {
     msg_.resize(t.messages.size());
     marks_.resize(t.ranks.size());
     coll_arrive_.resize(t.collectives.size());
@@ -339,12 +353,9 @@ class Simulation {
   const ReplayOptions& o_;
   LogGPS model_;
   const LogGPSParams& p_;
-  // a message of data sent again unchanged (Message::cached) is priced by the set's [resend] factor for
-  // the path it takes: a split message's chunks are buffered ones
-  const LogGPS cached_buffered_, cached_rendezvous_;
+  const ResentModels resent_;
   const LogGPS& model_of(const Message& m, uint32_t m_id) const {
-    if (!m.cached) return model_;
-    return p_.buffered(m.bytes) || splits(m, m_id) ? cached_buffered_ : cached_rendezvous_;
+    return m.cached ? resent_.of(model_, m, splits(m, m_id)) : model_;  // splits() asked of cached messages only
   }
   // every computation gap takes ReplayOptions::compute_factor (no ranks or sites chosen): asked once a gap
   const bool uniform_compute_ = o_.compute_ranks.empty() && o_.compute_sites.empty();
@@ -1821,13 +1832,8 @@ class Simulation {
 ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
   LogGPS model(effective_params(o));
   const LogGPSParams& p = model.params();
-  // data sent again unchanged (Message::cached), priced by the set's [resend] factor for its path
-  const LogGPS cached_buffered(p.resent(p.resend_buffered.value_or(1), false)),
-      cached_rendezvous(p.resent(p.resend_rendezvous.value_or(1), true));
-  auto model_of = [&](const Message& m) -> const LogGPS& {
-    if (!m.cached) return model;
-    return p.buffered(m.bytes) ? cached_buffered : cached_rendezvous;
-  };
+  const ResentModels resent(p);
+  auto model_of = [&](const Message& m) -> const LogGPS& { return resent.of(model, m); };
   ReplayResult res;
   res.mode = ReplayMode::Paper;
   res.model = o.model;
