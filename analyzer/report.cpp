@@ -113,6 +113,7 @@ struct Builder {
 
   Builder(const Analysis& analysis, const ReportOptions& o) : a(analysis), t(analysis.trace), options(o) {
     base.params = a.chosen.params;
+    base.compute_factor = o.compute_factor;
     replay_library(a.facts, base);
     base.marks = std::make_shared<const PhaseMarks>(phase_marks(t));
     baseline = replay(t, base);
@@ -299,7 +300,7 @@ struct Builder {
       if (c.ns <= 0 || (on_path ? on : off) >= (on_path ? 3 : 2)) continue;
       (on_path ? on : off)++;
       ReplayOptions& faster = whatifs.emplace_back(base);
-      faster.compute_factor = 0.5;
+      faster.compute_factor = 0.5 * base.compute_factor;
       faster.compute_ranks = {c.where.rank};
       faster.compute_sites = {t.site(c.where.rank, c.where.callsite)};
       picked.push_back(c);

@@ -23,6 +23,9 @@ struct ReportOptions {
   // the "charts" object (report_charts.hpp: an S sweep, messages by size, a timeline window; a replay
   // per point of the sweep and one more) and each hot spot's source line where the file is readable
   bool charts = false;
+  // every replay's computation gaps times this (ReplayOptions::compute_factor): the run replayed, and its
+  // advice weighed, as if it had computed at another run's speed
+  double compute_factor = 1.0;
 };
 
 // The report of an analysed run: the analysis, the advisors' what-if replays, every figure the renderers

@@ -29,8 +29,9 @@ much as the change: the halo's S = 262144 realised -24% in one table, 160% in an
 time the what-if predicted for the changed run, the median measured one and the unchanged runs' beside
 it, the what-if's error against the changed runs, the same error with the what-if made again at the speed
 the changed runs went at ("at rerun speed": the median run reported with --speed set to the median of
-their params.run_speed.factor; the what-if replays the base run at its speed and the reruns go at theirs,
-and on this machine the two differ by up to 30%), and the share of the predicted cut that the change
+their params.run_speed.factor and --compute-factor to the median of their computation between MPI calls
+over its own; the what-if replays the base run at its speeds and the reruns go at theirs, and on this
+machine the two differ by up to 30%, in messages and in computation), and the share of the predicted cut that the change
 realised against the unchanged runs beside it. Each application's rows are printed as it is measured
 ("measured: ...") and results.json rewritten, so that a run stopped half-way keeps its figures; the table
 follows at the end. An application that hung twice (MPICH 4.0.2 over UCX, 4 ranks on 2 cores) ends that
@@ -266,23 +267,33 @@ def drop_logs(results):
 
 def whatif_at_speed(base, params, advice, reruns):
     """The what-if of one piece of advice made again at the speed its reruns went at: the base run reported with
-    --speed set to the median of the reruns' own factors (params.run_speed), the same advice found in it (its
-    kind and value, or its kind and call sites). A what-if is made at the speed of the run it replays and the
-    reruns go at theirs; compared so, the machine's drift between the two jobs is out of the what-if's error.
-    None when a rerun has no factor or the advice is not given at that speed."""
+    --speed set to the median of the reruns' own message factors (params.run_speed) and --compute-factor to
+    the median of their computation (efficiency.mean_computation_ns, the time between MPI calls) over the
+    base run's, the same advice found in it (its kind and value, or its kind and call sites), given or
+    weighed and left. A what-if is made at the speeds of the run it replays and the reruns go at theirs;
+    compared so, the machine's drift between the two jobs is out of the what-if's error (gauss's reruns
+    computed 20-31% slower than the base runs minutes before them in two tables). (None, None, None) when a
+    rerun has no factor or the advice is not weighed at those speeds."""
     factors = [r["params"]["run_speed"]["factor"] for r in reruns
                if r["params"].get("run_speed", {}).get("applied")]
     if len(factors) != len(reruns):
-        return None, None
+        return None, None, None
     factor = statistics.median(factors)
-    rep = run([MPIADVISE, "report", "--format", "json", "--speed", "%.6g" % factor, "--params", params, base["dir"]])
+    base_comp = base["efficiency"]["mean_computation_ns"]
+    compute = (statistics.median(r["efficiency"]["mean_computation_ns"] for r in reruns) / base_comp
+               if base_comp > 0 else 1.0)
+    compute = min(100.0, max(0.01, compute))
+    rep = run([MPIADVISE, "report", "--format", "json", "--speed", "%.6g" % factor, "--compute-factor",
+               "%.6g" % compute, "--params", params, base["dir"]])
     if rep.returncode != 0:
-        raise RuntimeError("mpiadvise report --speed %.6g %s failed: %s" % (factor, base["dir"], rep.stderr.strip()))
+        raise RuntimeError("mpiadvise report --speed %.6g --compute-factor %.6g %s failed: %s" %
+                           (factor, compute, base["dir"], rep.stderr.strip()))
 
     def key(a):
         return (a["kind"], a.get("value"), tuple(s.get("text") for s in a.get("sites", [])))
-    same = [b for b in json.loads(rep.stdout)["advice"] if key(b) == key(advice)]
-    return factor, same[0]["predicted_ns"] if same else None
+    there = json.loads(rep.stdout)
+    same = [b for b in there["advice"] + there.get("considered", []) if key(b) == key(advice)]
+    return factor, compute, same[0]["predicted_ns"] if same else None
 
 
 def eager_sweep(params):
@@ -476,10 +487,11 @@ def advice_rows(row, result, base, argv, setup, np, changes, params):
         after_ms = [r["model"]["measured_ns"] for r in after]
         again_ms = [r["model"]["measured_ns"] for r in again]
         whatif = a["predicted_ns"]
-        rerun_speed, whatif_there = whatif_at_speed(base, params, a, after)
+        rerun_speed, rerun_compute, whatif_there = whatif_at_speed(base, params, a, after)
         again_med, after_med = statistics.median(again_ms), statistics.median(after_ms)
         realised = (1 - after_med / again_med) / a["saving"] if a["saving"] > 0 else float("nan")
-        at_rerun = ("%s (at x%.2f)" % (pct((whatif_there - after_med) / after_med), rerun_speed)
+        at_rerun = ("%s (at x%.2f, computation x%.2f)" % (pct((whatif_there - after_med) / after_med), rerun_speed,
+                                                          rerun_compute)
                     if whatif_there else "-")
         rows.append(tuple(first + [label + " (%s)" % pct(-a["saving"]), ms(whatif), spread(after_ms, ms),
                                    spread(again_ms, ms), pct((whatif - after_med) / after_med), at_rerun,
@@ -489,6 +501,7 @@ def advice_rows(row, result, base, argv, setup, np, changes, params):
         result["advice"].append({"kind": a["kind"], "label": label, "saving": a["saving"], "whatif_ns": whatif,
                                  "rerun_ns": after_ms, "rerun_predicted_ns": [r["model"]["predicted_ns"] for r in after],
                                  "unchanged_beside_ns": again_ms, "rerun_speed": rerun_speed,
+                                 "rerun_computation_factor": rerun_compute,
                                  "whatif_at_rerun_speed_ns": whatif_there,
                                  "realised": realised})
     return rows, result

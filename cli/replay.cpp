@@ -332,16 +332,18 @@ void add_speed_options(CLI::App* sub, ReplaySpeed& speed) {
                   "F: replay with the parameter set's times multiplied by F (another run's params.run_speed.factor "
                   "replays this one at that run's speed), not at this run's own")
       ->excludes(own)
-      ->check([](const std::string& v) {
-        try {
-          size_t used = 0;
-          const double f = std::stod(v, &used);
-          if (used != v.size()) return v + " is not a number";
-          return f >= 0.01 && f <= 100 ? std::string() : v + " is not a factor from 0.01 to 100";
-        } catch (...) {
-          return v + " is not a number";
-        }
-      });
+      ->check(factor_check);
+}
+
+std::string factor_check(const std::string& v) {
+  try {
+    size_t used = 0;
+    const double f = std::stod(v, &used);
+    if (used != v.size()) return v + " is not a number";
+    return f >= 0.01 && f <= 100 ? std::string() : v + " is not a factor from 0.01 to 100";
+  } catch (...) {
+    return v + " is not a number";
+  }
 }
 
 std::function<int()> add_replay(CLI::App& app) {

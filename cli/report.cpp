@@ -28,6 +28,7 @@ struct ReportCommand {
   size_t top = 10;
   std::vector<std::string> debug_dirs;
   ReplaySpeed speed;
+  double compute_factor = 1.0;
 };
 
 // Ranks (or hosts) a line names at most; the JSON lists them all.
@@ -519,6 +520,10 @@ int run_report(const ReportCommand& c) {
   }
   ReportOptions options;
   options.top = c.top;
+  if (c.compute_factor != 1.0) {
+    options.compute_factor = c.compute_factor;
+    a.chosen.why += fmt::format("; computation x{:.3g} (--compute-factor)", c.compute_factor);
+  }
   options.gate_figures = c.format == "json";  // only JSON holds them (for mpiadvise gate --baseline report.json)
   options.charts = c.format == "json" || c.format == "html";  // the pictures' figures: JSON holds what HTML draws
   const report::Report r = make_report(a, options);
@@ -553,6 +558,10 @@ std::function<int()> add_report(CLI::App& app) {
   sub->add_option("--top", c->top, "Hot spots listed, and candidate sites replayed for each kind of advice (default 10)")
       ->check(CLI::Range(1, 1000));
   add_speed_options(sub, c->speed);
+  sub->add_option("--compute-factor", c->compute_factor,
+                  "F: replay, and make the what-ifs, with every computation between MPI calls taking F times its "
+                  "measured time (another run's computation against this one's sets this run beside it)")
+      ->check(factor_check);
   add_debug_dir_option(sub, c->debug_dirs);
   add_threads_option(sub);
   return [c] { return run_report(*c); };

@@ -556,3 +556,44 @@ TEST_CASE("the report is the same whatever the number of threads replaying its w
   CHECK(bad.status == 2);
   CHECK(bad.err.find("--threads") != std::string::npos);
 }
+
+TEST_CASE("--compute-factor replays the run and weighs its advice with every computation scaled, as whatif does",
+          "[report][cli]") {
+  // validate sets a what-if beside reruns whose machine computed slower than the run it replays: the report
+  // made at their computation speed must be the replay whatif --compute-factor makes, advice included
+  auto run = traced_run("pipeline", {"131072", "20", "2"}, 0);
+  REQUIRE(run.status == 0);
+  const json one = report_of(run.dir), two = report_of(run.dir, "--compute-factor 2");
+  auto whatif = run_command(mpiadvise_cmd() + " whatif --json --compute-factor 2 " + run.dir.string());
+  REQUIRE(whatif.status == 0);
+  CHECK(two["model"]["predicted_ns"].get<double>() == Approx(json::parse(whatif.out)["predicted_ns"].get<double>()));
+  CHECK(two["model"]["measured_ns"] == one["model"]["measured_ns"]);
+  // the replay's computation is the measured one doubled, and the prediction grows with it
+  CHECK(two["efficiency"]["max_computation_ns"].get<double>() ==
+        Approx(2 * one["efficiency"]["max_computation_ns"].get<double>()));
+  CHECK(two["model"]["predicted_ns"].get<double>() >
+        one["model"]["predicted_ns"].get<double>() + one["efficiency"]["max_computation_ns"].get<double>() / 2);
+  CHECK(two["params"]["why"].get<std::string>().find("computation x2 (--compute-factor)") != std::string::npos);
+  // every what-if made at both (given, or weighed and left: with twice the computation a saving is a smaller
+  // share of the run) is predicted later when each computation takes twice as long
+  auto whatifs = [](const json& report) {
+    std::vector<json> all(report["advice"].begin(), report["advice"].end());
+    all.insert(all.end(), report["considered"].begin(), report["considered"].end());
+    return all;
+  };
+  int compared = 0;
+  for (const auto& a : whatifs(one))
+    for (const auto& b : whatifs(two))
+      if (a["kind"] == b["kind"] && a.value("value", json()) == b.value("value", json()) &&
+          a.value("sites", json()) == b.value("sites", json())) {
+        CHECK(b["predicted_ns"].get<double>() > a["predicted_ns"].get<double>());
+        compared++;
+      }
+  CHECK(compared >= 3);
+  for (const auto& [option, says] : {std::pair{"--compute-factor 0", "--compute-factor: 0 is not a factor from 0.01 to 100"},
+                                     {"--compute-factor x", "--compute-factor: x is not a number"}}) {
+    const auto bad = run_command(mpiadvise_cmd() + " report " + option + " " + run.dir.string());
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find(says) != std::string::npos);
+  }
+}
