@@ -262,4 +262,21 @@ class LogGPS {
   LogGPSParams p_;
 };
 
+// Data sent again unchanged (Message::cached, trace.hpp) is priced by the set's [resend] factor for the
+// path the message takes; a split message's chunks are buffered ones. The replay (both modes) and the
+// report's receive side ask it.
+class ResentModels {
+ public:
+  explicit ResentModels(const LogGPSParams& p)
+      : buffered_(p.resent(p.resend_buffered.value_or(1), false)), rendezvous_(p.resent(p.resend_rendezvous.value_or(1), true)) {}
+  // fresh: the set's own model, for a message not cached
+  const LogGPS& of(const LogGPS& fresh, uint64_t bytes, bool cached, bool split = false) const {
+    if (!cached) return fresh;
+    return fresh.params().buffered(bytes) || split ? buffered_ : rendezvous_;
+  }
+
+ private:
+  LogGPS buffered_, rendezvous_;
+};
+
 }  // namespace mpiadvise

@@ -63,14 +63,17 @@ ReceiveSide receive_side(const Trace& t, const LogGPS& model) {
   std::vector<Sweep> unexpected(n), outstanding(n);
   out.ranks.resize(n);
   for (size_t r = 0; r < n; r++) out.ranks[r].rank = static_cast<int>(r);
+  const ResentModels resent(model.params());
   for (const auto& m : t.messages) {
     if (!m.matched() || m.src < 0 || m.dst < 0 || static_cast<size_t>(m.src) >= n || static_cast<size_t>(m.dst) >= n)
       continue;
     const Op& send = t.op(m.src, m.send_op);
     const Op& recv = t.op(m.dst, m.recv_op);
     const bool eager = !model.send_waits_for_receive(m.bytes, m.synchronous);
-    // an eager message's data, or a rendezvous message's request, reaches the receiver
-    const double arrival_offset = eager ? model.T1(m.bytes) + model.transfer(m.bytes) : model.params().o + model.params().L;
+    // an eager message's data, or a rendezvous message's request, reaches the receiver; data sent again
+    // unchanged at its [resend] price, as the replay has it
+    const LogGPS& priced = resent.of(model, m.bytes, m.cached);
+    const double arrival_offset = eager ? priced.T1(m.bytes) + priced.transfer(m.bytes) : model.params().o + model.params().L;
     const uint64_t arrival = send.t_enter + static_cast<uint64_t>(std::max(0.0, arrival_offset));
     auto& rr = out.ranks[m.dst];
     rr.receives++;

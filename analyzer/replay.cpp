@@ -71,22 +71,6 @@ LogGPSParams effective_params(const ReplayOptions& o) {
   return p;
 }
 
-// Data sent again unchanged (Message::cached) is priced by the set's [resend] factor for the path the
-// message takes; a split message's chunks are buffered ones. Both replay modes ask it.
-class ResentModels {
- public:
-  explicit ResentModels(const LogGPSParams& p)
-      : buffered_(p.resent(p.resend_buffered.value_or(1), false)), rendezvous_(p.resent(p.resend_rendezvous.value_or(1), true)) {}
-  // fresh: the set's own model, for a message not cached
-  const LogGPS& of(const LogGPS& fresh, const Message& m, bool split = false) const {
-    if (!m.cached) return fresh;
-    return fresh.params().buffered(m.bytes) || split ? buffered_ : rendezvous_;
-  }
-
- private:
-  LogGPS buffered_, rendezvous_;
-};
-
 int ceil_log2(size_t n) {
   int r = 0;
   while ((size_t{1} << r) < n) r++;
@@ -355,7 +339,7 @@ class Simulation {
   const LogGPSParams& p_;
   const ResentModels resent_;
   const LogGPS& model_of(const Message& m, uint32_t m_id) const {
-    return m.cached ? resent_.of(model_, m, splits(m, m_id)) : model_;  // splits() asked of cached messages only
+    return m.cached ? resent_.of(model_, m.bytes, true, splits(m, m_id)) : model_;  // splits() asked of cached messages only
   }
   // every computation gap takes ReplayOptions::compute_factor (no ranks or sites chosen): asked once a gap
   const bool uniform_compute_ = o_.compute_ranks.empty() && o_.compute_sites.empty();
@@ -1833,7 +1817,7 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
   LogGPS model(effective_params(o));
   const LogGPSParams& p = model.params();
   const ResentModels resent(p);
-  auto model_of = [&](const Message& m) -> const LogGPS& { return resent.of(model, m); };
+  auto model_of = [&](const Message& m) -> const LogGPS& { return resent.of(model, m.bytes, m.cached); };
   ReplayResult res;
   res.mode = ReplayMode::Paper;
   res.model = o.model;

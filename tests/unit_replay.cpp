@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "parallel.hpp"
+#include "receive_side.hpp"
 #include "replay.hpp"
 
 using namespace mpiadvise;
@@ -389,4 +390,33 @@ TEST_CASE("data sent again unchanged is priced at the set's [resend] factor for 
   const double loggp = replay(t, o).ranks[0].predicted_ns;
   o.params.resend_rendezvous.reset(), o.params.resend_buffered.reset();
   CHECK(replay(t, o).ranks[0].predicted_ns == Approx(loggp));
+}
+
+TEST_CASE("the receive side prices an eager message sent again unchanged as the replay does", "[replay][resend]") {
+  // Rank 0 sends 100000 bytes eagerly at 2000 ns, RESENT and cached; rank 1 posts its receive at 22000.
+  // Priced as data just written the message reaches rank 1 at 2000 + T1 + transfer = 2000 + (500 + 10000)
+  // + (1000 + 20000) = 33500 ns, after the receive was posted; at [resend] buffered_factor 0.5 the
+  // per-byte terms halve, 2000 + 5500 + 11000 = 18500 ns: before it, an unexpected message of 100000 bytes
+  Trace t = empty_trace(2);
+  Message m;
+  m.src = 0, m.dst = 1, m.bytes = 100000;
+  m.resent = m.cached = true;
+  m.send_op = m.send_done_op = 0;
+  m.recv_op = m.recv_done_op = 0;
+  t.messages.push_back(m);
+  add_op(t, 0, 2000, 2100, MPA_CALL_Send, OpKind::Send, {Link{Link::PostSend, 0}, Link{Link::DoneSend, 0}});
+  add_op(t, 1, 22000, 40000, MPA_CALL_Recv, OpKind::Recv, {Link{Link::PostRecv, 0}, Link{Link::DoneRecv, 0}});
+  LogGPSParams p = some_params();  // o' 500, L 1000, Oss = Ors 0.1 ns/B, Gs 0.2
+  p.s = p.S = 1 << 20;
+  const ReceiveSide fresh = receive_side(t, LogGPS(p));
+  CHECK(fresh.posted_early == 1);
+  CHECK(fresh.ranks[1].unexpected_max_bytes == 0);
+  p.resend_buffered = 0.5;
+  const ReceiveSide resent = receive_side(t, LogGPS(p));
+  CHECK(resent.posted_early == 0);
+  CHECK(resent.ranks[1].unexpected_max == 1);
+  CHECK(resent.ranks[1].unexpected_max_bytes == 100000);
+  // a message not sent again is priced as fresh whatever the factor
+  t.messages[0].cached = false;
+  CHECK(receive_side(t, LogGPS(p)).posted_early == 1);
 }
