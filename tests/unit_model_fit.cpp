@@ -202,6 +202,36 @@ TEST_CASE("a set that prices the messages above what they took is suspected when
   CHECK_FALSE(has(assess_fit(t, tcp_facts(), tcp_params(), replayed(t, tcp_params())), MissReason::FastMessages));
 }
 
+TEST_CASE("where the prediction is too long, data sent again unchanged is named, with what the set makes of it",
+          "[fit][resend]") {
+  // the run above priced with o' = 60 us, its 20 messages of 1000 bytes each (the set has no per-byte
+  // terms: the replay is the same); the share of the bytes sent again unchanged, and whether the set prices
+  // them, follow the suspicion
+  Trace t = isend_run({});
+  for (auto& m : t.messages) m.bytes = 1000;
+  LogGPSParams slow = tcp_params();
+  slow.o = 60'000;
+  auto detail = [&](const LogGPSParams& p) {
+    for (const auto& s : assess_fit(t, tcp_facts(), p, replayed(t, p)).suspects)
+      if (s.reason == MissReason::FastMessages) return s.detail;
+    return std::string("(not suspected)");
+  };
+  // 1 message of 20 cached: 5% of the bytes, below the tenth that is worth naming
+  t.messages[3].resent = t.messages[3].cached = true;
+  CHECK(detail(slow).find("sent again unchanged") == std::string::npos);
+  for (uint32_t i = 0; i < 10; i++) t.messages[2 * i].resent = t.messages[2 * i].cached = true;
+  const std::string unpriced = detail(slow);
+  CHECK(unpriced.find("less than the parameter set prices them") != std::string::npos);
+  CHECK(unpriced.find("; 55% of the bytes sent were sent again unchanged") != std::string::npos);
+  CHECK(unpriced.find("which this set does not price (no [resend] table: calibrate measures it)") != std::string::npos);
+  slow.resend_buffered = 0.9, slow.resend_rendezvous = 0.4;
+  const std::string priced = detail(slow);
+  CHECK(priced.find("; 55% of the bytes sent were sent again unchanged") != std::string::npos);
+  CHECK(priced.find("which the replay prices at 0.90 times what data just written costs copied through the library's "
+                    "buffers and 0.40 times by its rendezvous ([resend])") != std::string::npos);
+  CHECK(priced.find("does not price") == std::string::npos);
+}
+
 namespace {
 
 // A probe of 12 rounds at each size, every round `ratio[i]` times the set's round trip of that size.
