@@ -279,9 +279,11 @@ def whatif_at_speed(base, params, advice, reruns):
     if len(factors) != len(reruns):
         return None, None, None
     factor = statistics.median(factors)
-    base_comp = base["efficiency"]["mean_computation_ns"]
-    compute = (statistics.median(r["efficiency"]["mean_computation_ns"] for r in reruns) / base_comp
-               if base_comp > 0 else 1.0)
+
+    def computation(report):
+        return report.get("efficiency", {}).get("mean_computation_ns", 0)
+    base_comp = computation(base)
+    compute = statistics.median(computation(r) for r in reruns) / base_comp if base_comp > 0 else 1.0
     compute = min(100.0, max(0.01, compute))
     rep = run([MPIADVISE, "report", "--format", "json", "--speed", "%.6g" % factor, "--compute-factor",
                "%.6g" % compute, "--params", params, base["dir"]])
