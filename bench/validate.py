@@ -46,8 +46,9 @@ the other MPI (Debian builds PETSc, MEEP and ABINIT for Open MPI only).
 
 Environment: BUILD (build), VALIDATE_REPS (3), VALIDATE_CALIBRATIONS (1), VALIDATE_RANKS (2,4: the rank counts; 4 ranks on 2 cores
 share them), VALIDATE_MPIS (openmpi,mpich: those built), VALIDATE_ONLY (comma-separated application
-names), VALIDATE_TRANSPORTS (tcp,shm; vader is shm), the eager-limit sweep runs with Open MPI over TCP,
-and alone with VALIDATE_ONLY=sweep), MPIRUN_OPENMPI (mpirun.openmpi), MPIRUN_MPICH (mpirun.mpich),
+names), VALIDATE_TRANSPORTS (tcp,shm; vader is shm), the eager-limit sweep runs over every transport
+where the report may advise raising S (Open MPI's TCP, MPICH's UCX over TCP and over shared memory: over
+vader it advises none), and alone with VALIDATE_ONLY=sweep), MPIRUN_OPENMPI (mpirun.openmpi), MPIRUN_MPICH (mpirun.mpich),
 BENCH_KEEP=1 keeps the logs (and ABINIT's working directories) in $BUILD/validate.
 """
 import json
@@ -298,21 +299,41 @@ def whatif_at_speed(base, params, advice, reruns):
     return factor, compute, same[0]["predicted_ns"] if same else None
 
 
-def eager_sweep(params):
-    """Eager is not free: the halo example over Open MPI's TCP at message sizes from 128 KiB to 2 MiB, each
-    traced at the default limit (rendezvous) and replayed with S raised to the message size (mpiadvise
-    whatif --set S=...), against REPS real runs with btl_tcp_eager_limit raised as far. A row: the
+def raised_limit(setup, k):
+    """setup with its library's eager limit raised so that k-byte messages go eager: Open MPI's TCP counts
+    its 56-byte header in btl_tcp_eager_limit; UCX_RNDV_THRESH=N sends up to N - 1 bytes eagerly
+    (analyzer/run_facts.cpp), and the report advises the power of two above the size, as here."""
+    if setup.mpi == "openmpi":
+        return Setup(setup.mpi, setup.transport, setup.opts + ["--mca", "btl_tcp_eager_limit", str(k + 56)], setup.env)
+    return Setup(setup.mpi, setup.transport, setup.opts, dict(setup.env, UCX_RNDV_THRESH=str(2 * k)))
+
+
+# where the report may advise a larger S (over Open MPI's vader it advises none: analyzer/advice.cpp)
+SWEPT = (("openmpi", "tcp"), ("mpich", "tcp"), ("mpich", "shm"))
+
+
+def sweep_agreement(predicted, measured):
+    """Whether a what-if's change and the real one agree in sign (a predicted change under 1% is none). Of the two ways to disagree, a predicted gain that the real runs reverse is the one that would
+    mislead (the report would advise it); a predicted loss where the runs gained costs a missed saving."""
+    if (predicted < 0) == (measured < 0) or abs(predicted) < 0.01:
+        return "yes"
+    return "NO: a predicted gain the runs reverse" if predicted < 0 else "no: a predicted loss the runs did not see"
+
+
+def eager_sweep(setup, params):
+    """Eager is not free: the halo example at message sizes from 128 KiB to 2 MiB, each traced at the
+    default limit (rendezvous) and replayed with S raised to the message size (mpiadvise whatif --set
+    S=...), against REPS real runs with the library's limit raised as far (raised_limit). A row: the
     predicted and the measured change of the run time, and whether they agree in sign (a what-if must
     never predict a gain that the real run reverses)."""
     rows = []
-    tcp = Setup("openmpi", "tcp")
     for doubles in (16384, 65536, 131072, 262144):
         k = doubles * 8
-        argv = [os.path.join(BUILD, "openmpi", "examples", "halo"), str(doubles), "50"]
+        argv = [os.path.join(BUILD, setup.mpi, "examples", "halo"), str(doubles), "50"]
         dirs = []
         for _ in range(REPS):
-            d = os.path.join(OUT, "runs", "sweep-%d-%d" % (k, time.monotonic_ns()))
-            r = run([MPIADVISE, "run", "--dir", d, "--", *tcp.launcher(), *argv], cwd=OUT, env=tcp.environ())
+            d = os.path.join(OUT, "runs", "sweep-%s-%s-%d-%d" % (setup.mpi, setup.name, k, time.monotonic_ns()))
+            r = run([MPIADVISE, "run", "--dir", d, "--", *setup.launcher(), *argv], cwd=OUT, env=setup.environ())
             if r.returncode != 0:
                 rows.append((k, "failed: " + r.stderr.strip()[-200:]))
                 break
@@ -328,7 +349,7 @@ def eager_sweep(params):
             rows.append((k, "whatif failed: " + (w.stderr or b.stderr).strip()[-200:]))
             continue
         predicted = json.loads(w.stdout)["predicted_ns"] / json.loads(b.stdout)["predicted_ns"] - 1
-        raised = Setup("openmpi", "tcp", ["--mca", "btl_tcp_eager_limit", str(k + 56)])
+        raised = raised_limit(setup, k)
         try:
             after = [traced("sweep", argv, raised, params, "after")["model"]["measured_ns"] for _ in range(REPS)]
         except RuntimeError as e:
@@ -339,15 +360,15 @@ def eager_sweep(params):
         if os.environ.get("BENCH_KEEP") != "1":
             for _, d in dirs:
                 shutil.rmtree(d, ignore_errors=True)
-    print("  eager-limit sweep, halo over Open MPI's TCP (50 iterations; S raised to the message size; the"
-          " change of the median measured run time over %d traced runs each):" % REPS)
+    print("  eager-limit sweep, halo over %s %s (50 iterations; S raised to the message size; the change of"
+          " the median measured run time over %d traced runs each):" % (MPI_NAME[setup.mpi], setup.name, REPS))
     print("    %10s  %10s  %10s  %s" % ("bytes", "what-if", "measured", "agree"))
     for r in rows:
         if len(r) == 2:
             print("    %10d  %s" % r)
         else:
             k, p, m = r
-            print("    %10d  %10s  %10s  %s" % (k, pct(p), pct(m), "yes" if (p < 0) == (m < 0) or abs(p) < 0.01 else "NO"))
+            print("    %10d  %10s  %10s  %s" % (k, pct(p), pct(m), sweep_agreement(p, m)))
     return rows
 
 
@@ -563,7 +584,7 @@ def main():
     def keep(partial_sweep):
         # results.json after every application: a run stopped half-way keeps what it measured
         with open(os.path.join(OUT, "results.json"), "w") as f:
-            json.dump({"rows": results, "eager_sweep": [list(r) for r in partial_sweep]}, f, indent=1)
+            json.dump({"rows": results, "eager_sweep": partial_sweep}, f, indent=1)
 
     header = ("application", "MPI", "transport", "ranks", "speed", "measured ms", "predicted ms", "error", "at set speed",
               "advice", "what-if ms", "rerun ms", "unchanged ms", "what-if error", "at rerun speed", "realised")
@@ -589,16 +610,18 @@ def main():
                     rows += row_list
                     if result:
                         results.append(result)
-                        keep([])
+                        keep({})
                     elif "hung twice" in str(row_list[0][9]):
                         hung.add((m, t, np))
                     # each row as it is measured; the table follows at the end
                     for r in row_list:
                         print("  measured: " + ", ".join(str(c) for c in r if str(c) != ""), flush=True)
 
-    sweep = []
-    if ("openmpi", "tcp") in params and (not only or "sweep" in only):
-        sweep = eager_sweep(params[("openmpi", "tcp")])
+    sweep = {}  # by MPI and transport: (bytes, predicted, measured) rows
+    for m, t in SWEPT:
+        if (m, t) in params and (not only or "sweep" in only):
+            setup = Setup(m, t)
+            sweep["%s %s" % (MPI_NAME[m], setup.name)] = [list(r) for r in eager_sweep(setup, params[(m, t)])]
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     widths[9] = min(widths[9], 60)
     for r in ([header] + rows) if rows else []:
