@@ -725,6 +725,8 @@ EagerBufferFit fit_eager_buffer(const std::vector<Flood>& floods) {
 ResendFit fit_resend(const std::vector<RoundTrip>& resent, const LogGPSParams& full,
                      const std::vector<RoundTrip>& fresh_beside) {
   constexpr double kMinShare = 0.25, kMaxFactor = 10, kStep = 1e-3;
+  // a hold of the caches is kept where it leaves at most this share of the squared misfit without one
+  constexpr double kCacheGain = 0.8;
   // each size's round trip at the speed of the sweep the set was fitted to: times the model's fresh round
   // trip over the one measured beside it, where there is one
   std::vector<RoundTrip> at_set_speed;
@@ -734,48 +736,78 @@ ResendFit fit_resend(const std::vector<RoundTrip>& resent, const LogGPSParams& f
       if (f.k == r.k && f.rtt_ns > 0) s.rtt_ns = r.rtt_ns * LogGPS(full).round_trip(r.k, 0) / f.rtt_ns;
     at_set_speed.push_back(s);
   }
-  auto fit_path = [&](bool rendezvous) -> std::optional<ResendFit::Path> {
-    auto round_trip = [&](uint64_t k, double f) { return LogGPS(full.resent(f, rendezvous)).round_trip(k, 0); };
+  using Held = std::optional<uint64_t>;
+  // given: the caches' hold to take (the set has one for both paths), else searched for
+  auto fit_path = [&](bool rendezvous, std::optional<Held> given) -> std::optional<ResendFit::Path> {
+    auto round_trip = [&](uint64_t k, double f, Held held) {
+      return LogGPS(full.resent(resent_factor(f, k, held), rendezvous)).round_trip(k, 0);
+    };
     std::vector<const RoundTrip*> rows;
     for (const RoundTrip& r : at_set_speed) {
       if (r.w != 0 || !(r.rtt_ns > 0) || full.buffered(r.k) == rendezvous) continue;
-      const double fresh = round_trip(r.k, 1), fixed = round_trip(r.k, 0);
+      const double fresh = round_trip(r.k, 1, {}), fixed = round_trip(r.k, 0, {});
       if (fresh > 0 && fresh - fixed >= kMinShare * fresh) rows.push_back(&r);
     }
     if (rows.size() < 2) return std::nullopt;
-    auto sse = [&](double f) {
+    std::sort(rows.begin(), rows.end(), [](const RoundTrip* a, const RoundTrip* b) { return a->k < b->k; });
+    auto sse = [&](double f, Held held) {
       double sum = 0;
-      for (const RoundTrip* r : rows) sum += std::pow((round_trip(r->k, f) - r->rtt_ns) / r->rtt_ns, 2);
+      for (const RoundTrip* r : rows) sum += std::pow((round_trip(r->k, f, held) - r->rtt_ns) / r->rtt_ns, 2);
       return sum;
     };
-    double f = 1, normal = 0;
-    for (int round = 0; round < 20; round++) {
-      double gradient = 0;
-      normal = 0;
-      const double lo = std::max(f - kStep, 0.0), hi = f + kStep;
-      for (const RoundTrip* r : rows) {
-        const double y = r->rtt_ns, d = (round_trip(r->k, hi) - round_trip(r->k, lo)) / (hi - lo);
-        gradient += d * (y - round_trip(r->k, f)) / (y * y);
-        normal += d * d / (y * y);
+    // f for a given hold of the caches, and the fit's curvature there (0: none)
+    auto fit_factor = [&](Held held, double* normal) {
+      double f = 1;
+      for (int round = 0; round < 20; round++) {
+        double gradient = 0;
+        *normal = 0;
+        const double lo = std::max(f - kStep, 0.0), hi = f + kStep;
+        for (const RoundTrip* r : rows) {
+          const double y = r->rtt_ns, d = (round_trip(r->k, hi, held) - round_trip(r->k, lo, held)) / (hi - lo);
+          gradient += d * (y - round_trip(r->k, f, held)) / (y * y);
+          *normal += d * d / (y * y);
+        }
+        if (!(*normal > 0)) return f;
+        const double next = std::clamp(f + gradient / *normal, 0.0, kMaxFactor);
+        const bool settled = std::fabs(next - f) < 1e-6;
+        f = next;
+        if (settled) break;
       }
-      if (!(normal > 0)) return std::nullopt;
-      const double next = std::clamp(f + gradient / normal, 0.0, kMaxFactor);
-      const bool settled = std::fabs(next - f) < 1e-6;
-      f = next;
-      if (settled) break;
+      return f;
+    };
+    double normal = 0;
+    Held held = given.value_or(Held{});
+    double f = fit_factor(held, &normal);
+    if (!(normal > 0)) return std::nullopt;
+    // the caches' hold: each size but the largest in turn, kept where it fits the round trips clearly
+    // better than none (the sizes above it then cost more of what data just written does)
+    const double unlimited = sse(f, {});
+    double best = unlimited;
+    for (size_t i = 0; !given && i + 1 < rows.size(); i++) {
+      if (rows[i]->k == rows[i + 1]->k) continue;
+      double n_i = 0;
+      const double f_i = fit_factor(rows[i]->k, &n_i);
+      const double s = sse(f_i, rows[i]->k);
+      if (n_i > 0 && s < kCacheGain * unlimited && s < best) best = s, f = f_i, normal = n_i, held = rows[i]->k;
     }
     ResendFit::Path out;
     out.factor = f;
+    out.cached_bytes = held;
     out.rows = rows.size();
     out.from = rows.front()->k, out.to = rows.back()->k;
     const double n = static_cast<double>(rows.size());
     // at a bound the fit's curvature says nothing of how far f could go
-    out.error = f > 0 && f < kMaxFactor ? std::sqrt(sse(f) / (n - 1) / normal) : kNaN;
-    out.residual_rtt = std::sqrt(sse(f) / n);
-    out.residual_as_fresh = std::sqrt(sse(1) / n);
+    out.error = f > 0 && f < kMaxFactor ? std::sqrt(sse(f, held) / (n - 1) / normal) : kNaN;
+    out.residual_rtt = std::sqrt(sse(f, held) / n);
+    out.residual_as_fresh = std::sqrt(sse(1, {}) / n);
+    out.residual_one_factor = std::sqrt(unlimited / n);
     return out;
   };
-  return {fit_path(false), fit_path(true)};
+  // the hold from the rendezvous path, whose sizes are the large ones; the other path priced with it
+  ResendFit out;
+  out.rendezvous = fit_path(true, std::nullopt);
+  out.buffered = fit_path(false, out.rendezvous ? std::optional<Held>(out.rendezvous->cached_bytes) : std::nullopt);
+  return out;
 }
 
 }  // namespace mpiadvise

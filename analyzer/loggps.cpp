@@ -71,7 +71,17 @@ LogGPSParams LogGPSParams::resent(double f, bool rendezvous) const {
   if (rendezvous) p.R *= f, p.R_large *= f;
   p.resend_buffered.reset();
   p.resend_rendezvous.reset();
+  p.resend_cached_bytes.reset();
   return p;
+}
+
+const LogGPS& ResentModels::beyond_cache(uint64_t bytes, bool buffered) const {
+  auto it = beyond_.find({bytes, buffered});
+  if (it == beyond_.end()) {
+    const double f = (buffered ? set_.resend_buffered : set_.resend_rendezvous).value_or(1);
+    it = beyond_.emplace(std::pair{bytes, buffered}, LogGPS(set_.resent(resent_factor(f, bytes, set_.resend_cached_bytes), !buffered))).first;
+  }
+  return it->second;
 }
 
 void LogGPSParams::set(const std::string& key, double value, const std::string& where) {
@@ -268,9 +278,16 @@ LogGPSParams load_params(const fs::path& file) {
   if (const toml::table* resend = doc["resend"].as_table()) {
     for (const auto& [k, v] : *resend) {
       std::string key(k.str());
+      if (key == "cached_bytes") {
+        const std::optional<int64_t> bytes = v.value<int64_t>();
+        if (!bytes || *bytes < 1024 || static_cast<double>(*bytes) > kMaxBytes)
+          throw ParamError(fmt::format("{}: [resend] cached_bytes: not a whole number of bytes from 1024 to 2^62", where));
+        p.resend_cached_bytes = static_cast<uint64_t>(*bytes);
+        continue;
+      }
       if (key != "buffered_factor" && key != "rendezvous_factor")
-        throw ParamError(
-            fmt::format("{}: [resend] {}: unknown key (the keys are buffered_factor, rendezvous_factor)", where, key));
+        throw ParamError(fmt::format(
+            "{}: [resend] {}: unknown key (the keys are buffered_factor, rendezvous_factor, cached_bytes)", where, key));
       const std::optional<double> value = v.value<double>();
       if (!value) throw ParamError(fmt::format("{}: [resend] {}: not a number", where, key));
       if (!(*value >= 0 && *value <= kMaxResendFactor))

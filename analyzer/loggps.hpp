@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <optional>
 #include <string>
@@ -98,6 +99,13 @@ struct LogGPSParams {
   // a size, the two phases one after the other). Measured by calibrate (round trips with neither
   // rank writing its buffer between its sends). 1 where empty.
   std::optional<double> resend_buffered, resend_rendezvous;
+  // The most bytes of a message sent again that the caches still hold ([resend] cached_bytes): a larger
+  // message costs its first resend_cached_bytes at the factor and the rest as data just written
+  // (resent_factor). Over shared memory here (2 MiB of L2 a core) the round trip of data sent again was
+  // 0.40-0.52 times that of data just written from 16 KiB to 512 KiB, 0.54-0.56 at 768 KiB, 0.67-0.72 at
+  // 1 MiB and 0.85-0.93 from 1.5 to 4 MiB (vader and UCX sm alike). Fitted by calibrate; none: every
+  // size at the factor.
+  std::optional<uint64_t> resend_cached_bytes;
   // Beyond the model ([machine] in the files): the calibration found this machine's messages at two speeds
   // (analyzer/calibration.hpp: two_speeds within its runs, run_speeds between them), the slower
   // speeds_ratio times the faster, slow_share of the time. The set prices one speed or their mean; a run
@@ -265,18 +273,34 @@ class LogGPS {
 // Data sent again unchanged (Message::cached, trace.hpp) is priced by the set's [resend] factor for the
 // path the message takes; a split message's chunks are buffered ones. The replay (both modes) and the
 // report's receive side ask it.
+// The factor on what data just written costs of a `bytes`-byte message sent again, whose path's factor is
+// f, where the caches hold at most `cached` bytes of it (LogGPSParams::resend_cached_bytes): the bytes
+// beyond cost as data just written.
+inline double resent_factor(double f, uint64_t bytes, std::optional<uint64_t> cached) {
+  if (!cached || bytes <= *cached) return f;
+  const double held = static_cast<double>(*cached);
+  return (held * f + (static_cast<double>(bytes) - held)) / static_cast<double>(bytes);
+}
+
+// The models of messages sent again unchanged, by path, and by size beyond what the caches hold (made
+// when first asked for and kept: one object for one replay, not shared between threads).
 class ResentModels {
  public:
   explicit ResentModels(const LogGPSParams& p)
-      : buffered_(p.resent(p.resend_buffered.value_or(1), false)), rendezvous_(p.resent(p.resend_rendezvous.value_or(1), true)) {}
+      : set_(p), buffered_(p.resent(p.resend_buffered.value_or(1), false)), rendezvous_(p.resent(p.resend_rendezvous.value_or(1), true)) {}
   // fresh: the set's own model, for a message not cached
   const LogGPS& of(const LogGPS& fresh, uint64_t bytes, bool cached, bool split = false) const {
     if (!cached) return fresh;
-    return fresh.params().buffered(bytes) || split ? buffered_ : rendezvous_;
+    const bool buffered = fresh.params().buffered(bytes) || split;
+    if (set_.resend_cached_bytes && bytes > *set_.resend_cached_bytes) return beyond_cache(bytes, buffered);
+    return buffered ? buffered_ : rendezvous_;
   }
 
  private:
+  const LogGPS& beyond_cache(uint64_t bytes, bool buffered) const;
+  LogGPSParams set_;
   LogGPS buffered_, rendezvous_;
+  mutable std::map<std::pair<uint64_t, bool>, LogGPS> beyond_;
 };
 
 }  // namespace mpiadvise

@@ -629,6 +629,7 @@ nlohmann::json params_json(const LogGPSParams& p) {
     j["resend"] = nlohmann::json::object();
     if (p.resend_buffered) j["resend"]["buffered_factor"] = *p.resend_buffered;
     if (p.resend_rendezvous) j["resend"]["rendezvous_factor"] = *p.resend_rendezvous;
+    if (p.resend_cached_bytes) j["resend"]["cached_bytes"] = *p.resend_cached_bytes;
   }
   return j;
 }

@@ -135,6 +135,7 @@ void from_json(const json& j, Params& v) {
   if (j.contains("resend")) {
     take(j["resend"], "buffered_factor", p.resend_buffered);
     take(j["resend"], "rendezvous_factor", p.resend_rendezvous);
+    take(j["resend"], "cached_bytes", p.resend_cached_bytes);
   }
   v.why = j.value("why", std::string());
   v.description = j.value("description", std::string());

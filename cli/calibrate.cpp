@@ -408,9 +408,21 @@ std::string eager_toml(const EagerBufferFit& b, const std::vector<Flood>& floods
 
 // A path of the [resend] fit in words: "8 sizes of 8192 to 1048576 bytes: 0.42 +- 0.02 times ..."
 std::string resend_path_text(const ResendFit::Path& p) {
-  return fmt::format("{} sizes of {} to {} bytes: {:.2f} +- {:.2f} times data just written; residual RMS {:.1f}% of those "
+  return fmt::format("{} sizes of {} to {} bytes: {:.2f} +- {:.2f} times data just written{}; residual RMS {:.1f}% of those "
                      "round trips ({:.1f}% priced as data just written)",
-                     p.rows, p.from, p.to, p.factor, p.error, 100 * p.residual_rtt, 100 * p.residual_as_fresh);
+                     p.rows, p.from, p.to, p.factor, p.error,
+                     p.cached_bytes && p.to > *p.cached_bytes
+                         ? fmt::format(" for up to {} bytes a message (the caches' hold: the rest as data just written; "
+                                       "{:.1f}% with one factor for every size)",
+                                       *p.cached_bytes, 100 * p.residual_one_factor)
+                         : std::string(),
+                     100 * p.residual_rtt, 100 * p.residual_as_fresh);
+}
+// The caches' hold the set takes: the rendezvous path's (fit_resend prices the other path with it), else
+// the other's.
+std::optional<uint64_t> resend_cached_bytes(const ResendFit& r) {
+  if (r.rendezvous) return r.rendezvous->cached_bytes;
+  return r.buffered ? r.buffered->cached_bytes : std::nullopt;
 }
 std::string resend_text(const ResendFit& r) {
   if (!r.buffered && !r.rendezvous) return "too few sizes whose per-byte terms count (--max-size): no [resend] table";
@@ -433,9 +445,13 @@ std::string resend_toml(const ResendFit& r, const LogGPSParams& full) {
       full.large_from ? std::max(*full.large_from, full.S) : full.S);
   if (r.buffered) o += "#   buffered: " + resend_path_text(*r.buffered) + "\n";
   if (r.rendezvous) o += "#   rendezvous: " + resend_path_text(*r.rendezvous) + "\n";
+  if (const auto held = resend_cached_bytes(r))
+    o += fmt::format("# cached_bytes: of a larger message the caches hold {} bytes, and the rest costs as data just written.\n",
+                     *held);
   o += "[resend]\n";
   if (r.buffered) o += fmt::format("buffered_factor = {:.3f}  # +- {:.3f}\n", r.buffered->factor, r.buffered->error);
   if (r.rendezvous) o += fmt::format("rendezvous_factor = {:.3f}  # +- {:.3f}\n", r.rendezvous->factor, r.rendezvous->error);
+  if (const auto held = resend_cached_bytes(r)) o += fmt::format("cached_bytes = {}\n", *held);
   return o;
 }
 

@@ -451,4 +451,32 @@ TEST_CASE("[resend]: data sent again costs its path's factor on what data just w
                     Catch::Contains("[resend] per_byte_factor: unknown key"));
   // none: data sent again is priced as data just written
   CHECK_FALSE(load_params(write_params(kComplete)).resend_buffered);
+  CHECK_FALSE(p.resend_cached_bytes);
+  CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[resend]\ncached_bytes = 100\n")),
+                    Catch::Contains("[resend] cached_bytes: not a whole number of bytes from 1024"));
+}
+
+TEST_CASE("[resend] cached_bytes: the bytes of a larger message beyond the caches' hold cost as data just written",
+          "[loggps][params]") {
+  const std::string text = std::string(kComplete) +
+                           "[large]\nfrom_bytes = 32768\nR_ns = 3000\nOsl_ns_per_byte = 1.0\nOrl_ns_per_byte = 0.5\n"
+                           "[resend]\nbuffered_factor = 0.9\nrendezvous_factor = 0.4\ncached_bytes = 262144\n";
+  const LogGPSParams p = load_params(write_params(text));
+  REQUIRE(p.resend_cached_bytes);
+  CHECK(*p.resend_cached_bytes == 262144);
+  const LogGPS fresh(p);
+  const ResentModels resent(p);
+  // up to the hold: the path's factor (o' 6730 ns, Osl 1.0 ns/B above large_from)
+  CHECK(resent.of(fresh, 262144, true).T1p(262144) == Approx(6730 + 262144 * 0.4));
+  // 1 MiB: 262144 bytes at 0.4 and 786432 at 1, a factor of 0.85 on its per-byte terms and R_large
+  const double f = (262144 * 0.4 + 786432) / 1048576.0;
+  CHECK(f == Approx(0.85));
+  const LogGPS& big = resent.of(fresh, 1048576, true);
+  CHECK(big.T1p(1048576) == Approx(6730 + 1048576 * 1.0 * f));
+  CHECK(big.T5(1048576) == Approx(2 * 6730 + 850 + 3000 * f));
+  CHECK(&resent.of(fresh, 1048576, true) == &big);  // made once a size
+  // not sent again: the set's own model, whatever the size
+  CHECK(&resent.of(fresh, 1048576, false) == &fresh);
+  // a set resent applies its factor once and drops the hold with it
+  CHECK_FALSE(p.resent(0.4, true).resend_cached_bytes);
 }
