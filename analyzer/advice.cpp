@@ -108,13 +108,16 @@ std::optional<EagerLimitChoice> choose_eager_limit(const Trace& trace, const Run
   // the sweep: each power of two above the limit in force, up to the first that makes every message eager
   std::vector<uint64_t> limits;
   std::vector<ReplayOptions> whatifs;
+  // (a library that reaches no further than the set's raised_to: the first limit there ends it)
   for (uint64_t limit = 1024; limit <= LogGPSParams::kInfinite / 4; limit *= 2) {
     uint64_t S = limit > header ? limit - header : 0;
     if (S <= base.params.S || S < smallest_waiting) continue;
+    ReplayOptions whatif = base;
+    whatif.params.move_S(S);
+    if (whatif.params.S == base.params.S || whatif.params.S < smallest_waiting) break;  // no larger S to be had
     limits.push_back(limit);
-    whatifs.push_back(base);
-    whatifs.back().params.move_S(S);
-    if (limit >= need) break;
+    whatifs.push_back(std::move(whatif));
+    if (limit >= need || whatifs.back().params.S < S) break;
   }
   std::vector<ReplayResult> replayed = replay_all(trace, whatifs);
   std::vector<std::pair<uint64_t, ReplayResult>> sweep;
@@ -126,11 +129,12 @@ std::optional<EagerLimitChoice> choose_eager_limit(const Trace& trace, const Run
   // the smallest limit that gives 90% of the best gain (and then also removes most of the send-wait)
   RaiseEagerLimit best;
   ReplayResult* best_replay = nullptr;
-  for (auto& [limit, r] : sweep) {
+  for (size_t i = 0; i < sweep.size(); i++) {
+    auto& [limit, r] = sweep[i];
     if (baseline.predicted_ns - r.predicted_ns < 0.9 * gain) continue;
     best_replay = &r;
     best.value = limit;
-    best.S = limit > header ? limit - header : 0;
+    best.S = whatifs[i].params.S;  // the limit less the headers, or the most the library reaches
     best.baseline_ns = baseline.predicted_ns;
     best.predicted_ns = r.predicted_ns;
     best.send_wait_before_ns = before;
@@ -168,6 +172,12 @@ std::optional<EagerLimitChoice> choose_eager_limit(const Trace& trace, const Run
       best.value > 65536)
     best.caution = "MPICH 4.0 over UCX's TCP hung in MPI_Finalize in 1 run of 20 with large eager messages "
                    "(UCX_RNDV_THRESH=262144, measured untraced): try it on a test run first";
+  // the set's calibration found the most the library reaches below the limit advised
+  if (base.params.raised_to && best.S == *base.params.raised_to && best.value > header && best.S < best.value - header)
+    best.caution += fmt::format("{}with its limit raised above every size, this library sent no message larger than {} "
+                                "bytes without waiting for its receiver (the parameter set's [raised] to_bytes): the "
+                                "larger ones still wait, as priced",
+                                best.caution.empty() ? "" : "; ", *base.params.raised_to);
   best.send_sites.assign(sites.begin(), sites.end());
   for (const auto& [dst, srcs] : senders) best.senders_per_rank = std::max(best.senders_per_rank, static_cast<int>(srcs.size()));
   best.memory_per_rank_bytes = static_cast<uint64_t>(best.senders_per_rank) * best.value;

@@ -15,6 +15,7 @@ LogGPSParams ideal_network(const LogGPSParams& p) {
   ideal.Oss = ideal.Ors = ideal.Osl = ideal.Orl = ideal.Gs = ideal.Gl = 0;
   ideal.Oss_raised = ideal.Ors_raised = 0;
   ideal.raised_from.reset();
+  ideal.raised_to.reset();
   ideal.R_large = ideal.Osl_large = ideal.Orl_large = 0;
   ideal.large_from.reset();
   ideal.S = ideal.s = LogGPSParams::kInfinite;

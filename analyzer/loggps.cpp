@@ -108,7 +108,7 @@ void LogGPSParams::set(const std::string& key, double value, const std::string& 
   else if (key == "Gs") Gs = value;
   else if (key == "Gl") Gl = value;
   else if (key == "R") R = value;
-  else if (key == "s") s = as_bytes();
+  else if (key == "s") s = as_bytes(), s_set.reset();  // an s given prices every message
   else if (key == "S") S = as_bytes();
   else
     throw ParamError(fmt::format("{}: unknown parameter '{}' (the LogGPS parameters are L, o, o_r, D, Oss, Ors, Osl, Orl, Gs, Gl, R, s, S)",
@@ -144,17 +144,19 @@ struct SizeTableKey {
   double LogGPSParams::*field;
   bool time;
 };
+// to: where the table has a to_bytes (the size up to which it applies), else null.
 void read_size_table(const toml::table& table, const char* name, const char* from_means, std::optional<uint64_t>& from,
-                     std::initializer_list<SizeTableKey> keys, LogGPSParams& p, const std::string& where) {
-  std::string known = "from_bytes";
+                     std::initializer_list<SizeTableKey> keys, LogGPSParams& p, const std::string& where,
+                     std::optional<uint64_t>* to = nullptr) {
+  std::string known = to ? "from_bytes, to_bytes" : "from_bytes";
   for (const auto& k : keys) known += std::string(", ") + k.key;
   for (const auto& [k, v] : table) {
     const std::string key(k.str());
-    if (key == "from_bytes") {
+    if (key == "from_bytes" || (to && key == "to_bytes")) {
       std::optional<int64_t> value = v.value_exact<int64_t>();
       if (!value || *value < 0 || static_cast<double>(*value) > kMaxBytes)
-        throw ParamError(fmt::format("{}: [{}] from_bytes: not a whole number of bytes from 0 to 2^62", where, name));
-      from = static_cast<uint64_t>(*value);
+        throw ParamError(fmt::format("{}: [{}] {}: not a whole number of bytes from 0 to 2^62", where, name, key));
+      (key == "from_bytes" ? from : *to) = static_cast<uint64_t>(*value);
       continue;
     }
     const SizeTableKey* found = nullptr;
@@ -169,6 +171,8 @@ void read_size_table(const toml::table& table, const char* name, const char* fro
     p.*(found->field) = *value;
   }
   if (!from) throw ParamError(fmt::format("{}: [{}] has no from_bytes ({})", where, name, from_means));
+  if (to && *to && **to <= *from)
+    throw ParamError(fmt::format("{}: [{}] to_bytes = {} is not above from_bytes = {}", where, name, **to, *from));
 }
 
 }  // namespace
@@ -299,7 +303,7 @@ LogGPSParams load_params(const fs::path& file) {
   if (const toml::table* raised = doc["raised"].as_table())
     read_size_table(*raised, "raised", "the size above which its costs apply", p.raised_from,
                     {{"Oss_ns_per_byte", &LogGPSParams::Oss_raised, false}, {"Ors_ns_per_byte", &LogGPSParams::Ors_raised, false}},
-                    p, where);
+                    p, where, &p.raised_to);
   if (const toml::table* large = doc["large"].as_table())
     read_size_table(*large, "large", "the size above which its protocol applies", p.large_from,
                     {{"R_ns", &LogGPSParams::R_large, true},
@@ -369,7 +373,7 @@ double LogGPS::T1p(uint64_t k, int senders) const { return p_.o + k * per_byte(t
 double LogGPS::T2(uint64_t k, int senders) const { return k * per_byte(false, p_.Gs, senders, k).g + p_.L; }
 double LogGPS::T2p(uint64_t k, int senders) const {
   double gs = per_byte(false, p_.Gs, senders).g, gl = per_byte(true, p_.Gl, senders, k).g;
-  uint64_t s = std::min(p_.s, k);
+  uint64_t s = std::min(k > p_.S && p_.s_set ? *p_.s_set : p_.s, k);
   return s * gs + (k - s) * gl + p_.L;
 }
 double LogGPS::T3(uint64_t k, int senders) const { return p_.o_recv() + k * per_byte(false, p_.Gs, senders, k).orv; }

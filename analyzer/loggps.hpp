@@ -36,6 +36,12 @@ struct LogGPSParams {
   double Osl = 0, Orl = 0;  // per-byte send / receive overhead, k > S
   double Gs = 0, Gl = 0;    // per-byte gap for the first s bytes / for the bytes after s
   uint64_t s = 0;  // largest message sent as one packet
+  // s as the set had it before move_S first moved it: what prices the transfer of a message above S. A
+  // raise of S moves s with it for the messages it makes eager (the [raised] sweep was fitted so), but a
+  // message still above it goes as the rendezvous sweep measured (over UCX's shared memory a what-if S
+  // capped at [raised] to_bytes below the halo's 512 KiB messages predicted 11% less time from that alone,
+  // their protocol unchanged). None: s.
+  std::optional<uint64_t> s_set;
   uint64_t S = 0;  // largest message sent without synchronisation (eager limit)
   // mpiadvise's extension: what the library's rendezvous protocol adds to each message above S beyond
   // the paper's REQ and ACK (o' + L each way), counted with the ACK in T5. 0 for the paper's MPICH-SCore
@@ -74,6 +80,11 @@ struct LogGPSParams {
   // for UCX_RNDV_THRESH=262144 predicted -18.7% and the real run was 6% slower.
   std::optional<uint64_t> raised_from;
   double Oss_raised = 0, Ors_raised = 0;
+  // [raised] to_bytes: with the library's limit raised above every size of calibrate's sweep, the largest
+  // message it still sent without waiting for its receiver, where a larger one waited: no setting makes
+  // S larger (move_S stops there). Measured here: MPICH 4.0 over UCX's shared memory 387754 bytes, over
+  // UCX's TCP 655359 (UCX_RNDV_THRESH=2097152); Open MPI's TCP none up to 1 MiB. None when empty.
+  std::optional<uint64_t> raised_to;
   // Messages above S that the library moves by a second rendezvous protocol above large_from bytes
   // ([large] in the files): Open MPI's shared memory (vader) sends a message above S and up to its
   // btl_vader_eager_limit less ob1's 56 bytes of headers as fragments through the receiver's FIFO (two
@@ -119,8 +130,11 @@ struct LogGPSParams {
   // Throws ParamError naming what is wrong (negative values, s > S, ...).
   void validate(const std::string& where) const;
   // A new eager limit, as a what-if or the log's effective S sets it: s follows S where it was S (the
-  // set has one eager segment, priced by Gs), and never exceeds it.
+  // set has one eager segment, priced by Gs), and never exceeds it. A raise goes no further than
+  // raised_to, the most the library reaches (where that is above the S in force).
   void move_S(uint64_t new_S) {
+    if (raised_to && new_S > S && new_S > *raised_to) new_S = std::max(S, *raised_to);
+    if (!s_set) s_set = s;
     s = s == S ? new_S : std::min(s, new_S);
     S = new_S;
   }

@@ -64,9 +64,11 @@ LogGPSParams effective_params(const ReplayOptions& o) {
     p.o_r.reset();
     p.D = 0;
     p.raised_from.reset();
+    p.raised_to.reset();
     p.large_from.reset();
     p.resend_buffered.reset();
     p.resend_rendezvous.reset();
+    p.resend_cached_bytes.reset();
   }
   return p;
 }

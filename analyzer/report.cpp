@@ -613,6 +613,7 @@ nlohmann::json params_json(const LogGPSParams& p) {
                       {"Orl_ns_per_byte", p.Orl}, {"Gs_ns_per_byte", p.Gs},
                       {"Gl_ns_per_byte", p.Gl},  {"R_ns", p.R},
                       {"s_bytes", bytes_json(p.s)}, {"S_bytes", bytes_json(p.S)}};
+  if (p.s_set) j["s_set_bytes"] = bytes_json(*p.s_set);
   if (p.o_r) j["o_r_ns"] = *p.o_r;
   if (p.D != 0) j["D_ns"] = p.D;
   if (p.persistent_saving) j["persistent_saving_ns"] = *p.persistent_saving;
@@ -620,7 +621,10 @@ nlohmann::json params_json(const LogGPSParams& p) {
   if (p.isend_ns) j["isend_ns"] = *p.isend_ns;
   if (p.irecv_ns) j["irecv_ns"] = *p.irecv_ns;
   if (p.raised_from)
+  {
     j["raised"] = {{"from_bytes", *p.raised_from}, {"Oss_ns_per_byte", p.Oss_raised}, {"Ors_ns_per_byte", p.Ors_raised}};
+    if (p.raised_to) j["raised"]["to_bytes"] = *p.raised_to;
+  }
   if (p.large_from)
     j["large"] = {{"from_bytes", *p.large_from}, {"R_ns", p.R_large}, {"Osl_ns_per_byte", p.Osl_large}, {"Orl_ns_per_byte", p.Orl_large}};
   if (p.speeds_ratio)

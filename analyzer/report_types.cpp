@@ -108,6 +108,7 @@ void from_json(const json& j, Params& v) {
   p.R = j.at("R_ns").get<double>();
   p.s = j.at("s_bytes").get<Bytes>().value;
   p.S = j.at("S_bytes").get<Bytes>().value;
+  if (j.contains("s_set_bytes")) p.s_set = j["s_set_bytes"].get<Bytes>().value;
   take(j, "o_r_ns", p.o_r);
   p.D = j.value("D_ns", 0.0);
   take(j, "persistent_saving_ns", p.persistent_saving);
@@ -119,6 +120,7 @@ void from_json(const json& j, Params& v) {
     p.raised_from = r.at("from_bytes").get<uint64_t>();
     p.Oss_raised = r.at("Oss_ns_per_byte").get<double>();
     p.Ors_raised = r.at("Ors_ns_per_byte").get<double>();
+    take(r, "to_bytes", p.raised_to);
   }
   if (j.contains("large")) {
     const json& r = j["large"];

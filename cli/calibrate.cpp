@@ -606,13 +606,20 @@ int run_calibrate(const CalibrateOptions& o) {
       fmt::print(stderr, "mpiadvise calibrate: the sweep with {} has too few eager sizes above {} bytes: no [raised] table\n",
                  limit_env, run1.sweep.S);
   }
+  // with the limit raised above every size, a send that still waited: the most S the library reaches
+  const std::optional<uint64_t> raised_to =
+      run2 && run2->S_next && run2->sweep.S > run1.sweep.S ? std::optional<uint64_t>(run2->sweep.S) : std::nullopt;
   if (raised_fit)
     file << fmt::format("\n# Eager messages above {} bytes, as {} sends them: the second sweep's {} samples of eager sizes\n"
                         "# from {} to {} bytes, fitted with every other parameter held at the values above (the fit of both\n"
                         "# sweeps prices every eager size alike). A what-if that raises S prices the messages it makes eager\n"
-                        "# with these.\n[raised]\nfrom_bytes = {}\n"
+                        "# with these.{}\n[raised]\nfrom_bytes = {}\n{}"
                         "Oss_ns_per_byte = {:.6f}  # +- {:.6f}\nOrs_ns_per_byte = {:.6f}  # +- {:.6f}\n",
-                        run1.sweep.S, limit_env, raised_fit->rows, run1.sweep.S + 1, run2->sweep.S, run1.sweep.S,
+                        run1.sweep.S, limit_env, raised_fit->rows, run1.sweep.S + 1, run2->sweep.S,
+                        raised_to ? fmt::format("\n# to_bytes: even so a {}-byte send waited for its receiver; no setting "
+                                                "makes S larger than {}.", *run2->S_next, *raised_to)
+                                  : std::string(),
+                        run1.sweep.S, raised_to ? fmt::format("to_bytes = {}\n", *raised_to) : std::string(),
                         raised_fit->Oss, raised_fit->Oss_error, raised_fit->Ors, raised_fit->Ors_error);
   if (large_fit)
     file << fmt::format("\n# Messages above {} bytes go by the library's second rendezvous protocol\n# ({}):\n"
@@ -629,6 +636,7 @@ int run_calibrate(const CalibrateOptions& o) {
   if (large_fit)
     full.large_from = large_fit->from, full.R_large = large_fit->R, full.Osl_large = large_fit->Osl, full.Orl_large = large_fit->Orl;
   if (raised_fit) full.raised_from = run1.sweep.S, full.Oss_raised = raised_fit->Oss, full.Ors_raised = raised_fit->Ors;
+  if (raised_fit) full.raised_to = raised_to;
   const ResendFit resend = fit_resend(run1.resend, full, run1.resend_fresh);
   file << resend_toml(resend, full);
   if (!file) throw std::runtime_error(o.output + ": cannot write the parameter file");

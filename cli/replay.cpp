@@ -186,11 +186,16 @@ ReplayOptions options_for(const ReplayCommand& c, const Loaded& l) {
     s_given |= key == "s";
     S_given |= key == "S";
   }
-  if (S_given && !s_given) {  // s follows S as move_S says
-    uint64_t S = o.params.S;
+  if (S_given) {  // s follows S as move_S says, and S goes no further than the library reaches
+    const uint64_t S = o.params.S, s = o.params.s;
     o.params.S = before.S;
     o.params.s = before.s;
     o.params.move_S(S);
+    if (s_given) o.params.s = std::min(s, o.params.S);
+    if (o.params.S < S)
+      fmt::print(stderr, "mpiadvise: --set S={}: S = {}, the most this library reached in calibration ([raised] to_bytes "
+                         "of {}): a larger message still waited for its receiver\n",
+                 S, o.params.S, o.params.name.empty() ? "the parameter set" : o.params.name);
   }
   o.params.validate("--set");
   bool compute_everywhere = false;

@@ -64,6 +64,22 @@ TEST_CASE("the late receivers' send is the top hot spot, and raising the eager l
   CHECK(eager->predicted_ns == replay(trace, raised).predicted_ns);
   CHECK(eager->baseline_ns == baseline.predicted_ns);
   CHECK(std::get<RaiseEagerLimit>(eager->change).value == advice->value);
+
+  // a library that sends nothing above 32768 bytes without waiting, whatever its limit ([raised] to_bytes
+  // below the 64 KiB messages and the S in force): no limit to advise
+  ReplayOptions unreachable = base;
+  unreachable.params.raised_to = 32768;
+  CHECK_FALSE(advise_eager_limit(trace, facts, unreachable).has_value());
+  // one that reaches 100000 bytes: the same limit advised, its S the most the library reaches, and the
+  // caution says so
+  ReplayOptions reach = base;
+  reach.params.raised_to = 100000;
+  auto capped = advise_eager_limit(trace, facts, reach);
+  REQUIRE(capped);
+  CHECK(capped->value == 131072);
+  CHECK(capped->S == 100000);
+  CHECK(capped->caution.find("sent no message larger than 100000 bytes without waiting") != std::string::npos);
+  CHECK(capped->predicted_ns == Approx(advice->predicted_ns).epsilon(1e-9));  // the 64 KiB messages eager either way
 }
 
 TEST_CASE("no eager-limit advice where no send waits for its receiver", "[advice]") {

@@ -175,6 +175,56 @@ TEST_CASE("[raised]: eager messages above the library's own limit cost what the 
                     Catch::Contains("[raised] Oss_ns_per_byte"));
   CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[raised]\nfrom_bytes = 1\nQ = 1\n")),
                     Catch::Contains("[raised] Q: unknown key"));
+  CHECK_THROWS_WITH(load_params(write_params(std::string(kComplete) + "[raised]\nfrom_bytes = 8191\nto_bytes = 100\n")),
+                    Catch::Contains("[raised] to_bytes = 100 is not above from_bytes = 8191"));
+  CHECK_FALSE(p.raised_to);
+}
+
+TEST_CASE("[raised] to_bytes: a raise of S goes no further than the library reaches", "[loggps]") {
+  // MPICH over UCX's shared memory as calibrate measured it: S 8255 at the default, and with the limit
+  // raised above every size a 387755-byte send still waited
+  LogGPSParams p = load_params(write_params(std::string(kComplete) +
+                                            "[raised]\nfrom_bytes = 8255\nto_bytes = 387754\nOss_ns_per_byte = 0.08\n"
+                                            "Ors_ns_per_byte = 0.05\n"));
+  REQUIRE(p.raised_to == 387754u);
+  p.S = p.s = 8255;
+  LogGPSParams up = p;
+  up.move_S(262144);  // within reach: as asked
+  CHECK(up.S == 262144u);
+  CHECK(up.s == 262144u);
+  up = p;
+  up.move_S(1048576);  // beyond: the most the library reaches
+  CHECK(up.S == 387754u);
+  CHECK(up.s == 387754u);
+  CHECK(LogGPS(up).send_waits_for_receive(524288, false));  // a 512 KiB message still waits, as it did
+  CHECK_FALSE(LogGPS(up).send_waits_for_receive(387754, false));
+  // and is moved as it was: its transfer is the rendezvous sweep's (s as the set had it, 8255 bytes at Gs
+  // and the rest at Gl), where s following S would price 387754 of its bytes at Gs
+  REQUIRE(p.Gs != p.Gl);
+  CHECK(up.s_set == 8255u);
+  CHECK(LogGPS(up).transfer(524288) == Approx(LogGPS(p).transfer(524288)));
+  CHECK(LogGPS(up).transfer(524288) == Approx(p.L + 8255 * p.Gs + (524288 - 8255) * p.Gl));
+  // a message the raise makes eager goes at s = S, as the [raised] sweep was fitted
+  CHECK(LogGPS(up).transfer(262144) == Approx(p.L + 262144 * p.Gs));
+  // an s given (--set s=...) prices every message
+  LogGPSParams given = up;
+  given.set("s", 100000, "--set");
+  CHECK_FALSE(given.s_set);
+  CHECK(LogGPS(given).transfer(524288) == Approx(p.L + 100000 * p.Gs + (524288 - 100000) * p.Gl));
+  // lowering S is no raise: as asked
+  up = p;
+  up.move_S(4096);
+  CHECK(up.S == 4096u);
+  // a set whose own S is already above it (a run configured otherwise) is not lowered by a raise
+  up = p;
+  up.S = up.s = 600000;
+  up.move_S(1048576);
+  CHECK(up.S == 600000u);
+  // without to_bytes: any S
+  LogGPSParams free = p;
+  free.raised_to.reset();
+  free.move_S(1048576);
+  CHECK(free.S == 1048576u);
 }
 
 TEST_CASE("[large]: a message above from_bytes goes by the second rendezvous protocol's own terms", "[loggps]") {
