@@ -189,6 +189,13 @@ TEST_CASE("mpiadvise replay and whatif print JSON with the documented fields, an
   auto wj = nlohmann::json::parse(w.out);
   CHECK(wj["params"]["S_bytes"] == 131072);
   CHECK(wj["ranks"][0]["send_wait_ns"].get<double>() < 1e6);
+  // a raise beyond what the library reaches ([raised] to_bytes: 387754 bytes over UCX's shared memory,
+  // share/params/mpich-ucx-sm.toml) stops there, and says so on stderr in one line
+  auto far = run_command(cmd + " whatif --json --params mpich-ucx-sm --set S=1M " + run.dir.string());
+  REQUIRE(far.status == 0);
+  CHECK(nlohmann::json::parse(far.out)["params"]["S_bytes"] == 387754);
+  CHECK(far.err.find("--set S=1048576: S = 387754, the most this library reached in calibration") != std::string::npos);
+  CHECK(std::count(far.err.begin(), far.err.end(), '\n') == 1);
 
   auto sweep = run_command(cmd + " whatif --json --sweep S=16K..256K " + run.dir.string());
   REQUIRE(sweep.status == 0);
