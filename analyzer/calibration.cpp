@@ -776,12 +776,15 @@ ResendFit fit_resend(const std::vector<RoundTrip>& resent, const LogGPSParams& f
       return f;
     };
     double normal = 0;
+    // one factor for every size, the misfit a hold is measured against
+    const double f_one = fit_factor({}, &normal);
+    if (!(normal > 0)) return std::nullopt;
+    const double unlimited = sse(f_one, {});
     Held held = given.value_or(Held{});
-    double f = fit_factor(held, &normal);
+    double f = held ? fit_factor(held, &normal) : f_one;
     if (!(normal > 0)) return std::nullopt;
     // the caches' hold: each size but the largest in turn, kept where it fits the round trips clearly
     // better than none (the sizes above it then cost more of what data just written does)
-    const double unlimited = sse(f, {});
     double best = unlimited;
     for (size_t i = 0; !given && i + 1 < rows.size(); i++) {
       if (rows[i]->k == rows[i + 1]->k) continue;

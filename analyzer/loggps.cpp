@@ -76,11 +76,11 @@ LogGPSParams LogGPSParams::resent(double f, bool rendezvous) const {
 }
 
 const LogGPS& ResentModels::beyond_cache(uint64_t bytes, bool buffered) const {
-  auto it = beyond_.find({bytes, buffered});
-  if (it == beyond_.end()) {
-    const double f = (buffered ? set_.resend_buffered : set_.resend_rendezvous).value_or(1);
-    it = beyond_.emplace(std::pair{bytes, buffered}, LogGPS(set_.resent(resent_factor(f, bytes, set_.resend_cached_bytes), !buffered))).first;
-  }
+  const double f = (buffered ? set_.resend_buffered : set_.resend_rendezvous).value_or(1);
+  const int64_t step = std::llround(resent_factor(f, bytes, set_.resend_cached_bytes) * kFactorSteps);
+  auto it = beyond_.find({step, buffered});
+  if (it == beyond_.end())
+    it = beyond_.emplace(std::pair{step, buffered}, LogGPS(set_.resent(static_cast<double>(step) / kFactorSteps, !buffered))).first;
   return it->second;
 }
 

@@ -36,7 +36,7 @@ struct LogGPSParams {
   double Osl = 0, Orl = 0;  // per-byte send / receive overhead, k > S
   double Gs = 0, Gl = 0;    // per-byte gap for the first s bytes / for the bytes after s
   uint64_t s = 0;  // largest message sent as one packet
-  // s as the set had it before move_S first moved it: what prices the transfer of a message above S. A
+  // s as the set had it before move_S first raised S: what prices the transfer of a message above S. A
   // raise of S moves s with it for the messages it makes eager (the [raised] sweep was fitted so), but a
   // message still above it goes as the rendezvous sweep measured (over UCX's shared memory a what-if S
   // capped at [raised] to_bytes below the halo's 512 KiB messages predicted 11% less time from that alone,
@@ -82,8 +82,10 @@ struct LogGPSParams {
   double Oss_raised = 0, Ors_raised = 0;
   // [raised] to_bytes: with the library's limit raised above every size of calibrate's sweep, the largest
   // message it still sent without waiting for its receiver, where a larger one waited: no setting makes
-  // S larger (move_S stops there). Measured here: MPICH 4.0 over UCX's shared memory 387754 bytes, over
-  // UCX's TCP 655359 (UCX_RNDV_THRESH=2097152); Open MPI's TCP none up to 1 MiB. None when empty.
+  // S larger (move_S stops there). Measured here (UCX_RNDV_THRESH=2097152): MPICH 4.0 over UCX's shared
+  // memory 387754 bytes in four calibrations; over UCX's TCP 524288 or 655359 in two and none up to 1 MiB
+  // in a third (a full socket buffer: the send waits for its receiver to read); Open MPI's TCP none up to
+  // 1 MiB. None when empty.
   std::optional<uint64_t> raised_to;
   // Messages above S that the library moves by a second rendezvous protocol above large_from bytes
   // ([large] in the files): Open MPI's shared memory (vader) sends a message above S and up to its
@@ -134,7 +136,7 @@ struct LogGPSParams {
   // raised_to, the most the library reaches (where that is above the S in force).
   void move_S(uint64_t new_S) {
     if (raised_to && new_S > S && new_S > *raised_to) new_S = std::max(S, *raised_to);
-    if (!s_set) s_set = s;
+    if (!s_set && new_S > S) s_set = s;  // a lowered S moves s down with it, as before
     s = s == S ? new_S : std::min(s, new_S);
     S = new_S;
   }
@@ -314,7 +316,9 @@ class ResentModels {
   const LogGPS& beyond_cache(uint64_t bytes, bool buffered) const;
   LogGPSParams set_;
   LogGPS buffered_, rendezvous_;
-  mutable std::map<std::pair<uint64_t, bool>, LogGPS> beyond_;
+  // by path and factor in steps of 1/kFactorSteps (at most that many models a path, whatever the sizes)
+  static constexpr double kFactorSteps = 4096;
+  mutable std::map<std::pair<int64_t, bool>, LogGPS> beyond_;
 };
 
 }  // namespace mpiadvise

@@ -32,6 +32,12 @@ report::SSweep s_sweep(const Analysis& a, const ReplayOptions& base, std::option
   if (current != LogGPSParams::kInfinite) values.push_back(current);
   if (advised_S) values.push_back(*advised_S);
   if (considered_S) values.push_back(*considered_S);
+  // each at the S it gets (a raise stops at the most the library reaches: [raised] to_bytes)
+  for (uint64_t& v : values) {
+    LogGPSParams p = base.params;
+    p.move_S(v);
+    v = p.S;
+  }
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());
   report::SSweep sweep{{current}, advised_S, considered_S, {}};

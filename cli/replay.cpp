@@ -36,6 +36,16 @@ struct ReplayCommand {
 
 using Loaded = Analysis;
 
+// a size as given on the command line: bytes, or inf
+std::string size_arg(uint64_t bytes) { return bytes == LogGPSParams::kInfinite ? "inf" : std::to_string(bytes); }
+
+// The line a raise of S stopped short by the set's [raised] to_bytes gives.
+std::string capped_note(const std::string& asked, const LogGPSParams& p) {
+  return fmt::format("mpiadvise: {}: S = {} ([raised] to_bytes of {}: with its limit raised, this library sent no "
+                     "message larger than {} bytes without waiting for its receiver)\n",
+                     asked, p.S, p.name.empty() ? "the parameter set" : p.name, p.raised_to.value_or(p.S));
+}
+
 Loaded load(const ReplayCommand& c) { return analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.speed); }
 
 double parse_size(const std::string& what, const std::string& v) {
@@ -191,11 +201,11 @@ ReplayOptions options_for(const ReplayCommand& c, const Loaded& l) {
     o.params.S = before.S;
     o.params.s = before.s;
     o.params.move_S(S);
-    if (s_given) o.params.s = std::min(s, o.params.S);
-    if (o.params.S < S)
-      fmt::print(stderr, "mpiadvise: --set S={}: S = {}, the most this library reached in calibration ([raised] to_bytes "
-                         "of {}): a larger message still waited for its receiver\n",
-                 S, o.params.S, o.params.name.empty() ? "the parameter set" : o.params.name);
+    if (s_given) {  // an s given prices every message (within the S the library reaches)
+      o.params.s_set.reset();
+      o.params.s = o.params.S < S ? std::min(s, o.params.S) : s;
+    }
+    if (o.params.S < S) fmt::print(stderr, "{}", capped_note(fmt::format("--set S={}", size_arg(S)), o.params));
   }
   o.params.validate("--set");
   bool compute_everywhere = false;
@@ -288,10 +298,19 @@ int run_replay(const ReplayCommand& c, bool whatif) {
   std::vector<std::pair<double, ReplayResult>> results;
   for (double v = from; v <= to * 1.0000001; v *= 2) {
     ReplayOptions o = base;
-    if (key == "S") o.params.move_S(static_cast<uint64_t>(std::floor(v)));
-    else o.params.set(key, std::floor(v), "--sweep");
+    bool capped = false;
+    if (key == "S") {  // each point at the S it gets: the last where the library reaches no further
+      const auto asked = static_cast<uint64_t>(std::floor(v));
+      o.params.move_S(asked);
+      capped = o.params.S < asked;
+      if (capped) fmt::print(stderr, "{}", capped_note(fmt::format("--sweep {}: from S={}", c.sweep, asked), o.params));
+      v = std::min(v, static_cast<double>(o.params.S));
+    } else {
+      o.params.set(key, std::floor(v), "--sweep");
+    }
     o.params.validate("--sweep");
     results.emplace_back(v, replay(l.trace, o));
+    if (capped) break;
   }
   if (c.json) {
     for (const auto& [v, r] : results) {

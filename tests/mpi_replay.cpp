@@ -194,8 +194,21 @@ TEST_CASE("mpiadvise replay and whatif print JSON with the documented fields, an
   auto far = run_command(cmd + " whatif --json --params mpich-ucx-sm --set S=1M " + run.dir.string());
   REQUIRE(far.status == 0);
   CHECK(nlohmann::json::parse(far.out)["params"]["S_bytes"] == 387754);
-  CHECK(far.err.find("--set S=1048576: S = 387754, the most this library reached in calibration") != std::string::npos);
+  CHECK(far.err.find("--set S=1048576: S = 387754 ([raised] to_bytes of mpich-ucx-sm: with its limit raised, this library "
+                     "sent no message larger than 387754 bytes") != std::string::npos);
   CHECK(std::count(far.err.begin(), far.err.end(), '\n') == 1);
+  // a sweep past it ends at it, its last point labelled with the S it got
+  auto swept = run_command(cmd + " whatif --json --params mpich-ucx-sm --sweep S=128K..2M " + run.dir.string());
+  REQUIRE(swept.status == 0);
+  auto points = nlohmann::json::parse(swept.out);
+  REQUIRE(points.size() == 3);  // 128K, 256K, then 512K stopped at 387754
+  CHECK(points[2]["sweep"]["value"] == 387754);
+  CHECK(points[2]["params"]["S_bytes"] == 387754);
+  CHECK(std::count(swept.err.begin(), swept.err.end(), '\n') == 1);
+  // with s given too, s prices every message: the set's s is not kept for those above S
+  auto both = run_command(cmd + " whatif --json --params mpich-ucx-sm --set s=16K --set S=16K " + run.dir.string());
+  REQUIRE(both.status == 0);
+  CHECK_FALSE(nlohmann::json::parse(both.out)["params"].contains("s_set_bytes"));
 
   auto sweep = run_command(cmd + " whatif --json --sweep S=16K..256K " + run.dir.string());
   REQUIRE(sweep.status == 0);

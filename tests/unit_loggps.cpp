@@ -215,6 +215,8 @@ TEST_CASE("[raised] to_bytes: a raise of S goes no further than the library reac
   up = p;
   up.move_S(4096);
   CHECK(up.S == 4096u);
+  CHECK_FALSE(up.s_set);  // s went down with S, as before
+  CHECK(up.s == 4096u);
   // a set whose own S is already above it (a run configured otherwise) is not lowered by a raise
   up = p;
   up.S = up.s = 600000;
@@ -518,13 +520,17 @@ TEST_CASE("[resend] cached_bytes: the bytes of a larger message beyond the cache
   const ResentModels resent(p);
   // up to the hold: the path's factor (o' 6730 ns, Osl 1.0 ns/B above large_from)
   CHECK(resent.of(fresh, 262144, true).T1p(262144) == Approx(6730 + 262144 * 0.4));
-  // 1 MiB: 262144 bytes at 0.4 and 786432 at 1, a factor of 0.85 on its per-byte terms and R_large
+  // 1 MiB: 262144 bytes at 0.4 and 786432 at 1, a factor of 0.85 on its per-byte terms and R_large (kept
+  // in steps of 1/4096: 3482/4096)
   const double f = (262144 * 0.4 + 786432) / 1048576.0;
   CHECK(f == Approx(0.85));
+  const double kept = 3482 / 4096.0;
   const LogGPS& big = resent.of(fresh, 1048576, true);
-  CHECK(big.T1p(1048576) == Approx(6730 + 1048576 * 1.0 * f));
-  CHECK(big.T5(1048576) == Approx(2 * 6730 + 850 + 3000 * f));
-  CHECK(&resent.of(fresh, 1048576, true) == &big);  // made once a size
+  CHECK(big.T1p(1048576) == Approx(6730 + 1048576 * 1.0 * kept));
+  CHECK(big.T5(1048576) == Approx(2 * 6730 + 850 + 3000 * kept));
+  CHECK(std::fabs(kept - f) <= 0.5 / 4096);
+  CHECK(&resent.of(fresh, 1048576, true) == &big);  // made once a factor
+  CHECK(&resent.of(fresh, 1048577, true) == &big);  // a size of the same factor shares it
   // not sent again: the set's own model, whatever the size
   CHECK(&resent.of(fresh, 1048576, false) == &fresh);
   // a set resent applies its factor once and drops the hold with it
