@@ -303,9 +303,7 @@ def raised_limit(setup, k):
     """setup with its library's eager limit raised so that k-byte messages go eager: Open MPI's TCP counts
     its 56-byte header in btl_tcp_eager_limit; UCX_RNDV_THRESH=N sends up to N - 1 bytes eagerly
     (analyzer/run_facts.cpp), and the report advises the power of two above the size, as here."""
-    if setup.mpi == "openmpi":
-        return Setup(setup.mpi, setup.transport, setup.opts + ["--mca", "btl_tcp_eager_limit", str(k + 56)], setup.env)
-    return Setup(setup.mpi, setup.transport, setup.opts, dict(setup.env, UCX_RNDV_THRESH=str(2 * k)))
+    return setup.with_eager_limit({"setting": "btl_tcp_eager_limit", "value": k + 56, "env": "UCX_RNDV_THRESH=%d" % (2 * k)})
 
 
 # where the report may advise a larger S (over Open MPI's vader it advises none: analyzer/advice.cpp)
