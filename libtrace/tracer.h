@@ -92,7 +92,10 @@ struct mpa_inflight {
 struct mpa_thread {
   int depth;                /* first field: read on every call by mpa_begin */
   uint16_t index;
-  atomic_flag lock;         /* held while encoding; the writer takes it to seal a stale chunk */
+  /* who may touch chunk, codec and fold: the thread while busy, another thread (the writer sealing a
+   * stale chunk, a signal's flush, the end of the job) once it has claimed it (buffers.c: ts_enter) */
+  atomic_int busy;
+  atomic_int claimed;
   struct mpa_inflight inflight; /* beside depth: written on every call */
   mpa_chunk *chunk;         /* being filled, or NULL */
   mpa_codec_state codec;    /* the chunk being filled is coded against it */
