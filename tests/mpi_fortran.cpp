@@ -178,6 +178,32 @@ TEST_CASE("each Fortran call is logged once, at its call site in the Fortran sou
   CHECK(outside == std::set<std::string>{});
 }
 
+// With more frames than the return address the tracer asks libunwind for as many as the last call needed
+// (libtrace/callsite.c): a Fortran call's caller is one or two frames further than a C call's.
+TEST_CASE("with MPIADVISE_STACK_DEPTH=3 a Fortran call's sites have 3 frames, the first its call in the program",
+          "[fortran]") {
+  JobSpec s = job_of("f_mpif", true);
+  s.env = {{"MPIADVISE_STACK_DEPTH", "3"}};
+  auto r = run_job(s);
+  REQUIRE(r.status == 0);
+  mpiadvise::JobLog job(r.dir);
+  const auto* log = job.rank(0);
+  REQUIRE(log);
+  mpiadvise::Symbolizer sym(log->modules());
+  std::set<std::string> wrong;
+  size_t events = 0;
+  log->for_each_event([&](const mpiadvise::Event& e) {
+    events++;
+    const auto& frames = log->callsites().at(e.callsite).frames;
+    auto where = frames.empty() ? mpiadvise::SourceLocation{} : sym.locate_return_address(frames[0]);
+    bool in_source = ends_with(where.file, "f_mpif.f90") || ends_with(where.file, "fortran_calls.inc");
+    if (frames.size() != 3 || !in_source || where.line <= 0)
+      wrong.insert(std::string(e.call_name) + " at " + where.text() + " with " + std::to_string(frames.size()) + " frames");
+  });
+  CHECK(events > 30);
+  CHECK(wrong == std::set<std::string>{});
+}
+
 TEST_CASE("a peer in a communicator split from Fortran is logged as a world rank", "[fortran]") {
   const std::string program = GENERATE(from_range(kPrograms));
   INFO(program);
