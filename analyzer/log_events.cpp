@@ -133,10 +133,14 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
       const uint8_t* p = s.data.data();
       const uint8_t* end = p + s.data.size();
       s.state.version = format_version_;
-      int rc = mpa_decode_chunk_start(&s.state, &p, end);
+      int rc = mpa_decode_chunk_start(&s.state, &p, &end, c.codec);
       if (rc != MPA_DECODE_OK) {
         if (reported_chunks.insert(c.offset).second)
-          add_problem({name, c.offset, std::string("corrupt: events chunk without its base tick: ") + mpa_decode_message(rc), true});
+          add_problem({name, c.offset,
+                       std::string(rc == MPA_DECODE_TIMES ? "corrupt: events chunk whose times' length does not fit it: "
+                                                          : "corrupt: events chunk without its base tick: ") +
+                           mpa_decode_message(rc),
+                       true});
         continue;
       }
       s.p = p;
@@ -179,6 +183,9 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
       s.p = s.end;
       return false;
     }
+    // the chunk's last event: its times must have been all of the chunk's (the event is kept)
+    if (s.p == s.end && mpa_decode_chunk_done(&s.state) != MPA_DECODE_OK)
+      corrupt_event(s, s.p, mpa_decode_message(MPA_DECODE_TIMES));
     ev.thread = thread;
     ev.call = d.call < call_map_.size() ? call_map_[d.call] : -1;
     ev.call_name = d.call < call_names_.size() ? std::string_view(call_names_[d.call]) : std::string_view("unknown");

@@ -183,7 +183,9 @@ void RankLog::index_chunks(uint64_t off) {
       problems_.push_back({name, off, "corrupt: no chunk starts here (bad chunk magic); nothing after it is read", true});
       break;
     }
-    if (ch.codec != MPA_CODEC_ZSTD || ch.type < MPA_CHUNK_EVENTS || ch.type > MPA_CHUNK_TRAILER) {
+    // MPA_CODEC_ZSTD_TIMES: events only, from format 6 on
+    const bool times_codec = ch.codec == MPA_CODEC_ZSTD_TIMES && ch.type == MPA_CHUNK_EVENTS && format_version_ >= 6;
+    if ((ch.codec != MPA_CODEC_ZSTD && !times_codec) || ch.type < MPA_CHUNK_EVENTS || ch.type > MPA_CHUNK_TRAILER) {
       problems_.push_back({name, off, fmt::format("corrupt: chunk of unknown type {} or codec {}", ch.type, ch.codec), true});
       break;
     }
@@ -192,7 +194,7 @@ void RankLog::index_chunks(uint64_t off) {
                                                   ch.stored_bytes, file_bytes_ - off - sizeof ch), false});
       break;
     }
-    ChunkRef c{off, ch.type, ch.thread, ch.raw_bytes, ch.stored_bytes, ch.sync_tick, ch.sync_ns};
+    ChunkRef c{off, ch.type, ch.codec, ch.thread, ch.raw_bytes, ch.stored_bytes, ch.sync_tick, ch.sync_ns};
     off += sizeof ch + ch.stored_bytes;
     std::vector<uint8_t> data;
     try {

@@ -153,6 +153,7 @@ class RankLog {
   struct ChunkRef {
     uint64_t offset = 0;  // of the chunk header
     uint8_t type = 0;
+    uint8_t codec = MPA_CODEC_ZSTD;
     uint16_t thread = 0;
     uint32_t raw_bytes = 0, stored_bytes = 0;
     uint64_t sync_tick = 0, sync_ns = 0;

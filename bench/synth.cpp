@@ -240,6 +240,7 @@ struct RankOut {
   std::string path;
   int fd = -1;                    // -1 between writes when the files are not all kept open
   std::unique_ptr<uint8_t[]> chunk;  // the EVENTS chunk being filled (kChunkBytes, not zeroed)
+  std::unique_ptr<uint8_t[]> times;  // its events' times until it ends (MPA_CODEC_ZSTD_TIMES: kChunkBytes)
   size_t len = 0;
   uint64_t first_tick = 0, last_exit = 0;
   mpa_codec_state codec{};
@@ -401,7 +402,7 @@ void Generator::emit(RankOut& r, Compressor& z, uint8_t type, const uint8_t* pay
   mpa_chunk_header h{};
   h.magic = MPA_CHUNK_MAGIC;
   h.type = type;
-  h.codec = MPA_CODEC_ZSTD;
+  h.codec = type == MPA_CHUNK_EVENTS ? MPA_CODEC_ZSTD_TIMES : MPA_CODEC_ZSTD;  // seal() ends every EVENTS chunk
   h.thread = 0;
   h.raw_bytes = static_cast<uint32_t>(len);
   h.stored_bytes = static_cast<uint32_t>(stored);
@@ -426,18 +427,22 @@ void Generator::emit(RankOut& r, Compressor& z, uint8_t type, const uint8_t* pay
 
 void Generator::seal(RankOut& r, Compressor& z) {
   if (r.len == 0) return;
+  r.len = static_cast<size_t>(mpa_encode_chunk_end(&r.codec, r.chunk.get() + r.len, r.times.get()) - r.chunk.get());
   emit(r, z, MPA_CHUNK_EVENTS, r.chunk.get(), r.len, r.last_exit);
   r.len = 0;
 }
 
-// libtrace/buffers.c's room() and encode(): a chunk is sealed when the event may not fit or when its
-// first event is more than 2 x MPA_SEAL_AGE_NS older than this one
+// libtrace/buffers.c's room() and encode(): a chunk is sealed when the event may not fit (with its times
+// and the chunk's end) or when its first event is more than 2 x MPA_SEAL_AGE_NS older than this one
 void Generator::put(RankOut& r, Compressor& z, const mpa_event& ev, Site site) {
-  const size_t need = mpa_event_bound(&ev, 0);
-  if (r.len && (kChunkBytes - r.len < need || ev.t_enter - r.first_tick > 2 * kSealAgeNs)) seal(r, z);
+  const size_t need = mpa_event_bound(&ev, 0) + MPA_TIMES_BOUND + 4;
+  if (r.len && (kChunkBytes - r.len - mpa_encode_times_bytes(&r.codec, r.times.get()) < need ||
+                ev.t_enter - r.first_tick > 2 * kSealAgeNs))
+    seal(r, z);
   if (r.len == 0) {
     r.first_tick = ev.t_enter;
-    r.len = static_cast<size_t>(mpa_encode_chunk_start(&r.codec, r.chunk.get(), ev.t_enter) - r.chunk.get());
+    r.len = static_cast<size_t>(mpa_encode_chunk_start(&r.codec, r.chunk.get(), ev.t_enter, r.times.get()) -
+                                r.chunk.get());
   }
   uint8_t* p = r.chunk.get() + r.len;
   uint8_t* end = mpa_encode_event(&r.codec, p, &ev, r.site_id[site], 0, 0, nullptr, 0);
@@ -532,6 +537,7 @@ void Generator::encode(RankOut& r, Compressor& z, uint64_t k0, uint64_t k1, cons
     r.fd = -1;
   }
   r.chunk.reset();
+  r.times.reset();
 }
 
 // ---- the log's head and definitions ------------------------------------------------------------------------------
@@ -678,6 +684,7 @@ void Generator::open_rank(RankOut& r, Compressor& z) {
   emit(r, z, MPA_CHUNK_DEFS, d.data(), d.size(), init_exit_[r.rank]);
   if (!r.error.empty()) throw std::runtime_error(r.error);
   r.chunk.reset(new uint8_t[kChunkBytes]);
+  r.times.reset(new uint8_t[kChunkBytes]);
 }
 
 int Generator::run() {

@@ -201,7 +201,7 @@ static int emit_chunk(ZSTD_CCtx *cctx, uint8_t *out, size_t out_cap, uint32_t ty
   }
   h.magic = MPA_CHUNK_MAGIC;
   h.type = (uint8_t)type;
-  h.codec = MPA_CODEC_ZSTD;
+  h.codec = type == MPA_CHUNK_EVENTS ? MPA_CODEC_ZSTD_TIMES : MPA_CODEC_ZSTD; /* every EVENTS chunk: chunk_end */
   h.thread = thread;
   h.raw_bytes = (uint32_t)len;
   h.stored_bytes = (uint32_t)z;
@@ -357,6 +357,18 @@ static mpa_chunk *chunk_get(size_t need, int may_wait)
   return c;
 }
 
+/* Ends the thread's chunk: its events' times after them (codec.h: mpa_encode_chunk_end) */
+static void chunk_end(mpa_thread *ts)
+{
+  mpa_chunk *c = ts->chunk;
+  c->len = (size_t)(mpa_encode_chunk_end(&ts->codec, c->data + c->len, ts->times) - c->data);
+}
+/* Bytes the chunk in hand takes with its times, once ended */
+static inline size_t chunk_ended_len(const mpa_thread *ts)
+{
+  return ts->chunk->len + mpa_encode_times_bytes(&ts->codec, ts->times);
+}
+
 static void chunk_seal(mpa_chunk *c)
 {
   pthread_mutex_lock(&g_mu);
@@ -383,18 +395,23 @@ _Static_assert(MPA_CALL_COUNT <= MPA_CALL_REPEAT, "call ids must stay below the 
 /* Room for need bytes in the thread's chunk; returns the write position or NULL (event dropped). The
  * chunk in hand is checked inline; sealing it and starting the next are out of line (room_in_next), so
  * that the check costs no saved registers (20 of room's 35 instructions a call when it was one). */
+/* An event of need bytes takes MPA_TIMES_BOUND more in the times, and the chunk's end 4 */
+#define ROOM_BEYOND (MPA_TIMES_BOUND + 4)
+static void seal_thread_chunk(mpa_thread *ts)
+{
+  chunk_end(ts);
+  chunk_seal(ts->chunk);
+  ts->chunk = NULL;
+}
 static __attribute__((noinline, cold)) uint8_t *room_in_next(mpa_thread *ts, size_t need, uint64_t t_enter,
                                                              int may_wait)
 {
-  if (ts->chunk) {
-    chunk_seal(ts->chunk);
-    ts->chunk = NULL;
-  }
-  mpa_chunk *c = ts->chunk = chunk_get(need + 10, may_wait);
+  if (ts->chunk) seal_thread_chunk(ts);
+  mpa_chunk *c = ts->chunk = chunk_get(need + 10 + ROOM_BEYOND, may_wait);
   if (!c) return NULL;
   c->thread = ts->index;
   c->first_tick = t_enter;
-  uint8_t *p = mpa_encode_chunk_start(&ts->codec, c->data, t_enter);
+  uint8_t *p = mpa_encode_chunk_start(&ts->codec, c->data, t_enter, ts->times);
   c->len = (size_t)(p - c->data);
   return p;
 }
@@ -402,7 +419,9 @@ static inline __attribute__((always_inline)) uint8_t *room(mpa_thread *ts, size_
                                                            int may_wait)
 {
   mpa_chunk *c = ts->chunk;
-  if (__builtin_expect(c && c->cap - c->len >= need && t_enter - c->first_tick <= 2 * g_seal_age_ticks, 1))
+  if (__builtin_expect(c && c->cap - chunk_ended_len(ts) >= need + ROOM_BEYOND &&
+                           t_enter - c->first_tick <= 2 * g_seal_age_ticks,
+                       1))
     return c->data + c->len;
   return room_in_next(ts, need, t_enter, may_wait);
 }
@@ -537,10 +556,7 @@ static void thread_gone(void *arg)
   if (g_in_forked_child) return; /* it may have been claimed by the parent's writer at the fork */
   ts_enter(ts);
   flush_fold(ts, 1, mpa_now());
-  if (ts->chunk) {
-    chunk_seal(ts->chunk);
-    ts->chunk = NULL;
-  }
+  if (ts->chunk) seal_thread_chunk(ts);
   ts_leave(ts);
 }
 
@@ -552,6 +568,11 @@ mpa_thread *mpa_thread_attach(void)
   pthread_once(&g_key_once, make_key);
   mpa_thread *ts = calloc(1, sizeof *ts);
   if (!ts) return NULL;
+  ts->times = malloc(MPA_CHUNK_BYTES);
+  if (!ts->times) {
+    free(ts);
+    return NULL;
+  }
   pthread_mutex_lock(&g_threads_mu);
   ts->index = g_thread_count++;
   ts->next_thread = g_threads;
@@ -598,10 +619,7 @@ static void seal_threads(enum seal_how how)
     if (stale_only) atomic_store_explicit(&ts->fold_flush_wanted, 1, memory_order_relaxed);
     if (!stale_only || stale) {
       if (!stale_only) flush_fold(ts, 0, now);
-      if (ts->chunk) {
-        chunk_seal(ts->chunk);
-        ts->chunk = NULL;
-      }
+      if (ts->chunk) seal_thread_chunk(ts);
     }
     ts_release(ts);
   }
@@ -746,8 +764,9 @@ static void sleep_1ms(void)
 static uint8_t *room_from_signal(mpa_thread *ts, size_t need, uint64_t t_enter)
 {
   mpa_chunk *c = ts->chunk;
-  if (c && c->len + need > (c->cap < MPA_CHUNK_BYTES ? c->cap : MPA_CHUNK_BYTES)) {
-    if (c->len > MPA_CHUNK_BYTES) return NULL; /* an outsized chunk: g_sig_out has no room for it */
+  if (c && chunk_ended_len(ts) + need + ROOM_BEYOND > (c->cap < MPA_CHUNK_BYTES ? c->cap : MPA_CHUNK_BYTES)) {
+    if (chunk_ended_len(ts) > MPA_CHUNK_BYTES) return NULL; /* an outsized chunk: g_sig_out has no room for it */
+    chunk_end(ts);
     emit_chunk(g_sig_cctx, g_sig_out, g_sig_out_cap, c->type, c->thread, c->data, c->len);
     c->len = 0;
   }
@@ -770,9 +789,9 @@ static uint8_t *room_from_signal(mpa_thread *ts, size_t need, uint64_t t_enter)
   }
   if (c->len == 0) {
     c->first_tick = t_enter;
-    c->len = (size_t)(mpa_encode_chunk_start(&ts->codec, c->data, t_enter) - c->data);
+    c->len = (size_t)(mpa_encode_chunk_start(&ts->codec, c->data, t_enter, ts->times) - c->data);
   }
-  if (c->len + need > (c->cap < MPA_CHUNK_BYTES ? c->cap : MPA_CHUNK_BYTES)) return NULL;
+  if (chunk_ended_len(ts) + need + ROOM_BEYOND > (c->cap < MPA_CHUNK_BYTES ? c->cap : MPA_CHUNK_BYTES)) return NULL;
   return c->data + c->len;
 }
 
@@ -869,7 +888,8 @@ int mpa_flush_from_signal(void)
     }
     record_unfinished(ts, now, run_end);
     mpa_chunk *c = ts->chunk;
-    if (c && c->len && c->len <= MPA_CHUNK_BYTES) {
+    if (c && c->len && chunk_ended_len(ts) <= MPA_CHUNK_BYTES) {
+      chunk_end(ts);
       emit_chunk(g_sig_cctx, g_sig_out, g_sig_out_cap, c->type, c->thread, c->data, c->len);
       ts->chunk = NULL; /* it is in the file: the next event starts a new chunk */
       if (pthread_mutex_trylock(&g_mu) == 0) {

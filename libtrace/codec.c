@@ -71,17 +71,38 @@ static uint32_t get_count(cursor *c, size_t min_bytes)
   return n;
 }
 
-int mpa_decode_chunk_start(mpa_codec_state *s, const uint8_t **p, const uint8_t *end)
+int mpa_decode_chunk_start(mpa_codec_state *s, const uint8_t **p, const uint8_t **end, int codec)
 {
-  cursor c = {*p, end, 0};
+  const uint8_t *events_end = *end;
+  const uint8_t *times = NULL;
+  if (codec == MPA_CODEC_ZSTD_TIMES) {
+    if (*end - *p < 4) return MPA_DECODE_TIMES;
+    const uint8_t *at = *end - 4;
+    const uint32_t n = (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 | (uint32_t)at[3] << 24;
+    if ((size_t)(at - *p) < n) return MPA_DECODE_TIMES;
+    times = at - n;
+    events_end = times;
+  } else if (codec != MPA_CODEC_ZSTD) {
+    return MPA_DECODE_RANGE;
+  }
+  cursor c = {*p, events_end, 0};
   uint64_t base = get_varint(&c);
   if (c.error) return c.error;
+  s->times = NULL;
+  s->times_in = times;
+  s->times_end = times ? *end - 4 : NULL;
   s->prev_exit = base;
   s->prev_handle = 0;
   memset(s->recent_handles, 0, sizeof s->recent_handles);
   memset(s->templates, 0, sizeof s->templates);
   *p = c.p;
+  *end = events_end;
   return MPA_DECODE_OK;
+}
+
+int mpa_decode_chunk_done(const mpa_codec_state *s)
+{
+  return s->times_in != s->times_end ? MPA_DECODE_TIMES : MPA_DECODE_OK;
 }
 
 int mpa_decode_peek_enter(const mpa_codec_state *s, const uint8_t *p, const uint8_t *end, uint64_t *enter)
@@ -90,8 +111,10 @@ int mpa_decode_peek_enter(const mpa_codec_state *s, const uint8_t *p, const uint
   if (c.p >= c.end) return MPA_DECODE_TRUNCATED;
   const uint8_t call = *c.p++;
   if (!((call & MPA_CALL_REPEAT) && mpa_templates_on(s->version))) get_varint(&c); /* mask */
-  int64_t gap = mpa_unzigzag(get_varint(&c));
   if (c.error) return c.error;
+  if (s->times_in) c = (cursor){s->times_in, s->times_end, 0};
+  int64_t gap = mpa_unzigzag(get_varint(&c));
+  if (c.error) return s->times_in ? MPA_DECODE_TIMES : c.error;
   *enter = s->prev_exit + (uint64_t)gap;
   return MPA_DECODE_OK;
 }
@@ -121,8 +144,12 @@ int mpa_decode_event(mpa_codec_state *s, const uint8_t **p, const uint8_t *end, 
     if (!c.error && (mask & MPA_F_UNFINISHED) && st.version && st.version < 4) return MPA_DECODE_MASK;
     if (!c.error && (mask & MPA_F_RESENT) && st.version && st.version < MPA_TEMPLATE_VERSION) return MPA_DECODE_MASK;
   }
-  out->t_enter = s->prev_exit + (uint64_t)mpa_unzigzag(get_varint(&c));
-  out->t_exit = out->t_enter + get_varint(&c);
+  /* the times: among the fields, or from the chunk's times (committed with the rest) */
+  cursor tc = {s->times_in, s->times_end, 0};
+  cursor *times = s->times_in ? &tc : &c;
+  out->t_enter = s->prev_exit + (uint64_t)mpa_unzigzag(get_varint(times));
+  out->t_exit = out->t_enter + get_varint(times);
+  if (tc.error) return MPA_DECODE_TIMES;
   out->callsite = get_u32(&c);
   if (c.error) return c.error;
   if (repeat) { /* a repeat: every argument as its call site's last event in the chunk */
@@ -229,6 +256,7 @@ int mpa_decode_event(mpa_codec_state *s, const uint8_t **p, const uint8_t *end, 
   }
   if (c.error) return c.error;
   s->prev_exit = out->t_exit;
+  if (s->times_in) s->times_in = tc.p;
   if (mask & MPA_F_REQS) {
     s->prev_handle = st.prev_handle;
     memcpy(s->recent_handles, st.recent_handles, sizeof st.recent_handles);
@@ -249,6 +277,7 @@ const char *mpa_decode_message(int result)
     case MPA_DECODE_RANGE: return "a value outside its field's range";
     case MPA_DECODE_MASK: return "field bits this format does not define";
     case MPA_DECODE_ROOM: return "arrays too small for the event";
+    case MPA_DECODE_TIMES: return "the chunk's times do not match its events";
     default: return "unknown decoding error";
   }
 }

@@ -2,11 +2,15 @@
  * and back. The tracer encodes (inline here: it runs inside every MPI call); the reader decodes
  * (codec.c). Both sides share the per-chunk state below, so they cannot drift apart.
  *
- * Encoding a chunk:   p = mpa_encode_chunk_start(&state, p, first_enter_tick);
- *                     then for each event, with mpa_event_bound(ev, npapi) bytes of room:
+ * Encoding a chunk:   p = mpa_encode_chunk_start(&state, p, first_enter_tick, times);
+ *                     then for each event, with mpa_event_bound(ev, npapi) bytes of room at p and
+ *                     MPA_TIMES_BOUND at the state's times cursor:
  *                     p = mpa_encode_event(&state, p, ev, callsite, count, incall, papi, npapi);
- * Decoding a chunk:   mpa_decode_chunk_start(&state, &p, end), then mpa_decode_event(&state, &p, end, &out)
- *                     until p == end.
+ *                     then end = mpa_encode_chunk_end(&state, p, times).
+ *                     times: where the events' times go until the end appends them (MPA_CODEC_ZSTD_TIMES,
+ *                     format.h), or NULL: each event's times among its fields (MPA_CODEC_ZSTD).
+ * Decoding a chunk:   mpa_decode_chunk_start(&state, &p, &end, codec), then
+ *                     mpa_decode_event(&state, &p, end, &out) until p == end.
  * No MPI here: the C++ reader and the tests include this header. */
 #ifndef MPIADVISE_CODEC_H
 #define MPIADVISE_CODEC_H
@@ -71,6 +75,10 @@ typedef struct mpa_codec_state {
   uint64_t prev_handle; /* delta base for request handles */
   uint64_t recent_handles[MPA_HANDLE_CACHE]; /* a handle seen again in the chunk costs one byte */
   uint32_t version;     /* the log's format version (mpa_handle_slot); 0 when decoding: this one's */
+  /* MPA_CODEC_ZSTD_TIMES: where the next event's gap and duration are written (encoding), or read from
+   * up to times_end (decoding); NULL: among the event's fields */
+  uint8_t *times;
+  const uint8_t *times_in, *times_end;
   mpa_template templates[MPA_TEMPLATES]; /* format 5 */
 } mpa_codec_state;
 
@@ -96,15 +104,36 @@ typedef struct mpa_event {
 } mpa_event;
 
 /* ---- encoding ------------------------------------------------------------------------------------- */
-/* Starts a chunk: its base tick, and every delta base and handle slot back at 0. */
-static inline uint8_t *mpa_encode_chunk_start(mpa_codec_state *s, uint8_t *p, uint64_t base_tick)
+/* Starts a chunk: its base tick, and every delta base and handle slot back at 0; times: where the events'
+ * times go (MPA_CODEC_ZSTD_TIMES), or NULL. */
+#define MPA_TIMES_BOUND 20 /* bytes of one event's times at most: two 64-bit varints */
+static inline uint8_t *mpa_encode_chunk_start(mpa_codec_state *s, uint8_t *p, uint64_t base_tick, uint8_t *times)
 {
+  s->times = times;
   s->prev_exit = base_tick;
   s->prev_handle = 0;
   s->version = MPA_FORMAT_VERSION;
   memset(s->recent_handles, 0, sizeof s->recent_handles);
   memset(s->templates, 0, sizeof s->templates);
   return mpa_put_varint(p, base_tick);
+}
+
+/* Ends a chunk whose events end at p: with MPA_CODEC_ZSTD_TIMES appends the times written from `times` on
+ * and their length (room for both at p: the caller's); returns the end of the payload. */
+static inline uint8_t *mpa_encode_chunk_end(mpa_codec_state *s, uint8_t *p, const uint8_t *times)
+{
+  if (!s->times) return p;
+  const uint32_t n = (uint32_t)(s->times - times);
+  memcpy(p, times, n);
+  p += n;
+  for (int i = 0; i < 4; i++) *p++ = (uint8_t)(n >> (8 * i));
+  s->times = (uint8_t *)times;
+  return p;
+}
+/* The bytes an ended chunk takes beyond its events': its times and their length */
+static inline size_t mpa_encode_times_bytes(const mpa_codec_state *s, const uint8_t *times)
+{
+  return s->times ? (size_t)(s->times - times) + 4 : 0;
 }
 
 /* Bytes an event can take at most: 10 per 64-bit varint, 5 per 32-bit one. */
@@ -190,6 +219,19 @@ static inline int mpa_template_same(const mpa_template *t, uint32_t callsite, co
   return 1;
 }
 
+/* An event's gap and duration: to the times stream, or at p; returns the new p */
+static inline uint8_t *mpa_put_times(mpa_codec_state *s, uint8_t *p, const mpa_event *ev)
+{
+  uint8_t *q = s->times ? s->times : p;
+  q = mpa_put_varint(q, mpa_zigzag((int64_t)(ev->t_enter - s->prev_exit)));
+  q = mpa_put_varint(q, ev->t_exit - ev->t_enter);
+  if (s->times) {
+    s->times = q;
+    return p;
+  }
+  return q;
+}
+
 /* Writes one event at p (mpa_event_bound bytes of room) and returns the end. count > 0: a folded run of
  * count unsuccessful tests with incall ticks inside them (COUNT and INCALL); npapi > 0: counter deltas
  * (PAPI; a negative delta is written as 0). */
@@ -205,8 +247,7 @@ static inline __attribute__((always_inline)) uint8_t *mpa_encode_event(mpa_codec
     mpa_template *t = &s->templates[mpa_template_slot(callsite)];
     if (mpa_template_same(t, callsite, ev, mask)) {
       *p++ = (uint8_t)(ev->call | MPA_CALL_REPEAT);
-      p = mpa_put_varint(p, mpa_zigzag((int64_t)(ev->t_enter - s->prev_exit)));
-      p = mpa_put_varint(p, ev->t_exit - ev->t_enter);
+      p = mpa_put_times(s, p, ev);
       p = mpa_put_varint(p, callsite);
       if (mask & MPA_F_REQS) p = mpa_encode_handles(s, p, ev->reqs, ev->nreq);
       s->prev_exit = ev->t_exit;
@@ -217,8 +258,7 @@ static inline __attribute__((always_inline)) uint8_t *mpa_encode_event(mpa_codec
   }
   *p++ = (uint8_t)ev->call;
   p = mpa_put_varint(p, mask);
-  p = mpa_put_varint(p, mpa_zigzag((int64_t)(ev->t_enter - s->prev_exit)));
-  p = mpa_put_varint(p, ev->t_exit - ev->t_enter);
+  p = mpa_put_times(s, p, ev);
   p = mpa_put_varint(p, callsite);
   /* Fields in bit order. Most calls carry a few of the first eight bits and none of the rest: the
    * rarer fields are tested by group, so a point-to-point call passes the seven it lacks in two tests. */
@@ -271,6 +311,7 @@ enum mpa_decode_result {
   MPA_DECODE_RANGE,     /* a value outside its field's range */
   MPA_DECODE_MASK,      /* field bits this format does not define */
   MPA_DECODE_ROOM,      /* an array of out is too small: grow it to the count set, and decode again */
+  MPA_DECODE_TIMES,     /* a chunk's times (MPA_CODEC_ZSTD_TIMES) do not match its events */
 };
 
 /* A decoded event. The caller owns the arrays and says how many elements each holds (cap); a field
@@ -294,11 +335,14 @@ typedef struct mpa_decoded {
   uint32_t reqs_cap, stats_cap, papi_cap, cancelled_cap, vcounts_cap;
 } mpa_decoded;
 
-/* Each returns an mpa_decode_result. On anything but MPA_DECODE_OK, *p and the state are unchanged. */
-int mpa_decode_chunk_start(mpa_codec_state *s, const uint8_t **p, const uint8_t *end);
+/* Each returns an mpa_decode_result. On anything but MPA_DECODE_OK, *p and the state are unchanged.
+ * mpa_decode_chunk_start: codec is the chunk's (format.h); *end becomes the end of its events. */
+int mpa_decode_chunk_start(mpa_codec_state *s, const uint8_t **p, const uint8_t **end, int codec);
 int mpa_decode_event(mpa_codec_state *s, const uint8_t **p, const uint8_t *end, mpa_decoded *out);
 /* The enter tick of the event at p, without decoding it. */
 int mpa_decode_peek_enter(const mpa_codec_state *s, const uint8_t *p, const uint8_t *end, uint64_t *enter);
 const char *mpa_decode_message(int result); /* e.g. "event runs past the end of its chunk" */
+/* After a chunk's last event: OK when its times were all read (MPA_CODEC_ZSTD_TIMES), else TIMES */
+int mpa_decode_chunk_done(const mpa_codec_state *s);
 
 #endif

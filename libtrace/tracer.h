@@ -98,6 +98,7 @@ struct mpa_thread {
   atomic_int claimed;
   struct mpa_inflight inflight; /* beside depth: written on every call */
   mpa_chunk *chunk;         /* being filled, or NULL */
+  uint8_t *times;           /* the times of chunk's events until it ends (MPA_CODEC_ZSTD_TIMES): MPA_CHUNK_BYTES */
   mpa_codec_state codec;    /* the chunk being filled is coded against it */
   uint64_t events;          /* MPI calls encoded by this thread */
   struct mpa_fold_run fold; /* pending run of unsuccessful tests: the thread's own (see mpa_poll_again) */

@@ -107,20 +107,31 @@ std::vector<Sample> random_stream(std::mt19937_64& rng, size_t n) {
   return out;
 }
 
-// Encodes samples [first, last) as one chunk, checking each against its bound.
-std::vector<uint8_t> encode_chunk(std::vector<Sample>& samples, size_t first, size_t last) {
-  size_t bound = 10;
+// The interleaved layout's chunk start (MPA_CODEC_ZSTD): its events end where the chunk does.
+int decode_start(mpa_codec_state* st, const uint8_t** p, const uint8_t* end) {
+  return mpa_decode_chunk_start(st, p, &end, MPA_CODEC_ZSTD);
+}
+
+// Encodes samples [first, last) as one chunk of the codec's layout (MPA_CODEC_ZSTD: each event's times among
+// its fields; MPA_CODEC_ZSTD_TIMES: after the events, as the tracer writes), checking each event against its
+// bounds.
+std::vector<uint8_t> encode_chunk(std::vector<Sample>& samples, size_t first, size_t last, int codec = MPA_CODEC_ZSTD) {
+  size_t bound = 10 + 4;
   for (size_t i = first; i < last; i++)
-    bound += mpa_event_bound(&samples[i].ev, static_cast<int>(samples[i].papi.size()));
-  std::vector<uint8_t> buf(bound);
+    bound += mpa_event_bound(&samples[i].ev, static_cast<int>(samples[i].papi.size())) + MPA_TIMES_BOUND;
+  std::vector<uint8_t> buf(bound), times((last - first) * MPA_TIMES_BOUND + 1);
+  uint8_t* const t = codec == MPA_CODEC_ZSTD_TIMES ? times.data() : nullptr;
   mpa_codec_state st;
-  uint8_t* p = mpa_encode_chunk_start(&st, buf.data(), samples[first].ev.t_enter);
+  uint8_t* p = mpa_encode_chunk_start(&st, buf.data(), samples[first].ev.t_enter, t);
   for (size_t i = first; i < last; i++) {
     Sample& s = samples[i];
+    const uint8_t* t_before = st.times;
     uint8_t* end = mpa_encode_event(&st, p, &s.ev, s.callsite, s.count, s.incall, s.papi.data(), static_cast<int>(s.papi.size()));
     REQUIRE(static_cast<size_t>(end - p) <= mpa_event_bound(&s.ev, static_cast<int>(s.papi.size())));
+    if (t) REQUIRE(static_cast<size_t>(st.times - t_before) <= MPA_TIMES_BOUND);
     p = end;
   }
+  p = mpa_encode_chunk_end(&st, p, t);
   buf.resize(static_cast<size_t>(p - buf.data()));
   return buf;
 }
@@ -187,11 +198,12 @@ void check_same(const Sample& s, const mpa_decoded& d) {
 }
 
 // Decodes a whole chunk; returns the number of events, checking each against samples from `first`.
-size_t decode_chunk(const std::vector<uint8_t>& chunk, const std::vector<Sample>& samples, size_t first) {
+size_t decode_chunk(const std::vector<uint8_t>& chunk, const std::vector<Sample>& samples, size_t first,
+                    int codec = MPA_CODEC_ZSTD) {
   mpa_codec_state st{};  // version 0: this format
   const uint8_t* p = chunk.data();
   const uint8_t* end = p + chunk.size();
-  REQUIRE(mpa_decode_chunk_start(&st, &p, end) == MPA_DECODE_OK);
+  REQUIRE(mpa_decode_chunk_start(&st, &p, &end, codec) == MPA_DECODE_OK);
   Decoder dec;
   size_t n = 0;
   while (p < end) {
@@ -202,6 +214,7 @@ size_t decode_chunk(const std::vector<uint8_t>& chunk, const std::vector<Sample>
     check_same(samples[first + n], dec.d);
     n++;
   }
+  CHECK(mpa_decode_chunk_done(&st) == MPA_DECODE_OK);
   return n;
 }
 
@@ -214,16 +227,93 @@ std::vector<uint8_t> bytes(std::initializer_list<int> b) {
 }  // namespace
 
 TEST_CASE("random event streams decode to the events encoded, in chunks of any length", "[codec]") {
-  for (uint64_t seed = 1; seed <= 200; seed++) {
-    std::mt19937_64 rng(seed);
-    auto samples = random_stream(rng, 1 + rng() % 120);
-    INFO("seed " << seed);
-    for (size_t first = 0; first < samples.size();) {
-      size_t last = std::min(samples.size(), first + 1 + rng() % 40);
-      auto chunk = encode_chunk(samples, first, last);
-      REQUIRE(decode_chunk(chunk, samples, first) == last - first);
-      first = last;
+  for (int codec : {MPA_CODEC_ZSTD, MPA_CODEC_ZSTD_TIMES}) {
+    INFO("codec " << codec);
+    for (uint64_t seed = 1; seed <= 200; seed++) {
+      std::mt19937_64 rng(seed);
+      auto samples = random_stream(rng, 1 + rng() % 120);
+      INFO("seed " << seed);
+      for (size_t first = 0; first < samples.size();) {
+        size_t last = std::min(samples.size(), first + 1 + rng() % 40);
+        auto chunk = encode_chunk(samples, first, last, codec);
+        REQUIRE(decode_chunk(chunk, samples, first, codec) == last - first);
+        first = last;
+      }
     }
+  }
+}
+
+// format.h, MPA_CODEC_ZSTD_TIMES: payload := varint base_tick, Event* without times, Times, u32 times_bytes
+TEST_CASE("a chunk of MPA_CODEC_ZSTD_TIMES has its events' times after them and their length at its end", "[codec]") {
+  mpa_event e{};
+  e.call = 3;
+  e.t_enter = 1005;
+  e.t_exit = 1012;
+  std::vector<uint8_t> buf(64), times(64);
+  mpa_codec_state st;
+  uint8_t* p = mpa_encode_chunk_start(&st, buf.data(), 1000, times.data());
+  p = mpa_encode_event(&st, p, &e, 2, 0, 0, nullptr, 0);
+  e.t_enter = 1020, e.t_exit = 1021;
+  p = mpa_encode_event(&st, p, &e, 2, 0, 0, nullptr, 0);  // a repeat of call site 2's event
+  p = mpa_encode_chunk_end(&st, p, times.data());
+  buf.resize(static_cast<size_t>(p - buf.data()));
+  // base 1000; call 3, mask 0, site 2; call 3 | repeat, site 2; times: gap 5 (zigzag 10), 7; gap 8 (16), 1
+  CHECK(buf == bytes({0xe8, 0x07, 3, 0, 2, 0x83, 2, 10, 7, 16, 1, 4, 0, 0, 0}));
+
+  auto start = [&](const std::vector<uint8_t>& chunk, const uint8_t** p, const uint8_t** end, mpa_codec_state* s) {
+    *p = chunk.data();
+    *end = chunk.data() + chunk.size();
+    return mpa_decode_chunk_start(s, p, end, MPA_CODEC_ZSTD_TIMES);
+  };
+  {
+    mpa_codec_state s{};
+    const uint8_t *q, *end;
+    REQUIRE(start(buf, &q, &end, &s) == MPA_DECODE_OK);
+    CHECK(end == buf.data() + 7);  // the events end where the times begin
+    Decoder dec;
+    REQUIRE(dec.decode(&s, &q, end) == MPA_DECODE_OK);
+    CHECK(dec.d.t_enter == 1005);
+    CHECK(dec.d.t_exit == 1012);
+    CHECK(mpa_decode_chunk_done(&s) == MPA_DECODE_TIMES);  // the second event's times not read yet
+    uint64_t peeked = 0;
+    REQUIRE(mpa_decode_peek_enter(&s, q, end, &peeked) == MPA_DECODE_OK);
+    CHECK(peeked == 1020);
+    REQUIRE(dec.decode(&s, &q, end) == MPA_DECODE_OK);
+    CHECK(dec.d.t_enter == 1020);
+    CHECK(dec.d.t_exit == 1021);
+    CHECK(q == end);
+    CHECK(mpa_decode_chunk_done(&s) == MPA_DECODE_OK);
+  }
+  // a length beyond the chunk, or a chunk too short to hold one
+  for (auto bad : {bytes({0xe8, 0x07, 3, 0, 2, 10, 7, 9, 0, 0, 0}), bytes({0xe8, 0x07, 0}), bytes({})}) {
+    mpa_codec_state s{};
+    const uint8_t *q, *end;
+    CHECK(start(bad, &q, &end, &s) == MPA_DECODE_TIMES);
+  }
+  // times for fewer events than the chunk has: the event without them is refused, the state left
+  {
+    auto short_times = bytes({0xe8, 0x07, 3, 0, 2, 0x83, 2, 10, 7, 2, 0, 0, 0});
+    mpa_codec_state s{};
+    const uint8_t *q, *end;
+    REQUIRE(start(short_times, &q, &end, &s) == MPA_DECODE_OK);
+    Decoder dec;
+    REQUIRE(dec.decode(&s, &q, end) == MPA_DECODE_OK);
+    const uint8_t* before = q;
+    uint64_t peeked = 0;
+    CHECK(mpa_decode_peek_enter(&s, q, end, &peeked) == MPA_DECODE_TIMES);
+    CHECK(dec.decode(&s, &q, end) == MPA_DECODE_TIMES);
+    CHECK(q == before);
+  }
+  // times for more events than the chunk has: every event decodes, and the chunk's end says so
+  {
+    auto extra = bytes({0xe8, 0x07, 3, 0, 2, 10, 7, 16, 1, 4, 0, 0, 0});
+    mpa_codec_state s{};
+    const uint8_t *q, *end;
+    REQUIRE(start(extra, &q, &end, &s) == MPA_DECODE_OK);
+    Decoder dec;
+    REQUIRE(dec.decode(&s, &q, end) == MPA_DECODE_OK);
+    CHECK(q == end);
+    CHECK(mpa_decode_chunk_done(&s) == MPA_DECODE_TIMES);
   }
 }
 
@@ -238,7 +328,7 @@ TEST_CASE("a chunk cut anywhere inside an event gives an error, never an event, 
       mpa_codec_state st{};  // version 0: this format
       const uint8_t* p = chunk.data();
       const uint8_t* end = p + chunk.size();
-      mpa_decode_chunk_start(&st, &p, end);
+      decode_start(&st, &p, end);
       Decoder dec;
       while (p < end) {
         starts.push_back(static_cast<size_t>(p - chunk.data()));
@@ -250,7 +340,7 @@ TEST_CASE("a chunk cut anywhere inside an event gives an error, never an event, 
       mpa_codec_state st{};  // version 0: this format
       const uint8_t* p = chunk.data();
       const uint8_t* end = chunk.data() + cut;
-      REQUIRE(mpa_decode_chunk_start(&st, &p, end) == MPA_DECODE_OK);
+      REQUIRE(decode_start(&st, &p, end) == MPA_DECODE_OK);
       Decoder dec;
       size_t whole = 0;
       while (p < end && dec.decode(&st, &p, end) == MPA_DECODE_OK) check_same(samples[whole++], dec.d);
@@ -281,7 +371,7 @@ TEST_CASE("the bytes of an event are those mpiadvise-log(5) describes", "[codec]
   e.reqs = &handle, e.nreq = 1;
   std::vector<uint8_t> buf(mpa_event_bound(&e, 0) * 2 + 10);
   mpa_codec_state st;
-  uint8_t* p = mpa_encode_chunk_start(&st, buf.data(), 1000);
+  uint8_t* p = mpa_encode_chunk_start(&st, buf.data(), 1000, nullptr);
   p = mpa_encode_event(&st, p, &e, 2, 0, 0, nullptr, 0);
   p = mpa_encode_event(&st, p, &e, 2, 0, 0, nullptr, 0);
   buf.resize(static_cast<size_t>(p - buf.data()));
@@ -348,7 +438,7 @@ TEST_CASE("format 5: a loop's repeated calls are written as repeats; a format 4 
   // the same events from a tracer of format 4: no repeats, and they decode as format 4
   std::vector<uint8_t> buf(chunk.size() * 2);
   mpa_codec_state st;
-  uint8_t* p = mpa_encode_chunk_start(&st, buf.data(), loop.front().ev.t_enter);
+  uint8_t* p = mpa_encode_chunk_start(&st, buf.data(), loop.front().ev.t_enter, nullptr);
   st.version = 4;
   for (const auto& s : loop) p = mpa_encode_event(&st, p, &s.ev, s.callsite, 0, 0, nullptr, 0);
   buf.resize(static_cast<size_t>(p - buf.data()));
@@ -357,7 +447,7 @@ TEST_CASE("format 5: a loop's repeated calls are written as repeats; a format 4 
     mpa_codec_state dst{};
     dst.version = 4;
     const uint8_t* q = buf.data();
-    REQUIRE(mpa_decode_chunk_start(&dst, &q, buf.data() + buf.size()) == MPA_DECODE_OK);
+    REQUIRE(decode_start(&dst, &q, buf.data() + buf.size()) == MPA_DECODE_OK);
     Decoder dec;
     for (size_t i = 0; i < loop.size(); i++) {
       REQUIRE(dec.decode(&dst, &q, buf.data() + buf.size()) == MPA_DECODE_OK);
@@ -377,7 +467,7 @@ TEST_CASE("format 5: a loop's repeated calls are written as repeats; a format 4 
     mpa_codec_state v4{};
     v4.version = 4;
     const uint8_t* q = chunk5.data();
-    REQUIRE(mpa_decode_chunk_start(&v4, &q, chunk5.data() + chunk5.size()) == MPA_DECODE_OK);
+    REQUIRE(decode_start(&v4, &q, chunk5.data() + chunk5.size()) == MPA_DECODE_OK);
     Decoder dec;
     CHECK(dec.decode(&v4, &q, chunk5.data() + chunk5.size()) == MPA_DECODE_MASK);
   }
@@ -386,7 +476,7 @@ TEST_CASE("format 5: a loop's repeated calls are written as repeats; a format 4 
   const auto bad = bytes({0xe8, 0x07, 9 | MPA_CALL_REPEAT, 0x0a, 0x05, 0x03, 0x01, 0x00});
   mpa_codec_state dst{};
   const uint8_t* q = bad.data();
-  REQUIRE(mpa_decode_chunk_start(&dst, &q, bad.data() + bad.size()) == MPA_DECODE_OK);
+  REQUIRE(decode_start(&dst, &q, bad.data() + bad.size()) == MPA_DECODE_OK);
   Decoder dec;
   const uint8_t* before = q;
   CHECK(dec.decode(&dst, &q, bad.data() + bad.size()) == MPA_DECODE_RANGE);
@@ -394,7 +484,7 @@ TEST_CASE("format 5: a loop's repeated calls are written as repeats; a format 4 
   // nor at the largest call site, whose slot is empty too (a slot's emptiness is not a call site value)
   const auto widest = bytes({0xe8, 0x07, 0 | MPA_CALL_REPEAT, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x0f});
   q = widest.data();
-  REQUIRE(mpa_decode_chunk_start(&dst, &q, widest.data() + widest.size()) == MPA_DECODE_OK);
+  REQUIRE(decode_start(&dst, &q, widest.data() + widest.size()) == MPA_DECODE_OK);
   CHECK(dec.decode(&dst, &q, widest.data() + widest.size()) == MPA_DECODE_RANGE);
 }
 
@@ -414,7 +504,7 @@ TEST_CASE("MPICH's Irecv and Isend requests take their own slots; a format 1 chu
   auto encoded = [&](uint32_t version) {
     std::vector<uint8_t> buf(mpa_event_bound(&e, 0) * 3 + 10);
     mpa_codec_state st;
-    uint8_t* p = mpa_encode_chunk_start(&st, buf.data(), 1000);
+    uint8_t* p = mpa_encode_chunk_start(&st, buf.data(), 1000, nullptr);
     st.version = version;  // as a tracer of that format wrote it
     for (int n = 0; n < 3; n++) p = mpa_encode_event(&st, p, &e, 1, 0, 0, nullptr, 0);
     buf.resize(static_cast<size_t>(p - buf.data()));
@@ -430,7 +520,7 @@ TEST_CASE("MPICH's Irecv and Isend requests take their own slots; a format 1 chu
     mpa_codec_state st{};
     st.version = version;
     const uint8_t* p = buf.data();
-    REQUIRE(mpa_decode_chunk_start(&st, &p, buf.data() + buf.size()) == MPA_DECODE_OK);
+    REQUIRE(decode_start(&st, &p, buf.data() + buf.size()) == MPA_DECODE_OK);
     for (int n = 0; n < 3; n++) {
       uint64_t out[2] = {0, 0};
       mpa_decoded d{};
@@ -546,7 +636,7 @@ TEST_CASE("an unfinished call round-trips; a file before format 4 cannot hold on
     const uint8_t* p = chunk.data();
     const uint8_t* end = p + chunk.size();
     st.version = version;
-    REQUIRE(mpa_decode_chunk_start(&st, &p, end) == MPA_DECODE_OK);
+    REQUIRE(decode_start(&st, &p, end) == MPA_DECODE_OK);
     Decoder dec;
     REQUIRE(dec.decode(&st, &p, end) == MPA_DECODE_OK);  // the completed event
     const uint8_t* before = p;
@@ -566,6 +656,6 @@ TEST_CASE("an unfinished call round-trips; a file before format 4 cannot hold on
       CHECK(p == end);
     }
   }
-  CHECK(MPA_FORMAT_VERSION == 5u);
+  CHECK(MPA_FORMAT_VERSION == 6u);
   CHECK((MPA_F_DEFINED & MPA_F_UNFINISHED) != 0);
 }

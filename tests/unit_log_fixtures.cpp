@@ -74,14 +74,14 @@ std::vector<uint8_t> header_only(const std::vector<uint8_t>& b) {
 }
 
 // A chunk appended as the tracer writes one (header, one zstd frame with its size).
-void append_chunk(std::vector<uint8_t>& b, uint8_t type, const std::string& payload) {
+void append_chunk(std::vector<uint8_t>& b, uint8_t type, const std::string& payload, uint8_t codec = MPA_CODEC_ZSTD) {
   std::vector<uint8_t> frame(ZSTD_compressBound(payload.size()));
   size_t z = ZSTD_compress(frame.data(), frame.size(), payload.data(), payload.size(), 1);
   REQUIRE(!ZSTD_isError(z));
   mpa_chunk_header h{};
   h.magic = MPA_CHUNK_MAGIC;
   h.type = type;
-  h.codec = MPA_CODEC_ZSTD;
+  h.codec = codec;
   h.raw_bytes = static_cast<uint32_t>(payload.size());
   h.stored_bytes = static_cast<uint32_t>(z);
   const auto* hp = reinterpret_cast<const uint8_t*>(&h);
@@ -479,7 +479,7 @@ TEST_CASE("an unfinished call is its thread's last event; a call written again s
     std::string out(bound, '\0');
     auto* p = reinterpret_cast<uint8_t*>(out.data());
     mpa_codec_state st;
-    uint8_t* q = mpa_encode_chunk_start(&st, p, evs.front().t_enter);
+    uint8_t* q = mpa_encode_chunk_start(&st, p, evs.front().t_enter, nullptr);
     for (const auto& e : evs) q = mpa_encode_event(&st, q, &e, 1, 0, 0, nullptr, 0);
     out.resize(static_cast<size_t>(q - p));
     return out;
@@ -552,6 +552,69 @@ TEST_CASE("a log on the time stamp counter whose clock pairs leave the line says
   CHECK_FALSE(has_problem(RankLog("system", with_header(b, h.dump())).problems(), "time stamp counter"));
 }
 
+// format.h: MPA_CODEC_ZSTD_TIMES, the codec the tracer writes EVENTS chunks in from format 6 on
+TEST_CASE("an EVENTS chunk whose times follow its events is read from format 6 on, and refused before", "[reader]") {
+  const auto head = header_only(file_bytes(fixture("p2p-all") / "rank-00000.mpa"));
+  const json names = header_of(head)["calls"];
+  const auto recv = std::find(names.begin(), names.end(), "MPI_Recv");
+  REQUIRE(recv != names.end());
+  std::vector<mpa_event> evs(3);
+  for (size_t i = 0; i < evs.size(); i++) {
+    mpa_event& e = evs[i];
+    e.call = static_cast<uint32_t>(recv - names.begin());
+    e.mask = MPA_F_PEER | MPA_F_TAG | MPA_F_COMM;
+    e.t_enter = 5000 + 1000 * i, e.t_exit = e.t_enter + 300 + 100 * i;
+    e.peer = 1, e.tag = 3, e.comm = 1;
+  }
+  std::string payload(1024, '\0');
+  std::vector<uint8_t> times(3 * MPA_TIMES_BOUND);
+  mpa_codec_state st;
+  auto* p = reinterpret_cast<uint8_t*>(payload.data());
+  uint8_t* q = mpa_encode_chunk_start(&st, p, evs[0].t_enter, times.data());
+  for (const auto& e : evs) q = mpa_encode_event(&st, q, &e, 1, 0, 0, nullptr, 0);
+  q = mpa_encode_chunk_end(&st, q, times.data());
+  payload.resize(static_cast<size_t>(q - p));
+  const auto log_of = [&](uint32_t version, uint8_t type) {
+    auto b = head;
+    std::memcpy(b.data() + 8, &version, 4);
+    append_chunk(b, type, payload, MPA_CODEC_ZSTD_TIMES);
+    return b;
+  };
+  {
+    RankLog log("six", log_of(6, MPA_CHUNK_EVENTS));
+    CHECK(log.problems().empty());
+    auto read = events(log);
+    REQUIRE(read.size() == 3);
+    for (size_t i = 0; i < 3; i++) {  // ticks are ns here (the header's clock)
+      CHECK(read[i].e.t_exit_ns - read[i].e.t_enter_ns == 300 + 100 * i);
+      CHECK(read[i].e.peer_local == 1);
+      CHECK(read[i].e.tag == 3);
+    }
+    CHECK(read[1].e.t_enter_ns - read[0].e.t_enter_ns == 1000);
+  }
+  {
+    RankLog log("five", log_of(5, MPA_CHUNK_EVENTS));
+    CHECK(events(log).empty());
+    CHECK(has_problem(log.problems(), "corrupt: chunk of unknown type 1 or codec 2"));
+  }
+  {
+    RankLog log("defs", log_of(6, MPA_CHUNK_DEFS));
+    CHECK(has_problem(log.problems(), "corrupt: chunk of unknown type 2 or codec 2"));
+  }
+  {  // the times' length cut by one byte: the chunk is reported, nothing wrong is read
+    std::string cut = payload;
+    cut[cut.size() - 4] = static_cast<char>(cut[cut.size() - 4] - 1);
+    auto b = head;
+    uint32_t six = 6;
+    std::memcpy(b.data() + 8, &six, 4);
+    append_chunk(b, MPA_CHUNK_EVENTS, cut, MPA_CODEC_ZSTD_TIMES);
+    RankLog log("cut", b);
+    auto read = events(log);
+    CHECK(read.size() < 3);
+    CHECK(!log.problems().empty());
+  }
+}
+
 TEST_CASE("ticks convert by the clock pairs once they span 0.4 ms, and by the header's tick_hz in a shorter run", "[reader][clock]") {
   // A tick of 4 ns (the counter divided by 2^tick_shift): an MPI_Recv of 500 ticks took 2000 ns. The
   // header's pair is at tick 1000; the events chunk's pair 100 us after it (short) or 1 ms after it.
@@ -568,7 +631,7 @@ TEST_CASE("ticks convert by the clock pairs once they span 0.4 ms, and by the he
   std::string payload(mpa_event_bound(&e, 0) + 10, '\0');
   mpa_codec_state st;
   auto* p = reinterpret_cast<uint8_t*>(payload.data());
-  uint8_t* q = mpa_encode_event(&st, mpa_encode_chunk_start(&st, p, e.t_enter), &e, 1, 0, 0, nullptr, 0);
+  uint8_t* q = mpa_encode_event(&st, mpa_encode_chunk_start(&st, p, e.t_enter, nullptr), &e, 1, 0, 0, nullptr, 0);
   payload.resize(static_cast<size_t>(q - p));
   h["clock"]["source"] = "tsc";
   h["clock"]["sync_tick"] = 1000;
