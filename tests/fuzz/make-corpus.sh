@@ -27,11 +27,12 @@ for name in ("halo-procnull", "p2p-all", "job-strings"):
 open("corpus/header/minimal.json", "w").write('{"rank":0,"size":1,"calls":["MPI_Init"]}')
 open("corpus/header/meta-abort.json", "w").write('{"aborted":true,"errorcode":7}')
 PY
-# a log of format 5 (repeats: the fixtures above are of format 4), traced afresh when a tracer is built
+# a log of the tracer's format (6: repeats, and each chunk's times after its events; the fixtures above are
+# of format 4, and the committed corpus keeps a log of format 5 beside), traced afresh when a tracer is built
 if [ -x ../../build/bin/mpiadvise ] && [ -e ../../build/examples/halo ]; then
   tmp=$(mktemp -d)
   ../../build/bin/mpiadvise run --dir "$tmp/logs" -- mpirun -np 2 ../../build/examples/halo 512 20 >/dev/null
-  cp "$tmp/logs/rank-00000.mpa" corpus/log_reader/format5-halo-rank-00000.mpa
+  cp "$tmp/logs/rank-00000.mpa" corpus/log_reader/format6-halo-rank-00000.mpa
   rm -rf "$tmp"
 fi
 ls corpus/* | head -40
