@@ -139,12 +139,7 @@ static inline void ts_leave(mpa_thread *ts) { atomic_store_explicit(&ts->busy, 0
 static int fence_the_threads(void)
 {
 #if MPA_ASYM_FENCE_POSSIBLE
-  if (g_asym) {
-    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return 1;
-    /* not registered (a process that lost the registration): register and try once more */
-    return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 &&
-           syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
-  }
+  if (g_asym) return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
 #endif
   return 1; /* the threads' own stores are sequentially consistent */
 }
@@ -392,9 +387,6 @@ void mpa_defs_append(const uint8_t *rec, size_t len)
 
 /* ---- encoding (the codec itself is codec.h) ----------------------------------------------------- */
 _Static_assert(MPA_CALL_COUNT <= MPA_CALL_REPEAT, "call ids must stay below the call byte's repeat bit (codec.h)");
-/* Room for need bytes in the thread's chunk; returns the write position or NULL (event dropped). The
- * chunk in hand is checked inline; sealing it and starting the next are out of line (room_in_next), so
- * that the check costs no saved registers (20 of room's 35 instructions a call when it was one). */
 /* An event of need bytes takes MPA_TIMES_BOUND more in the times, and the chunk's end 4 */
 #define ROOM_BEYOND (MPA_TIMES_BOUND + 4)
 static void seal_thread_chunk(mpa_thread *ts)
@@ -403,6 +395,9 @@ static void seal_thread_chunk(mpa_thread *ts)
   chunk_seal(ts->chunk);
   ts->chunk = NULL;
 }
+/* Room for need bytes in the thread's chunk; returns the write position or NULL (event dropped). The
+ * chunk in hand is checked inline; sealing it and starting the next are out of line (room_in_next), so
+ * that the check costs no saved registers (20 of room's 35 instructions a call when it was one). */
 static __attribute__((noinline, cold)) uint8_t *room_in_next(mpa_thread *ts, size_t need, uint64_t t_enter,
                                                              int may_wait)
 {
@@ -761,10 +756,15 @@ static void sleep_1ms(void)
  * on for long. A full chunk is written at once and its memory used again; a thread without a chunk (a
  * thread blocked for longer than MPA_SEAL_AGE_NS has had its chunk sealed by the writer) takes one from the
  * pool, or the spare. NULL: no room, the event is not recorded. */
+static int fits_from_signal(const mpa_thread *ts, size_t need)
+{
+  const mpa_chunk *c = ts->chunk;
+  return chunk_ended_len(ts) + need + ROOM_BEYOND <= (c->cap < MPA_CHUNK_BYTES ? c->cap : MPA_CHUNK_BYTES);
+}
 static uint8_t *room_from_signal(mpa_thread *ts, size_t need, uint64_t t_enter)
 {
   mpa_chunk *c = ts->chunk;
-  if (c && chunk_ended_len(ts) + need + ROOM_BEYOND > (c->cap < MPA_CHUNK_BYTES ? c->cap : MPA_CHUNK_BYTES)) {
+  if (c && !fits_from_signal(ts, need)) {
     if (chunk_ended_len(ts) > MPA_CHUNK_BYTES) return NULL; /* an outsized chunk: g_sig_out has no room for it */
     chunk_end(ts);
     emit_chunk(g_sig_cctx, g_sig_out, g_sig_out_cap, c->type, c->thread, c->data, c->len);
@@ -791,7 +791,7 @@ static uint8_t *room_from_signal(mpa_thread *ts, size_t need, uint64_t t_enter)
     c->first_tick = t_enter;
     c->len = (size_t)(mpa_encode_chunk_start(&ts->codec, c->data, t_enter, ts->times) - c->data);
   }
-  if (chunk_ended_len(ts) + need + ROOM_BEYOND > (c->cap < MPA_CHUNK_BYTES ? c->cap : MPA_CHUNK_BYTES)) return NULL;
+  if (!fits_from_signal(ts, need)) return NULL;
   return c->data + c->len;
 }
 
