@@ -553,6 +553,7 @@ static void thread_gone(void *arg)
   flush_fold(ts, 1, mpa_now());
   if (ts->chunk) seal_thread_chunk(ts);
   ts_leave(ts);
+  mpa_callsite_thread_gone(ts);
 }
 
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;

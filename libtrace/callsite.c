@@ -195,15 +195,140 @@ static int caller_frame(void *const *raw, int n, const void *return_address)
   return -1;
 }
 
+/* ---- stacks seen before (MPIADVISE_STACK_DEPTH above 1) -------------------------------------------------
+ * A loop calls MPI from the same place of the same chain of functions, and libunwind took most of such a
+ * call's time (unw_backtrace of 5 frames about 50 ns). A thread remembers, for a call's return address and
+ * the position of its stack (this function's frame), where on the stack the return addresses of the
+ * frames above the caller were found and what they were. The return address and the position fix the
+ * caller's stack pointer; the caller's frame at that return address has a fixed size, so its own return
+ * address is in the same place, and so on up: while every remembered place still holds what it held, the
+ * frames are the ones found then and libunwind is not asked. (A frame sized at run time, by alloca or an
+ * array of variable length, moves the places above it: a call through one then finds other contents
+ * there, unless they hold by chance the very return address remembered.) Only the thread's own stack, as
+ * pthread_getattr_np gives it, is remembered: a stack switched to by a coroutine library may be freed and
+ * its addresses reused. Two ways a set, so that a site reached alternately through two chains of the same
+ * depth keeps both. */
+#define STACK_SETS 128
+#define STACK_WAYS 2
+#define STACK_SCAN_MAX (64u * 1024) /* bytes searched above a frame for its caller's return address */
+
+typedef struct stack_seen {
+  uintptr_t ra, pos; /* ra 0: empty */
+  uint32_t id, used;
+  int n;             /* places remembered: the frames above the caller */
+} stack_seen;
+
+struct mpa_stack_cache {
+  uintptr_t lo, hi;  /* the thread's stack */
+  uint32_t tick;
+  int places;        /* room for places an entry: the depth less the caller */
+  size_t stride;     /* bytes an entry: stack_seen, then its places, then what they held */
+  unsigned char entries[];
+};
+
+static inline stack_seen *seen_at(struct mpa_stack_cache *c, size_t i)
+{
+  return (stack_seen *)(void *)(c->entries + i * c->stride);
+}
+static inline uintptr_t *places_of(stack_seen *e) { return (uintptr_t *)(void *)(e + 1); }
+
+static inline unsigned stack_set(uintptr_t ra, uintptr_t pos)
+{
+  return (unsigned)(((ra ^ (pos << 7)) * 0x9e3779b97f4a7c15ull) >> 57) & (STACK_SETS - 1);
+}
+
+/* The id of the site of a call from return address ra at stack position pos, if the stack still holds
+ * the return addresses it held when it was seen; else 0. Reads only places of live frames, found there
+ * before (not the sanitizer's to check: they lie in other functions' frames). */
+MPA_NO_SANITIZE_ADDRESS
+static uint32_t stack_known(struct mpa_stack_cache *c, uintptr_t ra, uintptr_t pos)
+{
+  const unsigned set = stack_set(ra, pos);
+  for (unsigned w = 0; w < STACK_WAYS; w++) {
+    stack_seen *e = seen_at(c, set * STACK_WAYS + w);
+    if (e->ra != ra || e->pos != pos) continue;
+    const uintptr_t *place = places_of(e), *held = place + c->places;
+    int k = 0;
+    while (k < e->n && *(const volatile uintptr_t *)place[k] == held[k]) k++;
+    if (k < e->n) continue;
+    e->used = ++c->tick;
+    return e->id;
+  }
+  return 0;
+}
+
+static struct mpa_stack_cache *stack_cache_new(void)
+{
+  const int places = mpa_cfg.stack_depth - 1;
+  const size_t stride = sizeof(stack_seen) + 2 * sizeof(uintptr_t) * (size_t)places;
+  struct mpa_stack_cache *c = calloc(1, sizeof *c + stride * STACK_SETS * STACK_WAYS);
+  if (!c) return NULL;
+  c->places = places;
+  c->stride = stride;
+  pthread_attr_t attr;
+  void *addr;
+  size_t size;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+      c->lo = (uintptr_t)addr;
+      c->hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&attr);
+  }
+  return c;
+}
+
+/* Remembers where the frames above the caller (frames[1..depth)) have their return addresses: each found
+ * by its value, above the one before, within the thread's stack. Nothing is remembered when one is not
+ * there (a signal's frame, a stack of another kind). */
+MPA_NO_SANITIZE_ADDRESS
+static void stack_learn(mpa_thread *ts, uintptr_t ra, uintptr_t pos, const uintptr_t *frames, int depth, uint32_t id)
+{
+  if (!ts->stack_cache && !(ts->stack_cache = stack_cache_new())) return;
+  struct mpa_stack_cache *c = ts->stack_cache;
+  if (!id || pos < c->lo || pos >= c->hi || depth - 1 > c->places) return;
+  uintptr_t place[MAX_FRAMES];
+  uintptr_t at = (pos + 7) & ~(uintptr_t)7;
+  for (int k = 1; k < depth; k++) {
+    const uintptr_t end = c->hi - at > STACK_SCAN_MAX ? at + STACK_SCAN_MAX : c->hi;
+    while (at + sizeof(uintptr_t) <= end && *(const volatile uintptr_t *)at != frames[k]) at += sizeof(uintptr_t);
+    if (!frames[k] || at + sizeof(uintptr_t) > end) return;
+    place[k - 1] = at;
+    at += sizeof(uintptr_t);
+  }
+  const unsigned set = stack_set(ra, pos);
+  stack_seen *e = seen_at(c, set * STACK_WAYS), *other = seen_at(c, set * STACK_WAYS + 1);
+  if (e->ra && (!other->ra || other->used < e->used)) e = other; /* an empty way, or the older */
+  e->ra = ra;
+  e->pos = pos;
+  e->id = id;
+  e->used = ++c->tick;
+  e->n = depth - 1;
+  memcpy(places_of(e), place, sizeof(uintptr_t) * (size_t)e->n);
+  memcpy(places_of(e) + c->places, frames + 1, sizeof(uintptr_t) * (size_t)e->n);
+}
+
+void mpa_callsite_thread_gone(mpa_thread *ts)
+{
+  free(ts->stack_cache);
+  ts->stack_cache = NULL;
+}
+
 uint32_t mpa_callsite_lookup(mpa_thread *ts, void *return_address)
 {
   uintptr_t frames[MAX_FRAMES];
   int depth = 1;
   uint64_t key;
+  uintptr_t pos = 0;
   frames[0] = (uintptr_t)return_address;
   if (mpa_cfg.stack_depth <= 1 || !g_backtrace) {
     key = frames[0];
   } else {
+    pos = (uintptr_t)__builtin_frame_address(0);
+    if (ts->stack_cache) {
+      const uint32_t id = stack_known(ts->stack_cache, frames[0], pos);
+      if (id) return id;
+    }
     void *raw[MAX_FRAMES + 8];
     /* the caller is frame 1 (mpa_callsite_lookup <- the wrapper), a Fortran caller one or two further:
      * found by its return address. Asked for as many frames as the last call needed; again with room
@@ -217,6 +342,7 @@ uint32_t mpa_callsite_lookup(mpa_thread *ts, void *return_address)
       from = caller_frame(raw, n, return_address);
     }
     if (from >= 0 && from != hint) atomic_store_explicit(&g_caller_frame, from, memory_order_relaxed);
+    if (from < 0) pos = 0; /* the caller not among the frames: nothing to remember */
     if (from >= 0) {
       depth = 0;
       for (int i = from; i < n && depth < mpa_cfg.stack_depth; i++) frames[depth++] = (uintptr_t)raw[i];
@@ -224,12 +350,17 @@ uint32_t mpa_callsite_lookup(mpa_thread *ts, void *return_address)
     key = hash_frames(frames, depth);
   }
   unsigned slot = mpa_callsite_slot(key);
-  if (ts->cs_addr[slot] == key) return ts->cs_id[slot];
-  pthread_mutex_lock(&g_mu);
-  uint32_t id = site_locked(key, frames, depth);
-  pthread_mutex_unlock(&g_mu);
-  ts->cs_addr[slot] = key;
-  ts->cs_id[slot] = id;
+  uint32_t id;
+  if (ts->cs_addr[slot] == key) {
+    id = ts->cs_id[slot];
+  } else {
+    pthread_mutex_lock(&g_mu);
+    id = site_locked(key, frames, depth);
+    pthread_mutex_unlock(&g_mu);
+    ts->cs_addr[slot] = key;
+    ts->cs_id[slot] = id;
+  }
+  if (pos) stack_learn(ts, frames[0], pos, frames, depth, id);
   return id;
 }
 

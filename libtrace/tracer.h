@@ -18,6 +18,15 @@ typedef struct mpa_thread mpa_thread;
 #define MPA_TOOL_VERSION "0.1.0"
 #define MPA_CHUNK_BYTES (64u * 1024u) /* raw bytes of events per chunk */
 #define MPA_MAX_PAPI 8
+/* a function that reads other functions' stack frames: AddressSanitizer's redzones are not its to check */
+#if defined(__has_attribute)
+#if __has_attribute(no_sanitize_address)
+#define MPA_NO_SANITIZE_ADDRESS __attribute__((no_sanitize_address))
+#endif
+#endif
+#ifndef MPA_NO_SANITIZE_ADDRESS
+#define MPA_NO_SANITIZE_ADDRESS
+#endif
 
 /* ---- settings (environment, read once at MPI_Init) ---------------------------------------------- */
 typedef struct mpa_settings {
@@ -110,6 +119,7 @@ struct mpa_thread {
   /* call-site cache: return address -> id, direct-mapped */
   uintptr_t cs_addr[256];
   uint32_t cs_id[256];
+  struct mpa_stack_cache *stack_cache; /* MPIADVISE_STACK_DEPTH above 1: stacks seen before (callsite.c) */
   /* communicator cache: handle -> id, valid while comm_generation is unchanged */
   uintptr_t comm_handle[64];
   uint32_t comm_id[64];
@@ -162,6 +172,7 @@ static inline uint32_t mpa_callsite_id(mpa_thread *ts, void *return_address)
   }
   return mpa_callsite_lookup(ts, return_address);
 }
+void mpa_callsite_thread_gone(mpa_thread *ts); /* at the thread's end: its stacks seen */
 void mpa_modules_record(void);   /* module map as DEF records */
 size_t mpa_callsite_count(void);
 const char *mpa_unwind_load(void); /* loads libunwind for MPIADVISE_STACK_DEPTH > 1; NULL, or why it cannot */

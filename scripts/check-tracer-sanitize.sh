@@ -2,6 +2,11 @@
 # The tracing library under the sanitizers, inside real MPI jobs: built with ThreadSanitizer, then with
 # AddressSanitizer and UndefinedBehaviorSanitizer, and preloaded (after the sanitizer's runtime, which
 # must be loaded first) into a 2-rank MPI_THREAD_MULTIPLE program whose four threads call MPI at once.
+# Each runs with the call sites by return address, and under AddressSanitizer with MPIADVISE_STACK_DEPTH=4
+# too (libunwind, and the stacks each thread remembers: libtrace/callsite.c reads other frames' return
+# addresses). Not under ThreadSanitizer: at a thread's end libunwind's own destructor of its thread-local
+# cache locks a mutex that ThreadSanitizer intercepts after it has let the thread go, and the job dies
+# in ThreadSanitizer (with the tracer of before the remembered stacks as well).
 # Passes when every job ends as it does untraced, prints the same checksum, and no sanitizer reports.
 # Usage: scripts/check-tracer-sanitize.sh BUILD_DIR [PROGRAM]   (BUILD_DIR holds gen/; PROGRAM, by default
 # BUILD_DIR/tests/programs/openmpi/threads, is tests/programs/threads.c built for the MPI of $MPICC)
@@ -29,10 +34,13 @@ for kind in thread address,undefined; do
        -Wno-unused-parameter -o "$lib" "${src[@]}" -lzstd -lpapi -ldl -lpthread 2>"$lib.log"; then
     echo "check-tracer-sanitize: building the tracer with -fsanitize=$kind failed:"; cat "$lib.log"; failed=1; continue
   fi
+  depths="1 4"
+  [ "$kind" = thread ] && depths=1
+  for depth in $depths; do
   dir=$(mktemp -d)
   # Open MPI's own code is not instrumented: its leaks are not ours, and ThreadSanitizer cannot see the
   # ordering its progress engine gives; the tracer's threads and buffers are what is checked here.
-  out=$("${mpirun_[@]}" -x LD_PRELOAD="$runtime:$PWD/$lib" -x MPIADVISE_DIR="$dir" \
+  out=$("${mpirun_[@]}" -x LD_PRELOAD="$runtime:$PWD/$lib" -x MPIADVISE_DIR="$dir" -x MPIADVISE_STACK_DEPTH=$depth \
         -x TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0 exitcode=66 suppressions=$PWD/scripts/tsan-openmpi.supp" \
         -x ASAN_OPTIONS="detect_leaks=0 halt_on_error=1 exitcode=66" -x UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
         "$program" 2>&1)
@@ -40,12 +48,13 @@ for kind in thread address,undefined; do
   logs=$(ls "$dir"/rank-*.mpa 2>/dev/null | wc -l)
   if [ $status -ne 0 ] || ! grep -q -- "$expected" <<<"$out" || grep -qE "ThreadSanitizer|AddressSanitizer|runtime error" <<<"$out" ||
      [ "$logs" -ne 2 ]; then
-    echo "check-tracer-sanitize: -fsanitize=$kind: exit $status, $logs logs; output:"
+    echo "check-tracer-sanitize: -fsanitize=$kind, stack depth $depth: exit $status, $logs logs; output:"
     printf '%s\n' "$out" | head -80
     failed=1
   else
-    echo "check-tracer-sanitize: -fsanitize=$kind: clean (2 ranks x 4 threads, $logs logs, $expected)"
+    echo "check-tracer-sanitize: -fsanitize=$kind, stack depth $depth: clean (2 ranks x 4 threads, $logs logs, $expected)"
   fi
   rm -rf "$dir"
+  done
 done
 exit $failed

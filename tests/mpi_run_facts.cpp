@@ -155,6 +155,59 @@ TEST_CASE("call sites are the return address by default and N frames with MPIADV
   CHECK(c3 == std::set<std::string>{"forward", "backward"});
 }
 
+// The tracer remembers where on a thread's stack the return addresses of a call's frames were, and takes the
+// frames from there while they hold the same (libtrace/callsite.c): stacks.c reaches one MPI call through
+// three callers whose frames put it at the same place of the stack, in an order no two-way memory holds,
+// and through a recursion of varying depth; its tags say which chain each call came through.
+TEST_CASE("at MPIADVISE_STACK_DEPTH=4 every call's site names the chain it came through, calls after calls", "[facts]") {
+  JobSpec s;
+  s.program = "stacks";
+  s.args = {"120"};
+  s.env = {{"MPIADVISE_STACK_DEPTH", "4"}};
+  auto r = run_job(s);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  mpiadvise::JobLog job(r.dir);
+  for (int rank : {0, 1}) {
+    const auto* log = job.rank(rank);
+    REQUIRE(log);
+    mpiadvise::Symbolizer sym(log->modules());
+    std::map<uint32_t, std::vector<std::string>> names;  // site -> its frames' functions
+    auto functions = [&](uint32_t id) -> const std::vector<std::string>& {
+      auto it = names.find(id);
+      if (it != names.end()) return it->second;
+      auto& v = names[id];
+      for (auto f : log->callsites().at(id).frames) v.push_back(sym.locate_return_address(f).function);
+      return v;
+    };
+    int calls = 0, wrong = 0;
+    std::string first_wrong;
+    log->for_each_event([&](const mpiadvise::Event& e) {
+      if (e.call_name != "MPI_Sendrecv_replace") return;
+      calls++;
+      std::vector<std::string> want = {"exchange"};
+      if (e.tag >= 1 && e.tag <= 3) {
+        want.push_back(e.tag == 1 ? "via_a" : e.tag == 2 ? "via_b" : "via_c");
+        want.push_back("main");
+      } else {
+        for (int k = 0; k <= e.tag - 10 && want.size() < 4; k++) want.push_back("nested");
+        if (want.size() < 4) want.push_back("main");
+      }
+      const auto& got = functions(e.callsite);
+      std::vector<std::string> head(got.begin(), got.begin() + std::min(got.size(), want.size()));
+      if (head != want && !wrong++) {
+        first_wrong = "tag " + std::to_string(e.tag) + ":";
+        for (const auto& f : got) first_wrong += " " + f;
+      }
+    });
+    INFO("rank " << rank << ", first wrong call: " << first_wrong);
+    CHECK(calls == 120);
+    CHECK(wrong == 0);
+    // a site per chain of 4 frames: the three callers, and the recursion 0, 1 and at least 2 levels below
+    CHECK(names.size() == 6);
+  }
+}
+
 TEST_CASE("PAPI events that cannot be counted give one warning and a log without counters", "[facts]") {
   JobSpec s;
   s.np = 3;
