@@ -115,13 +115,13 @@ UNWIND_SONAME := $(or $(shell objdump -p $$($(CC) -print-file-name=libunwind.so)
 define MPI_RULES
 $(BUILD)/obj/libtrace/$(1)/%.o: libtrace/%.c $(wildcard libtrace/*.h) $(BUILD)/gen/call_ids.h
 	@mkdir -p $$(dir $$@)
-	$(MPICC_$(1)) -std=gnu11 $(CFLAGS) $(WARN_C) -fPIC -fvisibility=default -Ilibtrace -I$(BUILD)/gen \
+	$(MPICC_$(1)) -std=gnu11 $(CFLAGS) $(WARN_C) -fPIC -fvisibility=hidden -Ilibtrace -I$(BUILD)/gen \
 	  -DMPA_PAPI_SONAME='"$(PAPI_SONAME)"' -DMPA_UNWIND_SONAME='"$(UNWIND_SONAME)"' -c $$< -o $$@
 
 $(BUILD)/obj/libtrace/$(1)/wrappers.o: $(BUILD)/gen/wrappers.c $(wildcard libtrace/*.h)
 	@mkdir -p $$(dir $$@)
 	$(MPICC_$(1)) -std=gnu11 $(CFLAGS) $(WARN_C) -Wno-unused-variable -Wno-unused-but-set-variable -fPIC \
-	  -Ilibtrace -I$(BUILD)/gen -c $$< -o $$@
+	  -fvisibility=hidden -Ilibtrace -I$(BUILD)/gen -c $$< -o $$@
 
 $(call mpi_libdir,$(1))/libmpiadvise.so: $(patsubst libtrace/%.c,$(BUILD)/obj/libtrace/$(1)/%.o,$(TRACE_SRC)) \
                                          $(BUILD)/obj/libtrace/$(1)/wrappers.o

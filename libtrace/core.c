@@ -736,19 +736,19 @@ int MPA_C_NAME(Pcontrol)(const int level, ...)
     g_in_fortran--;            \
   } while (0)
 #define MPA_FORTRAN_ENTRIES(lower, upper, params, args, body)                                          \
-  void lower##_ params;                                                                                \
+  MPA_EXPORT void lower##_ params;                                                                     \
   void lower##_ params { static void *real; void *ra = __builtin_return_address(0);                   \
     if (!real) { real = mpa_fortran_real("p" #lower "_"); } body }                                         \
-  void lower##__ params;                                                                               \
+  MPA_EXPORT void lower##__ params;                                                                    \
   void lower##__ params { static void *real; void *ra = __builtin_return_address(0);                  \
     if (!real) { real = mpa_fortran_real("p" #lower "__"); } body }                                        \
-  void lower params;                                                                                   \
+  MPA_EXPORT void lower params;                                                                        \
   void lower params { static void *real; void *ra = __builtin_return_address(0);                      \
     if (!real) { real = mpa_fortran_real("p" #lower); } body }                                             \
-  void upper params;                                                                                   \
+  MPA_EXPORT void upper params;                                                                        \
   void upper params { static void *real; void *ra = __builtin_return_address(0);                      \
     if (!real) { real = mpa_fortran_real("P" #upper); } body }                                             \
-  void lower##_f08_ params;                                                                            \
+  MPA_EXPORT void lower##_f08_ params;                                                                 \
   void lower##_f08_ params { static void *real; void *ra = __builtin_return_address(0);               \
     if (!real) { real = mpa_fortran_real("p" #lower "_f08_"); } body }
 

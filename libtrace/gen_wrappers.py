@@ -528,8 +528,8 @@ def fortran_body(call):
         # mpa_fortran: 1 mpif.h / use mpi, 2 mpi_f08 with buffers as descriptors, 3 mpi_f08
         kind = 2 if m == F08TS_MANGLING else 3 if m == "{l}_f08_" else 1
         real = "p" + sym if sym[0] == "m" else "P" + sym
-        L.append(f"void {sym}({', '.join(fparams)});")
-        L.append(f"void {sym}({', '.join(fparams)})")
+        L.append(f"MPA_EXPORT void {sym}({', '.join(fparams)});")
+        L.append(f"MPA_EXPORT void {sym}({', '.join(fparams)})")
         L.append("{")
         L.append(f"  static mpa_fn_{call.name} real;")
         L.append(f"  if (!real) real = (mpa_fn_{call.name})mpa_fortran_real(\"{real}\");")

@@ -18,6 +18,10 @@ typedef struct mpa_thread mpa_thread;
 #define MPA_TOOL_VERSION "0.1.0"
 #define MPA_CHUNK_BYTES (64u * 1024u) /* raw bytes of events per chunk */
 #define MPA_MAX_PAPI 8
+/* The library is built with -fvisibility=hidden: what it defines is its own (a call between its parts is
+ * direct, and a program or library of the job that defines a function of the same name neither takes its
+ * place nor is taken), except MPI's entry points, which it exports. */
+#define MPA_EXPORT __attribute__((visibility("default")))
 /* a function that reads other functions' stack frames: AddressSanitizer's redzones are not its to check */
 #if defined(__has_attribute)
 #if __has_attribute(no_sanitize_address)

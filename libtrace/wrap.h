@@ -40,7 +40,7 @@ extern int mpa_foreign_mpi __attribute__((visibility("hidden")));
 #define MPA_C_NAME(name) __attribute__((visibility("hidden"))) mpa_c_MPI_##name
 #else
 #define MPA_ENTRY(name)
-#define MPA_C_NAME(name) MPI_##name
+#define MPA_C_NAME(name) MPA_EXPORT MPI_##name
 #endif
 
 /* One intercepted call, as the wrapper describes it to the encoder: mpa_event in codec.h. */

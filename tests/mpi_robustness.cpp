@@ -109,6 +109,23 @@ TEST_CASE("invalid settings give one warning each per job and tracing goes on wi
   CHECK(count_calls(events_of(traced.dir, 0), "MPI_Sendrecv_replace") == 40);
 }
 
+// The tracing library exports MPI's names only (built -fvisibility=hidden, libtrace/tracer.h MPA_EXPORT):
+// with its own functions exported, the program's functions of the same names took their place, and the
+// tracer traced nothing and called the program's code.
+TEST_CASE("a program defining functions named as the tracer's own keeps them, and is traced", "[harm]") {
+  JobSpec s;
+  s.program = "clash";
+  s.args = {"10"};
+  auto traced = run_job(s);
+  auto plain = untraced(s);
+  INFO(traced.err);
+  REQUIRE(plain.status == 0);
+  CHECK(traced.status == 0);
+  CHECK(traced.out == plain.out);
+  CHECK(plain.out.find("own functions called 1 and 1 times") != std::string::npos);
+  for (int rank : {0, 1}) CHECK(count_calls(events_of(traced.dir, rank), "MPI_Sendrecv_replace") == 10);
+}
+
 TEST_CASE("MPIADVISE=0 turns tracing off without a trace of it", "[harm]") {
   JobSpec s;
   s.program = "ring";

@@ -26,7 +26,8 @@ $(TEST_DIR)/%: $(TEST_DIR)/obj/%.o $(TEST_SUPPORT) $(ANALYZER_LIB)
 # a build-id tree) and stripped; stripped of debug information only (.symtab kept); exported with
 # -rdynamic and stripped of everything but .dynsym; built by clang (DWARF 5 and no .debug_aranges, which
 # gcc writes and libdw 0.188 needs to find a line by address). pipeline_nosym: an example built without debug
-# information and stripped (the report falls back to module+offset).
+# information and stripped (the report falls back to module+offset). clash: linked with -rdynamic, its
+# functions named as the tracer's are in its dynamic symbol table.
 CXX_PROGRAM_FLAGS := -O1 -g -Iexamples -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX
 define MPI_TEST_RULES
 $(TEST_DIR)/programs/$(1)/%: tests/programs/%.c examples/compute.h
@@ -36,6 +37,10 @@ $(TEST_DIR)/programs/$(1)/%: tests/programs/%.c examples/compute.h
 $(TEST_DIR)/programs/$(1)/%: tests/programs/%.f90 $(wildcard tests/programs/*.inc)
 	@mkdir -p $$(dir $$@)
 	$(MPIF90_$(1)) -O1 -g -o $$@ $$< -J $(TEST_DIR)/programs/$(1)
+
+$(TEST_DIR)/programs/$(1)/clash: tests/programs/clash.c
+	@mkdir -p $$(dir $$@)
+	$(MPICC_$(1)) -O1 -g -rdynamic -o $$@ $$<
 
 $(TEST_DIR)/programs/$(1)/pipeline_nosym: examples/pipeline.c examples/compute.h
 	@mkdir -p $$(dir $$@)
