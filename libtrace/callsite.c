@@ -5,9 +5,20 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+/* the stacks each thread remembers (below) take libunwind's cursor, on x86-64 */
+#if defined(__x86_64__) && defined(__has_include)
+#if __has_include(<libunwind.h>)
+#define MPA_STACK_CACHE 1
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#endif
+#endif
 
 #include "wrap.h"
 
@@ -19,6 +30,10 @@
  * linked, it and its liblzma took about 110 KiB of every rank's resident memory that one frame never
  * uses (libtrace/core.c, start) */
 static int (*g_backtrace)(void **frames, int max);
+#if MPA_STACK_CACHE
+static int stack_cache_load(void *h);
+static int g_stack_cache_on; /* libunwind's cursor functions are loaded */
+#endif
 
 const char *mpa_unwind_load(void)
 {
@@ -28,6 +43,9 @@ const char *mpa_unwind_load(void)
   void *f = dlsym(h, "unw_backtrace");
   if (!f) return "unw_backtrace is missing from " MPA_UNWIND_SONAME;
   *(void **)&g_backtrace = f;
+#if MPA_STACK_CACHE
+  g_stack_cache_on = stack_cache_load(h);
+#endif
   return NULL;
 }
 
@@ -197,32 +215,66 @@ static int caller_frame(void *const *raw, int n, const void *return_address)
 
 /* ---- stacks seen before (MPIADVISE_STACK_DEPTH above 1) -------------------------------------------------
  * A loop calls MPI from the same place of the same chain of functions, and libunwind took most of such a
- * call's time (unw_backtrace of 5 frames about 50 ns). A thread remembers, for a call's return address and
- * the position of its stack (this function's frame), where on the stack the return addresses of the
- * frames above the caller were found and what they were. The return address and the position fix the
- * caller's stack pointer; the caller's frame at that return address has a fixed size, so its own return
- * address is in the same place, and so on up: while every remembered place still holds what it held, the
- * frames are the ones found then and libunwind is not asked. (A frame sized at run time, by alloca or an
- * array of variable length, moves the places above it: a call through one then finds other contents
- * there, unless they hold by chance the very return address remembered.) Only the thread's own stack, as
- * pthread_getattr_np gives it, is remembered: a stack switched to by a coroutine library may be freed and
- * its addresses reused. Two ways a set, so that a site reached alternately through two chains of the same
- * depth keeps both. */
+ * call's time (unw_backtrace of 5 frames about 50 ns). A thread remembers, for a call's return address
+ * and the position of its stack (this function's frame), what the stack held then where the chain's
+ * layout is kept: the return address of each frame above the caller, where that frame's caller stored
+ * it, and, for a frame whose size is set at run time, the frame pointer it kept. While all of these still
+ * hold the same, the frames are the ones found then and libunwind is not asked.
+ *
+ * Why that is exact: the return address and the position fix the caller's stack pointer (the wrapper's
+ * frame and this one are of fixed size). A frame whose size is fixed at each return address (stack
+ * pointer based: most compiled code) then has its own return address in a fixed place, and so on up. A
+ * frame sized at run time (alloca, arrays of variable length, a stack realigned to 32 or 64 bytes)
+ * addresses its frame through rbp, which points right below its return address: that rbp, saved by the
+ * frames below, is checked too, and a frame entered elsewhere has another. The places are where
+ * libunwind's own unwinding found them (the stack pointer of each frame: its return address is just below,
+ * on x86-64), never searched for by value. Not remembered: chains through a signal's frame, calls on an
+ * alternate signal stack or on a stack that is not the thread's own (a coroutine library's, which may be
+ * freed), and a frame whose rbp points into it otherwise (gcc's dynamic realignment through r10, which it
+ * uses where a realigned function also passes arguments on the stack: its caller's stack pointer is kept
+ * in the frame; tests/programs/stacks.c has one). Learning walks the
+ * stack through libunwind's cursor (about 2.5 us, against 60 ns for unw_backtrace), once per chain and
+ * position: a set that keeps missing (chains that take turns beyond its two ways, a chain that cannot be
+ * remembered) learns again only after 16 more misses. x86-64 only. */
+#if MPA_STACK_CACHE
 #define STACK_SETS 128
 #define STACK_WAYS 2
-#define STACK_SCAN_MAX (64u * 1024) /* bytes searched above a frame for its caller's return address */
+#define STACK_RELEARN 16 /* misses of a set between two learnings that replace a way */
+
+static int (*g_unw_getcontext)(unw_context_t *);
+static int (*g_unw_init_local)(unw_cursor_t *, unw_context_t *);
+static int (*g_unw_step)(unw_cursor_t *);
+static int (*g_unw_get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+static int (*g_unw_get_save_loc)(unw_cursor_t *, int, unw_save_loc_t *);
+static int (*g_unw_is_signal_frame)(unw_cursor_t *);
+
+#define MPA_STR2(x) #x
+#define MPA_STR(x) MPA_STR2(x)
+/* libunwind's cursor functions, by the names its header gives them; 1 when all are there */
+static int stack_cache_load(void *h)
+{
+  *(void **)&g_unw_getcontext = dlsym(h, MPA_STR(unw_tdep_getcontext));
+  *(void **)&g_unw_init_local = dlsym(h, MPA_STR(unw_init_local));
+  *(void **)&g_unw_step = dlsym(h, MPA_STR(unw_step));
+  *(void **)&g_unw_get_reg = dlsym(h, MPA_STR(unw_get_reg));
+  *(void **)&g_unw_get_save_loc = dlsym(h, MPA_STR(unw_get_save_loc));
+  *(void **)&g_unw_is_signal_frame = dlsym(h, MPA_STR(unw_is_signal_frame));
+  return g_unw_getcontext && g_unw_init_local && g_unw_step && g_unw_get_reg && g_unw_get_save_loc &&
+         g_unw_is_signal_frame;
+}
 
 typedef struct stack_seen {
   uintptr_t ra, pos; /* ra 0: empty */
   uint32_t id, used;
-  int n;             /* places remembered: the frames above the caller */
+  int n;             /* places to check */
 } stack_seen;
 
 struct mpa_stack_cache {
   uintptr_t lo, hi;  /* the thread's stack */
   uint32_t tick;
-  int places;        /* room for places an entry: the depth less the caller */
+  int room;          /* places an entry has room for: 2 a frame above the caller */
   size_t stride;     /* bytes an entry: stack_seen, then its places, then what they held */
+  uint8_t relearn[STACK_SETS]; /* misses before the set learns again */
   unsigned char entries[];
 };
 
@@ -238,8 +290,8 @@ static inline unsigned stack_set(uintptr_t ra, uintptr_t pos)
 }
 
 /* The id of the site of a call from return address ra at stack position pos, if the stack still holds
- * the return addresses it held when it was seen; else 0. Reads only places of live frames, found there
- * before (not the sanitizer's to check: they lie in other functions' frames). */
+ * what it held where its layout is kept when that call was seen; else 0. Reads only places in live frames
+ * above pos (other functions' frames: not the sanitizer's to check). */
 MPA_NO_SANITIZE_ADDRESS
 static uint32_t stack_known(struct mpa_stack_cache *c, uintptr_t ra, uintptr_t pos)
 {
@@ -247,7 +299,7 @@ static uint32_t stack_known(struct mpa_stack_cache *c, uintptr_t ra, uintptr_t p
   for (unsigned w = 0; w < STACK_WAYS; w++) {
     stack_seen *e = seen_at(c, set * STACK_WAYS + w);
     if (e->ra != ra || e->pos != pos) continue;
-    const uintptr_t *place = places_of(e), *held = place + c->places;
+    const uintptr_t *place = places_of(e), *held = place + c->room;
     int k = 0;
     while (k < e->n && *(const volatile uintptr_t *)place[k] == held[k]) k++;
     if (k < e->n) continue;
@@ -259,11 +311,11 @@ static uint32_t stack_known(struct mpa_stack_cache *c, uintptr_t ra, uintptr_t p
 
 static struct mpa_stack_cache *stack_cache_new(void)
 {
-  const int places = mpa_cfg.stack_depth - 1;
-  const size_t stride = sizeof(stack_seen) + 2 * sizeof(uintptr_t) * (size_t)places;
+  const int room = 2 * (mpa_cfg.stack_depth - 1);
+  const size_t stride = sizeof(stack_seen) + 2 * sizeof(uintptr_t) * (size_t)room;
   struct mpa_stack_cache *c = calloc(1, sizeof *c + stride * STACK_SETS * STACK_WAYS);
   if (!c) return NULL;
-  c->places = places;
+  c->room = room;
   c->stride = stride;
   pthread_attr_t attr;
   void *addr;
@@ -272,46 +324,87 @@ static struct mpa_stack_cache *stack_cache_new(void)
     if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
       c->lo = (uintptr_t)addr;
       c->hi = (uintptr_t)addr + size;
+      /* the main thread's stack, when its limit is unlimited, is reported down to the next mapping: only
+       * its top 1 GiB is taken for it */
+      if (getpid() == (pid_t)syscall(SYS_gettid) && c->hi - c->lo > ((uintptr_t)1 << 30)) c->lo = c->hi - ((uintptr_t)1 << 30);
     }
     pthread_attr_destroy(&attr);
   }
   return c;
 }
 
-/* Remembers where the frames above the caller (frames[1..depth)) have their return addresses: each found
- * by its value, above the one before, within the thread's stack. Nothing is remembered when one is not
- * there (a signal's frame, a stack of another kind). */
-MPA_NO_SANITIZE_ADDRESS
-static void stack_learn(mpa_thread *ts, uintptr_t ra, uintptr_t pos, const uintptr_t *frames, int depth, uint32_t id)
+/* Remembers the chain of a call from return address ra at stack position pos (its frames: frames[0, depth),
+ * as unw_backtrace gave them, and its site id), walking the stack with libunwind's cursor from here. Nothing
+ * is remembered where the walk disagrees, passes a signal's frame, or leaves the thread's stack. */
+__attribute__((noinline)) static void stack_learn(mpa_thread *ts, uintptr_t ra, uintptr_t pos, const uintptr_t *frames,
+                                                  int depth, uint32_t id)
 {
+  if (!g_stack_cache_on || !id) return;
   if (!ts->stack_cache && !(ts->stack_cache = stack_cache_new())) return;
   struct mpa_stack_cache *c = ts->stack_cache;
-  if (!id || pos < c->lo || pos >= c->hi || depth - 1 > c->places) return;
-  uintptr_t place[MAX_FRAMES];
-  uintptr_t at = (pos + 7) & ~(uintptr_t)7;
-  for (int k = 1; k < depth; k++) {
-    const uintptr_t end = c->hi - at > STACK_SCAN_MAX ? at + STACK_SCAN_MAX : c->hi;
-    while (at + sizeof(uintptr_t) <= end && *(const volatile uintptr_t *)at != frames[k]) at += sizeof(uintptr_t);
-    if (!frames[k] || at + sizeof(uintptr_t) > end) return;
-    place[k - 1] = at;
-    at += sizeof(uintptr_t);
-  }
   const unsigned set = stack_set(ra, pos);
+  if (c->relearn[set]) {
+    c->relearn[set]--;
+    return;
+  }
+  /* what follows fails, or takes a way another chain held: the set waits before it learns again */
+  c->relearn[set] = STACK_RELEARN;
+  if (pos < c->lo || pos >= c->hi || 2 * (depth - 1) > c->room) return;
+  stack_t alt;
+  if (sigaltstack(NULL, &alt) == 0 && (alt.ss_flags & SS_ONSTACK)) return;
+
+  unw_context_t uc;
+  unw_cursor_t cur;
+  if (g_unw_getcontext(&uc) || g_unw_init_local(&cur, &uc)) return;
+  uintptr_t place[2 * MAX_FRAMES], held[2 * MAX_FRAMES];
+  int n = 0, k = -1;
+  unw_word_t rbp = 0, prev_sp = 0;
+  unw_save_loc_t rbp_at = {0};
+  for (int steps = 0; k < depth - 1 && steps < depth + 16; steps++) {
+    if (g_unw_step(&cur) <= 0 || g_unw_is_signal_frame(&cur) > 0) return;
+    unw_word_t ip, sp;
+    if (g_unw_get_reg(&cur, UNW_REG_IP, &ip) || g_unw_get_reg(&cur, UNW_REG_SP, &sp)) return;
+    if (k < 0 && ip != frames[0]) continue; /* this function, stack_learn's caller, the wrapper */
+    k++;
+    if (ip != frames[k] || sp < pos || sp >= c->hi) return;
+    if (k > 0) {
+      /* frames[k], the return address into frame k, is just below frame k's stack pointer */
+      const uintptr_t slot = (uintptr_t)sp - sizeof(uintptr_t);
+      if (*(const uintptr_t *)slot != frames[k]) return;
+      place[n] = slot, held[n++] = frames[k];
+      /* frame k-1 addresses itself through rbp (rbp + 16 is its caller's stack pointer): its rbp, where
+       * the frames below saved it. An rbp inside frame k-1 otherwise: a frame pointer of another kind (gcc's
+       * dynamic realignment through r10 keeps the caller's stack pointer in the frame), not remembered. */
+      if (rbp + 2 * sizeof(uintptr_t) == sp) {
+        if (rbp_at.type != UNW_SLT_MEMORY || rbp_at.u.addr < pos || rbp_at.u.addr >= c->hi) return;
+        place[n] = (uintptr_t)rbp_at.u.addr, held[n++] = (uintptr_t)rbp;
+      } else if (rbp >= prev_sp && rbp < sp) {
+        return;
+      }
+    }
+    prev_sp = sp;
+    if (k < depth - 1 && (g_unw_get_reg(&cur, UNW_X86_64_RBP, &rbp) || g_unw_get_save_loc(&cur, UNW_X86_64_RBP, &rbp_at)))
+      return;
+  }
+  if (k != depth - 1) return;
   stack_seen *e = seen_at(c, set * STACK_WAYS), *other = seen_at(c, set * STACK_WAYS + 1);
+  if (!e->ra || !other->ra) c->relearn[set] = 0; /* an empty way taken: nobody's chain forgotten */
   if (e->ra && (!other->ra || other->used < e->used)) e = other; /* an empty way, or the older */
   e->ra = ra;
   e->pos = pos;
   e->id = id;
   e->used = ++c->tick;
-  e->n = depth - 1;
-  memcpy(places_of(e), place, sizeof(uintptr_t) * (size_t)e->n);
-  memcpy(places_of(e) + c->places, frames + 1, sizeof(uintptr_t) * (size_t)e->n);
+  e->n = n;
+  memcpy(places_of(e), place, sizeof(uintptr_t) * (size_t)n);
+  memcpy(places_of(e) + c->room, held, sizeof(uintptr_t) * (size_t)n);
 }
+#endif /* MPA_STACK_CACHE */
 
 void mpa_callsite_thread_gone(mpa_thread *ts)
 {
-  free(ts->stack_cache);
-  ts->stack_cache = NULL;
+  struct mpa_stack_cache *c = ts->stack_cache;
+  ts->stack_cache = NULL; /* before the memory goes: a handler's call in between finds none */
+  free(c);
 }
 
 uint32_t mpa_callsite_lookup(mpa_thread *ts, void *return_address)
@@ -325,10 +418,12 @@ uint32_t mpa_callsite_lookup(mpa_thread *ts, void *return_address)
     key = frames[0];
   } else {
     pos = (uintptr_t)__builtin_frame_address(0);
+#if MPA_STACK_CACHE
     if (ts->stack_cache) {
       const uint32_t id = stack_known(ts->stack_cache, frames[0], pos);
       if (id) return id;
     }
+#endif
     void *raw[MAX_FRAMES + 8];
     /* the caller is frame 1 (mpa_callsite_lookup <- the wrapper), a Fortran caller one or two further:
      * found by its return address. Asked for as many frames as the last call needed; again with room
@@ -360,7 +455,9 @@ uint32_t mpa_callsite_lookup(mpa_thread *ts, void *return_address)
     ts->cs_addr[slot] = key;
     ts->cs_id[slot] = id;
   }
+#if MPA_STACK_CACHE
   if (pos) stack_learn(ts, frames[0], pos, frames, depth, id);
+#endif
   return id;
 }
 

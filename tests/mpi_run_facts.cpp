@@ -156,9 +156,11 @@ TEST_CASE("call sites are the return address by default and N frames with MPIADV
 }
 
 // The tracer remembers where on a thread's stack the return addresses of a call's frames were, and takes the
-// frames from there while they hold the same (libtrace/callsite.c): stacks.c reaches one MPI call through
-// three callers whose frames put it at the same place of the stack, in an order no two-way memory holds,
-// and through a recursion of varying depth; its tags say which chain each call came through.
+// frames from there while the stack still holds them (libtrace/callsite.c): stacks.c reaches its MPI calls
+// through chains that put them at the same place of the stack: three callers of one size in an order no
+// two-way memory holds, chains that differ only in their third frame, a frame realigned to 32 bytes and one
+// with an array of variable length entered 16 bytes apart, and a recursion of varying depth. Its tags say
+// which chain each call came through.
 TEST_CASE("at MPIADVISE_STACK_DEPTH=4 every call's site names the chain it came through, calls after calls", "[facts]") {
   JobSpec s;
   s.program = "stacks";
@@ -189,6 +191,12 @@ TEST_CASE("at MPIADVISE_STACK_DEPTH=4 every call's site names the chain it came 
       if (e.tag >= 1 && e.tag <= 3) {
         want.push_back(e.tag == 1 ? "via_a" : e.tag == 2 ? "via_b" : "via_c");
         want.push_back("main");
+      } else if (e.tag == 6 || e.tag == 7) {
+        want = {"exchange", "mid", e.tag == 6 ? "outer_a" : "outer_b", "main"};
+      } else if (e.tag >= 40) {
+        want = {"vla_exchange", e.tag % 10 ? "vla_far" : "vla_near", "vla_alternate", "main"};
+      } else if (e.tag >= 20) {
+        want = {"aligned_exchange", e.tag % 10 ? "far_caller" : "near_caller", "alternate", e.tag < 30 ? "main" : "shifted"};
       } else {
         for (int k = 0; k <= e.tag - 10 && want.size() < 4; k++) want.push_back("nested");
         if (want.size() < 4) want.push_back("main");
@@ -201,10 +209,11 @@ TEST_CASE("at MPIADVISE_STACK_DEPTH=4 every call's site names the chain it came 
       }
     });
     INFO("rank " << rank << ", first wrong call: " << first_wrong);
-    CHECK(calls == 120);
+    CHECK(calls == 5 * 120);
     CHECK(wrong == 0);
-    // a site per chain of 4 frames: the three callers, and the recursion 0, 1 and at least 2 levels below
-    CHECK(names.size() == 6);
+    // a site per chain of 4 frames: the three callers, the recursion 0, 1 and at least 2 levels below, the
+    // two outer callers, the realigned helper's two callers from two places, the other helper's two
+    CHECK(names.size() == 14);
   }
 }
 
