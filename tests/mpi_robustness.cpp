@@ -124,6 +124,18 @@ TEST_CASE("a program defining functions named as the tracer's own keeps them, an
   CHECK(traced.out == plain.out);
   CHECK(plain.out.find("own functions called 1 and 1 times") != std::string::npos);
   for (int rank : {0, 1}) CHECK(count_calls(events_of(traced.dir, rank), "MPI_Sendrecv_replace") == 10);
+  // and no name of the library's own is exported for a program to meet
+  auto nm = run_command("nm -D --defined-only " + tracer_path().string());
+  REQUIRE(nm.status == 0);
+  std::istringstream lines(nm.out);
+  int names = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const std::string name = line.substr(line.rfind(' ') + 1);
+    names++;
+    INFO(name);
+    CHECK((name.rfind("MPI_", 0) == 0 || name.rfind("mpi_", 0) == 0));
+  }
+  CHECK(names > 300);
 }
 
 TEST_CASE("MPIADVISE=0 turns tracing off without a trace of it", "[harm]") {
