@@ -221,8 +221,9 @@ static int caller_frame(void *const *raw, int n, const void *return_address)
  * it, and, for a frame whose size is set at run time, the frame pointer it kept. While all of these still
  * hold the same, the frames are the ones found then and libunwind is not asked.
  *
- * Why that is exact: the return address and the position fix the caller's stack pointer (the wrapper's
- * frame and this one are of fixed size). A frame whose size is fixed at each return address (stack
+ * Why that is exact: the return address, the position and where this function was called from (which
+ * wrapper: a call through a pointer may reach several) fix the caller's stack pointer (the wrapper's frame
+ * and this one are of fixed size). A frame whose size is fixed at each return address (stack
  * pointer based: most compiled code) then has its own return address in a fixed place, and so on up. A
  * frame sized at run time (alloca, arrays of variable length, a stack realigned to 32 or 64 bytes)
  * addresses its frame through rbp, which points right below its return address: that rbp, saved by the
@@ -232,7 +233,9 @@ static int caller_frame(void *const *raw, int n, const void *return_address)
  * alternate signal stack or on a stack that is not the thread's own (a coroutine library's, which may be
  * freed), and a frame whose rbp points into it otherwise (gcc's dynamic realignment through r10, which it
  * uses where a realigned function also passes arguments on the stack: its caller's stack pointer is kept
- * in the frame; tests/programs/stacks.c has one). Learning walks the
+ * in the frame; tests/programs/stacks.c has one), a frame without unwind information (libunwind's guess
+ * reads what this does not check), and a chain shorter than asked for (it may end at such a guess).
+ * Learning walks the
  * stack through libunwind's cursor (about 2.5 us, against 60 ns for unw_backtrace), once per chain and
  * position: a set that keeps missing (chains that take turns beyond its two ways, a chain that cannot be
  * remembered) learns again only after 16 more misses. x86-64 only. */
@@ -247,6 +250,7 @@ static int (*g_unw_step)(unw_cursor_t *);
 static int (*g_unw_get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
 static int (*g_unw_get_save_loc)(unw_cursor_t *, int, unw_save_loc_t *);
 static int (*g_unw_is_signal_frame)(unw_cursor_t *);
+static int (*g_unw_get_proc_info)(unw_cursor_t *, unw_proc_info_t *);
 
 #define MPA_STR2(x) #x
 #define MPA_STR(x) MPA_STR2(x)
@@ -259,12 +263,14 @@ static int stack_cache_load(void *h)
   *(void **)&g_unw_get_reg = dlsym(h, MPA_STR(unw_get_reg));
   *(void **)&g_unw_get_save_loc = dlsym(h, MPA_STR(unw_get_save_loc));
   *(void **)&g_unw_is_signal_frame = dlsym(h, MPA_STR(unw_is_signal_frame));
+  *(void **)&g_unw_get_proc_info = dlsym(h, MPA_STR(unw_get_proc_info));
   return g_unw_getcontext && g_unw_init_local && g_unw_step && g_unw_get_reg && g_unw_get_save_loc &&
-         g_unw_is_signal_frame;
+         g_unw_is_signal_frame && g_unw_get_proc_info;
 }
 
 typedef struct stack_seen {
   uintptr_t ra, pos; /* ra 0: empty */
+  uintptr_t via;     /* where mpa_callsite_lookup was called: which wrapper's frame lies between */
   uint32_t id, used;
   int n;             /* places to check */
 } stack_seen;
@@ -293,12 +299,12 @@ static inline unsigned stack_set(uintptr_t ra, uintptr_t pos)
  * what it held where its layout is kept when that call was seen; else 0. Reads only places in live frames
  * above pos (other functions' frames: not the sanitizer's to check). */
 MPA_NO_SANITIZE_ADDRESS
-static uint32_t stack_known(struct mpa_stack_cache *c, uintptr_t ra, uintptr_t pos)
+static uint32_t stack_known(struct mpa_stack_cache *c, uintptr_t ra, uintptr_t pos, uintptr_t via)
 {
   const unsigned set = stack_set(ra, pos);
   for (unsigned w = 0; w < STACK_WAYS; w++) {
     stack_seen *e = seen_at(c, set * STACK_WAYS + w);
-    if (e->ra != ra || e->pos != pos) continue;
+    if (e->ra != ra || e->pos != pos || e->via != via) continue;
     const uintptr_t *place = places_of(e), *held = place + c->room;
     int k = 0;
     while (k < e->n && *(const volatile uintptr_t *)place[k] == held[k]) k++;
@@ -336,10 +342,12 @@ static struct mpa_stack_cache *stack_cache_new(void)
 /* Remembers the chain of a call from return address ra at stack position pos (its frames: frames[0, depth),
  * as unw_backtrace gave them, and its site id), walking the stack with libunwind's cursor from here. Nothing
  * is remembered where the walk disagrees, passes a signal's frame, or leaves the thread's stack. */
-__attribute__((noinline)) static void stack_learn(mpa_thread *ts, uintptr_t ra, uintptr_t pos, const uintptr_t *frames,
-                                                  int depth, uint32_t id)
+__attribute__((noinline)) static void stack_learn(mpa_thread *ts, uintptr_t ra, uintptr_t pos, uintptr_t via,
+                                                  const uintptr_t *frames, int depth, uint32_t id)
 {
-  if (!g_stack_cache_on || !id) return;
+  /* a chain shorter than asked for ends where libunwind found no caller, which may be its guess about a
+   * frame without unwind information: not remembered */
+  if (!g_stack_cache_on || !id || depth < mpa_cfg.stack_depth) return;
   if (!ts->stack_cache && !(ts->stack_cache = stack_cache_new())) return;
   struct mpa_stack_cache *c = ts->stack_cache;
   const unsigned set = stack_set(ra, pos);
@@ -383,20 +391,29 @@ __attribute__((noinline)) static void stack_learn(mpa_thread *ts, uintptr_t ra, 
       }
     }
     prev_sp = sp;
-    if (k < depth - 1 && (g_unw_get_reg(&cur, UNW_X86_64_RBP, &rbp) || g_unw_get_save_loc(&cur, UNW_X86_64_RBP, &rbp_at)))
+    /* the frames whose layout places the next: each with unwind information (libunwind guesses a frame
+     * without, from memory this does not check) */
+    unw_proc_info_t info;
+    if (k < depth - 1 && (g_unw_get_proc_info(&cur, &info) || g_unw_get_reg(&cur, UNW_X86_64_RBP, &rbp) ||
+                          g_unw_get_save_loc(&cur, UNW_X86_64_RBP, &rbp_at)))
       return;
   }
   if (k != depth - 1) return;
   stack_seen *e = seen_at(c, set * STACK_WAYS), *other = seen_at(c, set * STACK_WAYS + 1);
   if (!e->ra || !other->ra) c->relearn[set] = 0; /* an empty way taken: nobody's chain forgotten */
   if (e->ra && (!other->ra || other->used < e->used)) e = other; /* an empty way, or the older */
-  e->ra = ra;
+  /* written with ra last: a signal handler's call in between finds the entry empty, not half written */
+  e->ra = 0;
+  atomic_signal_fence(memory_order_seq_cst);
   e->pos = pos;
+  e->via = via;
   e->id = id;
   e->used = ++c->tick;
   e->n = n;
   memcpy(places_of(e), place, sizeof(uintptr_t) * (size_t)n);
   memcpy(places_of(e) + c->room, held, sizeof(uintptr_t) * (size_t)n);
+  atomic_signal_fence(memory_order_seq_cst);
+  e->ra = ra;
 }
 #endif /* MPA_STACK_CACHE */
 
@@ -413,6 +430,7 @@ uint32_t mpa_callsite_lookup(mpa_thread *ts, void *return_address)
   int depth = 1;
   uint64_t key;
   uintptr_t pos = 0;
+  const uintptr_t via = (uintptr_t)__builtin_return_address(0);
   frames[0] = (uintptr_t)return_address;
   if (mpa_cfg.stack_depth <= 1 || !g_backtrace) {
     key = frames[0];
@@ -420,7 +438,7 @@ uint32_t mpa_callsite_lookup(mpa_thread *ts, void *return_address)
     pos = (uintptr_t)__builtin_frame_address(0);
 #if MPA_STACK_CACHE
     if (ts->stack_cache) {
-      const uint32_t id = stack_known(ts->stack_cache, frames[0], pos);
+      const uint32_t id = stack_known(ts->stack_cache, frames[0], pos, via);
       if (id) return id;
     }
 #endif
@@ -456,7 +474,7 @@ uint32_t mpa_callsite_lookup(mpa_thread *ts, void *return_address)
     ts->cs_id[slot] = id;
   }
 #if MPA_STACK_CACHE
-  if (pos) stack_learn(ts, frames[0], pos, frames, depth, id);
+  if (pos) stack_learn(ts, frames[0], pos, via, frames, depth, id);
 #endif
   return id;
 }
