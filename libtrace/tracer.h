@@ -191,6 +191,9 @@ void mpa_json_str(mpa_bytes *b, const char *s);     /* appends a JSON string lit
 void mpa_json_raw(mpa_bytes *b, const char *s);
 void mpa_json_bytes(mpa_bytes *b, const mpa_bytes *json); /* appends JSON made elsewhere */
 void mpa_json_fmt(mpa_bytes *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Reads the MPI_T control variables the header holds (cvars) before MPI_Init, at the thread level asked
+ * for; mpa_header_json then writes them in rank 0's header instead of reading them. */
+void mpa_cvars_before_init(int thread_level);
 void mpa_header_json(mpa_bytes *b, int rank, int size, int thread_level, const char *job, const char *clock_name,
                      int64_t clock_offset_ns, const char *offset_method, uint64_t sync_tick,
                      uint64_t sync_ns, const mpa_bytes *message_probe);
