@@ -181,8 +181,9 @@ def main():
         print("%-11s" % "VmHWM" + "; ".join(
             "%s rank 0 %+.1f, the others %+.1f" % (r["setting"].split(")")[0] + ")" + (" depth 4" if "DEPTH" in r["setting"] else ""),
                                                   r["extra0"], r["extra_others"]) for r in split) + " MiB")
-        print("%-11s" % "" + "rank 0 alone reads the MPI library's settings through MPI_T in MPI_Init, once: Open MPI "
-              "4.1 opens every component for it (about 3 MiB for the time it takes); (a) and (p) are rank 0 alone.")
+        print("%-11s" % "" + "rank 0 alone reads the MPI library's settings through MPI_T, once (Open MPI 4.1 opens every "
+              "component for it: read just before MPI_Init, where most of that is given back before MPI takes its own); "
+              "(a) and (p) are rank 0 alone.")
     n = max((r["n"] for r in rows[:4]), default=0)
     notes = (
         ("added", f"traced minus untraced loop time / calls of one rank: median and min..max of {n} "
