@@ -474,7 +474,7 @@ class Simulation {
       case PeerUpdate::FlagRaised: {
         FlagLine& f = flag(u.id, u.flag, static_cast<int>(u.a));
         f.at[++f.raised % kFlagRing] = u.t;
-        for (int r : f.waiting) ready_.push_back(r);
+        for (int r : f.waiting) make_ready(r);
         f.waiting.clear();
         break;
       }
@@ -607,7 +607,7 @@ class Simulation {
         const Link* const first = links + op->first_link;
         const Link* const end = first + op->n_links;
         if (channels) {
-          if (op + kPrefetchOps < op_end) prefetch_messages(t_, op[kPrefetchOps]);
+          if (op_end - op > kPrefetchOps) prefetch_messages(t_, op[kPrefetchOps]);
           for (const Link* l = first; l != end; l++) {
             if (l->kind != Link::PostSend || l->id == kNone) continue;
             const Message& m = t_.messages[l->id];
@@ -761,7 +761,7 @@ class Simulation {
     Waiters& w = msg_[m].waiters;
     for (int32_t r = w.head; r >= 0;) {
       const int32_t next = next_msg_waiter_[r];
-      ready_.push_back(r);
+      make_ready(r);
       next_msg_waiter_[r] = -1;
       waits_on_msg_[r] = kNone;
       r = next;
@@ -909,7 +909,7 @@ class Simulation {
         for (auto& d : done) d = last + (P - 1) * msg(k);
     }
     coll_done_[c_id] = done;
-    for (int r : waiting_coll_[c_id]) ready_.push_back(r);
+    for (int r : waiting_coll_[c_id]) make_ready(r);
     waiting_coll_[c_id].clear();
   }
 
@@ -959,6 +959,7 @@ class Simulation {
   void wait_for_collective(uint32_t c_id, int rank) {
     ranks_[rank].parked = RankState::Parked::Collective;
     if (run_state_[c_id] != RunState::Algorithm) waiting_coll_[c_id].push_back(rank);
+    wake_rank(rank);  // a sender waiting for its progress may tell now when it takes a message (taken)
   }
 
   // ---- collectives as the library runs them (analyzer/collectives.hpp) --------------------------------
@@ -1324,7 +1325,7 @@ class Simulation {
     wake_coll(id);
   }
   void wake_coll(uint32_t id) {
-    for (int r : cmsg_[id].waiting) ready_.push_back(r);
+    for (int r : cmsg_[id].waiting) make_ready(r);
     cmsg_[id].waiting.clear();
   }
   void park_coll(uint32_t id, int rank) { add_waiter(cmsg_[id].waiting, rank); }
@@ -1391,7 +1392,7 @@ class Simulation {
         case CollStep::FlagSet: {
           FlagLine& own = flag(c_id, st.stream, pos);
           own.at[++own.raised % kFlagRing] = m.t;
-          for (int r : own.waiting) ready_.push_back(r);
+          for (int r : own.waiting) make_ready(r);
           own.waiting.clear();
           if (peers_) {
             PeerUpdate u;
@@ -1770,16 +1771,26 @@ class Simulation {
       auto& w = waiting_rank_[blocked_on_.id];
       if (std::find(w.begin(), w.end(), r) == w.end()) w.push_back(r);
       ranks_[blocked_on_.id].awaited = true;
-      return;
+      return;  // no wake here: two ranks each waiting for the other's progress would wake each other for ever
     }
     const uint32_t m = blocked_on_.id;
-    if (waits_on_msg_[r] == m) return;
-    if (waits_on_msg_[r] != kNone) leave_msg_list(r);  // released by a stall, it waits on another now
-    Waiters& w = msg_[m].waiters;
-    if (w.tail < 0) w.head = r;
-    else next_msg_waiter_[w.tail] = r;
-    w.tail = r;
-    waits_on_msg_[r] = m;
+    if (waits_on_msg_[r] != m) {
+      if (waits_on_msg_[r] != kNone) leave_msg_list(r);  // released by a stall, it waits on another now
+      Waiters& w = msg_[m].waiters;
+      if (w.tail < 0) w.head = r;
+      else next_msg_waiter_[w.tail] = r;
+      w.tail = r;
+      waits_on_msg_[r] = m;
+    }
+    wake_rank(r);  // a sender waiting for its progress may tell now when it takes a message (taken)
+  }
+  // A rank that may go on is no longer parked where it was: taken() reads where a rank is parked, and a
+  // rank made ready may have left that call already (its collective done, its message come); until it
+  // runs again, a sender asking about it waits for it. The answer then does not depend on which rank the
+  // replay happened to run first.
+  void make_ready(int r) {
+    ranks_[r].parked = RankState::Parked::None;
+    ready_.push_back(r);
   }
   void leave_msg_list(int r) {
     Waiters& w = msg_[waits_on_msg_[r]].waiters;
@@ -1793,7 +1804,7 @@ class Simulation {
   void wake_rank(int r) {
     if (!ranks_[r].awaited) return;
     ranks_[r].awaited = false;
-    for (int q : waiting_rank_[r]) ready_.push_back(q);
+    for (int q : waiting_rank_[r]) make_ready(q);
     waiting_rank_[r].clear();
   }
 
