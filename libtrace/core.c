@@ -35,6 +35,9 @@ static char g_path[sizeof mpa_cfg.dir + 32];
 static char g_hosts_differ;
 static char g_host_differs; /* this rank's host is not rank 0's */
 static int g_probe; /* rank 0's MPIADVISE_PROBE, which every rank follows (probe.c) */
+#ifdef OPEN_MPI
+static int g_ompi_version; /* the running Open MPI's, major * 10000 + minor * 100 + release; 0 unknown */
+#endif
 
 static void update_active(void) { mpa_active = g_enabled && g_started && !g_finished && !g_paused; }
 
@@ -642,6 +645,10 @@ static void check_process_mpi(void)
 #ifdef OPEN_MPI
   const char *ours = "Open MPI";
   mpa_foreign_mpi = strstr(v, "Open MPI") == NULL;
+  const char *at = strstr(v, "Open MPI v");
+  int major = 0, minor = 0, release = 0;
+  if (at && sscanf(at, "Open MPI v%d.%d.%d", &major, &minor, &release) == 3)
+    g_ompi_version = major * 10000 + minor * 100 + release;
 #else
   const char *ours = "MPICH";
   mpa_foreign_mpi = strstr(v, "Open MPI") != NULL; /* the MPICH ABI: MPICH, Intel MPI, MVAPICH */
@@ -671,8 +678,18 @@ static void check_process_mpi(void)
 static void before_init(int thread_level)
 {
 #ifdef OPEN_MPI
-  const char *on = getenv("MPIADVISE"), *r = launcher_rank();
+  /* Open MPI's own numbering (mpirun, or srun through PMIx): not a PMI_RANK left by an outer launcher */
+  const char *r = getenv("OMPI_COMM_WORLD_RANK");
+  if (!r || !*r) r = getenv("PMIX_RANK");
+  const char *on = getenv("MPIADVISE");
   if (mpa_foreign_mpi || (on && *on && says_off(on)) || !r || strcmp(r, "0") != 0) return;
+  /* Open MPI 4.1 before 4.1.4 dies in MPI_Init after MPI_T_finalize (opal_common_ucx's tls freed by
+   * mca_base_var_finalize: open-mpi/ompi#10409, fixed in 4.1.4), as 5.0 did before its release (#8860);
+   * read before MPI_Init only from 4.1.4 on in the 4.1 series, built and running, where it was measured */
+  if (g_ompi_version < 40104 || g_ompi_version >= 40200) return;
+#if !(OMPI_MAJOR_VERSION == 4 && OMPI_MINOR_VERSION == 1 && OMPI_RELEASE_VERSION >= 4)
+  return;
+#endif
   mpa_cvars_before_init(thread_level);
 #else
   (void)thread_level;

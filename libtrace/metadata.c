@@ -112,13 +112,13 @@ static int mentions_protocol_limit(const char *name)
  * lower: Open MPI's MPI_T_init_thread sets the MPI library's own thread level to the one it is given
  * (ompi_mpi_thread_level), so MPI_THREAD_SINGLE here made MPI_Query_thread answer SINGLE to a program
  * that had been provided MULTIPLE, and turned off Open MPI's support for concurrent calls. */
-static void mpi_t_cvars(mpa_bytes *b, int thread_level)
+static int mpi_t_cvars(mpa_bytes *b, int thread_level)
 {
   int provided, n = 0, first = 1;
   mpa_json_raw(b, "{");
   if (PMPI_T_init_thread(thread_level, &provided) != MPI_SUCCESS) {
     mpa_json_raw(b, "}");
-    return;
+    return 0;
   }
   PMPI_T_cvar_get_num(&n);
   for (int i = 0; i < n; i++) {
@@ -168,6 +168,7 @@ static void mpi_t_cvars(mpa_bytes *b, int thread_level)
   }
   PMPI_T_finalize();
   mpa_json_raw(b, "}");
+  return 1;
 }
 
 /* Rank 0's control variables, read before MPI_Init by mpa_cvars_before_init (empty: not read then). */
@@ -178,7 +179,7 @@ void mpa_cvars_before_init(int thread_level)
   static int done;
   if (done) return;
   done = 1;
-  mpi_t_cvars(&g_early_cvars, thread_level);
+  if (!mpi_t_cvars(&g_early_cvars, thread_level)) mpa_bytes_free(&g_early_cvars); /* read after MPI_Init */
 }
 
 static void mpi_environment(mpa_bytes *b)

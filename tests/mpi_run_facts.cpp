@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 
@@ -56,8 +57,14 @@ TEST_CASE("the header records the eager limits read through MPI_T and the MPI en
     if (mpi().openmpi()) {
       if (log->rank() == 0) CHECK(cvars.at("btl_tcp_eager_limit") == 8192);
       // read before MPI_Init (libtrace/core.c before_init: rank 0's peak memory 1.1 MiB less), when every
-      // component's variables are registered: vader's too, in a run that selected self and tcp
-      if (log->rank() == 0) CHECK(cvars.contains("btl_vader_eager_limit"));
+      // component's variables are registered: vader's too, in a run that selected self and tcp (from
+      // Open MPI 4.1.4 on in the 4.1 series: before it, MPI_Init failed after MPI_T_finalize)
+      int major = 0, minor = 0, release = 0;
+      const std::string lib = h.at("mpi_library").get<std::string>();
+      const auto at = lib.find("Open MPI v");
+      if (at != std::string::npos && std::sscanf(lib.c_str() + at, "Open MPI v%d.%d.%d", &major, &minor, &release) == 3 &&
+          major == 4 && minor == 1 && release >= 4 && log->rank() == 0)
+        CHECK(cvars.contains("btl_vader_eager_limit"));
       CHECK(h.at("env").at("OMPI_MCA_btl_tcp_eager_limit") == "8192");
     } else {  // UCX's threshold is no MPI_T variable: the environment carries it
       if (log->rank() == 0) CHECK(cvars.contains("MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE"));
