@@ -324,7 +324,6 @@ class Simulation {
     // what the rank waits for while parked in its current call (none: it runs, or is ready to)
     enum class Parked { None, Message, Rank, Collective } parked = Parked::None;
     uint32_t parked_id = 0;
-    bool awaited = false;  // ranks wait for this one's progress (waiting_rank_)
   };
   // The eager messages from one rank to another, in the sender's order, and the first of them that may
   // still be in the receiver's eager buffer.
@@ -1770,7 +1769,6 @@ class Simulation {
     if (blocked_on_.on_rank) {
       auto& w = waiting_rank_[blocked_on_.id];
       if (std::find(w.begin(), w.end(), r) == w.end()) w.push_back(r);
-      ranks_[blocked_on_.id].awaited = true;
       return;  // no wake here: two ranks each waiting for the other's progress would wake each other for ever
     }
     const uint32_t m = blocked_on_.id;
@@ -1802,8 +1800,7 @@ class Simulation {
     waits_on_msg_[r] = kNone;
   }
   void wake_rank(int r) {
-    if (!ranks_[r].awaited) return;
-    ranks_[r].awaited = false;
+    if (waiting_rank_.empty() || waiting_rank_[r].empty()) return;
     for (int q : waiting_rank_[r]) make_ready(q);
     waiting_rank_[r].clear();
   }

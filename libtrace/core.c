@@ -677,25 +677,21 @@ static void check_process_mpi(void)
  * rank 0's peak no higher than the other ranks' (measured). */
 static void before_init(int thread_level)
 {
-#ifdef OPEN_MPI
+  (void)thread_level;
+  /* Open MPI 4.1 before 4.1.4 dies in MPI_Init after MPI_T_finalize (opal_common_ucx's tls freed by
+   * mca_base_var_finalize: open-mpi/ompi#10409, fixed in 4.1.4), as 5.0 did before its release (#8860):
+   * read before MPI_Init only from 4.1.4 on in the 4.1 series, built and running, where it was measured */
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION == 4 && OMPI_MINOR_VERSION == 1 && OMPI_RELEASE_VERSION >= 4
   /* Open MPI's own numbering (mpirun, or srun through PMIx): not a PMI_RANK left by an outer launcher */
   const char *r = getenv("OMPI_COMM_WORLD_RANK");
   if (!r || !*r) r = getenv("PMIX_RANK");
   const char *on = getenv("MPIADVISE");
   if (mpa_foreign_mpi || (on && *on && says_off(on)) || !r || strcmp(r, "0") != 0) return;
-  /* Open MPI 4.1 before 4.1.4 dies in MPI_Init after MPI_T_finalize (opal_common_ucx's tls freed by
-   * mca_base_var_finalize: open-mpi/ompi#10409, fixed in 4.1.4), as 5.0 did before its release (#8860);
-   * read before MPI_Init only from 4.1.4 on in the 4.1 series, built and running, where it was measured */
   if (g_ompi_version < 40104 || g_ompi_version >= 40200) return;
   /* nor under ThreadSanitizer: with its runtime in the process, a program of MPI_T_init_thread,
    * MPI_T_finalize and MPI_Init alone dies of a segmentation fault in Open MPI 4.1.4 (here) */
   if (dlsym(RTLD_DEFAULT, "__tsan_init")) return;
-#if !(OMPI_MAJOR_VERSION == 4 && OMPI_MINOR_VERSION == 1 && OMPI_RELEASE_VERSION >= 4)
-  return;
-#endif
   mpa_cvars_before_init(thread_level);
-#else
-  (void)thread_level;
 #endif
 }
 
