@@ -128,9 +128,9 @@ $(call mpi_libdir,$(1))/libmpiadvise.so: $(patsubst libtrace/%.c,$(BUILD)/obj/li
 	@mkdir -p $$(dir $$@)
 	$(MPICC_$(1)) -shared -o $$@ $$^ -lzstd -ldl -lpthread
 
-$(call mpi_libdir,$(1))/mpiadvise-calibrate-bench: cli/calibrate_bench.c
+$(call mpi_libdir,$(1))/mpiadvise-calibrate-bench: cli/calibrate_bench.c libtrace/sent_data.h
 	@mkdir -p $$(dir $$@)
-	$(MPICC_$(1)) -O2 -g $(WARN_C) -o $$@ $$<
+	$(MPICC_$(1)) -O2 -g $(WARN_C) -Ilibtrace -o $$@ $$<
 
 $(BUILD)/$(1)/examples/%: examples/%.c examples/compute.h
 	@mkdir -p $$(dir $$@)

@@ -4,7 +4,7 @@
  * the model. So rank 0 and a partner (rank 1, or the first rank on another host: core.c) time a few round
  * trips of the sizes below on the tracer's own communicator,
  * at MPI_Init and at MPI_Finalize, the way calibrate's benchmark times them (cli/calibrate_bench.c:
- * each rank writes what it sends just before sending it, the partner's writing is timed and taken out, the
+ * each rank writes what it sends just before sending it, as sent_data.h says, the partner's writing is timed and taken out, the
  * partner receives at once). Rank 0 records them in its header and its trailer ("message_probe"), and the report
  * replays the run at the speed they show against the set's model (analyzer/model_fit.cpp, probe_speed).
  * The sizes are taken in turn, round after round, so that a moment of the machine's touches each of them
@@ -18,15 +18,11 @@
 #include <sys/mman.h>
 
 #include "clock.h"
+#include "sent_data.h"
 #include "tracer.h"
 
 enum { kSizes = 5, kWarmup = 4, kRounds = 8, kRun = 3, kTimed = kRounds * (kRun - 1), kTag = 2 };
 static const int kBytes[kSizes] = {0, 1024, 8192, 65536, 262144};
-
-static void write_lines(char *buf, int k)
-{
-  for (int i = 0; i < k; i += 64) buf[i]++;
-}
 
 void mpa_probe_messages(MPI_Comm comm, int rank, int size, int partner, mpa_bytes *json)
 {
@@ -53,7 +49,7 @@ void mpa_probe_messages(MPI_Comm comm, int rank, int size, int partner, mpa_byte
         /* the first of a run follows another size: not timed (below) */
         const int timed = r >= kWarmup && j > 0, at = (r - kWarmup) * (kRun - 1) + j - 1;
         if (rank == 0) {
-          write_lines(sbuf, k);
+          mpa_write_sent(sbuf, rbuf, k);
           uint64_t t0 = mpa_monotonic_ns();
           PMPI_Send(sbuf, k, MPI_BYTE, peer, kTag, comm);
           PMPI_Recv(rbuf, k, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE);
@@ -61,7 +57,7 @@ void mpa_probe_messages(MPI_Comm comm, int rank, int size, int partner, mpa_byte
         } else {
           PMPI_Recv(rbuf, k, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE);
           uint64_t t0 = mpa_monotonic_ns();
-          write_lines(sbuf, k);
+          mpa_write_sent(sbuf, rbuf, k);
           if (timed) wrote[i][at] = (double)(mpa_monotonic_ns() - t0);
           PMPI_Send(sbuf, k, MPI_BYTE, peer, kTag, comm);
         }
