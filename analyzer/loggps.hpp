@@ -110,7 +110,8 @@ struct LogGPSParams {
   // 8 KiB 8.2 and 4.0, 1-2 KiB (copied through the FIFO) 0.84-0.89 times; MPICH's UCX shared memory above
   // its S 0.41-0.47 times, its eager 2-8 KiB about 0.85 (one untraced benchmark run each, 15 repetitions
   // a size, the two phases one after the other). Measured by calibrate (round trips with neither
-  // rank writing its buffer between its sends). 1 where empty.
+  // rank writing its buffer between its sends; those figures with data written a byte a cache line, as
+  // calibrate wrote it before 2026-11-28: libtrace/sent_data.h). 1 where empty.
   std::optional<double> resend_buffered, resend_rendezvous;
   // The most bytes of a message sent again that the caches still hold ([resend] cached_bytes): a larger
   // message costs its first resend_cached_bytes at the factor and the rest as data just written

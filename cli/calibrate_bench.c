@@ -186,13 +186,13 @@ static void print_env(void)
 
 /* The k bytes a send carries are written just before it (mpa_write_sent, libtrace/sent_data.h: copied from
  * the receive buffer, as a code packs what it sends; the tracer's probe writes alike). Sending from a
- * buffer nobody wrote measures another machine: calloc's untouched pages are the kernel's one zero page, always cached, and a line
- * written elsewhere long ago is clean. Over Open MPI's shared memory (untraced ping-pongs, 1000 round trips,
- * `mpirun -np 2 --mca btl vader,self`) a 128 KiB round trip took 14.6 us from an unwritten buffer and
- * 24.1 us from a freshly written one, 1 MiB 86 against 211 us (CMA reads the lines out of the sender's
- * cache), 8 KiB 3.8-6.3 against 5.3-5.4 (two runs: no direction); loopback TCP at 128 KiB 82 against
- * 70 us. The halo example, which sends the cells its stencil just wrote, was predicted 22% fast from the
- * unwritten buffer. */
+ * buffer nobody wrote measures another machine: calloc's untouched pages are the kernel's one zero page,
+ * always cached, and a line written elsewhere long ago is clean. Over Open MPI's shared memory (untraced
+ * ping-pongs, 1000 round trips, `mpirun -np 2 --mca btl vader,self`) a 128 KiB round trip took 14.6 us
+ * from an unwritten buffer and 24.1 us from a freshly written one, 1 MiB 86 against 211 us (CMA reads the
+ * lines out of the sender's cache), 8 KiB 3.8-6.3 against 5.3-5.4 (two runs: no direction); loopback TCP
+ * at 128 KiB 82 against 70 us. The halo example, which sends the cells its stencil just wrote, was
+ * predicted 22% fast from the unwritten buffer. */
 /* n round trips of k bytes (after kWarmup more), rank 1 computing w ns before each receive. Rank 0 keeps
  * in rtt the period of its loop, from one send's call to the next one's (the time of a round trip in the
  * steady state), and in snd each send's time. A rank descheduled between two round trips lengthens the
