@@ -193,6 +193,7 @@ static void print_env(void)
  * lines out of the sender's cache), 8 KiB 3.8-6.3 against 5.3-5.4 (two runs: no direction); loopback TCP
  * at 128 KiB 82 against 70 us. The halo example, which sends the cells its stencil just wrote, was
  * predicted 22% fast from the unwritten buffer. */
+
 /* n round trips of k bytes (after kWarmup more), rank 1 computing w ns before each receive. Rank 0 keeps
  * in rtt the period of its loop, from one send's call to the next one's (the time of a round trip in the
  * steady state), and in snd each send's time. A rank descheduled between two round trips lengthens the

@@ -4,8 +4,8 @@
  * the model. So rank 0 and a partner (rank 1, or the first rank on another host: core.c) time a few round
  * trips of the sizes below on the tracer's own communicator,
  * at MPI_Init and at MPI_Finalize, the way calibrate's benchmark times them (cli/calibrate_bench.c:
- * each rank writes what it sends just before sending it, as sent_data.h says, the partner's writing is timed and taken out, the
- * partner receives at once). Rank 0 records them in its header and its trailer ("message_probe"), and the report
+ * each rank writes what it sends just before sending it, as sent_data.h says, the partner's writing is
+ * timed and taken out, the partner receives at once). Rank 0 records them in its header and its trailer ("message_probe"), and the report
  * replays the run at the speed they show against the set's model (analyzer/model_fit.cpp, probe_speed).
  * The sizes are taken in turn, round after round, so that a moment of the machine's touches each of them
  * alike, three round trips of a size in a row of which the first is not timed: a round trip just after one
