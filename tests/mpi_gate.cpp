@@ -22,10 +22,11 @@ using json = nlohmann::json;
 namespace {
 
 
-fs::path traced(const std::string& a_bytes, const std::string& b_bytes) {
+// late_ms: how long the receiver computes before each receive
+fs::path traced(const std::string& a_bytes, const std::string& b_bytes, const std::string& late_ms = "2") {
   JobSpec s;
   s.program = "two_sites";
-  s.args = {a_bytes, b_bytes, "10", "2"};
+  s.args = {a_bytes, b_bytes, "10", late_ms};
   s.transport = Transport::Tcp;
   auto run = run_job(s);
   INFO(run.err);
@@ -206,6 +207,9 @@ TEST_CASE("a message grown past S to 256 KiB at one call site under TCP fails th
   CHECK((*check_named(g, "metrics", "rendezvous_messages"))["failed"] == true);
   CHECK(regression_named(fail.out, site_b));
   CHECK_FALSE(regression_named(fail.out, site_a));
+  // counts failed: no single run can have made that, so no note that a second one might take it back
+  CHECK(fail.out.find("\nnote: ") == std::string::npos);
+  CHECK(g["note"] == "");
 
   // JUnit XML as GitLab and Jenkins read it: well-formed, a test case per metric and per call site
   const std::string counts = python_reads(
@@ -254,6 +258,39 @@ TEST_CASE("a message grown past S to 256 KiB at one call site under TCP fails th
   INFO(many_grown.out << many_grown.err);
   CHECK(many_grown.status == 1);
   CHECK(regression_named(many_grown.out, site_b));
+}
+
+TEST_CASE("a failure of times alone with one run a side carries a note to gate several runs a side", "[gate][note]") {
+  // The receiver computes 10 ms before each receive instead of 1: the predicted time grows tenfold, the
+  // counts are the same. A real regression, but one that a single run a side on a machine whose speed
+  // moves between runs could also show: the gate fails and says what would tell the two apart. (Tenfold,
+  // so that two runs a side fail too on a loaded machine: there the 1 ms computations overran by a
+  // time slice now and then, two runs of one side differed by a quarter, and the band, 4 standard
+  // deviations estimated from two runs, grew to more than the side's figure.)
+  const fs::path base = traced("4096", "4096", "1"), slow = traced("4096", "4096", "10");
+  const fs::path out = fresh_dir("gate-note");
+  auto one = run_command(mpiadvise_cmd() + " gate --baseline " + base.string() + " --candidate " + slow.string() +
+                         " --json " + (out / "one.json").string() + " --markdown " + (out / "one.md").string());
+  INFO(one.out << one.err);
+  CHECK(one.status == 1);
+  const json v = json::parse(read_text(out / "one.json"));
+  const json* t = check_named(v, "metrics", "predicted_time");
+  REQUIRE(t != nullptr);
+  CHECK((*t)["failed"] == true);
+  CHECK((*check_named(v, "metrics", "messages"))["failed"] == false);
+  CHECK(one.out.find("\nnote: only times failed, and the baseline and the candidate each had one run") != std::string::npos);
+  CHECK(v["note"].get<std::string>().find("gate two or more runs a side") != std::string::npos);
+  CHECK(read_text(out / "one.md").find("Note: only times failed") != std::string::npos);
+
+  // two runs a side, traced in turn: the spread between them is in the band, and the gate fails without the note
+  const fs::path slow2 = traced("4096", "4096", "10"), base2 = traced("4096", "4096", "1");
+  auto two = run_command(mpiadvise_cmd() + " gate --baseline " + base.string() + " --candidate " + slow.string() +
+                         " --candidate " + slow2.string() + " --baseline " + base2.string());
+  INFO(two.out << two.err);
+  CHECK(two.status == 1);
+  CHECK(two.out.find("2 baseline runs and 2 candidate runs") != std::string::npos);
+  CHECK(two.out.find("regression: predicted_time") != std::string::npos);
+  CHECK(two.out.find("\nnote: ") == std::string::npos);
 }
 
 TEST_CASE("the same log gives the same modelled figures: gated against itself, nothing changes", "[gate]") {
@@ -343,16 +380,37 @@ TEST_CASE("the CI examples' script traces both builds and gates them", "[gate][c
   mpirun.replace(mpirun.find(" -np 0"), 6, "");
   const std::string env = "MPIADVISE='" + mpiadvise_cmd() + "' OUT='" + out.string() + "' MPIRUN=\"" + mpirun + "\" ";
   const std::string script = (fs::path(MPA_SOURCE_DIR) / "docs" / "ci" / "mpi-gate.sh").string();
-  auto same = run_command(env + script + " '" + program + " 4096 4096' '" + program + " 4096 4096'");
+  // MPICH 4.0.2 over UCX now and then hangs a job in MPI_Finalize (run_job in support.cpp; seen here in
+  // this test too: one rank in the process manager's barrier, the other in ucp_worker_progress, as
+  // MPICH's finalize disconnected before its barrier until 4.2): the script, which runs four jobs, has a
+  // time limit, and is run again, twice at most, when it hits it under MPICH
+  auto run_script = [&](const std::string& args) {
+    JobResult r = run_command("timeout 120 env " + env + script + args);
+    for (int again = 0; r.status == 124 && mpi().mpich() && again < 2; again++) {
+      WARN("mpi-gate.sh timed out under MPICH: run again");
+      r = run_command("timeout 120 env " + env + script + args);
+    }
+    return r;
+  };
+  auto same = run_script(" '" + program + " 4096 4096' '" + program + " 4096 4096'");
   INFO(same.out << same.err);
   CHECK(same.status == 0);
   for (const char* f : {"report.json", "report.md", "gate.xml", "gate.md", "gate.json"}) CHECK(fs::exists(out / f));
-  auto grown = run_command(env + script + " '" + program + " 4096 4096' '" + program + " 4096 131072'");
+  // two runs a side by default, each side a directory of runs
+  const json v = json::parse(read_text(out / "gate.json"));
+  CHECK(v["baseline_runs"] == 2);
+  CHECK(v["candidate_runs"] == 2);
+  for (const char* side : {"baseline-logs", "candidate-logs"})
+    for (const char* run : {"run-1", "run-2"}) CHECK(fs::exists(out / side / run / "rank-00000.mpa"));
+  auto grown = run_script(" '" + program + " 4096 4096' '" + program + " 4096 131072'");
   INFO(grown.out << grown.err);
   CHECK(grown.status == 1);
   CHECK(read_text(out / "gate.md").find(site_line("site B")) != std::string::npos);
   auto usage = run_command(env + script + " only-one");
   CHECK(usage.status == 2);
+  auto runs = run_command("RUNS=none " + env + script + " '" + program + "' '" + program + "'");
+  CHECK(runs.status == 2);
+  CHECK(runs.err.find("RUNS=none") != std::string::npos);
 }
 
 TEST_CASE("a site whose line moved (code added above it) is still compared with itself", "[gate]") {
