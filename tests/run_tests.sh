@@ -4,8 +4,11 @@
 # its test cases counted each time; there a test tagged [openmpi-only] runs under Open MPI alone and one
 # tagged [mpich-only] under MPICH alone (what it checks exists only in that MPI). Each run's whole output is kept in logs/ beside the binary; the
 # failures are named again just before the total, so that the last lines of a CI log say what failed and
-# where.
+# where. Each run has MPA_TEST_TIMEOUT seconds (default 1200; the longest, mpi_report under one MPI, takes
+# about 200 here): a job that hangs (MPICH 4.0.2 over UCX now and then does, in MPI_Finalize) fails its
+# binary with the time limit named, instead of holding the whole check until CI gives up with nothing said.
 set -u
+limit=${MPA_TEST_TIMEOUT:-1200}
 passed=0
 failed=0
 failures=""
@@ -24,15 +27,16 @@ for run in "${runs[@]}"; do
   mkdir -p "$(dirname "$bin")/logs"
   log="$(dirname "$bin")/logs/$(basename "$bin")${mpi:+-$mpi}.log"
   case "$mpi" in
-    openmpi) out=$(MPA_TEST_MPI=$mpi "$bin" '~[mpich-only]' 2>&1) ;;
-    mpich) out=$(MPA_TEST_MPI=$mpi "$bin" '~[openmpi-only]' 2>&1) ;;
-    *) out=$("$bin" 2>&1) ;;
+    openmpi) out=$(MPA_TEST_MPI=$mpi timeout -k 30 "$limit" "$bin" '~[mpich-only]' 2>&1 </dev/null) ;;
+    mpich) out=$(MPA_TEST_MPI=$mpi timeout -k 30 "$limit" "$bin" '~[openmpi-only]' 2>&1 </dev/null) ;;
+    *) out=$(timeout -k 30 "$limit" "$bin" 2>&1 </dev/null) ;;
   esac
   status=$?
+  [ "$status" -eq 124 ] && out+=$'\n'"$name: killed after $limit s (MPA_TEST_TIMEOUT): a test hung"
   printf '%s\n' "$out" >"$log"
   if [ "$status" -ne 0 ]; then
     failures+="-- $name (whole output: $log)"$'\n'
-    failures+=$(printf '%s\n' "$out" | grep -E -A8 ': FAILED:$|^[^ ].*: (error|fatal error):' | grep -v '^$' | head -n 60)$'\n'
+    failures+=$(printf '%s\n' "$out" | grep -E -A8 ': FAILED:$|^[^ ].*: (error|fatal error):|: killed after [0-9]+ s' | grep -v '^$' | head -n 60)$'\n'
   fi
   printf '%s\n' "$out" | grep -v '^$' | tail -n 40
   if line=$(printf '%s\n' "$out" | grep -E '^All tests passed' | tail -1) && [ -n "$line" ]; then
@@ -45,6 +49,7 @@ for run in "${runs[@]}"; do
     failed=$((failed + ${f:-1}))
   else
     echo "$name: no result (exit status $status)"
+
     failed=$((failed + 1))
   fi
 done
