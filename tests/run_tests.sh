@@ -9,6 +9,7 @@
 # binary with the time limit named, instead of holding the whole check until CI gives up with nothing said.
 set -u
 limit=${MPA_TEST_TIMEOUT:-1200}
+case "$limit" in '' | *[!0-9]*) echo "run_tests.sh: MPA_TEST_TIMEOUT=$limit is not a number of seconds" >&2; exit 2 ;; esac
 passed=0
 failed=0
 failures=""
@@ -26,17 +27,21 @@ for run in "${runs[@]}"; do
   echo "== $name"
   mkdir -p "$(dirname "$bin")/logs"
   log="$(dirname "$bin")/logs/$(basename "$bin")${mpi:+-$mpi}.log"
+  start=$SECONDS
   case "$mpi" in
     openmpi) out=$(MPA_TEST_MPI=$mpi timeout -k 30 "$limit" "$bin" '~[mpich-only]' 2>&1 </dev/null) ;;
     mpich) out=$(MPA_TEST_MPI=$mpi timeout -k 30 "$limit" "$bin" '~[openmpi-only]' 2>&1 </dev/null) ;;
     *) out=$(timeout -k 30 "$limit" "$bin" 2>&1 </dev/null) ;;
   esac
   status=$?
-  [ "$status" -eq 124 ] && out+=$'\n'"$name: killed after $limit s (MPA_TEST_TIMEOUT): a test hung"
+  # 124: stopped at the limit; 137: killed 30 s after that (or by the kernel: then well before the limit)
+  if [ "$status" -eq 124 ] || { [ "$status" -eq 137 ] && [ $((SECONDS - start)) -ge "$limit" ]; }; then
+    out+=$'\n'"$name: stopped at the limit of $limit s (MPA_TEST_TIMEOUT): a test hung"
+  fi
   printf '%s\n' "$out" >"$log"
   if [ "$status" -ne 0 ]; then
     failures+="-- $name (whole output: $log)"$'\n'
-    failures+=$(printf '%s\n' "$out" | grep -E -A8 ': FAILED:$|^[^ ].*: (error|fatal error):|: killed after [0-9]+ s' | grep -v '^$' | head -n 60)$'\n'
+    failures+=$(printf '%s\n' "$out" | grep -E -A8 ': FAILED:$|^[^ ].*: (error|fatal error):|: stopped at the limit of [0-9]+ s' | grep -v '^$' | head -n 60)$'\n'
   fi
   printf '%s\n' "$out" | grep -v '^$' | tail -n 40
   if line=$(printf '%s\n' "$out" | grep -E '^All tests passed' | tail -1) && [ -n "$line" ]; then
@@ -49,7 +54,6 @@ for run in "${runs[@]}"; do
     failed=$((failed + ${f:-1}))
   else
     echo "$name: no result (exit status $status)"
-
     failed=$((failed + 1))
   fi
 done
