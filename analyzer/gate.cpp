@@ -264,6 +264,14 @@ Check site_check(const SitePair& p, size_t nb, size_t nc, double allowed, double
 
 }  // namespace
 
+bool failed_on_times_of_one_run(const Verdict& v) {
+  if (!v.failed || v.baseline_runs == 0 || (v.baseline_runs > 1 && v.candidate_runs > 1)) return false;
+  for (const auto& k : v.checks)
+    for (const auto& f : k.figures)
+      if (f.failed && (!f.time || k.group == CheckGroup::Budgets)) return false;
+  return true;
+}
+
 Verdict compare(const std::vector<RunFigures>& baseline, const std::vector<RunFigures>& candidate,
                 const GateOptions& options) {
   Verdict v;

@@ -158,4 +158,9 @@ struct Verdict {
 Verdict compare(const std::vector<RunFigures>& baseline, const std::vector<RunFigures>& candidate,
                 const GateOptions& options);
 
+// Whether the verdict failed on time figures alone (no count and no budget failed) with a side of a single
+// run, whose band holds nothing of how the machine's speed moves from one run to the next: one run a side
+// of examples/halo.c over TCP with the cores loaded failed at +6.8% twice in a row on one machine.
+bool failed_on_times_of_one_run(const Verdict& v);
+
 }  // namespace mpiadvise::gate

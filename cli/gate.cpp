@@ -220,15 +220,10 @@ std::string method_text(const gate::Verdict& v) {
                      v.baseline_runs > 1 || v.candidate_runs > 1 ? " and from the spread of each side's runs" : "");
 }
 
-// What to do before taking a failure for the program's: where only time figures failed (no count failed,
-// no budget failed) and a side had a single run, whose band holds nothing of how the machine's speed
-// moves from one run to the next (one run a side of examples/halo.c over TCP with the cores loaded failed
-// at +6.8% twice in a row on one machine). Empty otherwise.
+// What to do before taking a failure for the program's, where it failed on times alone with a side of one
+// run (gate::failed_on_times_of_one_run); empty otherwise.
 std::string single_run_note(const gate::Verdict& v) {
-  if (!v.failed || v.baseline_runs == 0 || (v.baseline_runs > 1 && v.candidate_runs > 1)) return "";
-  for (const auto& k : v.checks)
-    for (const auto& f : k.figures)
-      if (f.failed && (!f.time || k.group == gate::CheckGroup::Budgets)) return "";
+  if (!gate::failed_on_times_of_one_run(v)) return "";
   return fmt::format("only times failed, and the {} had one run: a single run's band holds nothing of how the "
                      "machine's speed moves between runs; where the change should not have slowed the program, gate "
                      "two or more runs a side, traced in turn (mpiadvise-gate(1)), before taking this for a regression",
