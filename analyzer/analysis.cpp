@@ -157,7 +157,7 @@ void check_memory(const JobLog& job) {
     }
   }
   if (need <= static_cast<double>(avail)) return;
-  throw std::runtime_error(fmt::format(
+  throw MemoryError(fmt::format(
       "{}: the logs of {} ranks hold {} MPI calls, and their analysis needs about {} ({:.0f} bytes a call{}) where "
       "{} is available; analyse them on a machine with that memory{}, or trace only the part of the run that "
       "matters (MPI_Pcontrol(0) pauses tracing, MPI_Pcontrol(1) resumes it)",

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,11 @@ struct Analysis {
 // this process may still take (the system's, its cgroup's, its address-space limit); where it fits but
 // not with analysis_threads() replays at once, lowers them to as many as fit, and says so on stderr.
 void check_memory(const JobLog& job);
+// What check_memory throws: logs whose analysis cannot fit, said in one line.
+class MemoryError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // The speed a replay goes at: by default the run's own (its round trips, else the [machine] speeds); at_set:
 // the chosen set's own (--at-set-speed); factor: the set's times multiplied by it (--speed F), e.g. the

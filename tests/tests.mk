@@ -14,7 +14,8 @@ PROGRAM_NAMES := $(patsubst tests/programs/%.c,%,$(wildcard tests/programs/*.c))
                  cxx_stages cxx_stages_split cxx_stages_symtab cxx_stages_dynsym cxx_stages_clang
 TEST_PROGRAMS := $(foreach m,$(MPIS),$(addprefix $(TEST_DIR)/programs/$(m)/,$(PROGRAM_NAMES)))
 
-$(TEST_DIR)/obj/%.o: tests/%.cpp tests/support.hpp $(wildcard analyzer/*.hpp) libtrace/format.h libtrace/codec.h $(BUILD)/gen/call_ids.h
+$(TEST_DIR)/obj/%.o: tests/%.cpp tests/support.hpp $(wildcard analyzer/*.hpp) libtrace/format.h libtrace/codec.h $(BUILD)/gen/call_ids.h \
+                     $(wildcard tests/fuzz/*.hpp)
 	@mkdir -p $(dir $@)
 	$(CXX) $(TEST_CXXFLAGS) -c $< -o $@
 
@@ -80,7 +81,8 @@ unit: $(CLI_BIN) $(SYNTH_BIN) $(UNIT_BINS)
 .PRECIOUS: $(TEST_DIR)/obj/%.o
 .PHONY: tests unit
 
-# ---- fuzzing (libFuzzer with clang): the log reader on whole files, and the header parser ------------------
+# ---- fuzzing (libFuzzer with clang): the log reader on whole files, the header parser, and the whole analysis
+# of a job's logs (the report's: matching, replay, waits, advice, gate figures, charts) -------------------------
 # make fuzz-smoke runs each target for FUZZ_SECONDS (60) from the committed seeds in tests/fuzz/corpus, after
 # every committed regression input in tests/fuzz/regressions; new inputs go to $(BUILD)/fuzz/corpus-*.
 FUZZ_CXX      ?= clang++
@@ -88,18 +90,29 @@ FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 FUZZ_DIR      := $(BUILD)/fuzz
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_TARGETS  := log_reader header
+FUZZ_TARGETS  := log_reader header analysis
 FUZZ_READER   := analyzer/log_reader.cpp analyzer/log_events.cpp analyzer/log_header.cpp analyzer/request_table.cpp \
                  analyzer/text_escape.cpp
+# the analysis target: every analyzer source, built for the fuzzer
+FUZZ_ANALYZER := $(patsubst analyzer/%.cpp,$(FUZZ_DIR)/analyzer/%.o,$(ANALYZER_SRC))
 
 $(FUZZ_DIR)/codec.o: libtrace/codec.c libtrace/codec.h libtrace/format.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) -Ilibtrace -c $< -o $@
 
-$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.cpp tests/fuzz/targets.hpp $(FUZZ_READER) $(wildcard analyzer/*.hpp) \
-                    $(FUZZ_DIR)/codec.o $(BUILD)/gen/call_ids.h
-	$(FUZZ_CXX) -std=c++20 -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) $(CXX_INC) -Itests/fuzz $< $(FUZZ_READER) \
-	  $(FUZZ_DIR)/codec.o -lzstd -lfmt -o $@
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.cpp tests/fuzz/targets.hpp tests/fuzz/log_mutator.hpp $(FUZZ_READER) \
+                    $(wildcard analyzer/*.hpp) $(FUZZ_DIR)/codec.o $(BUILD)/gen/call_ids.h
+	$(FUZZ_CXX) -std=c++20 -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) $(CXX_INC) -Itests/fuzz -DMPA_FUZZ_READER_ONLY $< \
+	  $(FUZZ_READER) $(FUZZ_DIR)/codec.o -lzstd -lfmt -o $@
+
+$(FUZZ_DIR)/analyzer/%.o: analyzer/%.cpp $(wildcard analyzer/*.hpp) libtrace/format.h libtrace/codec.h $(BUILD)/gen/call_ids.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) -std=c++20 -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(CXX_INC) -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_analysis: tests/fuzz/fuzz_analysis.cpp tests/fuzz/targets.hpp tests/fuzz/log_mutator.hpp \
+                           $(FUZZ_ANALYZER) $(FUZZ_DIR)/codec.o
+	$(FUZZ_CXX) -std=c++20 -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) $(CXX_INC) -Itests/fuzz $< $(FUZZ_ANALYZER) \
+	  $(FUZZ_DIR)/codec.o $(CXX_LIBS) -lpthread -o $@
 
 fuzz: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 

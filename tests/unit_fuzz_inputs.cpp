@@ -41,6 +41,43 @@ TEST_CASE("the log reader's fuzz inputs read without a crash", "[fuzz]") {
   }
 }
 
+TEST_CASE("the analysis's fuzz inputs are analysed and reported without a crash", "[fuzz]") {
+  auto files = inputs("analysis");
+  CHECK(files.size() >= 5);
+  for (const auto& f : files) {
+    INFO(f.filename().string());
+    auto b = bytes_of(f);
+    CHECK_NOTHROW(mpa_fuzz::job_analysis(b.data(), b.size()));
+  }
+}
+
+TEST_CASE("the analysis's fuzz seeds are whole jobs that report", "[fuzz]") {
+  // the seeds are the fixtures' jobs, each rank's log as it is (make-corpus.sh): the fuzzer's mutations
+  // start from jobs the analysis reads through to the report, not from inputs it refuses at once
+  const fs::path dir = fs::path(MPA_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "analysis";
+  const fs::path fixtures = fs::path(MPA_SOURCE_DIR) / "tests" / "fixtures";
+  for (const char* name : {"halo-procnull", "p2p-all", "job-strings"}) {
+    INFO(name);
+    const auto b = bytes_of(dir / (std::string(name) + ".job"));
+    const auto logs = mpa_fuzz::split_job(b.data(), b.size());
+    std::vector<std::vector<uint8_t>> expected;
+    for (const auto& e : fs::directory_iterator(fixtures / name)) expected.push_back(bytes_of(e.path()));
+    std::sort(expected.begin(), expected.end(), [](const auto& x, const auto& y) { return x.size() < y.size(); });
+    auto got = logs;
+    std::sort(got.begin(), got.end(), [](const auto& x, const auto& y) { return x.size() < y.size(); });
+    CHECK(got == expected);
+    CHECK(mpa_fuzz::join_job(logs) == b);
+    CHECK(mpa_fuzz::job_analysis(b.data(), b.size()));
+  }
+  // a job cut short anywhere splits into logs that hold the input's bytes, no more
+  const auto b = bytes_of(dir / "p2p-all.job");
+  for (size_t cut : {size_t{0}, size_t{1}, size_t{7}, size_t{13}, b.size() / 2}) {
+    size_t total = 0;
+    for (const auto& l : mpa_fuzz::split_job(b.data(), cut)) total += l.size();
+    CHECK(total <= cut);
+  }
+}
+
 TEST_CASE("the header parser's fuzz inputs parse without a crash", "[fuzz]") {
   auto files = inputs("header");
   CHECK(files.size() >= 5);

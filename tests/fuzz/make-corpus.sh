@@ -5,7 +5,7 @@ set -eu
 cd "$(dirname "$0")"
 fixtures=../fixtures
 rm -rf corpus
-mkdir -p corpus/log_reader corpus/header
+mkdir -p corpus/log_reader corpus/header corpus/analysis
 for f in "$fixtures"/{halo-procnull,p2p-all,job-strings,halo-damaged,header-only}/rank-*.mpa; do
   cp "$f" "corpus/log_reader/$(basename "$(dirname "$f")")-$(basename "$f")"
 done
@@ -27,12 +27,26 @@ for name in ("halo-procnull", "p2p-all", "job-strings"):
 open("corpus/header/minimal.json", "w").write('{"rank":0,"size":1,"calls":["MPI_Init"]}')
 open("corpus/header/meta-abort.json", "w").write('{"aborted":true,"errorcode":7}')
 PY
+# fuzz_analysis: each fixture's logs as one job (targets.hpp: split_job), at most 4 ranks
+job() {  # job OUTPUT LOG...
+  python3 - "$@" <<'PY'
+import struct, sys
+logs = [open(f, "rb").read() for f in sys.argv[2:][:4]]
+out = bytes([len(logs) - 1]) + b"".join(struct.pack("<I", len(l)) for l in logs[:-1]) + b"".join(logs)
+open(sys.argv[1], "wb").write(out)
+PY
+}
+# (not threads: its 120 KB would slow every run; fuzz_log_reader has it)
+for d in halo-procnull p2p-all job-strings halo-damaged; do
+  job "corpus/analysis/$d.job" "$fixtures/$d"/rank-*.mpa
+done
 # a log of the tracer's format (6: repeats, and each chunk's times after its events; the fixtures above are
 # of format 4, and the committed corpus keeps a log of format 5 beside), traced afresh when a tracer is built
 if [ -x ../../build/bin/mpiadvise ] && [ -e ../../build/examples/halo ]; then
   tmp=$(mktemp -d)
   ../../build/bin/mpiadvise run --dir "$tmp/logs" -- mpirun -np 2 ../../build/examples/halo 512 20 >/dev/null
   cp "$tmp/logs/rank-00000.mpa" corpus/log_reader/format6-halo-rank-00000.mpa
+  job corpus/analysis/format6-halo.job "$tmp/logs"/rank-*.mpa
   rm -rf "$tmp"
 fi
 ls corpus/* | head -40

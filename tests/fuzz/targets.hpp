@@ -3,8 +3,13 @@
 // regression input through the same code with the ordinary build.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +17,12 @@
 #include "log_header.hpp"
 #include "log_reader.hpp"
 #include "text_escape.hpp"
+#ifndef MPA_FUZZ_READER_ONLY  // the reader's targets link the reader alone
+#include "analysis.hpp"
+#include "loggps.hpp"
+#include "parallel.hpp"
+#include "report.hpp"
+#endif
 
 namespace mpa_fuzz {
 
@@ -76,5 +87,81 @@ inline void header_json(const uint8_t* data, size_t size) {
   volatile size_t keep = n;
   (void)keep;
 }
+
+// A job's logs in one input: byte 0 the number of logs n (1 to kJobLogs: 1 + byte % kJobLogs), then n - 1
+// sizes (4 bytes each, little-endian), then the logs one after the other, the last one taking the rest.
+// Sizes beyond the input are cut to it.
+inline constexpr unsigned kJobLogs = 4;
+
+inline std::vector<std::vector<uint8_t>> split_job(const uint8_t* data, size_t size) {
+  std::vector<std::vector<uint8_t>> logs;
+  if (size == 0) return logs;
+  const size_t n = 1 + data[0] % kJobLogs;
+  size_t at = 1 + 4 * (n - 1);
+  if (at > size) at = size;
+  for (size_t i = 0; i < n; i++) {
+    size_t len = size - at;
+    if (i + 1 < n && 1 + 4 * (i + 1) <= size) {
+      uint32_t claimed;
+      std::memcpy(&claimed, data + 1 + 4 * i, 4);
+      len = std::min<size_t>(claimed, size - at);
+    }
+    logs.emplace_back(data + at, data + at + len);
+    at += len;
+  }
+  return logs;
+}
+
+inline std::vector<uint8_t> join_job(const std::vector<std::vector<uint8_t>>& logs) {
+  std::vector<uint8_t> out{static_cast<uint8_t>(logs.empty() ? 0 : (logs.size() - 1) % kJobLogs)};
+  for (size_t i = 0; i + 1 < logs.size(); i++) {
+    const uint32_t n = static_cast<uint32_t>(logs[i].size());
+    out.insert(out.end(), reinterpret_cast<const uint8_t*>(&n), reinterpret_cast<const uint8_t*>(&n) + 4);
+  }
+  for (const auto& l : logs) out.insert(out.end(), l.begin(), l.end());
+  return out;
+}
+
+#ifndef MPA_FUZZ_READER_ONLY
+// A job's logs (split_job) analysed and reported as `mpiadvise report` does them: the logs written as
+// rank-NNNNN.mpa files of a directory of this process's, read, matched, replayed, their waits found, the
+// report built with its advice, gate figures and charts. The errors a user is meant to get are LogError
+// (bad logs), ParamError (no parameter set fits) and MemoryError (the logs claim more calls than fit);
+// anything else escaping, or a crash, is a finding. Returns whether the report was built.
+inline bool job_analysis(const uint8_t* data, size_t size) {
+  namespace fs = std::filesystem;
+  static const fs::path dir = fs::temp_directory_path() / ("mpiadvise-fuzz-job-" + std::to_string(getpid()));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir);
+  const auto logs = split_job(data, size);
+  for (size_t i = 0; i < logs.size(); i++) {
+    char name[32];
+    std::snprintf(name, sizeof name, "rank-%05zu.mpa", i);
+    std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(logs[i].data()),
+                                                       static_cast<std::streamsize>(logs[i].size()));
+  }
+  mpiadvise::set_analysis_threads(1);
+  size_t n = 0;
+  bool reported = false;
+  try {
+    const mpiadvise::Analysis a = mpiadvise::analyse(dir.string(), "");
+    mpiadvise::ReportOptions o;
+    o.charts = true;
+    n += mpiadvise::dump_json(mpiadvise::build_report(a, o)).size();  // as the commands write it
+    reported = true;
+  } catch (const mpiadvise::LogError& e) {
+    n += std::string(e.what()).size();
+  } catch (const mpiadvise::ParamError& e) {
+    n += std::string(e.what()).size();
+  } catch (const mpiadvise::MemoryError& e) {
+    n += std::string(e.what()).size();
+  }
+  fs::remove_all(dir, ec);
+  volatile size_t keep = n;
+  (void)keep;
+  return reported;
+}
+#endif
 
 }  // namespace mpa_fuzz
