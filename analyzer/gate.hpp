@@ -95,6 +95,11 @@ nlohmann::json figures_json(const RunFigures& f);
 // json_safe; figures_from_json expects them decoded (decode_json_strings on the report read back).
 // Throws FiguresError naming where and the key that is missing or of the wrong type.
 RunFigures figures_from_json(const nlohmann::json& j, const std::string& where);
+// The figures of a report file's text (mpiadvise report --format json), as mpiadvise gate reads one: parsed
+// no deeper than kMaxJsonDepth (log_header.hpp), its strings decoded, checked as a report (check_report),
+// its "gate" object read. Throws FiguresError naming `where` and what is wrong, in one line: not JSON (and
+// the byte), nested too deeply, not a report of this version, no gate figures, a bad key.
+RunFigures figures_from_report(std::string_view text, const std::string& where);
 
 // ---- the verdict ------------------------------------------------------------------------------------------
 enum class Metric { PredictedTime, SendWait, RecvWait, Messages, Bytes, RendezvousMessages, RendezvousBytes, Calls, Sites };

@@ -8,8 +8,10 @@
 #include <fmt/format.h>
 
 #include "gate.hpp"
+#include "log_header.hpp"
 #include "parallel.hpp"
 #include "replay.hpp"
+#include "report.hpp"
 #include "steady_trace.hpp"
 #include "text_escape.hpp"
 
@@ -351,6 +353,29 @@ RunFigures figures_from_json(const json& j, const std::string& where) {
     f.sites.push_back(std::move(x));
   }
   return f;
+}
+
+RunFigures figures_from_report(std::string_view text, const std::string& where) {
+  json j;
+  try {
+    j = parse_log_json(text);  // depth-limited, its strings decoded as a log's are
+  } catch (const json::parse_error& e) {
+    throw FiguresError(fmt::format("{}: not JSON (byte {}): a log directory or a report from mpiadvise report "
+                                   "--format json is expected", where, e.byte));
+  } catch (const json::exception& e) {  // a number beyond a double's range ("1e999")
+    throw FiguresError(fmt::format("{}: not a report from mpiadvise report --format json: {}", where, e.what()));
+  } catch (const std::runtime_error& e) {  // nested too deeply
+    throw FiguresError(fmt::format("{}: {}: not a report from mpiadvise report --format json", where, e.what()));
+  }
+  try {
+    check_report(j, where);
+  } catch (const std::runtime_error& e) {
+    throw FiguresError(e.what());
+  }
+  if (!j.contains("gate"))
+    throw FiguresError(where + ": the report has no \"gate\" figures (made by an earlier mpiadvise): make it again "
+                               "with mpiadvise report --format json, or give its log directory");
+  return figures_from_json(j["gate"], where);
 }
 
 }  // namespace mpiadvise::gate

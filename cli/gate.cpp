@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 
@@ -75,27 +76,17 @@ RunFigures load_run(const fs::path& path, const std::string& option, const GateC
     for (const auto& p : a.trace.problems) std::fprintf(stderr, "mpiadvise: %s\n", terminal_text(p.text()).c_str());
     return gate::run_figures(a);
   }
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw CLI::ValidationError(option, shown + ": cannot be read");
-  json j;
+  const std::string text{std::istreambuf_iterator<char>(in), {}};
+  if (in.bad()) throw CLI::ValidationError(option, shown + ": cannot be read");
   try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw CLI::ValidationError(option, fmt::format("{}: not JSON (byte {}): a log directory or a report from "
-                                                   "mpiadvise report --format json is expected", shown, e.byte));
-  }
-  decode_json_strings(j);  // names back to the job's bytes, as a log directory gives them
-  try {
-    check_report(j, shown);
-    if (!j.contains("gate"))
-      throw std::runtime_error(shown + ": the report has no \"gate\" figures (made by an earlier mpiadvise): make it "
-                                       "again with mpiadvise report --format json, or give its log directory");
-    RunFigures f = gate::figures_from_json(j["gate"], shown);
+    RunFigures f = gate::figures_from_report(text, shown);
     f.source = shown;
     if (!params.empty())
       std::fprintf(stderr, "mpiadvise: %s is a report: --params applies only to log directories\n", shown.c_str());
     return f;
-  } catch (const std::exception& e) {
+  } catch (const gate::FiguresError& e) {
     throw CLI::ValidationError(option, e.what());
   }
 }

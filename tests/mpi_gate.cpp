@@ -344,6 +344,8 @@ TEST_CASE("malformed gate input exits 2 with a one-line message naming it", "[ga
     REQUIRE(!j["gate"]["sites"].empty());
     bad_wait["gate"]["sites"][0]["wait_ns"] = "slow";
     std::ofstream(dir / "bad-wait.json") << bad_wait.dump();
+    // nested as no report is: read whole, it overflowed the stack of the string decoding after the parse
+    std::ofstream(dir / "deep.json") << std::string(300000, '[') << std::string(300000, ']');
     fs::create_directories(dir / "empty");
   }
   struct Case {
@@ -363,6 +365,7 @@ TEST_CASE("malformed gate input exits 2 with a one-line message naming it", "[ga
       {"--baseline " + (dir / "bad-count.json").string() + " --candidate " + logs.string(), "model.rendezvous_messages"},
       {"--baseline " + (dir / "no-gate.json").string() + " --candidate " + logs.string(), "no \"gate\" figures"},
       {"--baseline " + (dir / "bad-wait.json").string() + " --candidate " + logs.string(), "gate.sites[0].wait_ns"},
+      {"--baseline " + (dir / "deep.json").string() + " --candidate " + logs.string(), "nested deeper than 64 levels"},
       {"--baseline " + (dir / "empty").string() + " --candidate " + logs.string(), "no logs"},
       {"--candidate " + logs.string(), "--baseline"},
       {"--baseline " + logs.string() + " --candidate " + logs.string() + " --metric speed", "speed"},

@@ -81,8 +81,9 @@ unit: $(CLI_BIN) $(SYNTH_BIN) $(UNIT_BINS)
 .PRECIOUS: $(TEST_DIR)/obj/%.o
 .PHONY: tests unit
 
-# ---- fuzzing (libFuzzer with clang): the log reader on whole files, the header parser, and the whole analysis
-# of a job's logs (the report's: matching, replay, waits, advice, gate figures, charts) -------------------------
+# ---- fuzzing (libFuzzer with clang): the log reader on whole files, the header parser, the whole analysis of a
+# job's logs (the report's: matching, replay, waits, advice, gate figures, charts), and a report file as the gate
+# reads one ---------------------------------------------------------------------------------------------------------
 # make fuzz-smoke runs each target for FUZZ_SECONDS (60) from the committed seeds in tests/fuzz/corpus, after
 # every committed regression input in tests/fuzz/regressions; new inputs go to $(BUILD)/fuzz/corpus-*.
 FUZZ_CXX      ?= clang++
@@ -90,11 +91,12 @@ FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 FUZZ_DIR      := $(BUILD)/fuzz
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_TARGETS  := log_reader header analysis
+FUZZ_TARGETS  := log_reader header analysis report
 FUZZ_READER   := analyzer/log_reader.cpp analyzer/log_events.cpp analyzer/log_header.cpp analyzer/request_table.cpp \
                  analyzer/text_escape.cpp
-# the analysis target: every analyzer source, built for the fuzzer
+# the analysis's and the report's targets: every analyzer source, built for the fuzzer
 FUZZ_ANALYZER := $(patsubst analyzer/%.cpp,$(FUZZ_DIR)/analyzer/%.o,$(ANALYZER_SRC))
+FUZZ_WHOLE    := $(FUZZ_DIR)/fuzz_analysis $(FUZZ_DIR)/fuzz_report
 
 $(FUZZ_DIR)/codec.o: libtrace/codec.c libtrace/codec.h libtrace/format.h
 	@mkdir -p $(dir $@)
@@ -109,8 +111,8 @@ $(FUZZ_DIR)/analyzer/%.o: analyzer/%.cpp $(wildcard analyzer/*.hpp) libtrace/for
 	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) -std=c++20 -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(CXX_INC) -c $< -o $@
 
-$(FUZZ_DIR)/fuzz_analysis: tests/fuzz/fuzz_analysis.cpp tests/fuzz/targets.hpp tests/fuzz/log_mutator.hpp \
-                           $(FUZZ_ANALYZER) $(FUZZ_DIR)/codec.o
+$(FUZZ_WHOLE): $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.cpp tests/fuzz/targets.hpp tests/fuzz/log_mutator.hpp \
+                                   $(FUZZ_ANALYZER) $(FUZZ_DIR)/codec.o
 	$(FUZZ_CXX) -std=c++20 -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) $(CXX_INC) -Itests/fuzz $< $(FUZZ_ANALYZER) \
 	  $(FUZZ_DIR)/codec.o $(CXX_LIBS) -lpthread -o $@
 

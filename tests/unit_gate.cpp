@@ -7,9 +7,12 @@
 #include <memory>
 #include <stdexcept>
 
+#include "analysis.hpp"
 #include "gate.hpp"
 #include "replay.hpp"
+#include "report.hpp"
 #include "steady_trace.hpp"
+#include "text_escape.hpp"
 
 using namespace mpiadvise;
 
@@ -239,4 +242,34 @@ TEST_CASE("figures read back from JSON are the figures written; a bad one is nam
   bad = j;
   bad.erase("calls");
   CHECK_THROWS_WITH(gate::figures_from_json(bad, "r.json"), Catch::Contains("gate.calls is missing"));
+}
+
+TEST_CASE("a report file's text gives its gate figures; text that is no report is named in one line", "[gate][unit]") {
+  const Analysis a = analyse(std::string(MPA_SOURCE_DIR) + "/tests/fixtures/halo-procnull", "");
+  const nlohmann::json report = build_report(a, {});
+  const std::string text = dump_json(report, 2);  // as mpiadvise report --format json writes it
+  const gate::RunFigures f = gate::figures_from_report(text, "r.json");
+  const gate::RunFigures expected = gate::run_figures(a);
+  CHECK(f.predicted.ns == Approx(expected.predicted.ns));
+  CHECK(f.calls == expected.calls);
+  CHECK(f.messages == expected.messages);
+  CHECK(f.sites.size() == expected.sites.size());
+  CHECK(f.sites.size() >= 2);
+  CHECK_FALSE(gate::compare({f}, {f}, {}).failed);
+
+  using Catch::Contains;
+  CHECK_THROWS_WITH(gate::figures_from_report("{\"schema\": ", "r.json"), Contains("r.json: not JSON (byte"));
+  // nested as no report is: refused before anything walks it (100,000 levels overflowed the stack of the
+  // string decoding that follows the parse)
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  CHECK_THROWS_WITH(gate::figures_from_report(deep, "r.json"), Contains("r.json: nested deeper than 64 levels"));
+  CHECK_THROWS_WITH(gate::figures_from_report("[]", "r.json"), Contains("r.json: not an mpiadvise report"));
+  // a number beyond a double's range is JSON the parser refuses otherwise than a syntax error (fuzz_report)
+  CHECK_THROWS_WITH(gate::figures_from_report("{\"schema\": 1e999}", "r.json"), Contains("r.json: not a report from"));
+  nlohmann::json old = report;
+  old.erase("gate");
+  CHECK_THROWS_WITH(gate::figures_from_report(old.dump(), "r.json"), Contains("r.json: the report has no \"gate\" figures"));
+  nlohmann::json bad = report;
+  bad["gate"]["sites"] = 7;
+  CHECK_THROWS_WITH(gate::figures_from_report(bad.dump(), "r.json"), Contains("r.json: gate.sites is not an array"));
 }

@@ -5,7 +5,7 @@ set -eu
 cd "$(dirname "$0")"
 fixtures=../fixtures
 rm -rf corpus
-mkdir -p corpus/log_reader corpus/header corpus/analysis
+mkdir -p corpus/log_reader corpus/header corpus/analysis corpus/report
 for f in "$fixtures"/{halo-procnull,p2p-all,job-strings,halo-damaged,header-only}/rank-*.mpa; do
   cp "$f" "corpus/log_reader/$(basename "$(dirname "$f")")-$(basename "$f")"
 done
@@ -40,6 +40,12 @@ PY
 for d in halo-procnull p2p-all job-strings halo-damaged; do
   job "corpus/analysis/$d.job" "$fixtures/$d"/rank-*.mpa
 done
+# fuzz_report: the JSON reports of the same fixtures, compact (halo-damaged: its damage reported, exit status 1)
+if [ -x ../../build/bin/mpiadvise ]; then
+  for d in halo-procnull p2p-all job-strings halo-damaged; do
+    ../../build/bin/mpiadvise report --format json "$fixtures/$d" 2>/dev/null | python3 -c "import json, sys; print(json.dumps(json.load(sys.stdin), separators=(',', ':')), end='')" >"corpus/report/$d.json"
+  done
+fi
 # a log of the tracer's format (6: repeats, and each chunk's times after its events; the fixtures above are
 # of format 4, and the committed corpus keeps a log of format 5 beside), traced afresh when a tracer is built
 if [ -x ../../build/bin/mpiadvise ] && [ -e ../../build/examples/halo ]; then

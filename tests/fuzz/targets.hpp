@@ -19,6 +19,7 @@
 #include "text_escape.hpp"
 #ifndef MPA_FUZZ_READER_ONLY  // the reader's targets link the reader alone
 #include "analysis.hpp"
+#include "gate.hpp"
 #include "loggps.hpp"
 #include "parallel.hpp"
 #include "report.hpp"
@@ -161,6 +162,31 @@ inline bool job_analysis(const uint8_t* data, size_t size) {
   volatile size_t keep = n;
   (void)keep;
   return reported;
+}
+
+// A report file as mpiadvise gate reads one (gate::figures_from_report), then gated against itself, and as
+// the candidate of budgets alone. FiguresError, naming the file and what is wrong, is the expected answer
+// to most inputs; anything else escaping, or a crash, is a finding. Returns whether the figures were read.
+inline bool report_file(const uint8_t* data, size_t size) {
+  namespace gate = mpiadvise::gate;
+  try {
+    const gate::RunFigures f =
+        gate::figures_from_report(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.json");
+    gate::GateOptions o;
+    size_t n = gate::compare({f}, {f}, o).checks.size();
+    o.budgets.push_back({"send_wait<=10%", gate::Metric::SendWait, 0.10, true});
+    o.budgets.push_back({"messages<=1000", gate::Metric::Messages, 1000, false});
+    const gate::Verdict v = gate::compare({}, {f, f}, o);
+    n += v.checks.size() + gate::failed_on_times_of_one_run(v);
+    n += mpiadvise::dump_json(gate::figures_json(f)).size();
+    volatile size_t keep = n;
+    (void)keep;
+    return true;
+  } catch (const gate::FiguresError& e) {
+    volatile size_t keep = std::string(e.what()).size();
+    (void)keep;
+    return false;
+  }
 }
 #endif
 
