@@ -21,8 +21,9 @@ inline constexpr size_t kMaxCalls = 256;           // a call id is one byte
 inline constexpr size_t kMaxCallNameBytes = 64;
 inline constexpr int kMaxWorldSize = 1 << 24;
 
-// Parses text as one JSON value; throws std::runtime_error saying what is wrong (not JSON, nested
-// deeper than kMaxJsonDepth).
+// Parses text as one JSON value, its strings decoded (decode_json_strings). Throws nlohmann::json::parse_error
+// where it is not JSON, nlohmann::json::out_of_range (406) for a number beyond a double's range, and
+// std::runtime_error where it nests deeper than kMaxJsonDepth: a caller catches all three.
 nlohmann::json parse_log_json(std::string_view text);
 
 struct HeaderFacts {

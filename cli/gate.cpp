@@ -79,7 +79,6 @@ RunFigures load_run(const fs::path& path, const std::string& option, const GateC
   std::ifstream in(path, std::ios::binary);
   if (!in) throw CLI::ValidationError(option, shown + ": cannot be read");
   const std::string text{std::istreambuf_iterator<char>(in), {}};
-  if (in.bad()) throw CLI::ValidationError(option, shown + ": cannot be read");
   try {
     RunFigures f = gate::figures_from_report(text, shown);
     f.source = shown;

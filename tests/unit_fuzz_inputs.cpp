@@ -56,25 +56,31 @@ TEST_CASE("the analysis's fuzz seeds are whole jobs that report", "[fuzz]") {
   // start from jobs the analysis reads through to the report, not from inputs it refuses at once
   const fs::path dir = fs::path(MPA_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "analysis";
   const fs::path fixtures = fs::path(MPA_SOURCE_DIR) / "tests" / "fixtures";
-  for (const char* name : {"halo-procnull", "p2p-all", "job-strings"}) {
+  for (const char* name : {"halo-procnull", "p2p-all", "job-strings", "halo-damaged"}) {
     INFO(name);
     const auto b = bytes_of(dir / (std::string(name) + ".job"));
     const auto logs = mpa_fuzz::split_job(b.data(), b.size());
+    std::vector<fs::path> files;  // rank-NNNNN.mpa, in rank order as make-corpus.sh's glob takes them
+    for (const auto& e : fs::directory_iterator(fixtures / name)) files.push_back(e.path());
+    std::sort(files.begin(), files.end());
     std::vector<std::vector<uint8_t>> expected;
-    for (const auto& e : fs::directory_iterator(fixtures / name)) expected.push_back(bytes_of(e.path()));
-    std::sort(expected.begin(), expected.end(), [](const auto& x, const auto& y) { return x.size() < y.size(); });
-    auto got = logs;
-    std::sort(got.begin(), got.end(), [](const auto& x, const auto& y) { return x.size() < y.size(); });
-    CHECK(got == expected);
+    for (const auto& f : files) expected.push_back(bytes_of(f));
+    CHECK(logs == expected);
     CHECK(mpa_fuzz::join_job(logs) == b);
     CHECK(mpa_fuzz::job_analysis(b.data(), b.size()));
   }
-  // a job cut short anywhere splits into logs that hold the input's bytes, no more
+  const auto fresh = bytes_of(dir / "format6-halo.job");  // traced by make-corpus.sh
+  CHECK(mpa_fuzz::split_job(fresh.data(), fresh.size()).size() == 2);
+  CHECK(mpa_fuzz::job_analysis(fresh.data(), fresh.size()));
+  // a job cut short anywhere: its logs are the bytes after the sizes, in order, and no more (p2p-all: 4
+  // logs, so 1 + 3 x 4 bytes before them)
   const auto b = bytes_of(dir / "p2p-all.job");
-  for (size_t cut : {size_t{0}, size_t{1}, size_t{7}, size_t{13}, b.size() / 2}) {
-    size_t total = 0;
-    for (const auto& l : mpa_fuzz::split_job(b.data(), cut)) total += l.size();
-    CHECK(total <= cut);
+  for (size_t cut = 0; cut <= b.size(); cut += cut < 64 ? 1 : 997) {
+    INFO("cut at " << cut);
+    std::vector<uint8_t> joined;
+    for (const auto& l : mpa_fuzz::split_job(b.data(), cut)) joined.insert(joined.end(), l.begin(), l.end());
+    const size_t head = std::min<size_t>(cut, 13);
+    CHECK(joined == std::vector<uint8_t>(b.begin() + static_cast<std::ptrdiff_t>(head), b.begin() + static_cast<std::ptrdiff_t>(cut)));
   }
 }
 

@@ -245,17 +245,19 @@ TEST_CASE("figures read back from JSON are the figures written; a bad one is nam
 }
 
 TEST_CASE("a report file's text gives its gate figures; text that is no report is named in one line", "[gate][unit]") {
-  const Analysis a = analyse(std::string(MPA_SOURCE_DIR) + "/tests/fixtures/halo-procnull", "");
-  const nlohmann::json report = build_report(a, {});
-  const std::string text = dump_json(report, 2);  // as mpiadvise report --format json writes it
-  const gate::RunFigures f = gate::figures_from_report(text, "r.json");
-  const gate::RunFigures expected = gate::run_figures(a);
-  CHECK(f.predicted.ns == Approx(expected.predicted.ns));
-  CHECK(f.calls == expected.calls);
-  CHECK(f.messages == expected.messages);
-  CHECK(f.sites.size() == expected.sites.size());
-  CHECK(f.sites.size() >= 2);
-  CHECK_FALSE(gate::compare({f}, {f}, {}).failed);
+  // job-strings: names of files and functions that are not UTF-8 nor printable, which the report holds
+  // escaped (text_escape.hpp) and the reading must give back as the job's bytes
+  for (const char* fixture : {"halo-procnull", "job-strings"}) {
+    INFO(fixture);
+    const Analysis a = analyse(std::string(MPA_SOURCE_DIR) + "/tests/fixtures/" + fixture, "");
+    const std::string text = dump_json(build_report(a, {}), 2);  // as mpiadvise report --format json writes it
+    const gate::RunFigures f = gate::figures_from_report(text, "r.json");
+    const gate::RunFigures expected = gate::run_figures(a);
+    CHECK(f.sites.size() >= 2);
+    CHECK(dump_json(gate::figures_json(f)) == dump_json(gate::figures_json(expected)));
+    CHECK_FALSE(gate::compare({f}, {f}, {}).failed);
+  }
+  const nlohmann::json report = build_report(analyse(std::string(MPA_SOURCE_DIR) + "/tests/fixtures/halo-procnull", ""), {});
 
   using Catch::Contains;
   CHECK_THROWS_WITH(gate::figures_from_report("{\"schema\": ", "r.json"), Contains("r.json: not JSON (byte"));

@@ -3,10 +3,11 @@
 // regression input through the same code with the ordinary build.
 #pragma once
 
-#include <unistd.h>
-
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -125,22 +126,36 @@ inline std::vector<uint8_t> join_job(const std::vector<std::vector<uint8_t>>& lo
 
 #ifndef MPA_FUZZ_READER_ONLY
 // A job's logs (split_job) analysed and reported as `mpiadvise report` does them: the logs written as
-// rank-NNNNN.mpa files of a directory of this process's, read, matched, replayed, their waits found, the
-// report built with its advice, gate figures and charts. The errors a user is meant to get are LogError
-// (bad logs), ParamError (no parameter set fits) and MemoryError (the logs claim more calls than fit);
-// anything else escaping, or a crash, is a finding. Returns whether the report was built.
+// rank-NNNNN.mpa files of a directory this process made (mkdtemp, once; removed at its exit), read,
+// matched, replayed, their waits found, the report built with its advice, gate figures and charts. The
+// errors a user is meant to get are LogError (bad logs), ParamError (no parameter set fits) and
+// MemoryError (the logs claim more calls than fit the machine: judged against its memory, not against
+// libFuzzer's -rss_limit_mb, which a log claiming tens of millions of calls could pass and then reserve
+// beyond); anything else escaping, or a crash, is a finding. Returns whether the report was built.
 inline bool job_analysis(const uint8_t* data, size_t size) {
   namespace fs = std::filesystem;
-  static const fs::path dir = fs::temp_directory_path() / ("mpiadvise-fuzz-job-" + std::to_string(getpid()));
+  static const struct TempDir {
+    fs::path path;
+    TempDir() {
+      std::string name = (fs::temp_directory_path() / "mpiadvise-fuzz-job-XXXXXX").string();
+      if (!mkdtemp(name.data())) std::abort();  // no directory to analyse: nothing this target can test
+      path = name;
+    }
+    ~TempDir() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } temp;
+  const fs::path& dir = temp.path;
   std::error_code ec;
-  fs::remove_all(dir, ec);
-  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(dir, ec)) fs::remove(e.path(), ec);  // the previous input's logs
   const auto logs = split_job(data, size);
   for (size_t i = 0; i < logs.size(); i++) {
     char name[32];
     std::snprintf(name, sizeof name, "rank-%05zu.mpa", i);
-    std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(logs[i].data()),
-                                                       static_cast<std::streamsize>(logs[i].size()));
+    std::ofstream out(dir / name, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(logs[i].data()), static_cast<std::streamsize>(logs[i].size()));
+    if (!out.flush()) std::abort();  // a job not written whole would be another input than this one
   }
   mpiadvise::set_analysis_threads(1);
   size_t n = 0;
@@ -158,7 +173,6 @@ inline bool job_analysis(const uint8_t* data, size_t size) {
   } catch (const mpiadvise::MemoryError& e) {
     n += std::string(e.what()).size();
   }
-  fs::remove_all(dir, ec);
   volatile size_t keep = n;
   (void)keep;
   return reported;
