@@ -17,7 +17,6 @@
 #include "spread.hpp"
 #include "format_units.hpp"
 #include "gate.hpp"
-#include "report.hpp"
 #include "text_escape.hpp"
 
 namespace mpiadvise::cli {
