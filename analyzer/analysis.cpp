@@ -76,14 +76,14 @@ void group_sites_by_function(Analysis& a) {
 namespace {
 
 // Peak bytes of an analysis per MPI call in the logs, measured with /usr/bin/time on mpiadvise report of
-// mpiadvise-synth's logs: 164 for a halo of 64 ranks x 1e5 calls (220 before the ranks' symbolizers
-// shared the module files), 275 for an alltoall of 16 ranks x 1e5. Less than either: only a run that
-// cannot fit is refused.
-constexpr double kBytesPerCall = 150;
+// mpiadvise-synth's logs: 134 for a halo of 64 ranks x 1e5 calls (164 before the gate's intervals took
+// their times from the trace, 220 before the ranks' symbolizers shared the module files), 243 for an
+// alltoall of 16 ranks x 1e5 (258 before). Less than either: only a run that cannot fit is refused.
+constexpr double kBytesPerCall = 125;
 // And for each replay run beside the first (analysis_threads): its state and, for the gate's replays, the
-// ops' retimed times; mpiadvise report --format json of a halo of 64 ranks x 2e4 calls peaked at 374 MiB
-// with one thread and 423 MiB with two, 40 bytes a call more.
-constexpr double kBytesPerCallPerThread = 40;
+// ops' retimed times; mpiadvise report --format json of a halo of 64 ranks x 2e4 calls peaked at 177 MiB
+// with one thread and 236 MiB with two, 47 bytes a call more.
+constexpr double kBytesPerCallPerThread = 45;
 
 uint64_t meminfo_available() {
   std::ifstream in("/proc/meminfo");

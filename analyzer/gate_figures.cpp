@@ -98,8 +98,6 @@ RunFigures run_figures(const Analysis& a) {
   f.intervals = intervals.measured;
   f.repeated_intervals = intervals.repeated;
   f.replaced_intervals = intervals.replaced;
-  std::vector<std::vector<double>> values(intervals.ranks.size());  // shaped as the intervals
-  for (size_t r = 0; r < intervals.ranks.size(); r++) values[r].assign(intervals.ranks[r].size(), 0.0);
   // The interval values of replay k: 0 the floor, 1 the steady one, then the noisy ones, drawn in this
   // order. Each replay retimes a trace of its own: as many at once as there are threads, each with its
   // values drawn before the batch starts (the same draws whatever the thread count).
@@ -111,7 +109,7 @@ RunFigures run_figures(const Analysis& a) {
         for (size_t i = 0; i < intervals.ranks[r].size(); i++) {
           const MeasuredInterval& x = intervals.ranks[r][i];
           const IntervalStats& s = intervals.of(r, x);
-          out[r][i] = !s.repeated ? 0.0 : k == 0 ? std::min(intervals.steady_ns(r, x), s.median_ns) : intervals.steady_ns(r, x);
+          out[r][i] = !s.repeated ? 0.0 : k == 0 ? std::min(intervals.steady_ns(t, r, x), s.median_ns) : intervals.steady_ns(t, r, x);
         }
         continue;
       }
@@ -123,19 +121,26 @@ RunFigures run_figures(const Analysis& a) {
         const MeasuredInterval& x = intervals.ranks[r][i];
         const IntervalStats& s = intervals.of(r, x);
         const double z = normal(rng);
-        out[r][i] = s.repeated ? std::max(0.0, intervals.steady_ns(r, x) * speed + shift[x.interval] + s.noise_ns * z) : 0.0;
+        out[r][i] = s.repeated ? std::max(0.0, intervals.steady_ns(t, r, x) * speed + shift[x.interval] + s.noise_ns * z) : 0.0;
       }
     }
   };
   const size_t replays = 2 + kNoiseReplays, batch = std::max<size_t>(1, std::min<size_t>(analysis_threads(), replays));
-  std::vector<std::vector<std::vector<double>>> drawn(batch, values);
+  // Each replay's values, shaped as the intervals, are freed once its ops' times are made from them: the
+  // replay needs the times alone, and its state, the times and the trace are the report's peak of memory.
+  std::vector<std::vector<std::vector<double>>> drawn(batch);
   std::vector<Sample> samples(replays);
   for (size_t first = 0; first < replays; first += batch) {
     const size_t n = std::min(batch, replays - first);
-    for (size_t k = 0; k < n; k++) draw(first + k, drawn[k]);
+    for (size_t k = 0; k < n; k++) {
+      drawn[k].resize(intervals.ranks.size());
+      for (size_t r = 0; r < intervals.ranks.size(); r++) drawn[k][r].resize(intervals.ranks[r].size());
+      draw(first + k, drawn[k]);
+    }
     parallel_for(n, [&](size_t k) {
       ReplayOptions o = options;
       o.times = std::make_shared<const OpTimes>(retimed_times(t, intervals, drawn[k]));
+      std::vector<std::vector<double>>().swap(drawn[k]);
       samples[first + k] = sample_of(t, replay(t, o));
     });
   }

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 #include <tuple>
+
+#include <fmt/format.h>
 
 namespace mpiadvise {
 
@@ -25,18 +28,18 @@ constexpr double kSpreadFloorShare = 0.05;  // of the median
 constexpr double kFence = 3;                // Tukey's far-out fence, in spreads above Q3
 constexpr double kIqrToSd = 1.349;          // IQR of a normal distribution, in standard deviations
 
-// The statistics of one interval from its instances, and which of them were pauses.
-IntervalStats settle(std::vector<MeasuredInterval*>& instances) {
+// The statistics of one interval from its instances (of rank r), and which of them were pauses.
+IntervalStats settle(const Trace& trace, size_t r, std::vector<MeasuredInterval*>& instances) {
   IntervalStats s;
   if (instances.size() < kMinRepeats) return s;  // a one-off: its instances kept as measured
   std::vector<double> v;
   v.reserve(instances.size());
-  for (auto* x : instances) v.push_back(x->measured_ns);
+  for (auto* x : instances) v.push_back(SteadyIntervals::measured_ns(trace, r, *x));
   std::sort(v.begin(), v.end());
   const double median = quantile(v, 0.5), q1 = quantile(v, 0.25), q3 = quantile(v, 0.75);
   const double spread = std::max({q3 - q1, kSpreadFloorShare * median, kSpreadFloorNs});
   const double fence = q3 + kFence * spread;
-  for (auto* x : instances) x->replaced = x->measured_ns > fence;
+  for (auto* x : instances) x->replaced = SteadyIntervals::measured_ns(trace, r, *x) > fence;
   s.median_ns = median;
   s.noise_ns = spread / kIqrToSd;
   s.repeated = true;
@@ -44,6 +47,13 @@ IntervalStats settle(std::vector<MeasuredInterval*>& instances) {
 }
 
 }  // namespace
+
+double SteadyIntervals::measured_ns(const Trace& trace, size_t rank, const MeasuredInterval& x) {
+  const Op& op = trace.ranks[rank].ops[x.op];
+  if (x.duration) return op.t_exit > op.t_enter ? static_cast<double>(op.t_exit - op.t_enter) : 0;
+  const Op& before = trace.ranks[rank].ops[x.op - 1];
+  return op.t_enter > before.t_exit ? static_cast<double>(op.t_enter - before.t_exit) : 0;
+}
 
 SteadyIntervals steady_intervals(const Trace& trace) {
   SteadyIntervals out;
@@ -59,14 +69,12 @@ SteadyIntervals steady_intervals(const Trace& trace) {
       if (i > 0) {
         MeasuredInterval gap;
         gap.op = i;
-        gap.measured_ns = ops[i].t_enter > ops[i - 1].t_exit ? static_cast<double>(ops[i].t_enter - ops[i - 1].t_exit) : 0;
         list.push_back(gap);
       }
       if (i < w.end && replayed_as_measured(ops[i].kind)) {
         MeasuredInterval d;
         d.op = i;
-        d.duration = true;
-        d.measured_ns = ops[i].t_exit > ops[i].t_enter ? static_cast<double>(ops[i].t_exit - ops[i].t_enter) : 0;
+        d.duration = 1;
         list.push_back(d);
       }
     }
@@ -74,11 +82,14 @@ SteadyIntervals steady_intervals(const Trace& trace) {
     std::map<std::tuple<bool, uint32_t, uint32_t>, std::vector<MeasuredInterval*>> intervals;
     for (auto& x : list) {
       const Op& op = ops[x.op];
-      intervals[{x.duration, x.duration ? op.call : ops[x.op - 1].callsite, op.callsite}].push_back(&x);
+      intervals[{x.duration != 0, x.duration ? op.call : ops[x.op - 1].callsite, op.callsite}].push_back(&x);
     }
+    if (intervals.size() >= (1u << 30))
+      throw std::length_error(fmt::format("rank {}: {} intervals between call sites, more than the gate numbers", r,
+                                          intervals.size()));
     for (auto& [key, instances] : intervals) {
-      for (auto* x : instances) x->interval = static_cast<uint32_t>(out.stats[r].size());
-      out.stats[r].push_back(settle(instances));
+      for (auto* x : instances) x->interval = static_cast<uint32_t>(out.stats[r].size()) & ((1u << 30) - 1);
+      out.stats[r].push_back(settle(trace, r, instances));
     }
     list.shrink_to_fit();
     for (const auto& x : list) {

@@ -97,6 +97,7 @@ std::vector<Wait> find_waits(const Trace& t, const LogGPS& model) {
           WaitCause::Collective, 0);
     }
   }
+  waits.shrink_to_fit();  // kept by the analysis for the whole report: at its size, not up to twice it
   return waits;
 }
 

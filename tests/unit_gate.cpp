@@ -81,7 +81,8 @@ TEST_CASE("a pause in one instance of a repeated interval is replaced by the int
   std::vector<uint64_t> gaps(20, 30'000);
   for (size_t i = 0; i < gaps.size(); i++) gaps[i] += 37 * i;  // a little jitter
   gaps[7] = 30'000 + 36'000'000;                             // descheduled for 36 ms
-  const SteadyIntervals s = steady_intervals(one_rank(gaps));
+  const Trace t = one_rank(gaps);
+  const SteadyIntervals s = steady_intervals(t);
   REQUIRE(s.ranks.size() == 1);
   size_t replaced = 0, one_offs = 0;
   double steady_total = 0;
@@ -92,13 +93,17 @@ TEST_CASE("a pause in one instance of a repeated interval is replaced by the int
       // seen once: kept as measured
       one_offs++;
       CHECK_FALSE(s.of(0, x).repeated);
-      CHECK(s.steady_ns(0, x) == x.measured_ns);
+      CHECK(s.steady_ns(t, 0, x) == SteadyIntervals::measured_ns(t, 0, x));
       CHECK(s.of(0, x).noise_ns == 0);
       continue;
     }
+    // each instance's measured time is the trace's gap before its op (op i follows gaps[i - 1])
+    CHECK_FALSE(x.duration);
+    CHECK(SteadyIntervals::measured_ns(t, 0, x) == static_cast<double>(gaps[x.op - 1]));
     CHECK(s.of(0, x).repeated);
+    CHECK(bool(x.replaced) == (x.op == 8));  // the pause, gaps[7], and nothing else
     replaced += x.replaced;
-    steady_total += s.steady_ns(0, x);
+    steady_total += s.steady_ns(t, 0, x);
     CHECK(s.of(0, x).noise_ns > 0);
     CHECK(s.of(0, x).noise_ns < 2000);
   }
@@ -111,9 +116,10 @@ TEST_CASE("a pause in one instance of a repeated interval is replaced by the int
 TEST_CASE("work that varies by design (heavy and light items alternating) is not taken for pauses", "[gate][unit]") {
   std::vector<uint64_t> gaps;
   for (int i = 0; i < 40; i++) gaps.push_back(i % 2 ? 3'000'000 : 1'000'000);
-  const SteadyIntervals s = steady_intervals(one_rank(gaps));
+  const Trace t = one_rank(gaps);
+  const SteadyIntervals s = steady_intervals(t);
   CHECK(s.replaced == 0);
-  for (const auto& x : s.ranks[0]) CHECK(s.steady_ns(0, x) == x.measured_ns);
+  for (const auto& x : s.ranks[0]) CHECK(s.steady_ns(t, 0, x) == SteadyIntervals::measured_ns(t, 0, x));
 }
 
 TEST_CASE("the retimed trace has the given intervals and starts every rank at MPI_Init's exit", "[gate][unit]") {

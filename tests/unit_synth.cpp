@@ -256,6 +256,6 @@ TEST_CASE("report says, in one line, when the logs cannot be analysed in the mem
   CHECK(r.err.find("bad_alloc") == std::string::npos);
   CHECK(r.err.find(dir.string()) != std::string::npos);
   CHECK(r.err.find("MPI calls") != std::string::npos);
-  CHECK(r.err.find("needs about 229 MiB") != std::string::npos);  // 1599976 calls (synth's count) x 150 B
+  CHECK(r.err.find("needs about 191 MiB") != std::string::npos);  // 1599976 calls (synth's count) x 125 B
   CHECK(r.err.find("MPI_Pcontrol") != std::string::npos);
 }
