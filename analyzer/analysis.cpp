@@ -82,7 +82,7 @@ namespace {
 constexpr double kBytesPerCall = 125;
 // And for each replay run beside the first (analysis_threads): its state and, for the gate's replays, the
 // ops' retimed times; mpiadvise report --format json of a halo of 64 ranks x 2e4 calls peaked at 177 MiB
-// with one thread and 236 MiB with two, 47 bytes a call more.
+// with one thread and 236 MiB with two, 48 bytes a call more.
 constexpr double kBytesPerCallPerThread = 45;
 
 uint64_t meminfo_available() {
