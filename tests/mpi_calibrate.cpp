@@ -213,10 +213,12 @@ TEST_CASE("over shared memory the effective S is bisected too; --runs pools runs
     CHECK(p.transport == "vader");
     CHECK(p.S <= 4096);  // at most btl_vader_eager_limit (platform-notes: sends above 256 bytes may wait)
     // above btl_vader_eager_limit less ob1's 56 bytes of headers the receiver copies the data by CMA: a
-    // protocol of its own, fitted alone ([large]); its fixed cost was measured at 2.8 us a message here
+    // protocol of its own, fitted alone ([large]), with a fixed cost a message of its own. How large that
+    // is, is the machine's: 2.8 us once here, 0.85 us +- 0.04 in a make check of another machine of the
+    // same kind (a benchmark's figure, not a test's; it was asserted above 1 us and failed there)
     REQUIRE(p.large_from);
     CHECK(*p.large_from == 4040);
-    CHECK(p.R_large > 1000);
+    CHECK(p.R_large > 0);
     CHECK(cal.out.find("above 4040 bytes (btl_vader_eager_limit 4096 less 56 bytes of headers") != std::string::npos);
   } else {
     CHECK(p.transport == "ucx-sm");
