@@ -76,14 +76,15 @@ void group_sites_by_function(Analysis& a) {
 namespace {
 
 // Peak bytes of an analysis per MPI call in the logs, measured with /usr/bin/time on mpiadvise report of
-// mpiadvise-synth's logs: 134 for a halo of 64 ranks x 1e5 calls (164 before the gate's intervals took
-// their times from the trace, 220 before the ranks' symbolizers shared the module files), 243 for an
-// alltoall of 16 ranks x 1e5 (258 before). Less than either: only a run that cannot fit is refused.
-constexpr double kBytesPerCall = 125;
-// And for each replay run beside the first (analysis_threads): its state and, for the gate's replays, the
-// ops' retimed times; mpiadvise report --format json of a halo of 64 ranks x 2e4 calls peaked at 177 MiB
-// with one thread and 236 MiB with two, 48 bytes a call more.
-constexpr double kBytesPerCallPerThread = 45;
+// mpiadvise-synth's logs: 115 for a halo of 64 ranks x 1e5 calls (134 before the gate's replays made their
+// ops' times as they went, 164 before its intervals took their times from the trace, 220 before the ranks'
+// symbolizers shared the module files), 220 for an alltoall of 16 ranks x 1e5 (243, 258 before). Less than
+// either: only a run that cannot fit is refused.
+constexpr double kBytesPerCall = 105;
+// And for each replay run beside the first (analysis_threads): its state; mpiadvise report --format json
+// of a halo of 64 ranks x 2e4 calls peaked at 162 MiB with one thread and 192 MiB with two, 25 bytes a
+// call more (48 while the gate's replays held their ops' times).
+constexpr double kBytesPerCallPerThread = 22;
 
 uint64_t meminfo_available() {
   std::ifstream in("/proc/meminfo");

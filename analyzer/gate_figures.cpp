@@ -98,52 +98,21 @@ RunFigures run_figures(const Analysis& a) {
   f.intervals = intervals.measured;
   f.repeated_intervals = intervals.repeated;
   f.replaced_intervals = intervals.replaced;
-  // The interval values of replay k: 0 the floor, 1 the steady one, then the noisy ones, drawn in this
-  // order. Each replay retimes a trace of its own: as many at once as there are threads, each with its
-  // values drawn before the batch starts (the same draws whatever the thread count).
-  std::mt19937_64 rng(kNoiseSeed);
-  std::normal_distribution<double> normal;
-  auto draw = [&](size_t k, std::vector<std::vector<double>>& out) {
-    for (size_t r = 0; r < intervals.ranks.size(); r++) {
-      if (k < 2) {
-        for (size_t i = 0; i < intervals.ranks[r].size(); i++) {
-          const MeasuredInterval& x = intervals.ranks[r][i];
-          const IntervalStats& s = intervals.of(r, x);
-          out[r][i] = !s.repeated ? 0.0 : k == 0 ? std::min(intervals.steady_ns(t, r, x), s.median_ns) : intervals.steady_ns(t, r, x);
-        }
-        continue;
-      }
-      // every number drawn whether used or not: the same log, the same draws
-      const double speed = 1 + kRankSpeedNoise * normal(rng);
-      std::vector<double> shift(intervals.stats[r].size());
-      for (auto& x : shift) x = kIntervalShiftNs * normal(rng);
-      for (size_t i = 0; i < intervals.ranks[r].size(); i++) {
-        const MeasuredInterval& x = intervals.ranks[r][i];
-        const IntervalStats& s = intervals.of(r, x);
-        const double z = normal(rng);
-        out[r][i] = s.repeated ? std::max(0.0, intervals.steady_ns(t, r, x) * speed + shift[x.interval] + s.noise_ns * z) : 0.0;
-      }
-    }
-  };
-  const size_t replays = 2 + kNoiseReplays, batch = std::max<size_t>(1, std::min<size_t>(analysis_threads(), replays));
-  // Each replay's values, shaped as the intervals, are freed once its ops' times are made from them: the
-  // replay needs the times alone, and its state, the times and the trace are the report's peak of memory.
-  std::vector<std::vector<std::vector<double>>> drawn(batch);
+  // Replay k: 0 the floor, 1 the steady one, then the noisy ones, each drawing from streams of its own
+  // (the same draws whatever the thread count). Each retimes the trace as it goes (Retiming): as many at
+  // once as there are threads, each holding its replay's state and no time of any op.
+  const size_t replays = 2 + kNoiseReplays;
   std::vector<Sample> samples(replays);
-  for (size_t first = 0; first < replays; first += batch) {
-    const size_t n = std::min(batch, replays - first);
-    for (size_t k = 0; k < n; k++) {
-      drawn[k].resize(intervals.ranks.size());
-      for (size_t r = 0; r < intervals.ranks.size(); r++) drawn[k][r].resize(intervals.ranks[r].size());
-      draw(first + k, drawn[k]);
-    }
-    parallel_for(n, [&](size_t k) {
-      ReplayOptions o = options;
-      o.times = std::make_shared<const OpTimes>(retimed_times(t, intervals, drawn[k]));
-      std::vector<std::vector<double>>().swap(drawn[k]);
-      samples[first + k] = sample_of(t, replay(t, o));
-    });
-  }
+  parallel_for(replays, [&](size_t k) {
+    RetimingDraw draw;
+    draw.kind = k == 0 ? RetimingDraw::Floor : k == 1 ? RetimingDraw::Steady : RetimingDraw::Noisy;
+    draw.seed = kNoiseSeed + k;
+    draw.speed_sd = kRankSpeedNoise;
+    draw.shift_sd_ns = kIntervalShiftNs;
+    ReplayOptions o = options;
+    o.retiming = std::make_shared<const Retiming>(t, intervals, draw);
+    samples[k] = sample_of(t, replay(t, o));
+  });
   const Sample floor = samples[0], steady = samples[1];
   const std::vector<Sample> noisy(samples.begin() + 2, samples.end());
   f.predicted = time_figure(steady, floor, noisy, [](const Sample& s) { return s.predicted; });

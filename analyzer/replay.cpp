@@ -15,6 +15,7 @@
 
 #include "collectives.hpp"
 #include "replay_peers.hpp"
+#include "steady_trace.hpp"
 
 namespace mpiadvise {
 
@@ -52,9 +53,8 @@ constexpr double kUnknown = -1;
 constexpr uint32_t kDenseCallsites = 1 << 16;
 
 // The computation after a rank's last replayed call, up to MPI_Finalize (output, freeing, a last step).
-double tail_gap(const RankTrace& r, const ReplayWindow& w, const std::vector<OpTime>* times) {
+double tail_gap(const ReplayWindow& w, uint64_t last_exit) {
   if (w.end <= w.first) return 0;
-  const uint64_t last_exit = times ? (*times)[w.end - 1].exit : r.ops[w.end - 1].t_exit;
   return std::max(0.0, static_cast<double>(w.stop_ns) - static_cast<double>(last_exit));
 }
 
@@ -193,8 +193,12 @@ class Simulation {
     res.model = o_.model;
     res.params = p_;
     uint64_t t0 = std::numeric_limits<uint64_t>::max();
+    if (o_.retiming) {
+      retimed_.reserve(t_.ranks.size());
+      for (size_t r = 0; r < t_.ranks.size(); r++) retimed_.push_back(o_.retiming->rank(r));
+    }
     for (size_t r = 0; r < t_.ranks.size(); r++) {
-      ranks_[r].w = replay_window(t_.ranks[r], times_of(r));
+      ranks_[r].w = window(static_cast<int>(r));
       if (ranks_[r].w.end > ranks_[r].w.first) t0 = std::min(t0, ranks_[r].w.start_ns);
     }
     for (size_t r = 0; r < t_.ranks.size(); r++) {
@@ -206,7 +210,10 @@ class Simulation {
     res.origin_ns = t0 == std::numeric_limits<uint64_t>::max() ? 0 : t0;
     if (o_.record_spans) {
       spans_.resize(t_.ranks.size());
-      for (size_t r = 0; r < t_.ranks.size(); r++) spans_[r].resize(t_.ranks[r].ops.size());
+      for (size_t r = 0; r < t_.ranks.size(); r++) {
+        const size_t n = t_.ranks[r].ops.size();
+        spans_[r].resize(o_.span_ops.empty() ? n : r < o_.span_ops.size() ? std::min<size_t>(o_.span_ops[r], n) : 0);
+      }
     }
     for (;;) {
       while (!ready_.empty() && !round_full()) {
@@ -250,7 +257,7 @@ class Simulation {
       if (!mine(static_cast<int>(r))) continue;
       RankState& s = ranks_[r];
       mark(static_cast<int>(r), s.w.end, false);  // phases opening at the window's end, about its tail
-      const double tail = tail_gap(t_.ranks[r], s.w, times_of(r)) * computation_factor(static_cast<int>(r), s.w.end);
+      const double tail = tail_of(static_cast<int>(r), s.w) * computation_factor(static_cast<int>(r), s.w.end);
       s.now += tail;
       s.b.computation += tail;
       mark(static_cast<int>(r), s.w.end, true);
@@ -341,6 +348,8 @@ class Simulation {
 
   const Trace& t_;
   const ReplayOptions& o_;
+  // by rank, where ReplayOptions::retiming sets the times: each rank's cursor over its ops' times
+  mutable std::vector<Retiming::Rank> retimed_;
   LogGPS model_;
   const LogGPSParams& p_;
   const ResentModels resent_;
@@ -727,10 +736,36 @@ class Simulation {
     return at(o_.compute_sites, r, op.callsite) ? o_.compute_factor : 1.0;
   }
 
-  // An op's entry and exit as replayed: ReplayOptions::times where given, else as measured.
-  const std::vector<OpTime>* times_of(size_t r) const { return o_.times ? &(*o_.times)[r] : nullptr; }
-  uint64_t enter_ns(int r, uint32_t i) const { return o_.times ? (*o_.times)[r][i].enter : t_.ranks[r].ops[i].t_enter; }
-  uint64_t exit_ns(int r, uint32_t i) const { return o_.times ? (*o_.times)[r][i].exit : t_.ranks[r].ops[i].t_exit; }
+  // An op's entry and exit as replayed: the retiming's where given (ReplayOptions::retiming: a rank's ops
+  // asked in their order, the one before at most once behind), else as measured.
+  uint64_t enter_ns(int r, uint32_t i) const {
+    if (!o_.retiming) return t_.ranks[r].ops[i].t_enter;
+    Retiming::Rank& c = retimed_[r];
+    c.at(i);
+    return c.enter();
+  }
+  uint64_t exit_ns(int r, uint32_t i) const {
+    if (!o_.retiming) return t_.ranks[r].ops[i].t_exit;
+    Retiming::Rank& c = retimed_[r];
+    if (c.op() == i + 1) return c.exit_before();
+    c.at(i);
+    return c.exit();
+  }
+  // The rank's replay window; retimed, its start as retimed, and its stop once the replay is past its ops
+  // (tail_of())
+  ReplayWindow window(int r) const {
+    ReplayWindow w = replay_window(t_.ranks[r]);
+    if (o_.retiming && !t_.ranks[r].ops.empty()) w.start_ns = w.first ? exit_ns(r, 0) : enter_ns(r, 0);
+    return w;
+  }
+  // The computation after the rank's last replayed call (its window's stop set first where retimed).
+  double tail_of(int r, ReplayWindow& w) const {
+    const auto& ops = t_.ranks[r].ops;
+    if (ops.empty()) return 0;
+    const uint64_t last_exit = w.end > w.first ? exit_ns(r, w.end - 1) : 0;
+    if (o_.retiming) w.stop_ns = w.end < ops.size() ? enter_ns(r, w.end) : exit_ns(r, static_cast<uint32_t>(ops.size() - 1));
+    return tail_gap(w, last_exit);
+  }
   double measured(int r, uint32_t i) const { return static_cast<double>(exit_ns(r, i) - enter_ns(r, i)); }
 
   // Whether a rank's call site is one of the option's sites. A site's key holds strings: each answer is
@@ -1715,7 +1750,7 @@ class Simulation {
     SiteReplay& sr = site(r, op, true);  // the rank's figures are its sites' (added up at the end) and its b
     accumulate(sr.predicted, parts);
     s.now = std::max(end, s.now);
-    if (!spans_.empty()) spans_[r][s.i] = {s.op_start, s.now};
+    if (!spans_.empty() && s.i < spans_[r].size()) spans_[r][s.i] = {s.op_start, s.now};
     if (!channels_.empty()) {
       s.in_mpi.emplace_back(s.op_start, s.now);
       if ((s.in_mpi.size() - s.first_span) % 4096 == 0) forget_spans(r);
@@ -1946,7 +1981,7 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
     res.sites.insert(res.sites.end(), rank_sites.begin(), rank_sites.end());
     rank_sites.clear();
     sparse_sites.clear();
-    const double tail = tail_gap(t.ranks[r], w[r], nullptr) * o.compute_factor;
+    const double tail = tail_gap(w[r], w[r].end > w[r].first ? t.ranks[r].ops[w[r].end - 1].t_exit : 0) * o.compute_factor;
     total += tail;
     rr.predicted.computation += tail;
     rr.predicted_ns = total;
@@ -1963,13 +1998,10 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
 }  // namespace
 
 ReplayResult replay(const Trace& trace, const ReplayOptions& options) {
-  if (options.times) {
-    if (options.mode == ReplayMode::Paper)
-      throw std::invalid_argument("replay: retimed ops (ReplayOptions::times) are for the simulation mode");
-    bool fits = options.times->size() == trace.ranks.size();
-    for (size_t r = 0; fits && r < trace.ranks.size(); r++) fits = (*options.times)[r].size() == trace.ranks[r].ops.size();
-    if (!fits) throw std::invalid_argument("replay: ReplayOptions::times does not hold one time per op of every rank");
-  }
+  if (options.retiming && options.mode == ReplayMode::Paper)
+    throw std::invalid_argument("replay: retimed ops (ReplayOptions::retiming) are for the simulation mode");
+  if (options.retiming && &options.retiming->trace() != &trace)
+    throw std::invalid_argument("replay: ReplayOptions::retiming retimes another trace");
   if (options.mode == ReplayMode::Paper) return paper_replay(trace, options);
   Simulation sim(trace, options);
   return sim.run();

@@ -17,6 +17,8 @@
 namespace mpiadvise {
 
 
+class Retiming;  // steady_trace.hpp
+
 enum class ReplayMode { Simulate, Paper };
 enum class ModelKind { LogGPS, LogGP };
 
@@ -48,12 +50,15 @@ struct ReplayOptions {
   // opens on each rank (ReplayResult::marks). Null: none.
   std::shared_ptr<const PhaseMarks> marks;
   // Simulation mode: record when each op was entered and left in the simulation (ReplayResult::spans),
-  // for a predicted timeline (mpiadvise export --predicted).
+  // for a predicted timeline (mpiadvise export --predicted, the report's timeline).
   bool record_spans = false;
-  // Simulation mode: the ops' times to replay instead of the measured ones, one per op of every rank (the
-  // gate's retimed runs, analyzer/steady_trace.hpp: 16 bytes an op where a retimed copy of the trace
-  // takes all of it). Null: as measured.
-  std::shared_ptr<const OpTimes> times;
+  // ... of the first span_ops[r] ops of each rank r (none of a rank past its end), where a timeline shows
+  // a few: 16 bytes an op where every op is recorded. Empty: every op of every rank.
+  std::vector<uint32_t> span_ops;
+  // Simulation mode: the ops' times to replay instead of the measured ones, made as the replay reaches
+  // each op (the gate's retimed runs, analyzer/steady_trace.hpp: nothing held for each op, where a retimed
+  // copy of the trace took 32 bytes an op, and the times alone 16). Null: as measured.
+  std::shared_ptr<const Retiming> retiming;
 };
 
 // Time split by cause, ns. The parts add up to the total.
@@ -112,8 +117,9 @@ struct ReplayResult {
   std::vector<Stall> stalls;
   // Simulation mode: by rank, the simulated time at which each phase of ReplayOptions::marks opened
   std::vector<std::vector<double>> marks;
-  // With ReplayOptions::record_spans: by rank and op (Trace::ranks[r].ops), the simulated entry and exit,
-  // ns after origin_ns; NaN for the ops outside the replay window (MPI_Init, MPI_Finalize and after).
+  // With ReplayOptions::record_spans: by rank and op (Trace::ranks[r].ops; the first span_ops[r] where
+  // given), the simulated entry and exit, ns after origin_ns; NaN for the ops outside the replay window
+  // (MPI_Init, MPI_Finalize and after).
   struct Span {
     double enter = std::numeric_limits<double>::quiet_NaN(), exit = std::numeric_limits<double>::quiet_NaN();
   };

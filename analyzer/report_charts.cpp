@@ -96,15 +96,12 @@ const char* call_class(OpKind k) {
 
 report::Timeline timeline(const Analysis& a, const ReplayOptions& base) {
   const Trace& t = a.trace;
-  ReplayOptions o = base;
-  o.record_spans = true;
-  const ReplayResult r = replay(t, o);
   const int shown = std::min<int>(t.world_size, kTimelineRanks);
   report::Timeline out;
   out.ranks_shown = shown;
   out.ranks = t.world_size;
 
-  // the calls the replay simulated (between MPI_Init and MPI_Finalize), earliest entry first, up to the cap
+  // the calls the replay simulates (between MPI_Init and MPI_Finalize), earliest entry first, up to the cap
   struct Pick {
     uint64_t enter;
     int rank;
@@ -112,14 +109,22 @@ report::Timeline timeline(const Analysis& a, const ReplayOptions& base) {
   };
   std::vector<Pick> picks;
   for (int k = 0; k < shown && k < static_cast<int>(t.ranks.size()); k++) {
-    const auto& ops = t.ranks[k].ops;
-    for (uint32_t i = 0; i < ops.size(); i++)
-      if (static_cast<size_t>(k) < r.spans.size() && i < r.spans[k].size() && !std::isnan(r.spans[k][i].enter))
-        picks.push_back({ops[i].t_enter, k, i});
+    const ReplayWindow w = replay_window(t.ranks[k]);
+    for (uint32_t i = w.first; i < w.end; i++) picks.push_back({t.ranks[k].ops[i].t_enter, k, i});
   }
   std::sort(picks.begin(), picks.end(), [](const Pick& x, const Pick& y) { return x.enter < y.enter; });
   const bool truncated = picks.size() > kTimelineCalls;
   if (truncated) picks.resize(kTimelineCalls);
+  std::vector<Pick>(picks).swap(picks);
+  if (picks.empty()) return out;
+  // the replay records the spans of those calls alone: each rank's up to its last one shown
+  ReplayOptions o = base;
+  o.record_spans = true;
+  o.span_ops.assign(static_cast<size_t>(shown), 0);
+  for (const Pick& p : picks) o.span_ops[p.rank] = std::max(o.span_ops[p.rank], p.op + 1);
+  const ReplayResult r = replay(t, o);
+  // (the replay runs every call of its window: none is left out, unless a spread replay's result lost one)
+  std::erase_if(picks, [&](const Pick& p) { return std::isnan(r.spans.at(p.rank).at(p.op).enter); });
   if (picks.empty()) return out;
   const uint64_t origin = picks.front().enter;  // time 0: the first call shown (MPI_Init's end, near enough)
 

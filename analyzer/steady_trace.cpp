@@ -101,22 +101,37 @@ SteadyIntervals steady_intervals(const Trace& trace) {
   return out;
 }
 
-OpTimes retimed_times(const Trace& trace, const SteadyIntervals& intervals, const std::vector<std::vector<double>>& values) {
-  OpTimes t(trace.ranks.size());
-  // far enough from 0 that MPI_Init's measured duration fits before the common start
+namespace {
+
+// when every rank of a retimed trace leaves MPI_Init: far enough from 0 that MPI_Init's measured
+// duration fits before it
+uint64_t common_start(const Trace& trace) {
   uint64_t start = 0;
   for (const auto& rank : trace.ranks)
     if (!rank.ops.empty()) start = std::max(start, rank.ops.front().t_exit - rank.ops.front().t_enter);
-  start += 1;
-  for (size_t r = 0; r < t.size(); r++) {
+  return start + 1;
+}
+
+double measured_gap(const Op& before, const Op& op) {
+  return op.t_enter > before.t_exit ? static_cast<double>(op.t_enter - before.t_exit) : 0;
+}
+double measured_duration(const Op& op) { return op.t_exit > op.t_enter ? static_cast<double>(op.t_exit - op.t_enter) : 0; }
+
+bool is_init(const Op& op) { return op.call == MPA_CALL_Init || op.call == MPA_CALL_Init_thread; }
+
+}  // namespace
+
+Trace retimed(const Trace& trace, const SteadyIntervals& intervals, const std::vector<std::vector<double>>& values) {
+  Trace t = trace;
+  const uint64_t start = common_start(trace);
+  for (size_t r = 0; r < t.ranks.size(); r++) {
+    auto& ops = t.ranks[r].ops;
     const auto& orig = trace.ranks[r].ops;
-    auto& ops = t[r];
     if (orig.empty()) continue;
-    ops.resize(orig.size());
     std::vector<double> gap(ops.size()), duration(ops.size());
     for (size_t i = 0; i < ops.size(); i++) {
-      gap[i] = i > 0 && orig[i].t_enter > orig[i - 1].t_exit ? static_cast<double>(orig[i].t_enter - orig[i - 1].t_exit) : 0;
-      duration[i] = orig[i].t_exit > orig[i].t_enter ? static_cast<double>(orig[i].t_exit - orig[i].t_enter) : 0;
+      gap[i] = i > 0 ? measured_gap(orig[i - 1], orig[i]) : 0;
+      duration[i] = measured_duration(orig[i]);
     }
     const auto& list = intervals.ranks[r];
     for (size_t k = 0; k < list.size() && k < values[r].size(); k++)
@@ -124,29 +139,114 @@ OpTimes retimed_times(const Trace& trace, const SteadyIntervals& intervals, cons
     // MPI_Init returns at the common start (a rank without it starts there); every later op follows its
     // gap and duration
     const uint64_t first_ns = static_cast<uint64_t>(duration[0]);
-    const bool init = orig[0].call == MPA_CALL_Init || orig[0].call == MPA_CALL_Init_thread;
-    ops[0].enter = init ? start - first_ns : start;
-    ops[0].exit = init ? start : start + first_ns;
-    double exit = static_cast<double>(ops[0].exit);
+    ops[0].t_enter = is_init(orig[0]) ? start - first_ns : start;
+    ops[0].t_exit = is_init(orig[0]) ? start : start + first_ns;
+    double exit = static_cast<double>(ops[0].t_exit);
     for (size_t i = 1; i < ops.size(); i++) {
       const double enter = exit + gap[i];
       exit = enter + duration[i];
-      ops[i].enter = static_cast<uint64_t>(std::llround(enter));
-      ops[i].exit = std::max(ops[i].enter, static_cast<uint64_t>(std::llround(exit)));
+      ops[i].t_enter = static_cast<uint64_t>(std::llround(enter));
+      ops[i].t_exit = std::max(ops[i].t_enter, static_cast<uint64_t>(std::llround(exit)));
     }
   }
   return t;
 }
 
-Trace retimed(const Trace& trace, const SteadyIntervals& intervals, const std::vector<std::vector<double>>& values) {
-  const OpTimes times = retimed_times(trace, intervals, values);
-  Trace t = trace;
-  for (size_t r = 0; r < t.ranks.size(); r++)
-    for (size_t i = 0; i < t.ranks[r].ops.size(); i++) {
-      t.ranks[r].ops[i].t_enter = times[r][i].enter;
-      t.ranks[r].ops[i].t_exit = times[r][i].exit;
+Retiming::Retiming(const Trace& trace, const SteadyIntervals& intervals, RetimingDraw draw)
+    : trace_(trace), intervals_(intervals), draw_(draw), start_(common_start(trace)) {
+  if (intervals.ranks.size() != trace.ranks.size())
+    throw std::invalid_argument("Retiming: the intervals are not of this trace (another number of ranks)");
+}
+
+Retiming::Values::Stream::result_type Retiming::Values::Stream::operator()() {
+  uint64_t z = (state += 0x9e3779b97f4a7c15);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
+  return z ^ (z >> 31);
+}
+
+Retiming::Values Retiming::values(size_t rank) const {
+  Values v;
+  v.of_ = this;
+  v.rank_ = rank;
+  if (draw_.kind != RetimingDraw::Noisy) return v;
+  // the rank's stream: the seed and the rank mixed, so that neighbouring seeds and ranks start far apart
+  Values::Stream mix{draw_.seed};
+  v.stream_.state = mix() ^ (0xd1b54a32d192ed03 * (rank + 1));
+  v.stream_.state = v.stream_();
+  v.speed_ = 1 + draw_.speed_sd * v.normal_(v.stream_);
+  v.shift_.resize(intervals_.stats[rank].size());
+  for (auto& x : v.shift_) x = draw_.shift_sd_ns * v.normal_(v.stream_);
+  return v;
+}
+
+double Retiming::Values::next(const MeasuredInterval& x) {
+  const SteadyIntervals& in = of_->intervals_;
+  const IntervalStats& s = in.of(rank_, x);
+  switch (of_->draw_.kind) {
+    case RetimingDraw::Floor:
+      return s.repeated ? std::min(in.steady_ns(of_->trace_, rank_, x), s.median_ns) : 0.0;
+    case RetimingDraw::Steady:
+      return s.repeated ? in.steady_ns(of_->trace_, rank_, x) : 0.0;
+    case RetimingDraw::Noisy: {
+      const double z = normal_(stream_);  // drawn whether used or not
+      return s.repeated ? std::max(0.0, in.steady_ns(of_->trace_, rank_, x) * speed_ + shift_[x.interval] + s.noise_ns * z)
+                        : 0.0;
     }
-  return t;
+  }
+  return 0.0;
+}
+
+std::vector<std::vector<double>> Retiming::all_values() const {
+  std::vector<std::vector<double>> all(intervals_.ranks.size());
+  for (size_t r = 0; r < all.size(); r++) {
+    Values v = values(r);
+    for (const MeasuredInterval& x : intervals_.ranks[r]) all[r].push_back(v.next(x));
+  }
+  return all;
+}
+
+Retiming::Rank Retiming::rank(size_t rank) const {
+  Rank k;
+  const auto& ops = trace_.ranks[rank].ops;
+  k.ops_ = ops.data();
+  k.n_ = static_cast<uint32_t>(ops.size());
+  k.x_ = intervals_.ranks[rank].data();
+  k.x_end_ = k.x_ + intervals_.ranks[rank].size();
+  k.values_ = values(rank);
+  if (ops.empty()) return k;
+  double gap = 0, duration = measured_duration(ops[0]);
+  k.take(0, gap, duration);
+  const uint64_t first_ns = static_cast<uint64_t>(duration);
+  k.enter_ = is_init(ops[0]) ? start_ - first_ns : start_;
+  k.exit_ = is_init(ops[0]) ? start_ : start_ + first_ns;
+  k.exit_before_ = k.enter_;
+  k.exit_sum_ = static_cast<double>(k.exit_);
+  return k;
+}
+
+// op i's gap and duration where an interval sets them
+void Retiming::Rank::take(uint32_t i, double& gap, double& duration) {
+  for (; x_ != x_end_ && x_->op == i; x_++) (x_->duration ? duration : gap) = std::max(0.0, values_.next(*x_));
+}
+
+// the op after, as retimed() makes it
+void Retiming::Rank::next() {
+  const uint32_t i = op_ + 1;
+  double gap = measured_gap(ops_[i - 1], ops_[i]), duration = measured_duration(ops_[i]);
+  take(i, gap, duration);
+  const double enter = exit_sum_ + gap;
+  exit_sum_ = enter + duration;
+  exit_before_ = exit_;
+  enter_ = static_cast<uint64_t>(std::llround(enter));
+  exit_ = std::max(enter_, static_cast<uint64_t>(std::llround(exit_sum_)));
+  op_ = i;
+}
+
+void Retiming::Rank::at(uint32_t i) {
+  if (i < op_ || i >= n_)
+    throw std::logic_error(fmt::format("Retiming: op {} asked for at op {} of {} (forward only)", i, op_, n_));
+  while (op_ < i) next();
 }
 
 }  // namespace mpiadvise

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "replay.hpp"
@@ -68,8 +69,84 @@ SteadyIntervals steady_intervals(const Trace& trace);
 // and every rank leaving MPI_Init at the same time: when the launcher started a rank is not the
 // program's doing. Ops outside the replayed window keep their measured durations.
 Trace retimed(const Trace& trace, const SteadyIntervals& intervals, const std::vector<std::vector<double>>& values);
-// The same ops' times alone, for ReplayOptions::times: replay(trace, o) with o.times set to them gives what
-// the replay of retimed() gives, without a copy of the trace.
-OpTimes retimed_times(const Trace& trace, const SteadyIntervals& intervals, const std::vector<std::vector<double>>& values);
+
+// What a retimed replay sets the measured intervals to (gate.hpp): each one-off to nothing, and each
+// repeated interval to
+//   Floor   the smaller of its steady value and its median: what is left where no pause lengthened any;
+//   Steady  its steady value;
+//   Noisy   its steady value times (1 + speed_sd z), plus shift_sd z', plus its noise z'' (never below
+//           zero): z drawn once for the rank, z' once for each of its intervals, z'' for each instance.
+// The draws are standard normal, from a stream of the rank's own (seed and rank), taken in the order of
+// its intervals, every one whether used or not: the same log gives the same values whatever order a
+// replay runs its ranks in.
+struct RetimingDraw {
+  enum Kind : uint8_t { Floor, Steady, Noisy } kind = Steady;
+  uint64_t seed = 0;
+  double speed_sd = 0, shift_sd_ns = 0;
+};
+
+// The ops' times of the retimed trace (retimed(), with the values `draw` sets) made rank by rank and op
+// after op as a replay reaches them (ReplayOptions::retiming), where times held for every op took 16
+// bytes an op in each of the gate's replays. It refers to the trace and the intervals: both must outlive it.
+class Retiming {
+ public:
+  Retiming(const Trace& trace, const SteadyIntervals& intervals, RetimingDraw draw);
+
+  // One rank's values, drawn in the order of its intervals.
+  class Values {
+   public:
+    double next(const MeasuredInterval& x);
+
+   private:
+    friend class Retiming;
+    struct Stream {  // SplitMix64: 8 bytes of state for each rank's stream, where a Mersenne twister takes 2.5 KB
+      using result_type = uint64_t;
+      uint64_t state = 0;
+      static constexpr result_type min() { return 0; }
+      static constexpr result_type max() { return UINT64_MAX; }
+      result_type operator()();
+    };
+    const Retiming* of_ = nullptr;
+    size_t rank_ = 0;
+    Stream stream_;
+    std::normal_distribution<double> normal_;
+    double speed_ = 1;
+    std::vector<double> shift_;  // by interval
+  };
+
+  // One rank's ops' times, forward only: at(i) moves to op i, which must not come before the op it is at
+  // (std::logic_error). A rank with ops starts at op 0.
+  class Rank {
+   public:
+    void at(uint32_t i);
+    uint32_t op() const { return op_; }
+    uint64_t enter() const { return enter_; }
+    uint64_t exit() const { return exit_; }
+    uint64_t exit_before() const { return exit_before_; }  // of the op before it (op 0: its own entry)
+
+   private:
+    friend class Retiming;
+    void next();
+    void take(uint32_t i, double& gap, double& duration);
+    const Op* ops_ = nullptr;
+    uint32_t n_ = 0, op_ = 0;
+    const MeasuredInterval *x_ = nullptr, *x_end_ = nullptr;  // the intervals not yet reached
+    Values values_;
+    double exit_sum_ = 0;  // the exit before rounding: the next op's times follow from it
+    uint64_t enter_ = 0, exit_ = 0, exit_before_ = 0;
+  };
+
+  Values values(size_t rank) const;
+  Rank rank(size_t rank) const;
+  // every rank's values, in the order of intervals.ranks[rank]: retimed() given them makes the same times
+  std::vector<std::vector<double>> all_values() const;
+  const Trace& trace() const { return trace_; }
+
+ private:
+  const Trace& trace_;
+  const SteadyIntervals& intervals_;
+  RetimingDraw draw_;
+  uint64_t start_ = 1;  // when every rank leaves MPI_Init
+};
 
 }  // namespace mpiadvise

@@ -629,16 +629,14 @@ SiteKey Trace::site(int rank, uint32_t callsite) const {
   return unknown;
 }
 
-ReplayWindow replay_window(const RankTrace& r, const std::vector<OpTime>* times) {
+ReplayWindow replay_window(const RankTrace& r) {
   ReplayWindow w;
   w.end = static_cast<uint32_t>(r.ops.size());
   if (r.ops.empty()) return w;
   if (r.ops.front().call == MPA_CALL_Init || r.ops.front().call == MPA_CALL_Init_thread) w.first = 1;
   if (w.end > w.first && r.ops[w.end - 1].call == MPA_CALL_Finalize) w.end--;
-  auto enter = [&](size_t i) { return times ? (*times)[i].enter : r.ops[i].t_enter; };
-  auto exit = [&](size_t i) { return times ? (*times)[i].exit : r.ops[i].t_exit; };
-  w.start_ns = w.first ? exit(0) : enter(0);
-  w.stop_ns = w.end < r.ops.size() ? enter(w.end) : exit(r.ops.size() - 1);
+  w.start_ns = w.first ? r.ops[0].t_exit : r.ops[0].t_enter;
+  w.stop_ns = w.end < r.ops.size() ? r.ops[w.end].t_enter : r.ops.back().t_exit;
   return w;
 }
 

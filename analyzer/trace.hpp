@@ -134,20 +134,13 @@ struct Trace {
   const Link* links_of(const Op& op) const { return links.data() + op.first_link; }
 };
 
-// An op's entry and exit, ns: times a replay may take instead of the measured ones (ReplayOptions::times),
-// by rank and op, parallel to RankTrace::ops.
-struct OpTime {
-  uint64_t enter = 0, exit = 0;
-};
-using OpTimes = std::vector<std::vector<OpTime>>;
-
 // The ops a replay runs, [first, end): after MPI_Init, before MPI_Finalize; and when they start and stop
-// as measured (MPI_Init's exit, MPI_Finalize's entry), or as `times` says (one per op of the rank).
+// as measured (MPI_Init's exit, MPI_Finalize's entry).
 struct ReplayWindow {
   uint32_t first = 0, end = 0;
   uint64_t start_ns = 0, stop_ns = 0;
 };
-ReplayWindow replay_window(const RankTrace& rank, const std::vector<OpTime>* times = nullptr);
+ReplayWindow replay_window(const RankTrace& rank);
 
 // Reads every rank and matches. Streams the logs once.
 Trace build_trace(const JobLog& job);

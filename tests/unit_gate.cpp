@@ -137,23 +137,87 @@ TEST_CASE("the retimed trace has the given intervals and starts every rank at MP
   }
 }
 
-TEST_CASE("a replay given the retimed ops' times predicts what the replay of the retimed trace does", "[gate][unit]") {
-  // the gate's replays take the times alone (ReplayOptions::times) instead of a copy of the trace
-  const Trace t = one_rank({5000, 6000, 7000, 8000, 9000, 4000, 3000});
+TEST_CASE("a replay retimed as it goes predicts what the replay of the retimed trace does", "[gate][unit]") {
+  // the gate's replays make the ops' times as they reach them (ReplayOptions::retiming) instead of
+  // replaying a copy of the trace: both must give the same figures, bit for bit, under every draw
+  const Trace t = one_rank({5000, 6000, 7000, 8000, 9000, 4000, 3000, 5000, 6000, 7000, 8000, 9000});
   const SteadyIntervals s = steady_intervals(t);
-  std::vector<std::vector<double>> values(1);
-  for (size_t i = 0; i < s.ranks[0].size(); i++) values[0].push_back(700.0 * static_cast<double>(i + 2));
   ReplayOptions o;
   o.params.o = 100;
-  const ReplayResult copied = replay(retimed(t, s, values), o);
-  o.times = std::make_shared<const OpTimes>(retimed_times(t, s, values));
-  const ReplayResult given = replay(t, o);
-  CHECK(given.predicted_ns == copied.predicted_ns);
-  CHECK(given.measured_ns == copied.measured_ns);
-  CHECK(given.ranks[0].predicted.computation == copied.ranks[0].predicted.computation);
-  CHECK(given.predicted_ns != replay(t, ReplayOptions{}).predicted_ns);  // the times changed the prediction
-  // times that do not fit the trace are refused
-  o.times = std::make_shared<const OpTimes>(OpTimes(1));
+  const double measured = replay(t, o).predicted_ns;
+  for (auto kind : {RetimingDraw::Floor, RetimingDraw::Steady, RetimingDraw::Noisy}) {
+    const RetimingDraw draw{kind, 42, 0.03, 250};
+    auto retiming = std::make_shared<const Retiming>(t, s, draw);
+    const auto values = retiming->all_values();
+    const ReplayResult copied = replay(retimed(t, s, values), o);
+    o.retiming = retiming;
+    const ReplayResult given = replay(t, o);
+    o.retiming = nullptr;
+    CHECK(given.predicted_ns == copied.predicted_ns);
+    CHECK(given.measured_ns == copied.measured_ns);
+    CHECK(given.ranks[0].predicted.computation == copied.ranks[0].predicted.computation);
+    CHECK(given.predicted_ns != measured);  // the times changed the prediction
+    // the same draw gives the same values; another seed other noisy ones
+    CHECK(Retiming(t, s, draw).all_values() == values);
+    CHECK((Retiming(t, s, {kind, 43, 0.03, 250}).all_values() == values) == (kind != RetimingDraw::Noisy));
+  }
+}
+
+TEST_CASE("on real logs of several ranks, the replay retimed as it goes is the retimed trace's replay", "[gate][unit]") {
+  // the simulation runs the ranks in the order their messages allow: each rank's times are made in its
+  // ops' order whatever the order of the ranks, and every rank starts at the same time
+  auto same = [](const Breakdown& a, const Breakdown& b) {
+    return a.computation == b.computation && a.send_overhead == b.send_overhead && a.recv_overhead == b.recv_overhead &&
+           a.send_wait == b.send_wait && a.recv_wait == b.recv_wait && a.synchronisation == b.synchronisation &&
+           a.collectives == b.collectives && a.other == b.other;
+  };
+  for (const char* fixture : {"halo-procnull", "p2p-all", "threads"}) {
+    INFO(fixture);
+    const Analysis a = analyse(std::string(MPA_SOURCE_DIR) + "/tests/fixtures/" + fixture, "");
+    const Trace& t = a.trace;
+    const SteadyIntervals s = steady_intervals(t);
+    REQUIRE(s.measured > 0);
+    ReplayOptions o;
+    o.params = a.set_params;
+    for (uint64_t seed : {1, 2}) {
+      auto retiming = std::make_shared<const Retiming>(t, s, RetimingDraw{RetimingDraw::Noisy, seed, 0.03, 250});
+      const ReplayResult copied = replay(retimed(t, s, retiming->all_values()), o);
+      o.retiming = retiming;
+      const ReplayResult given = replay(t, o);
+      o.retiming = nullptr;
+      CHECK(given.predicted_ns == copied.predicted_ns);
+      CHECK(given.measured_ns == copied.measured_ns);
+      REQUIRE(given.ranks.size() == copied.ranks.size());
+      for (size_t r = 0; r < given.ranks.size(); r++) {
+        CHECK(given.ranks[r].measured_ns == copied.ranks[r].measured_ns);
+        CHECK(same(given.ranks[r].predicted, copied.ranks[r].predicted));
+      }
+      REQUIRE(given.sites.size() == copied.sites.size());
+      for (size_t k = 0; k < given.sites.size(); k++) CHECK(same(given.sites[k].predicted, copied.sites[k].predicted));
+    }
+  }
+}
+
+TEST_CASE("a retiming's cursor goes forward only", "[gate][unit]") {
+  const Trace t = one_rank({5000, 6000, 7000, 8000, 9000, 4000, 3000});
+  const SteadyIntervals s = steady_intervals(t);
+  const Retiming retiming(t, s, RetimingDraw{});
+  Retiming::Rank c = retiming.rank(0);
+  c.at(3);
+  const uint64_t enter = c.enter();
+  CHECK(c.exit_before() < enter);
+  c.at(3);
+  CHECK(c.enter() == enter);
+  CHECK_THROWS_AS(c.at(2), std::logic_error);
+  CHECK_THROWS_AS(c.at(static_cast<uint32_t>(t.ranks[0].ops.size())), std::logic_error);
+}
+
+TEST_CASE("a retiming of another trace is refused", "[gate][unit]") {
+  const Trace t = one_rank({5000, 6000, 7000, 8000, 9000});
+  const SteadyIntervals s = steady_intervals(t);
+  ReplayOptions o;
+  const Trace other = t;
+  o.retiming = std::make_shared<const Retiming>(other, s, RetimingDraw{});
   CHECK_THROWS_AS(replay(t, o), std::invalid_argument);
 }
 
