@@ -67,7 +67,9 @@ SteadyIntervals steady_intervals(const Trace& trace);
 
 // The trace with each rank's intervals set to values[rank][i] (in the order of intervals.ranks[rank])
 // and every rank leaving MPI_Init at the same time: when the launcher started a rank is not the
-// program's doing. Ops outside the replayed window keep their measured durations.
+// program's doing. Ops outside the replayed window keep their measured durations. The replays take
+// Retiming instead, which makes the same times as they go; this whole copy is what the tests compare
+// it with.
 Trace retimed(const Trace& trace, const SteadyIntervals& intervals, const std::vector<std::vector<double>>& values);
 
 // What a retimed replay sets the measured intervals to (gate.hpp): each one-off to nothing, and each
