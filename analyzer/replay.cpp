@@ -157,7 +157,7 @@ class Simulation {
  public:
   Simulation(const Trace& t, const ReplayOptions& o)
       : t_(t), o_(o), model_(effective_params(o)), p_(model_.params()), resent_(p_) {
-    msg_.resize(t.messages.size());
+    info_.resize(t.messages.size());
     marks_.resize(t.ranks.size());
     coll_arrive_.resize(t.collectives.size());
     coll_done_.assign(t.collectives.size(), {});
@@ -284,6 +284,7 @@ class Simulation {
     res.rendezvous_bytes = rendezvous_bytes_;
     res.split_messages = split_messages_;
     res.unresolved_ops = unresolved_;
+    res.messages_held = msg_pool_.most_held();
     res.collectives_by_algorithm = coll_by_algorithm_;
     res.collectives_approximate = coll_approximate_;
     res.collectives_closed_formula = coll_closed_formula_;
@@ -303,12 +304,42 @@ class Simulation {
   struct Waiters {
     int32_t head = -1, tail = -1;
   };
+  // A message's state while it is in flight: from the first time the replay asks for it (mostly its send's
+  // or its receive's post) until both its sides' ops are done and, eager under a limited buffer, its
+  // receiver took it out of the buffer (Channel::head passed it). Then no call reads it again, and its
+  // room goes to the next message posted (MsgPool): the simulation holds the messages in flight, where a
+  // state for every message of the trace took 40 bytes a message.
+  enum : uint8_t { kSentSide = 1, kReceivedSide = 2, kBothSides = 3 };
   struct MsgState {
     double ts = kUnknown, tr = kUnknown;  // send and receive post times
     double start = kUnknown;              // an eager send's start: ts, or later when the eager buffer was full
     bool split = false, counted = false;
+    uint8_t done = 0;                     // the sides whose ops are done (kSentSide, kReceivedSide)
     int senders = 1;                      // messages sharing the receiver's bandwidth
     Waiters waiters;                      // beside the times they wait for: one cache line to post and wake
+  };
+  // The states' room, in chunks that never move (a state is referred to while others are made) and reused
+  // once freed.
+  class MsgPool {
+   public:
+    MsgState& operator[](uint32_t k) { return chunks_[k >> kChunkBits][k & (kChunk - 1)]; }
+    uint32_t take() {
+      if (!free_.empty()) {
+        const uint32_t k = free_.back();
+        free_.pop_back();
+        return k;
+      }
+      if (used_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<MsgState[]>(kChunk));
+      return used_++;
+    }
+    void give(uint32_t k) { free_.push_back(k); }
+    uint32_t most_held() const { return used_; }  // given back ones are taken again first
+
+   private:
+    static constexpr uint32_t kChunkBits = 10, kChunk = uint32_t{1} << kChunkBits;
+    std::vector<std::unique_ptr<MsgState[]>> chunks_;
+    std::vector<uint32_t> free_;
+    uint32_t used_ = 0;
   };
   struct RankState {
     ReplayWindow w;
@@ -353,19 +384,62 @@ class Simulation {
   LogGPS model_;
   const LogGPSParams& p_;
   const ResentModels resent_;
-  const LogGPS& model_of(const Message& m, uint32_t m_id) const {
-    return m.cached ? resent_.of(model_, m.bytes, true, splits(m, m_id)) : model_;  // splits() asked of cached messages only
+  const LogGPS& model_of(const Message& m, const MsgState& s) const {
+    return m.cached ? resent_.of(model_, m.bytes, true, splits(m, s)) : model_;  // splits() asked of cached messages only
   }
   // every computation gap takes ReplayOptions::compute_factor (no ranks or sites chosen): asked once a gap
   const bool uniform_compute_ = o_.compute_ranks.empty() && o_.compute_sites.empty();
-  std::vector<MsgState> msg_;
+  // What the simulation keeps of every message: where its state is while it is in flight, and what the
+  // pass over the links found (scan_links). 16 bytes, read together.
+  static constexpr uint32_t kFreedMsg = kNone - 1;
+  struct alignas(16) MsgInfo {
+    // its state's place in msg_pool_: kNone before the replay first asks for it, kFreedMsg once freed. In a
+    // spread replay, only the messages between two ranks of the process are: the others' sides are done in
+    // two processes, and the updates they exchange (PeerUpdate) are of those alone.
+    uint32_t slot = kNone;
+    int32_t senders = 1;       // MsgState::senders: the receives the op completing it completes together
+    uint32_t channel = kNone;  // eager under a limited eager buffer: its sender-receiver pair's channel
+    uint32_t pos = 0;          // and its place in it
+  };
+  mutable std::vector<MsgInfo> info_;
+  mutable MsgPool msg_pool_;
+  [[gnu::always_inline]] MsgState& msg(uint32_t m) const {
+    MsgInfo& i = info_[m];
+    if (__builtin_expect(i.slot >= kFreedMsg, 0)) new_msg_state(i, m);
+    return msg_pool_[i.slot];
+  }
+  [[gnu::noinline]] void new_msg_state(MsgInfo& i, uint32_t m) const {
+    if (i.slot == kFreedMsg)
+      throw std::logic_error("replay: message " + std::to_string(m) + " asked for after both its sides were done");
+    i.slot = msg_pool_.take();
+    MsgState& s = msg_pool_[i.slot];
+    s = MsgState{};
+    s.senders = i.senders;
+  }
+  // The op completing a side of message m is done: no call of that side reads the message again. Freed
+  // once both are, unless it is eager and its receiver has not taken it yet as far as the replay worked
+  // out (Channel::head not past it): the sender's next messages still ask when it was taken (eager_start).
+  void side_done(uint32_t m, uint8_t side) {
+    const MsgInfo& i = info_[m];
+    if (i.slot >= kFreedMsg) return;  // never asked for: an op gone on with its measured time (kept then)
+    MsgState& s = msg_pool_[i.slot];
+    s.done |= side;
+    if (s.done == kBothSides && (i.channel == kNone || channels_[i.channel].head > i.pos)) free_msg(m);
+  }
+  void free_msg(uint32_t m) {
+    uint32_t& k = info_[m].slot;
+    // kept where a rank is still listed as waiting for it (a serial replay lists none by then: a rank
+    // waits for a message's post, and posting it emptied the list)
+    if (msg_pool_[k].waiters.head >= 0) return;
+    msg_pool_.give(k);
+    k = kFreedMsg;
+  }
   std::vector<std::vector<double>> coll_arrive_;
   std::vector<std::vector<double>> coll_done_;
   std::vector<std::vector<int>> waiting_coll_, waiting_rank_;
   std::vector<int32_t> next_msg_waiter_;  // by rank: the next rank in its message's list
   std::vector<uint32_t> waits_on_msg_;    // by rank: the message whose list it is in, or kNone
   std::vector<Channel> channels_;
-  std::vector<uint32_t> channel_of_, channel_pos_;  // per message, kNone when not eager
   std::vector<std::vector<uint32_t>> channels_into_;  // per receiver
   Block blocked_on_;
   int running_ = -1;  // the rank being stepped
@@ -455,16 +529,16 @@ class Simulation {
   void apply(const PeerUpdate& u) {
     switch (u.kind) {
       case PeerUpdate::SendPosted: {
-        msg_[u.id].split = u.flag;
+        msg(u.id).split = u.flag;
         set_ts(u.id, u.t);
-        if (!channel_of_.empty() && channel_of_[u.id] != kNone) eager_starts_.push_back(u.id);
+        if (info_[u.id].channel != kNone) eager_starts_.push_back(u.id);
         break;
       }
       case PeerUpdate::RecvPosted:
         set_tr(u.id, u.t);
         break;
       case PeerUpdate::EagerStart:
-        msg_[u.id].start = u.t;
+        msg(u.id).start = u.t;
         wake_msg(u.id);
         break;
       case PeerUpdate::CollArrived: {
@@ -527,6 +601,7 @@ class Simulation {
     ByteWriter w;
     w.pod(res.predicted_ns);
     w.pod(res.measured_ns);
+    w.pod(res.messages_held);
     w.pods(res.ranks);
     w.pods(res.sites);
     for (uint64_t x : {res.rendezvous_messages, res.rendezvous_bytes, res.split_messages, res.unresolved_ops,
@@ -568,6 +643,7 @@ class Simulation {
       };
       all.predicted_ns = std::max(all.predicted_ns, rd.pod<double>());
       all.measured_ns = std::max(all.measured_ns, rd.pod<double>());
+      all.messages_held = std::max(all.messages_held, rd.pod<uint64_t>());
       rd.append(all.ranks);
       rd.append(all.sites);
       for (uint64_t* x : {&all.rendezvous_messages, &all.rendezvous_bytes, &all.split_messages, &all.unresolved_ops,
@@ -601,8 +677,6 @@ class Simulation {
     if (channels) {
       waiting_rank_.resize(t_.ranks.size());
       channels_into_.resize(t_.ranks.size());
-      channel_of_.assign(t_.messages.size(), kNone);
-      channel_pos_.assign(t_.messages.size(), 0);
       to.assign(t_.ranks.size(), kNone);
     }
     const Link* links = t_.links.data();
@@ -627,8 +701,8 @@ class Simulation {
               channels_into_[m.dst].push_back(c);
               receivers.push_back(m.dst);
             }
-            channel_of_[l->id] = c;
-            channel_pos_[l->id] = static_cast<uint32_t>(channels_[c].messages.size());
+            info_[l->id].channel = c;
+            info_[l->id].pos = static_cast<uint32_t>(channels_[c].messages.size());
             channels_[c].messages.push_back(l->id);
           }
         }
@@ -638,7 +712,9 @@ class Simulation {
         for (const Link* l = first; l != end; l++) receives += l->kind == Link::DoneRecv;
         if (receives >= 2)
           for (const Link* l = first; l != end; l++)
-            if (l->kind == Link::DoneRecv && l->id != kNone) msg_[l->id].senders = receives;
+            if (l->kind == Link::DoneRecv && l->id != kNone) {
+              info_[l->id].senders = receives;
+            }
       }
       for (int d : receivers) to[d] = kNone;
       receivers.clear();
@@ -652,7 +728,8 @@ class Simulation {
   // that call when the message arrives (it cannot leave it before the sender goes on).
   double taken(uint32_t m_id) {
     const Message& m = t_.messages[m_id];
-    const double arrival = model_of(m, m_id).eager_arrival(m.bytes, msg_[m_id].start, msg_[m_id].senders);
+    const MsgState& s = msg(m_id);
+    const double arrival = model_of(m, s).eager_arrival(m.bytes, s.start, s.senders);
     if (m.recv_op == kNone) return arrival;  // no receiver in the logs
     const RankState& d = ranks_[m.dst];
     // the first span ending at or after the arrival: the spans end in order, and an arrival is mostly
@@ -673,7 +750,7 @@ class Simulation {
     if (d.gap_done && d.op_start >= arrival) return d.op_start;
     if (d.gap_done && m.dst == running_) return arrival;  // the receiver asks, in a call that needs this message or a later one
     if (d.gap_done && (d.parked == RankState::Parked::Collective ||
-                       (d.parked == RankState::Parked::Message && msg_[d.parked_id].ts == kUnknown &&
+                       (d.parked == RankState::Parked::Message && msg(d.parked_id).ts == kUnknown &&
                         t_.messages[d.parked_id].src == m.src)))
       return arrival;
     blocked_on_ = {true, static_cast<uint32_t>(m.dst)};
@@ -685,26 +762,29 @@ class Simulation {
   // an earlier message of the pair). kUnknown (blocked_on_ set) while that needs a time not replayed yet.
   // The earlier messages' starts come first; the buffer's content is kept as running sums.
   double eager_start(uint32_t m_id) {
-    MsgState& s = msg_[m_id];
+    MsgState& s = msg(m_id);
     if (s.start != kUnknown) return s.start;
     if (s.ts == kUnknown) {
       blocked_on_ = {false, m_id};
       return kUnknown;
     }
-    if (channel_of_.empty() || channel_of_[m_id] == kNone) return s.start = s.ts;
+    const MsgInfo& info = info_[m_id];
+    if (info.channel == kNone) return s.start = s.ts;
     if (remote(t_.messages[m_id].dst)) {  // computed where the receiver is, and told (PeerUpdate::EagerStart)
       blocked_on_ = {false, m_id};
       return kUnknown;
     }
-    Channel& c = channels_[channel_of_[m_id]];
-    const size_t pos = channel_pos_[m_id];
+    Channel& c = channels_[info.channel];
+    const size_t pos = info.pos;
     while (c.computed < pos)
       if (eager_start(c.messages[c.computed]) == kUnknown) return kUnknown;
     auto pop = [&](double when) {
-      c.bytes -= model_.buffered_bytes(t_.messages[c.messages[c.head]].bytes);
+      const uint32_t taken_id = c.messages[c.head];
+      c.bytes -= model_.buffered_bytes(t_.messages[taken_id].bytes);
       c.count--;
       c.head_taken = std::max(c.head_taken, when);
       c.head++;
+      if (msg(taken_id).done == kBothSides) free_msg(taken_id);  // its sides were done before it left
     };
     while (c.head < pos) {  // what the receiver took by the time this one is posted
       double when = taken(c.messages[c.head]);
@@ -791,8 +871,8 @@ class Simulation {
     return k > 0;
   }
 
-  void wake_msg(uint32_t m) {
-    Waiters& w = msg_[m].waiters;
+  void wake_msg(uint32_t m) { wake(msg(m).waiters); }
+  void wake(Waiters& w) {
     for (int32_t r = w.head; r >= 0;) {
       const int32_t next = next_msg_waiter_[r];
       make_ready(r);
@@ -802,18 +882,20 @@ class Simulation {
     }
     w = {};
   }
-  void set_ts(uint32_t m, double ts) {
-    msg_[m].ts = ts;
-    wake_msg(m);
+  void set_ts(uint32_t m, double ts) { set_ts(msg(m), ts); }
+  void set_ts(MsgState& s, double ts) {
+    s.ts = ts;
+    wake(s.waiters);
   }
   void set_tr(uint32_t m, double tr) {
-    msg_[m].tr = tr;
-    wake_msg(m);
+    MsgState& s = msg(m);
+    s.tr = tr;
+    wake(s.waiters);
   }
 
   bool rendezvous(const Message& m) const { return model_.send_waits_for_receive(m.bytes, m.synchronous); }
-  bool splits(const Message& m, uint32_t m_id) const {
-    return msg_[m_id].split && !m.synchronous && !model_.eager(m.bytes) && p_.S > 0;
+  bool splits(const Message& m, const MsgState& s) const {
+    return s.split && !m.synchronous && !model_.eager(m.bytes) && p_.S > 0;
   }
 
   static void add(Breakdown* parts, const SideCost& c, bool send) {
@@ -827,10 +909,10 @@ class Simulation {
   // blocked_on_ says what it needs). Fills the parts of that time when asked.
   double send_done(uint32_t m_id, Breakdown* parts) {
     const Message& m = t_.messages[m_id];
-    const MsgState& s = msg_[m_id];
-    const LogGPS& model = model_of(m, m_id);
+    MsgState& s = msg(m_id);
+    const LogGPS& model = model_of(m, s);
     blocked_on_ = {false, m_id};
-    if (splits(m, m_id)) {
+    if (splits(m, s)) {
       if (model.split_waits_for_receive(m.bytes, p_.S) && m.recv_op != kNone && s.tr == kUnknown) return kUnknown;
       SideCost c = model.split_send_side(m.bytes, p_.S, s.ts, m.recv_op == kNone ? s.ts : s.tr, s.senders);
       add(parts, c, true);
@@ -854,13 +936,13 @@ class Simulation {
   // Time the receive side completes (the blocking receive had it been called at tr), or kUnknown.
   double recv_done(uint32_t m_id, Breakdown* parts) {
     const Message& m = t_.messages[m_id];
-    const MsgState& s = msg_[m_id];
-    const LogGPS& model = model_of(m, m_id);
+    MsgState& s = msg(m_id);
+    const LogGPS& model = model_of(m, s);
     blocked_on_ = {false, m_id};
     if (m.send_op == kNone) return kUnknown;
     if (s.ts == kUnknown) return kUnknown;
     SideCost c;
-    if (splits(m, m_id)) {
+    if (splits(m, s)) {
       c = model.split_recv_side(m.bytes, p_.S, s.ts, s.tr, s.senders);
     } else if (!rendezvous(m)) {
       double start = eager_start(m_id);
@@ -1502,22 +1584,23 @@ class Simulation {
       if (l.id == kNone) continue;
       if (l.kind == Link::PostSend) {
         const Message& m = t_.messages[l.id];
-        msg_[l.id].split = o_.split_everywhere || at(o_.split_sites, r, op.callsite);
-        if (!msg_[l.id].counted) {
-          msg_[l.id].counted = true;
-          if (splits(m, l.id)) split_messages_++;
+        MsgState& st = msg(l.id);
+        st.split = o_.split_everywhere || at(o_.split_sites, r, op.callsite);
+        if (!st.counted) {
+          st.counted = true;
+          if (splits(m, st)) split_messages_++;
           else if (rendezvous(m)) {
             rendezvous_messages_++;
             rendezvous_bytes_ += m.bytes;
           }
         }
-        set_ts(l.id, when);
+        set_ts(st, when);
         // the receiver's process: where its receive is, or where the message's eager start is computed
-        if (remote(m.dst) && (m.recv_op != kNone || (!channel_of_.empty() && channel_of_[l.id] != kNone))) {
+        if (remote(m.dst) && (m.recv_op != kNone || info_[l.id].channel != kNone)) {
           PeerUpdate u;
           u.kind = PeerUpdate::SendPosted;
           u.id = l.id;
-          u.flag = msg_[l.id].split;
+          u.flag = msg(l.id).split;
           u.t = when;
           tell(m.dst, u);
         }
@@ -1650,6 +1733,12 @@ class Simulation {
           }
           end = std::max(end, done);
         }
+        // the op is done, or goes on with its measured time: its sides of its messages read them no more
+        for (uint32_t k = 0; k < op.n_links; k++) {
+          const Link& l = t_.links[op.first_link + k];
+          if (l.id != kNone && (l.kind == Link::DoneSend || l.kind == Link::DoneRecv))
+            side_done(l.id, l.kind == Link::DoneSend ? kSentSide : kReceivedSide);
+        }
         if (as_wait && end != kUnknown) {
           // the parts of a wait are its overhead and its waiting, which may overlap: keep the sum exact
           double sum = parts.total();
@@ -1774,9 +1863,9 @@ class Simulation {
       // a sender on another process: its clock is not here; a message still to start starts no earlier
       // than the last one did
       double b = remote(src) ? c.last_start : q.i < q.w.end ? q.now : std::numeric_limits<double>::max();
-      if (c.head < c.computed) b = std::min(b, msg_[c.messages[c.head]].start);
-      else if (c.computed < c.messages.size() && msg_[c.messages[c.computed]].ts != kUnknown)
-        b = std::min(b, msg_[c.messages[c.computed]].ts);
+      if (c.head < c.computed) b = std::min(b, msg(c.messages[c.head]).start);
+      else if (c.computed < c.messages.size() && msg(c.messages[c.computed]).ts != kUnknown)
+        b = std::min(b, msg(c.messages[c.computed]).ts);
       low = std::min(low, b);
     }
     RankState& s = ranks_[d];
@@ -1794,7 +1883,7 @@ class Simulation {
       const Link& l = t_.links[op.first_link + k];
       if (l.id == kNone || l.kind == Link::PostColl || l.kind == Link::DoneColl) continue;
       __builtin_prefetch(&t_.messages[l.id]);
-      __builtin_prefetch(&msg_[l.id]);
+      __builtin_prefetch(&info_[l.id]);
     }
   }
 
@@ -1809,7 +1898,7 @@ class Simulation {
     const uint32_t m = blocked_on_.id;
     if (waits_on_msg_[r] != m) {
       if (waits_on_msg_[r] != kNone) leave_msg_list(r);  // released by a stall, it waits on another now
-      Waiters& w = msg_[m].waiters;
+      Waiters& w = msg(m).waiters;
       if (w.tail < 0) w.head = r;
       else next_msg_waiter_[w.tail] = r;
       w.tail = r;
@@ -1826,7 +1915,7 @@ class Simulation {
     ready_.push_back(r);
   }
   void leave_msg_list(int r) {
-    Waiters& w = msg_[waits_on_msg_[r]].waiters;
+    Waiters& w = msg(waits_on_msg_[r]).waiters;
     int32_t prev = -1;
     for (int32_t q = w.head; q >= 0 && q != r; q = next_msg_waiter_[q]) prev = q;
     (prev < 0 ? w.head : next_msg_waiter_[prev]) = next_msg_waiter_[r];

@@ -1,8 +1,8 @@
 // Replay throughput: a synthetic trace of RANKS ranks x EVENTS operations each, built in memory (a
 // ring exchange: Irecv from the left, Isend to the right, Waitall, computation; every fourth message
 // above S so that a quarter are rendezvous), replayed in the simulation and in the paper's mode.
-// Prints events per second, memory per million events, and what the report's advice costs in replays of
-// the trace. Asserts nothing.
+// Prints events per second, memory per million events (the trace's, and the peak of its replays), and what
+// the report's advice costs in replays of the trace, with its own peak. Asserts nothing.
 //   replay_bench [ranks] [events per rank] [repeats]   (defaults 64, 1000000 and 3)
 // Each mode is replayed `repeats` times: the median and the range (a machine shared with other jobs moved
 // one simulation of the same trace between 6 and 10 M events/s from one run to the next).
@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   std::printf("  trace built in memory in %.1f s: %.1f MiB, %.1f MiB per million events\n", build_s, trace_kib / 1024.0,
               trace_kib / 1024.0 / (events / 1e6));
   double simulate_s = 0;
+  uint64_t held = 0, messages = t.messages.size();
   for (auto mode : {ReplayMode::Simulate, ReplayMode::Paper}) {
     o.mode = mode;
     std::vector<double> took;
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
       auto r = replay(t, o);
       took.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       predicted = r.predicted_ns;
+      if (mode == ReplayMode::Simulate) held = r.messages_held;
     }
     std::sort(took.begin(), took.end());
     const double s = took[took.size() / 2];
@@ -73,6 +75,13 @@ int main(int argc, char** argv) {
                 mode == ReplayMode::Simulate ? "simulation" : "paper", s, events / s / 1e6, events / took.back() / 1e6,
                 events / took.front() / 1e6, repeats, predicted / 1e9);
   }
+  const long replay_hwm = vm_hwm_kib();
+  std::printf("  peak memory %.1f MiB: %.1f bytes per event, of which the trace %.1f and the replays' state %.1f "
+              "[target at most 16; LogGOPSim 33]\n",
+              replay_hwm / 1024.0, replay_hwm * 1024.0 / events, trace_kib * 1024.0 / events,
+              (replay_hwm - before - trace_kib) * 1024.0 / events);
+  std::printf("  the simulation held at most %llu of the %llu messages' states at once (those in flight)\n",
+              static_cast<unsigned long long>(held), static_cast<unsigned long long>(messages));
   // the report's advice: wait states, then every what-if it tries (the eager-limit sweep and the
   // candidate sites), in units of one simulation of the trace as measured
   {
@@ -93,7 +102,8 @@ int main(int argc, char** argv) {
                 "pieces of advice (before them: wait states %.2f s, the replay of the run as it was %.2f s)\n",
                 s, s / simulate_s, advice.size(), waits_s, seconds_since(t0) - s - waits_s);
   }
-  std::printf("  peak memory %.1f MiB: %.1f bytes per event (trace and replay state) [target at most 16; LogGOPSim 33]\n",
+  std::printf("  peak memory with the advice %.1f MiB: %.1f bytes per event (the wait states and the advice's replays "
+              "besides the trace)\n",
               vm_hwm_kib() / 1024.0, vm_hwm_kib() * 1024.0 / events);
   return 0;
 }

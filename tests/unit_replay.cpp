@@ -5,6 +5,7 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "../bench/ring_trace.hpp"
 #include "parallel.hpp"
 #include "receive_side.hpp"
 #include "replay.hpp"
@@ -191,6 +192,27 @@ TEST_CASE("an eager send waits for room in a late receiver's eager buffer, and g
     ReplayResult r = replay(t, o);
     CHECK(r.ranks[0].predicted.send_wait == Approx(99000 - 2820));
   }
+}
+
+TEST_CASE("the simulation holds the state of the messages in flight, not of every message of the run",
+          "[replay][memory]") {
+  // The benches' ring (bench/ring_trace.hpp): each round a rank receives from its left and sends to its
+  // right, then waits for both, so no rank gets more than a round ahead of its neighbours: a rank's two
+  // messages of a round and of the next are all it can have in flight. Ten times the rounds (16,000
+  // messages against 1,600) hold no more at once.
+  ReplayOptions o;
+  o.params = some_params();
+  SECTION("an unlimited eager buffer") {}
+  SECTION("a limited one: an eager message is held until its receiver took it out of the buffer") {
+    o.params.eager_buffer_bytes = 64 * 1024;
+  }
+  const int ranks = 8;
+  const ReplayResult shorter = replay(bench::ring_trace(ranks, 200), o);
+  const ReplayResult longer = replay(bench::ring_trace(ranks, 2000), o);
+  CHECK(longer.messages_held == shorter.messages_held);
+  CHECK(longer.messages_held > 0);
+  CHECK(longer.messages_held <= 4 * ranks);
+  CHECK(longer.unresolved_ops == 0);
 }
 
 TEST_CASE("a rank's predicted parts are its computation and its call sites' parts, and they add up to its time",
