@@ -43,8 +43,9 @@ struct SiteKey {
   bool operator==(const SiteKey& o) const { return module == o.module && offset == o.offset && function == o.function; }
 };
 
-// How an op takes part in messages and collectives.
-struct Link {
+// How an op takes part in messages and collectives. Packed: 5 bytes where the id's alignment made 8, and
+// a call has one to a few (an unaligned load costs nothing more on the processors the analyzer runs on).
+struct [[gnu::packed]] Link {
   enum Kind : uint8_t {
     PostSend,   // posts the send side of a message (blocking sends post and complete it)
     PostRecv,   // posts the receive side
@@ -55,6 +56,7 @@ struct Link {
   } kind;
   uint32_t id;  // message or collective instance
 };
+static_assert(sizeof(Link) == 5);
 
 // 32 bytes: one per MPI call of the run, the bulk of a trace in memory.
 struct Op {
@@ -71,20 +73,23 @@ struct Op {
 static_assert(sizeof(Op) == 32);
 static_assert(MPA_CALL_COUNT <= UINT16_MAX);
 
+// 40 bytes: the flags share the communicator's word (a trace numbers fewer than kMaxComms).
+inline constexpr uint32_t kMaxComms = uint32_t{1} << 29;
 struct Message {
   int src = -1, dst = -1;             // world ranks
-  uint32_t comm = 0;                  // index into Trace::comms
+  uint32_t comm : 29 = 0;             // index into Trace::comms
+  bool synchronous : 1 = false;       // Ssend / Issend: waits for the receive whatever its size
+  bool resent : 1 = false;            // sent from the buffer and of the bytes of the sender's previous send
+                                      // (log format 5, RESENT): the same data again unless rewritten
+  bool cached : 1 = false;            // resent, with too little computation between to have rewritten it
+                                      // (mark_cached_resends): priced by LogGPSParams::resend_*
   int32_t tag = 0;
   uint64_t bytes = 0;                 // as sent
-  bool synchronous = false;           // Ssend / Issend: waits for the receive whatever its size
-  bool resent = false;                // sent from the buffer and of the bytes of the sender's previous send
-                                      // (log format 5, RESENT): the same data again unless rewritten
-  bool cached = false;                // resent, with too little computation between to have rewritten it
-                                      // (mark_cached_resends): priced by LogGPSParams::resend_*
   uint32_t send_op = kNone, recv_op = kNone;            // the ops that posted each side
   uint32_t send_done_op = kNone, recv_done_op = kNone;  // the ops that completed each side
   bool matched() const { return send_op != kNone && recv_op != kNone; }
 };
+static_assert(sizeof(Message) == 40);
 
 struct CollectiveInstance {
   uint32_t call = 0;
