@@ -23,6 +23,7 @@ namespace {
 void waits_of(const Trace& t, int r, const Op& op, HangState::Rank* out) {
   std::set<int> who;
   auto comm_members = [&](uint32_t comm) {
+    if (comm >= t.comms.size()) return;  // a communicator the log does not know
     for (int m : t.comms[comm].members)
       if (m != r) who.insert(m);
   };

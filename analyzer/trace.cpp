@@ -405,8 +405,9 @@ struct Builder {
     if (n_links > UINT32_MAX || n_sends > UINT32_MAX || n_recvs > UINT32_MAX)
       throw std::length_error(fmt::format("{} links, {} sends, {} receives: more than a trace can number",
                                           n_links, n_sends, n_recvs));
-    if (t.comms.size() > kMaxComms)
-      throw std::length_error(fmt::format("{} communicators: more than a trace can number ({})", t.comms.size(), kMaxComms));
+    if (t.comms.size() >= kMaxComms)  // indices below kMaxComms - 1, which says unknown
+      throw std::length_error(
+          fmt::format("{} communicators: more than a trace can number ({})", t.comms.size(), kMaxComms - 1));
     // the trace's vectors at their size, filled as the parts are freed: the parts and the trace's
     // vectors are not both held whole
     sends.reserve(n_sends);

@@ -73,11 +73,12 @@ struct Op {
 static_assert(sizeof(Op) == 32);
 static_assert(MPA_CALL_COUNT <= UINT16_MAX);
 
-// 40 bytes: the flags share the communicator's word (a trace numbers fewer than kMaxComms).
+// 40 bytes: the flags share the communicator's word. A trace numbers fewer than kMaxComms communicators:
+// kMaxComms - 1 (kNone cut to the field) is a communicator the log does not know.
 inline constexpr uint32_t kMaxComms = uint32_t{1} << 29;
 struct Message {
   int src = -1, dst = -1;             // world ranks
-  uint32_t comm : 29 = 0;             // index into Trace::comms
+  uint32_t comm : 29 = 0;             // index into Trace::comms; kMaxComms - 1: unknown
   bool synchronous : 1 = false;       // Ssend / Issend: waits for the receive whatever its size
   bool resent : 1 = false;            // sent from the buffer and of the bytes of the sender's previous send
                                       // (log format 5, RESENT): the same data again unless rewritten

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "../bench/ring_trace.hpp"
+#include "hang.hpp"
 #include "parallel.hpp"
 #include "receive_side.hpp"
 #include "replay.hpp"
@@ -213,6 +214,26 @@ TEST_CASE("the simulation holds the state of the messages in flight, not of ever
   CHECK(longer.messages_held > 0);
   CHECK(longer.messages_held <= 4 * ranks);
   CHECK(longer.unresolved_ops == 0);
+}
+
+TEST_CASE("a run stopped in a receive from any source on a communicator the log does not know", "[hang]") {
+  // rank 0 was stopped inside MPI_Recv(MPI_ANY_SOURCE) on a communicator handle its log never defined (the
+  // message's comm kMaxComms - 1, as build_trace stores one); rank 1 was computing
+  Trace t = empty_trace(2);
+  Message m;
+  m.src = -1, m.dst = 0, m.bytes = 8;
+  m.comm = kMaxComms - 1;
+  m.recv_op = 0;
+  t.messages.push_back(m);
+  add_op(t, 0, 1000, 5000, MPA_CALL_Recv, OpKind::Recv, {Link{Link::PostRecv, 0}});
+  t.ranks[0].ops.back().unfinished = true;
+  add_op(t, 1, 1000, 1200, MPA_CALL_Barrier, OpKind::Other);
+  const HangState h = hang_state(t);
+  REQUIRE(h.ranks.size() == 2);
+  CHECK(h.ranks[0].state == HangState::State::InMpi);
+  CHECK(h.ranks[0].any_source);
+  CHECK(h.ranks[0].waits_for.empty());  // whom: not known
+  CHECK(h.ranks[1].state == HangState::State::Computing);
 }
 
 TEST_CASE("a rank's predicted parts are its computation and its call sites' parts, and they add up to its time",
