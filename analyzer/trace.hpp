@@ -43,9 +43,9 @@ struct SiteKey {
   bool operator==(const SiteKey& o) const { return module == o.module && offset == o.offset && function == o.function; }
 };
 
-// How an op takes part in messages and collectives. Packed: 5 bytes where the id's alignment made 8, and
-// a call has one to a few (an unaligned load costs nothing more on the processors the analyzer runs on).
-struct [[gnu::packed]] Link {
+// How an op takes part in messages and collectives. Not packed into 5 bytes: its id would then be bound,
+// misaligned, to every const reference that takes it (push_back, std::max), which UBSan rejects.
+struct Link {
   enum Kind : uint8_t {
     PostSend,   // posts the send side of a message (blocking sends post and complete it)
     PostRecv,   // posts the receive side
@@ -56,7 +56,6 @@ struct [[gnu::packed]] Link {
   } kind;
   uint32_t id;  // message or collective instance
 };
-static_assert(sizeof(Link) == 5);
 
 // 32 bytes: one per MPI call of the run, the bulk of a trace in memory.
 struct Op {
