@@ -84,8 +84,8 @@ namespace {
 constexpr double kBytesPerCall = 95;
 // And for each replay run beside the first (analysis_threads): its state; mpiadvise report --format json
 // of a halo of 64 ranks x 2e4 calls peaked at 141 MiB with one thread and 155-159 MiB with two, 11-14
-// bytes a call more, from one run to the next, and 4 in another build (25 while each replay held a state
-// for every message, 48 while the gate's replays held their ops' times).
+// bytes a call more from one run to the next (where the two replays' peaks meet); 4 is below any seen (25
+// while each replay held a state for every message, 48 while the gate's replays held their ops' times).
 constexpr double kBytesPerCallPerThread = 4;
 
 uint64_t meminfo_available() {

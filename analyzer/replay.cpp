@@ -315,7 +315,7 @@ class Simulation {
     double start = kUnknown;              // an eager send's start: ts, or later when the eager buffer was full
     bool split = false, counted = false;
     uint8_t done = 0;                     // the sides whose ops are done (kSentSide, kReceivedSide)
-    int senders = 1;                      // messages sharing the receiver's bandwidth
+    int senders = 1;                      // messages sharing the receiver's bandwidth (MsgInfo's, beside the times)
     Waiters waiters;                      // beside the times they wait for: one cache line to post and wake
   };
   // The states' room, in chunks that never move (a state is referred to while others are made) and reused
@@ -712,9 +712,7 @@ class Simulation {
         for (const Link* l = first; l != end; l++) receives += l->kind == Link::DoneRecv;
         if (receives >= 2)
           for (const Link* l = first; l != end; l++)
-            if (l->kind == Link::DoneRecv && l->id != kNone) {
-              info_[l->id].senders = receives;
-            }
+            if (l->kind == Link::DoneRecv && l->id != kNone) info_[l->id].senders = receives;
       }
       for (int d : receivers) to[d] = kNone;
       receivers.clear();
