@@ -231,7 +231,9 @@ TEST_CASE("over shared memory the effective S is bisected too; --runs pools runs
   // machine, 0.97 once under make check's load, the two ranks sharing caches: a benchmark's figure.)
   REQUIRE(std::regex_search(cal.out, m, std::regex(R"(by its rendezvous, \d+ sizes of \d+ to \d+ bytes: ([0-9.]+) \+-)")));
   REQUIRE(p.resend_rendezvous);
-  CHECK(*p.resend_rendezvous == Approx(std::stod(m[1])).margin(0.005));
+  // the table holds the factor to 3 decimals, the output to 2, both rounded from the same fit: they differ
+  // by up to 0.005 + 0.0005 (a fit of 1.0254 is written 1.025 and printed 1.03; CI failed on a margin of 0.005)
+  CHECK(*p.resend_rendezvous == Approx(std::stod(m[1])).margin(0.0055 + 1e-9));
   CHECK(*p.resend_rendezvous <= 10);
   CHECK(read_text(params).find("\n[resend]\n") != std::string::npos);
 }
