@@ -13,10 +13,10 @@ namespace {
 std::vector<BufferingDependence::Send> waiting_sends(const Trace& t, int rank, uint32_t op_index) {
   std::vector<BufferingDependence::Send> out;
   const Op& op = t.op(rank, op_index);
-  const Link* links = t.links_of(op);
+  const OpLinks links = t.links_of(op);
   std::set<uint32_t> seen;  // a blocking send both posts and completes its message
   for (uint32_t i = 0; i < op.n_links; i++) {
-    const Link& l = links[i];
+    const Link l = links[i];
     const bool blocking_send = l.kind == Link::PostSend && (op.kind == OpKind::Send || op.kind == OpKind::SendRecv);
     if (!(blocking_send || l.kind == Link::DoneSend) || l.id == kNone || l.id >= t.messages.size()) continue;
     if (!seen.insert(l.id).second) continue;

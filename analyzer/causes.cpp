@@ -80,9 +80,9 @@ class Timeline {
     for (uint32_t k = before; k > first && searched < kSyncSearch; searched++) {
       --k;
       const Op& op = t_.op(a, k);
-      const Link* links = t_.links_of(op);
+      const OpLinks links = t_.links_of(op);
       for (uint32_t l = 0; l < op.n_links; l++) {
-        const Link& link = links[l];
+        const Link link = links[l];
         if (link.id == kNone) continue;
         bool with_b = false;
         if (link.kind == Link::PostColl || link.kind == Link::DoneColl) {

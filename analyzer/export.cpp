@@ -284,9 +284,9 @@ class Otf2Writer {
     check(OTF2_EvtWriter_Enter(w, nullptr, enter, region), "an Enter record");
     const bool blocking_send = op.kind == OpKind::Send || op.kind == OpKind::SyncSend || op.kind == OpKind::SendRecv;
     int collective = 0;
-    const Link* links = t_.links_of(op);
+    const OpLinks links = t_.links_of(op);
     for (uint32_t k = 0; k < op.n_links; k++) {  // what the call posts, at its entry
-      const Link& l = links[k];
+      const Link l = links[k];
       if (l.id == kNone) continue;
       if (l.kind == Link::PostSend || l.kind == Link::PostRecv) {
         const Message& m = t_.messages[l.id];
@@ -312,7 +312,7 @@ class Otf2Writer {
       }
     }
     for (uint32_t k = 0; k < op.n_links; k++) {  // what it completes, at its exit
-      const Link& l = links[k];
+      const Link l = links[k];
       if (l.id == kNone) continue;
       if (l.kind == Link::DoneSend || l.kind == Link::DoneRecv) {
         const Message& m = t_.messages[l.id];

@@ -68,7 +68,7 @@ std::vector<HaloExchange> find_halos(const Trace& t) {
       std::set<std::pair<uint32_t, int>> posted;
       uint32_t j = i;
       for (; j < w.end && point_to_point(ops[j].kind); j++) {
-        const Link* links = t.links_of(ops[j]);
+        const OpLinks links = t.links_of(ops[j]);
         bool again = false;
         for (uint32_t l = 0; l < ops[j].n_links && j > i; l++) {
           if (links[l].id == kNone) continue;

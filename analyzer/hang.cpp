@@ -32,7 +32,7 @@ void waits_of(const Trace& t, int r, const Op& op, HangState::Rank* out) {
     if (peer >= 0 && peer != r) who.insert(peer);
     else if (peer < 0 && receiving) out->any_source = true, comm_members(m.comm);
   };
-  const Link* links = t.links_of(op);
+  const OpLinks links = t.links_of(op);
   bool linked = false;
   for (uint32_t l = 0; l < op.n_links; l++) {
     if (links[l].id == kNone) continue;

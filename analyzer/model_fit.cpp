@@ -41,7 +41,7 @@ bool never_waits(const Trace& t, const Op& op, const LogGPSParams& p) {
   if (op.kind == OpKind::PostSend || op.kind == OpKind::PostRecv) return true;
   if (op.kind != OpKind::Send) return false;
   for (uint32_t k = 0; k < op.n_links; k++) {
-    const Link& l = t.links[op.first_link + k];
+    const Link l = t.links[op.first_link + k];
     if (l.kind == Link::PostSend && l.id != kNone && t.messages[l.id].bytes > p.S) return false;
   }
   return true;

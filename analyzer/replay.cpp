@@ -142,7 +142,7 @@ struct ByteReader {
 constexpr uint32_t kPrefetchOps = 8;
 void prefetch_messages(const Trace& t, const Op& op) {
   for (uint32_t k = 0; k < op.n_links; k++) {
-    const Link& l = t.links[op.first_link + k];
+    const Link l = t.links[op.first_link + k];
     if (l.id == kNone || l.kind == Link::PostColl || l.kind == Link::DoneColl) continue;
     __builtin_prefetch(&t.messages[l.id]);
   }
@@ -679,20 +679,19 @@ class Simulation {
       channels_into_.resize(t_.ranks.size());
       to.assign(t_.ranks.size(), kNone);
     }
-    const Link* links = t_.links.data();
     const int world = static_cast<int>(t_.ranks.size());
     for (size_t r = 0; r < t_.ranks.size(); r++) {
       const auto& ops = t_.ranks[r].ops;
       const Op* const op_end = ops.data() + ops.size();
       for (const Op* op = ops.data(); op != op_end; op++) {
         if (op->n_links == 0) continue;
-        const Link* const first = links + op->first_link;
-        const Link* const end = first + op->n_links;
+        const OpLinks links = t_.links_of(*op);
         if (channels) {
           if (op_end - op > kPrefetchOps) prefetch_messages(t_, op[kPrefetchOps]);
-          for (const Link* l = first; l != end; l++) {
-            if (l->kind != Link::PostSend || l->id == kNone) continue;
-            const Message& m = t_.messages[l->id];
+          for (uint32_t k = 0; k < links.size(); k++) {
+            const Link l = links[k];
+            if (l.kind != Link::PostSend || l.id == kNone) continue;
+            const Message& m = t_.messages[l.id];
             if (rendezvous(m) || m.dst < 0 || m.dst >= world) continue;
             uint32_t& c = to[m.dst];
             if (c == kNone) {
@@ -701,18 +700,18 @@ class Simulation {
               channels_into_[m.dst].push_back(c);
               receivers.push_back(m.dst);
             }
-            info_[l->id].channel = c;
-            info_[l->id].pos = static_cast<uint32_t>(channels_[c].messages.size());
-            channels_[c].messages.push_back(l->id);
+            info_[l.id].channel = c;
+            info_[l.id].pos = static_cast<uint32_t>(channels_[c].messages.size());
+            channels_[c].messages.push_back(l.id);
           }
         }
         // receive contention: messages that one completion op receives together share the receiver
         if (op->n_links < 2) continue;
         int receives = 0;
-        for (const Link* l = first; l != end; l++) receives += l->kind == Link::DoneRecv;
+        for (uint32_t k = 0; k < links.size(); k++) receives += links[k].kind == Link::DoneRecv;
         if (receives >= 2)
-          for (const Link* l = first; l != end; l++)
-            if (l->kind == Link::DoneRecv && l->id != kNone) info_[l->id].senders = receives;
+          for (uint32_t k = 0; k < links.size(); k++)
+            if (const Link l = links[k]; l.kind == Link::DoneRecv && l.id != kNone) info_[l.id].senders = receives;
       }
       for (int d : receivers) to[d] = kNone;
       receivers.clear();
@@ -1578,7 +1577,7 @@ class Simulation {
 
   void post_links(int r, const Op& op, double when) {
     for (uint32_t k = 0; k < op.n_links; k++) {
-      const Link& l = t_.links[op.first_link + k];
+      const Link l = t_.links[op.first_link + k];
       if (l.id == kNone) continue;
       if (l.kind == Link::PostSend) {
         const Message& m = t_.messages[l.id];
@@ -1686,7 +1685,7 @@ class Simulation {
         end = s.now + (as_wait ? p_.o : 0);
         if (as_wait) parts.recv_overhead += p_.o;
         for (uint32_t k = 0; k < op.n_links && end != kUnknown; k++) {
-          const Link& l = t_.links[op.first_link + k];
+          const Link l = t_.links[op.first_link + k];
           if (l.id == kNone) continue;
           double done = kUnknown;
           // a blocking call's parts are its links' (each adds its own once it completes); a wait's are its
@@ -1733,7 +1732,7 @@ class Simulation {
         }
         // the op is done, or goes on with its measured time: its sides of its messages read them no more
         for (uint32_t k = 0; k < op.n_links; k++) {
-          const Link& l = t_.links[op.first_link + k];
+          const Link l = t_.links[op.first_link + k];
           if (l.id != kNone && (l.kind == Link::DoneSend || l.kind == Link::DoneRecv))
             side_done(l.id, l.kind == Link::DoneSend ? kSentSide : kReceivedSide);
         }
@@ -1878,7 +1877,7 @@ class Simulation {
   // each turn would meet its messages out of the cache.
   void prefetch_ahead(const Op& op) const {
     for (uint32_t k = 0; k < op.n_links; k++) {
-      const Link& l = t_.links[op.first_link + k];
+      const Link l = t_.links[op.first_link + k];
       if (l.id == kNone || l.kind == Link::PostColl || l.kind == Link::DoneColl) continue;
       __builtin_prefetch(&t_.messages[l.id]);
       __builtin_prefetch(&info_[l.id]);
@@ -2003,7 +2002,7 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
       double routine = 0;
       bool modelled = false;
       for (uint32_t k = 0; k < op.n_links; k++) {
-        const Link& l = t.links[op.first_link + k];
+        const Link l = t.links[op.first_link + k];
         // a collective's links name a collective instance, not a message: its time stays as measured
         if (l.id == kNone || l.kind == Link::PostColl || l.kind == Link::DoneColl) continue;
         const Message& m = t.messages[l.id];

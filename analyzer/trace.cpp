@@ -103,7 +103,7 @@ struct RankPart {
     std::optional<uint64_t> sent, received;
     std::vector<uint64_t> each;
   };
-  std::vector<Link> links;  // ids: the part's sends, receives or memberships
+  LinkList links;  // ids: the part's sends, receives or memberships
   std::vector<SendEnd> sends;
   std::vector<RecvEnd> recvs;
   std::vector<Membership> colls;
@@ -425,7 +425,8 @@ struct Builder {
         e.comm = comm(e.comm);
         recvs.push_back(e);
       }
-      for (Link e : part.links) {
+      for (size_t i = 0; i < part.links.size(); i++) {
+        Link e = part.links[i];
         if (e.kind == Link::PostSend || e.kind == Link::DoneSend) e.id += place.sends;
         else if (e.kind == Link::PostRecv || e.kind == Link::DoneRecv) e.id += place.recvs;
         else e.id = place.instance[e.id];
@@ -440,8 +441,8 @@ struct Builder {
   // The links of cancelled operations (no message: their id is kNone) go; an op left with no link is
   // replayed as what it was measured to be (Other), as a completion of nothing is.
   void drop_cancelled_links() {
-    if (std::none_of(t.links.begin(), t.links.end(), [](const Link& l) { return l.id == kNone; })) return;
-    std::vector<Link> kept;
+    if (std::none_of(t.links.ids().begin(), t.links.ids().end(), [](uint32_t id) { return id == kNone; })) return;
+    LinkList kept;
     kept.reserve(t.links.size());
     for (auto& rt : t.ranks) {
       for (auto& op : rt.ops) {
@@ -536,9 +537,10 @@ struct Builder {
       t.messages.push_back(m);
       t.unmatched_recvs++;
     }
-    for (auto& l : t.links) {
-      if (l.kind == Link::PostSend || l.kind == Link::DoneSend) l.id = send_msg[l.id];
-      else if (l.kind == Link::PostRecv || l.kind == Link::DoneRecv) l.id = recv_msg[l.id];
+    for (size_t i = 0; i < t.links.size(); i++) {
+      const Link l = t.links[i];
+      if (l.kind == Link::PostSend || l.kind == Link::DoneSend) t.links.set_id(i, send_msg[l.id]);
+      else if (l.kind == Link::PostRecv || l.kind == Link::DoneRecv) t.links.set_id(i, recv_msg[l.id]);
     }
     drop_cancelled_links();
     for (const auto& c : t.collectives)
@@ -608,7 +610,7 @@ void mark_cached_resends(Trace& t) {
       if (i > 0 && ops[i].t_enter > ops[i - 1].t_exit) computation += static_cast<double>(ops[i].t_enter - ops[i - 1].t_exit);
       if (!compared(ops[i].call)) continue;
       if (previous < ops.size()) {
-        const Link* links = t.links_of(ops[i]);
+        const OpLinks links = t.links_of(ops[i]);
         for (uint32_t l = 0; l < ops[i].n_links; l++) {
           if (links[l].kind != Link::PostSend) continue;
           Message& m = t.messages[links[l].id];

@@ -43,8 +43,8 @@ struct SiteKey {
   bool operator==(const SiteKey& o) const { return module == o.module && offset == o.offset && function == o.function; }
 };
 
-// How an op takes part in messages and collectives. Not packed into 5 bytes: its id would then be bound,
-// misaligned, to every const reference that takes it (push_back, std::max), which UBSan rejects.
+// How an op takes part in messages and collectives. The trace holds its links in LinkList, 5 bytes each,
+// and hands them out by value.
 struct Link {
   enum Kind : uint8_t {
     PostSend,   // posts the send side of a message (blocking sends post and complete it)
@@ -55,6 +55,50 @@ struct Link {
     DoneColl,   // completes a non-blocking collective
   } kind;
   uint32_t id;  // message or collective instance
+  bool operator==(const Link&) const = default;
+};
+
+// The trace's links as two arrays, ids and kinds: 5 bytes a link where a Link takes 8, about 1.5 links a
+// call. A link is read by value: links[i], or an op's through Trace::links_of. (Packed into one 5-byte
+// struct instead, a link's id was bound misaligned to the const references that take it, which UBSan
+// rejects.)
+class LinkList {
+ public:
+  Link operator[](size_t i) const { return Link{static_cast<Link::Kind>(kind_[i]), id_[i]}; }
+  size_t size() const { return id_.size(); }
+  bool empty() const { return id_.empty(); }
+  void push_back(Link l) {
+    id_.push_back(l.id);
+    kind_.push_back(l.kind);
+  }
+  void reserve(size_t n) {
+    id_.reserve(n);
+    kind_.reserve(n);
+  }
+  void shrink_to_fit() {
+    id_.shrink_to_fit();
+    kind_.shrink_to_fit();
+  }
+  void set_id(size_t i, uint32_t id) { id_[i] = id; }
+  const std::vector<uint32_t>& ids() const { return id_; }
+  size_t bytes() const { return id_.capacity() * sizeof(uint32_t) + kind_.capacity(); }
+
+ private:
+  std::vector<uint32_t> id_;
+  std::vector<uint8_t> kind_;
+};
+
+// An op's links, [first, first + n) of the trace's.
+class OpLinks {
+ public:
+  OpLinks(const LinkList& all, uint32_t first, uint32_t n) : all_(&all), first_(first), n_(n) {}
+  Link operator[](uint32_t k) const { return (*all_)[first_ + k]; }
+  uint32_t size() const { return n_; }
+  uint32_t id(uint32_t k) const { return all_->ids()[first_ + k]; }
+
+ private:
+  const LinkList* all_;
+  uint32_t first_, n_;
 };
 
 // 32 bytes: one per MPI call of the run, the bulk of a trace in memory.
@@ -126,7 +170,7 @@ struct Trace {
   std::vector<Message> messages;
   std::vector<CollectiveInstance> collectives;
   std::vector<TraceComm> comms;
-  std::vector<Link> links;
+  LinkList links;
   std::vector<std::map<uint32_t, SiteKey>> site_keys;  // per rank: callsite id -> key
   // what could not be matched, and why
   uint64_t unmatched_sends = 0, unmatched_recvs = 0, incomplete_collectives = 0;
@@ -136,7 +180,7 @@ struct Trace {
   // The site of a rank's call site id (the same for every call stack through one return address); a
   // site the logs have no definition for is keyed by rank and id.
   SiteKey site(int rank, uint32_t callsite) const;
-  const Link* links_of(const Op& op) const { return links.data() + op.first_link; }
+  OpLinks links_of(const Op& op) const { return OpLinks(links, op.first_link, op.n_links); }
 };
 
 // The ops a replay runs, [first, end): after MPI_Init, before MPI_Finalize; and when they start and stop

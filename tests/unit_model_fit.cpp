@@ -50,7 +50,7 @@ Trace isend_run(const std::vector<std::pair<int, uint64_t>>& slow_posts) {
     op.call = call, op.kind = kind, op.callsite = site;
     op.first_link = static_cast<uint32_t>(t.links.size());
     op.n_links = static_cast<uint32_t>(links.size());
-    t.links.insert(t.links.end(), links.begin(), links.end());
+    for (const Link& l : links) t.links.push_back(l);
     t.ranks[r].ops.push_back(op);
     now = op.t_exit + 100'000;
     return static_cast<uint32_t>(t.ranks[r].ops.size() - 1);

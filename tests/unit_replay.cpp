@@ -37,7 +37,7 @@ void add_op(Trace& t, int rank, uint64_t enter, uint64_t exit, uint32_t call, Op
   op.kind = kind;
   op.first_link = static_cast<uint32_t>(t.links.size());
   op.n_links = static_cast<uint32_t>(links.size());
-  t.links.insert(t.links.end(), links.begin(), links.end());
+  for (const Link& l : links) t.links.push_back(l);
   t.ranks[rank].ops.push_back(op);
 }
 

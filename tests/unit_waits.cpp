@@ -33,7 +33,7 @@ struct Builder {
     o.t_enter = enter, o.t_exit = exit, o.call = call, o.kind = kind, o.callsite = callsite;
     o.first_link = static_cast<uint32_t>(t.links.size());
     o.n_links = static_cast<uint32_t>(links.size());
-    t.links.insert(t.links.end(), links.begin(), links.end());
+    for (const Link& l : links) t.links.push_back(l);
     t.site_keys[rank][callsite] = SiteKey{"app", 0x100u * callsite + static_cast<uint64_t>(rank), ""};
     t.ranks[rank].ops.push_back(o);
     return static_cast<uint32_t>(t.ranks[rank].ops.size() - 1);
