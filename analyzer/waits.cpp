@@ -58,7 +58,7 @@ std::vector<Wait> find_waits(const Trace& t, const LogGPS& model) {
   std::vector<Wait> waits;
   auto add = [&](int waiter, uint32_t op, double from, double to, int culprit, uint32_t culprit_op, WaitCause cause,
                  uint64_t bytes) {
-    if (to > from) waits.push_back({waiter, op, from, to, culprit, culprit_op, cause, bytes});
+    if (to > from) waits.push_back({waiter, op, from, to, culprit, culprit_op, std::min(bytes, kMaxWaitBytes), cause});
   };
   for (const auto& m : t.messages) {
     if (!m.matched()) continue;

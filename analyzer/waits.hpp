@@ -29,10 +29,13 @@ struct Wait {
   double from = 0, to = 0;       // measured, ns on rank 0's clock
   int culprit = -1;              // the rank it waited for (at a collective, the last to arrive)
   uint32_t culprit_op = kNone;   // its op whose entry, at `to` or later, ended the wait
-  WaitCause cause = WaitCause::LateSender;
-  uint64_t bytes = 0;            // the message's (0 at a collective)
+  uint64_t bytes : 56 = 0;       // the message's (0 at a collective), at most kMaxWaitBytes
+  WaitCause cause : 8 = WaitCause::LateSender;
   double ns() const { return to - from; }
 };
+// 40 bytes: the report keeps every wait of the run (about one for every four MPI calls of a halo)
+static_assert(sizeof(Wait) == 40);
+inline constexpr uint64_t kMaxWaitBytes = (uint64_t{1} << 56) - 1;  // 64 PiB: a message's bytes, clamped
 
 // Every wait of the run, from the recorded times: a late receiver classified by what the model says the
 // send waits for (the rendezvous above S, a synchronous send, or neither: a full eager buffer, a
