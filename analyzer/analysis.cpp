@@ -76,14 +76,15 @@ void group_sites_by_function(Analysis& a) {
 namespace {
 
 // Peak bytes of an analysis per MPI call in the logs, measured with /usr/bin/time on mpiadvise report of
-// mpiadvise-synth's logs: 103 for a halo of 64 ranks x 1e5 calls (106 before the trace's messages took 40
-// bytes, 115 before the replays held the state of the messages in flight only, 134 before the gate's
-// replays made their ops' times as they went, 164 before its intervals took their times from the trace,
-// 220 before the ranks' symbolizers shared the module files), 220 for an alltoall of 16 ranks x 1e5 (243,
-// 258 before). Less than either: only a run that cannot fit is refused.
-constexpr double kBytesPerCall = 95;
+// mpiadvise-synth's logs: 96 for a halo of 64 ranks x 1e5 calls (103 before the trace's links took 5
+// bytes and its waits 40, 106 before the trace's messages took 40 bytes, 115 before the replays held the
+// state of the messages in flight only, 134 before the gate's replays made their ops' times as they went,
+// 164 before its intervals took their times from the trace, 220 before the ranks' symbolizers shared the
+// module files), 214 for an alltoall of 16 ranks x 1e5 (220, 243, 258 before). Less than either: only a
+// run that cannot fit is refused.
+constexpr double kBytesPerCall = 88;
 // And for each replay run beside the first (analysis_threads): its state; mpiadvise report --format json
-// of a halo of 64 ranks x 2e4 calls peaked at 141 MiB with one thread and 155-159 MiB with two, 11-14
+// of a halo of 64 ranks x 2e4 calls peaked at 132 MiB with one thread and 146 MiB with two, 11-14
 // bytes a call more from one run to the next (where the two replays' peaks meet); 4 is below any seen (25
 // while each replay held a state for every message, 48 while the gate's replays held their ops' times).
 constexpr double kBytesPerCallPerThread = 4;
