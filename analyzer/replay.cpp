@@ -317,6 +317,9 @@ class Simulation {
     uint8_t done = 0;                     // the sides whose ops are done (kSentSide, kReceivedSide)
     int senders = 1;                      // messages sharing the receiver's bandwidth (MsgInfo's, beside the times)
     Waiters waiters;                      // beside the times they wait for: one cache line to post and wake
+    // eager under a limited eager buffer, its receiver here: its sender-receiver pair's channel and its
+    // place in it, from its post (kNone: none)
+    uint32_t channel = kNone, pos = 0;
   };
   // The states' room, in chunks that never move (a state is referred to while others are made) and reused
   // once freed.
@@ -363,10 +366,15 @@ class Simulation {
     enum class Parked { None, Message, Rank, Collective } parked = Parked::None;
     uint32_t parked_id = 0;
   };
-  // The eager messages from one rank to another, in the sender's order, and the first of them that may
-  // still be in the receiver's eager buffer.
+  // The eager messages from one rank to another, in the sender's order as it posts them, and the first of
+  // them that may still be in the receiver's eager buffer. A message's place counts from the channel's
+  // first; those before head go from the list now and then (base: the place of its first entry).
   struct Channel {
-    std::vector<uint32_t> messages;
+    int src = -1;
+    std::vector<uint32_t> messages;  // the messages at places [base, base + size)
+    size_t base = 0;
+    uint32_t at(size_t pos) const { return messages[pos - base]; }
+    size_t end() const { return base + messages.size(); }
     size_t head = 0, computed = 0;   // [head, computed): started, maybe still in the buffer
     uint64_t bytes = 0, count = 0;   // what [head, computed) takes in the buffer
     double head_taken = 0, last_start = 0;  // when the last message before head was taken; the last start
@@ -390,16 +398,14 @@ class Simulation {
   // every computation gap takes ReplayOptions::compute_factor (no ranks or sites chosen): asked once a gap
   const bool uniform_compute_ = o_.compute_ranks.empty() && o_.compute_sites.empty();
   // What the simulation keeps of every message: where its state is while it is in flight, and what the
-  // pass over the links found (scan_links). 16 bytes, read together.
+  // pass over the links found (scan_links). 8 bytes, read together.
   static constexpr uint32_t kFreedMsg = kNone - 1;
-  struct alignas(16) MsgInfo {
+  struct alignas(8) MsgInfo {
     // its state's place in msg_pool_: kNone before the replay first asks for it, kFreedMsg once freed. In a
     // spread replay, only the messages between two ranks of the process are: the others' sides are done in
     // two processes, and the updates they exchange (PeerUpdate) are of those alone.
     uint32_t slot = kNone;
     int32_t senders = 1;       // MsgState::senders: the receives the op completing it completes together
-    uint32_t channel = kNone;  // eager under a limited eager buffer: its sender-receiver pair's channel
-    uint32_t pos = 0;          // and its place in it
   };
   mutable std::vector<MsgInfo> info_;
   mutable MsgPool msg_pool_;
@@ -424,7 +430,7 @@ class Simulation {
     if (i.slot >= kFreedMsg) return;  // never asked for: an op gone on with its measured time (kept then)
     MsgState& s = msg_pool_[i.slot];
     s.done |= side;
-    if (s.done == kBothSides && (i.channel == kNone || channels_[i.channel].head > i.pos)) free_msg(m);
+    if (s.done == kBothSides && (s.channel == kNone || channels_[s.channel].head > s.pos)) free_msg(m);
   }
   void free_msg(uint32_t m) {
     uint32_t& k = info_[m].slot;
@@ -441,6 +447,30 @@ class Simulation {
   std::vector<uint32_t> waits_on_msg_;    // by rank: the message whose list it is in, or kNone
   std::vector<Channel> channels_;
   std::vector<std::vector<uint32_t>> channels_into_;  // per receiver
+  std::vector<std::vector<std::pair<int, uint32_t>>> channels_from_;  // per sender: (receiver, channel), by receiver
+  // An eager message under a limited eager buffer: it goes through its pair's channel, where its receiver is.
+  bool channelled(const Message& m) const {
+    return !channels_from_.empty() && !rendezvous(m) && m.dst >= 0 && m.dst < static_cast<int>(t_.ranks.size());
+  }
+  // The channel's list keeps what is not taken yet (out of line: eager_start's pop inlines without it).
+  [[gnu::noinline]] static void forget_taken(Channel& c) {
+    c.messages.erase(c.messages.begin(), c.messages.begin() + static_cast<std::ptrdiff_t>(c.head - c.base));
+    c.base = c.head;
+  }
+  // Message m joins its pair's channel, in the order its sender posts: before its post time is set.
+  void join_channel(uint32_t m_id, const Message& m, MsgState& s) {
+    const auto& from = channels_from_[m.src];
+    uint32_t c_id = kNone;
+    if (from.size() <= 8) {  // a few receivers (a halo's neighbours): each compared, without a branch to mispredict
+      for (const auto& [dst, id] : from) c_id = dst == m.dst ? id : c_id;
+    } else {
+      c_id = std::lower_bound(from.begin(), from.end(), std::pair<int, uint32_t>{m.dst, 0})->second;
+    }
+    Channel& c = channels_[c_id];
+    s.channel = c_id;
+    s.pos = static_cast<uint32_t>(c.end());
+    c.messages.push_back(m_id);
+  }
   Block blocked_on_;
   int running_ = -1;  // the rank being stepped
   std::vector<RankState> ranks_;
@@ -528,10 +558,14 @@ class Simulation {
 
   void apply(const PeerUpdate& u) {
     switch (u.kind) {
-      case PeerUpdate::SendPosted: {
-        msg(u.id).split = u.flag;
+      case PeerUpdate::SendPosted: {  // to the receiver's process
+        MsgState& s = msg(u.id);
+        s.split = u.flag;
+        const Message& m = t_.messages[u.id];
+        const bool channel = channelled(m);
+        if (channel) join_channel(u.id, m, s);
         set_ts(u.id, u.t);
-        if (info_[u.id].channel != kNone) eager_starts_.push_back(u.id);
+        if (channel) eager_starts_.push_back(u.id);
         break;
       }
       case PeerUpdate::RecvPosted:
@@ -668,7 +702,8 @@ class Simulation {
   }
 
   // One pass over the links (the trace's bulk, read once): receive contention, and with a limited eager
-  // buffer the eager messages of each sender-receiver pair in the order the sender posted them.
+  // buffer the sender-receiver pairs with eager messages, each a channel (its messages join it as they are
+  // posted: join_channel).
   void scan_links() {
     const bool channels = model_.eager_buffer_limited();
     // by receiver, the channel from the sender at hand (reset after each sender: its receivers only)
@@ -677,6 +712,7 @@ class Simulation {
     if (channels) {
       waiting_rank_.resize(t_.ranks.size());
       channels_into_.resize(t_.ranks.size());
+      channels_from_.resize(t_.ranks.size());
       to.assign(t_.ranks.size(), kNone);
     }
     const int world = static_cast<int>(t_.ranks.size());
@@ -696,13 +732,10 @@ class Simulation {
             uint32_t& c = to[m.dst];
             if (c == kNone) {
               c = static_cast<uint32_t>(channels_.size());
-              channels_.emplace_back();
+              channels_.emplace_back().src = static_cast<int>(r);
               channels_into_[m.dst].push_back(c);
               receivers.push_back(m.dst);
             }
-            info_[l.id].channel = c;
-            info_[l.id].pos = static_cast<uint32_t>(channels_[c].messages.size());
-            channels_[c].messages.push_back(l.id);
           }
         }
         // receive contention: messages that one completion op receives together share the receiver
@@ -713,8 +746,12 @@ class Simulation {
           for (uint32_t k = 0; k < links.size(); k++)
             if (const Link l = links[k]; l.kind == Link::DoneRecv && l.id != kNone) info_[l.id].senders = receives;
       }
-      for (int d : receivers) to[d] = kNone;
-      receivers.clear();
+      if (channels) {
+        auto& from = channels_from_[r];
+        for (int d : receivers) from.emplace_back(d, to[d]), to[d] = kNone;
+        std::sort(from.begin(), from.end());
+        receivers.clear();
+      }
     }
   }
 
@@ -765,32 +802,33 @@ class Simulation {
       blocked_on_ = {false, m_id};
       return kUnknown;
     }
-    const MsgInfo& info = info_[m_id];
-    if (info.channel == kNone) return s.start = s.ts;
-    if (remote(t_.messages[m_id].dst)) {  // computed where the receiver is, and told (PeerUpdate::EagerStart)
+    const Message& m = t_.messages[m_id];
+    if (!channelled(m)) return s.start = s.ts;
+    if (remote(m.dst)) {  // computed where the receiver is, and told (PeerUpdate::EagerStart)
       blocked_on_ = {false, m_id};
       return kUnknown;
     }
-    Channel& c = channels_[info.channel];
-    const size_t pos = info.pos;
+    Channel& c = channels_[s.channel];
+    const size_t pos = s.pos;
     while (c.computed < pos)
-      if (eager_start(c.messages[c.computed]) == kUnknown) return kUnknown;
+      if (eager_start(c.at(c.computed)) == kUnknown) return kUnknown;
     auto pop = [&](double when) {
-      const uint32_t taken_id = c.messages[c.head];
+      const uint32_t taken_id = c.at(c.head);
       c.bytes -= model_.buffered_bytes(t_.messages[taken_id].bytes);
       c.count--;
       c.head_taken = std::max(c.head_taken, when);
       c.head++;
       if (msg(taken_id).done == kBothSides) free_msg(taken_id);  // its sides were done before it left
+      if (c.head - c.base >= 1024 && c.head - c.base >= c.messages.size() / 2) forget_taken(c);
     };
     while (c.head < pos) {  // what the receiver took by the time this one is posted
-      double when = taken(c.messages[c.head]);
+      double when = taken(c.at(c.head));
       if (when == kUnknown || when > s.ts) break;
       pop(when);
     }
     const uint64_t own = model_.buffered_bytes(t_.messages[m_id].bytes);
     while (c.head < pos && !model_.eager_buffer_holds(c.bytes + own, c.count + 1)) {  // room made by waiting
-      double when = taken(c.messages[c.head]);
+      double when = taken(c.at(c.head));
       if (when == kUnknown) return kUnknown;
       pop(when);
     }
@@ -1591,9 +1629,11 @@ class Simulation {
             rendezvous_bytes_ += m.bytes;
           }
         }
+        const bool channel = channelled(m);
+        if (channel && !remote(m.dst)) join_channel(l.id, m, st);
         set_ts(st, when);
         // the receiver's process: where its receive is, or where the message's eager start is computed
-        if (remote(m.dst) && (m.recv_op != kNone || info_[l.id].channel != kNone)) {
+        if (remote(m.dst) && (m.recv_op != kNone || channel)) {
           PeerUpdate u;
           u.kind = PeerUpdate::SendPosted;
           u.id = l.id;
@@ -1855,14 +1895,14 @@ class Simulation {
     double low = std::numeric_limits<double>::max();
     for (uint32_t c_id : channels_into_[d]) {
       const Channel& c = channels_[c_id];
-      const int src = t_.messages[c.messages.front()].src;
+      const int src = c.src;
       const RankState& q = ranks_[src];
       // a sender on another process: its clock is not here; a message still to start starts no earlier
       // than the last one did
       double b = remote(src) ? c.last_start : q.i < q.w.end ? q.now : std::numeric_limits<double>::max();
-      if (c.head < c.computed) b = std::min(b, msg(c.messages[c.head]).start);
-      else if (c.computed < c.messages.size() && msg(c.messages[c.computed]).ts != kUnknown)
-        b = std::min(b, msg(c.messages[c.computed]).ts);
+      if (c.head < c.computed) b = std::min(b, msg(c.at(c.head)).start);
+      else if (c.computed < c.end() && msg(c.at(c.computed)).ts != kUnknown)  // posted, so in the list
+        b = std::min(b, msg(c.at(c.computed)).ts);
       low = std::min(low, b);
     }
     RankState& s = ranks_[d];

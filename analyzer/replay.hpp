@@ -132,7 +132,7 @@ struct ReplayResult {
   uint64_t exchange_rounds = 0, exchanged_updates = 0;
   // Simulation mode: the most messages whose state the simulation held at once (in one process, spread):
   // those in flight, from the first call asking about one until both its sides are done and the receiver
-  // took it from its eager buffer. Each of the trace's messages costs the simulation 16 bytes besides.
+  // took it from its eager buffer. Each of the trace's messages costs the simulation 8 bytes besides.
   uint64_t messages_held = 0;
   double error() const { return measured_ns > 0 ? (predicted_ns - measured_ns) / measured_ns : 0; }
 };
