@@ -460,12 +460,7 @@ class Simulation {
   // Message m joins its pair's channel, in the order its sender posts: before its post time is set.
   void join_channel(uint32_t m_id, const Message& m, MsgState& s) {
     const auto& from = channels_from_[m.src];
-    uint32_t c_id = kNone;
-    if (from.size() <= 8) {  // a few receivers (a halo's neighbours): each compared, without a branch to mispredict
-      for (const auto& [dst, id] : from) c_id = dst == m.dst ? id : c_id;
-    } else {
-      c_id = std::lower_bound(from.begin(), from.end(), std::pair<int, uint32_t>{m.dst, 0})->second;
-    }
+    const uint32_t c_id = std::lower_bound(from.begin(), from.end(), std::pair<int, uint32_t>{m.dst, 0})->second;
     Channel& c = channels_[c_id];
     s.channel = c_id;
     s.pos = static_cast<uint32_t>(c.end());

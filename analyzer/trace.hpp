@@ -66,7 +66,6 @@ class LinkList {
  public:
   Link operator[](size_t i) const { return Link{static_cast<Link::Kind>(kind_[i]), id_[i]}; }
   size_t size() const { return id_.size(); }
-  bool empty() const { return id_.empty(); }
   void push_back(Link l) {
     id_.push_back(l.id);
     kind_.push_back(l.kind);
@@ -81,7 +80,6 @@ class LinkList {
   }
   void set_id(size_t i, uint32_t id) { id_[i] = id; }
   const std::vector<uint32_t>& ids() const { return id_; }
-  size_t bytes() const { return id_.capacity() * sizeof(uint32_t) + kind_.capacity(); }
 
  private:
   std::vector<uint32_t> id_;
@@ -94,7 +92,6 @@ class OpLinks {
   OpLinks(const LinkList& all, uint32_t first, uint32_t n) : all_(&all), first_(first), n_(n) {}
   Link operator[](uint32_t k) const { return (*all_)[first_ + k]; }
   uint32_t size() const { return n_; }
-  uint32_t id(uint32_t k) const { return all_->ids()[first_ + k]; }
 
  private:
   const LinkList* all_;
