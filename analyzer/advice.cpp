@@ -38,11 +38,16 @@ std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size
   }
   // peers: the other end of every message completed at the site
   std::map<std::pair<int, uint32_t>, std::set<int>> peers;
-  for (const auto& m : trace.messages) {
-    if (!m.matched()) continue;
-    if (m.send_done_op != kNone) peers[{m.src, trace.op(m.src, m.send_done_op).callsite}].insert(m.dst);
-    if (m.recv_done_op != kNone) peers[{m.dst, trace.op(m.dst, m.recv_done_op).callsite}].insert(m.src);
-  }
+  for (const RankTrace& r : trace.ranks)
+    for (const Op& op : r.ops) {
+      const OpLinks links = trace.links_of(op);
+      for (uint32_t k = 0; k < links.size(); k++) {
+        const Link l = links[k];
+        if ((l.kind != Link::DoneSend && l.kind != Link::DoneRecv) || l.id >= trace.messages.size()) continue;
+        const Message& m = trace.messages[l.id];
+        if (m.matched()) peers[{r.rank, op.callsite}].insert(l.kind == Link::DoneSend ? m.dst : m.src);
+      }
+    }
   std::vector<HotSpot> out;
   for (auto& [key, h] : by_key) {
     if (h.waited_ns <= 0) continue;

@@ -48,9 +48,18 @@ class SiteNames {
   std::map<std::pair<int, uint32_t>, std::string> cache_;
 };
 
-// Each matched message's send op and the op that completed its receive, and what each rank's ops are
-// called: the measured timeline's threads, read once while the events stream.
-bool drawn(const Message& m) { return m.matched() && m.recv_done_op != kNone; }
+// Each matched message whose receive completed is drawn, from its send op to the op that completed its
+// receive (the trace's Done links, made into a table here: done_ops).
+class Drawn {
+ public:
+  explicit Drawn(const Trace& t) : t_(t), recv_done_(done_ops(t, Link::DoneRecv)) {}
+  bool operator()(size_t id) const { return t_.messages[id].matched() && recv_done_[id] != kNone; }
+  uint32_t recv_done(size_t id) const { return recv_done_[id]; }
+
+ private:
+  const Trace& t_;
+  std::vector<uint32_t> recv_done_;
+};
 
 // ---- Chrome trace events ----------------------------------------------------------------------------------
 
@@ -165,7 +174,7 @@ constexpr uint64_t kCollectiveRequest = uint64_t{1} << 63;  // request ids: mess
 
 class Otf2Writer {
  public:
-  Otf2Writer(const Analysis& a, const std::filesystem::path& dir) : a_(a), t_(a.trace) {
+  Otf2Writer(const Analysis& a, const std::filesystem::path& dir) : a_(a), t_(a.trace), drawn_(a.trace) {
     archive_ = OTF2_Archive_Open(dir.c_str(), "traces", OTF2_FILEMODE_WRITE, 1 << 20, 4 << 20, OTF2_SUBSTRATE_POSIX,
                                  OTF2_COMPRESSION_NONE);
     if (!archive_) throw std::runtime_error("OTF2 could not create an archive in " + dir.string());
@@ -224,7 +233,7 @@ class Otf2Writer {
         }
       }
     }
-    for (const auto& m : t_.messages) n.messages += drawn(m);
+    for (size_t id = 0; id < t_.messages.size(); id++) n.messages += drawn_(id);
     finish(predicted != nullptr);
     return n;
   }
@@ -289,8 +298,8 @@ class Otf2Writer {
       const Link l = links[k];
       if (l.id == kNone) continue;
       if (l.kind == Link::PostSend || l.kind == Link::PostRecv) {
+        if (!drawn_(l.id)) continue;
         const Message& m = t_.messages[l.id];
-        if (!drawn(m)) continue;
         if (l.kind == Link::PostSend) {
           auto to = peer_rank(m.comm, r, m.dst);
           if (!to) continue;
@@ -315,8 +324,8 @@ class Otf2Writer {
       const Link l = links[k];
       if (l.id == kNone) continue;
       if (l.kind == Link::DoneSend || l.kind == Link::DoneRecv) {
+        if (!drawn_(l.id)) continue;
         const Message& m = t_.messages[l.id];
-        if (!drawn(m)) continue;
         if (l.kind == Link::DoneSend) {
           if (op.kind == OpKind::Completion) check(OTF2_EvtWriter_MpiIsendComplete(w, nullptr, exit, l.id), "an MpiIsendComplete record");
           continue;
@@ -464,6 +473,7 @@ class Otf2Writer {
 
   const Analysis& a_;
   const Trace& t_;
+  const Drawn drawn_;
   OTF2_Archive* archive_ = nullptr;
   std::map<uint64_t, Location> locations_;
   std::unordered_map<std::string, uint32_t> strings_;
@@ -524,14 +534,15 @@ ExportCounts write_trace_events(const Analysis& a, const ReplayResult* predicted
     });
   }
   auto thread = [&](int r, uint32_t op) { return op < thread_of[r].size() ? thread_of[r][op] : 0; };
+  const Drawn drawn(t);
   for (size_t id = 0; id < t.messages.size(); id++) {
+    if (!drawn(id)) continue;
     const Message& m = t.messages[id];
-    if (!drawn(m)) continue;
     const Op& send = t.op(m.src, m.send_op);
-    const Op& recv = t.op(m.dst, m.recv_done_op);
+    const Op& recv = t.op(m.dst, drawn.recv_done(id));
     flow(s, id, "message", inside(since(send.t_enter, origin), since(send.t_exit, origin), false), m.src,
          thread(m.src, m.send_op), inside(since(recv.t_enter, origin), since(recv.t_exit, origin), true), m.dst,
-         thread(m.dst, m.recv_done_op), m.bytes);
+         thread(m.dst, drawn.recv_done(id)), m.bytes);
     n.messages++;
   }
   if (!predicted) {
@@ -559,10 +570,10 @@ ExportCounts write_trace_events(const Analysis& a, const ReplayResult* predicted
     }
   }
   for (size_t id = 0; id < t.messages.size(); id++) {
+    if (!drawn(id)) continue;
     const Message& m = t.messages[id];
-    if (!drawn(m)) continue;
     const auto* send = spans(m.src, m.send_op);
-    const auto* recv = spans(m.dst, m.recv_done_op);
+    const auto* recv = spans(m.dst, drawn.recv_done(id));
     if (!send || !recv) continue;
     flow(s, t.messages.size() + id, "predicted message", shift + inside(send->enter, send->exit, false), world + m.src, 0,
          shift + inside(recv->enter, recv->exit, true), world + m.dst, 0, m.bytes);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <set>
 
 namespace mpiadvise {
@@ -18,9 +19,14 @@ const char* hang_state_name(HangState::State s) {
 
 namespace {
 
+// The ops that completed each side of every message (done_ops), made once for all the ranks in MPI.
+struct Completions {
+  std::vector<uint32_t> send, recv;
+};
+
 // Whom an unfinished op waits for, from what it posted; a completion (MPI_Wait and its family) from
 // the rank's messages still pending at its entry.
-void waits_of(const Trace& t, int r, const Op& op, HangState::Rank* out) {
+void waits_of(const Trace& t, const Completions& done, int r, const Op& op, HangState::Rank* out) {
   std::set<int> who;
   auto comm_members = [&](uint32_t comm) {
     if (comm >= t.comms.size()) return;  // a communicator the log does not know
@@ -55,10 +61,12 @@ void waits_of(const Trace& t, int r, const Op& op, HangState::Rank* out) {
   }
   if (!linked) {
     // a completion: the rank's messages posted earlier and never completed
-    for (const auto& m : t.messages) {
-      if (m.dst == r && m.recv_op != kNone && m.recv_done_op == kNone && m.recv_op < out->op) on_message(m, true);
-      if (m.src == r && m.send_op != kNone && m.send_done_op == kNone && m.send_op < out->op &&
-          t.op(r, m.send_op).kind == OpKind::PostSend && (m.recv_op == kNone || m.recv_done_op == kNone))
+    for (size_t id = 0; id < t.messages.size(); id++) {
+      const Message& m = t.messages[id];
+      const bool received = done.recv[id] != kNone;
+      if (m.dst == r && m.recv_op != kNone && !received && m.recv_op < out->op) on_message(m, true);
+      if (m.src == r && m.send_op != kNone && done.send[id] == kNone && m.send_op < out->op &&
+          t.op(r, m.send_op).kind == OpKind::PostSend && (m.recv_op == kNone || !received))
         on_message(m, false);
     }
   }
@@ -70,6 +78,7 @@ void waits_of(const Trace& t, int r, const Op& op, HangState::Rank* out) {
 HangState hang_state(const Trace& t) {
   HangState h;
   const int P = static_cast<int>(t.ranks.size());
+  std::optional<Completions> done;
   for (int r = 0; r < P; r++) {
     HangState::Rank x;
     x.rank = r;
@@ -85,7 +94,8 @@ HangState hang_state(const Trace& t) {
       } else if (last.unfinished) {
         x.state = HangState::State::InMpi;
         x.since_ns = static_cast<double>(last.t_enter);
-        waits_of(t, r, last, &x);
+        if (!done) done = Completions{done_ops(t, Link::DoneSend), done_ops(t, Link::DoneRecv)};
+        waits_of(t, *done, r, last, &x);
       } else {
         x.state = HangState::State::Computing;
         x.since_ns = static_cast<double>(last.t_exit);

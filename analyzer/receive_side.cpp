@@ -64,7 +64,9 @@ ReceiveSide receive_side(const Trace& t, const LogGPS& model) {
   out.ranks.resize(n);
   for (size_t r = 0; r < n; r++) out.ranks[r].rank = static_cast<int>(r);
   const ResentModels resent(model.params());
-  for (const auto& m : t.messages) {
+  const std::vector<uint32_t> send_done = done_ops(t, Link::DoneSend);
+  for (size_t id = 0; id < t.messages.size(); id++) {
+    const Message& m = t.messages[id];
     if (!m.matched() || m.src < 0 || m.dst < 0 || static_cast<size_t>(m.src) >= n || static_cast<size_t>(m.dst) >= n)
       continue;
     const Op& send = t.op(m.src, m.send_op);
@@ -86,7 +88,7 @@ ReceiveSide receive_side(const Trace& t, const LogGPS& model) {
     }
     if (send.kind == OpKind::PostSend) {
       const auto& ops = t.ranks[m.src].ops;
-      const uint64_t done = m.send_done_op != kNone ? t.op(m.src, m.send_done_op).t_exit : ops.back().t_exit;
+      const uint64_t done = send_done[id] != kNone ? t.op(m.src, send_done[id]).t_exit : ops.back().t_exit;
       outstanding[m.src].add(send.t_enter, done, 0);
     }
   }

@@ -145,13 +145,23 @@ report::Timeline timeline(const Analysis& a, const ReplayOptions& base) {
     end = std::max({end, mx, px});
     out.calls.push_back({p.rank, call_name(static_cast<int>(op.call)), call_class(op.kind), it->second, {me, mx}, {pe, px}});
   }
-  for (const auto& m : t.messages) {
-    if (!m.matched() || m.recv_done_op == kNone) continue;
-    auto s = index.find({m.src, m.send_op});
-    auto d = index.find({m.dst, m.recv_done_op});
-    if (s == index.end() || d == index.end()) continue;
-    out.messages.push_back({s->second, d->second, m.bytes});
+  // each message from its send to the op that completed its receive (its DoneRecv link), both shown; in
+  // the order of the trace's messages
+  std::vector<std::pair<uint32_t, report::TimelineMessage>> shown_messages;
+  for (const Pick& p : picks) {
+    const OpLinks links = t.links_of(t.op(p.rank, p.op));
+    for (uint32_t k = 0; k < links.size(); k++) {
+      const Link l = links[k];
+      if (l.kind != Link::DoneRecv || l.id >= t.messages.size()) continue;
+      const Message& m = t.messages[l.id];
+      if (!m.matched()) continue;
+      auto s = index.find({m.src, m.send_op});
+      if (s == index.end()) continue;
+      shown_messages.push_back({l.id, {s->second, index.at({p.rank, p.op}), m.bytes}});
+    }
   }
+  std::sort(shown_messages.begin(), shown_messages.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (const auto& [id, m] : shown_messages) out.messages.push_back(m);
   out.end_ns = end;
   out.truncated = truncated;
   return out;

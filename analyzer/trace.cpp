@@ -53,29 +53,27 @@ OpKind op_kind(int call, uint32_t count) {
 
 namespace {
 
-// One side of a message before matching: 40 bytes each, one per send and one per receive of the run (the
+// One side of a message before matching: 32 bytes each, one per send and one per receive of the run (the
 // analysis's peak of memory is where they and the messages made of them are all held).
 struct SendEnd {
   uint64_t bytes;
   int rank, dst;
   uint32_t comm, op;
   int32_t tag;
-  uint32_t done_op = kNone;
   bool sync;
   bool cancelled = false;  // MPI_Cancel succeeded: no message
   bool resent = false;     // Event::resent
 };
-static_assert(sizeof(SendEnd) == 40);
+static_assert(sizeof(SendEnd) == 32);
 struct RecvEnd {
   uint64_t bytes;
   int rank, src;  // src resolved from the status where there is one
   uint32_t comm, op;
   int32_t tag;
-  uint32_t done_op = kNone;
   bool resolved = false;
   bool cancelled = false;  // MPI_Cancel succeeded: no message
 };
-static_assert(sizeof(RecvEnd) == 40);
+static_assert(sizeof(RecvEnd) == 32);
 
 // A request as the rank made it: what a completion completes.
 struct Pending {
@@ -153,7 +151,6 @@ class RankReader {
             if (!ev.requests.empty()) pending[ev.requests.back()] = Pending{Pending::Send, s};
           } else if (!ev.unfinished) {  // a send in progress is posted, not done
             link(op, Link::DoneSend, s);
-            part_.sends[s].done_op = idx;
           }
           break;
         }
@@ -172,7 +169,6 @@ class RankReader {
             if (!ev.requests.empty()) pending[ev.requests.back()] = Pending{Pending::Recv, r};
           } else if (!ev.unfinished) {  // a receive in progress has received nothing: no status
             link(op, Link::DoneRecv, r);
-            part_.recvs[r].done_op = idx;
             if (!ev.statuses.empty()) resolve(r, ev.statuses[0]);
           }
           break;
@@ -184,7 +180,6 @@ class RankReader {
             link(op, Link::PostSend, s);
             if (!ev.unfinished) {
               link(op, Link::DoneSend, s);
-              part_.sends[s].done_op = idx;
             }
           }
           if (ev.peer2 != kProcNull) {
@@ -192,7 +187,6 @@ class RankReader {
             link(op, Link::PostRecv, r);
             if (!ev.unfinished) {
               link(op, Link::DoneRecv, r);
-              part_.recvs[r].done_op = idx;
               if (!ev.statuses.empty()) resolve(r, ev.statuses[0]);
             }
           }
@@ -241,11 +235,9 @@ class RankReader {
             Pending& p = it->second;
             if ((p.kind == Pending::Send || p.kind == Pending::PersistentSend) && p.id != kNone) {
               link(op, Link::DoneSend, p.id);
-              part_.sends[p.id].done_op = idx;
               part_.sends[p.id].cancelled = st.cancelled;
             } else if ((p.kind == Pending::Recv || p.kind == Pending::PersistentRecv) && p.id != kNone) {
               link(op, Link::DoneRecv, p.id);
-              part_.recvs[p.id].done_op = idx;
               if (st.cancelled) part_.recvs[p.id].cancelled = true;  // its status says nothing of a message
               else resolve(p.id, st);
             } else if (p.kind == Pending::Coll) {
@@ -320,7 +312,7 @@ class RankReader {
   }
 
   uint32_t add_send(int rank, uint32_t op, uint32_t comm, int dst, int32_t tag, uint64_t bytes, bool sync) {
-    part_.sends.push_back(SendEnd{bytes, rank, dst, comm, op, tag, kNone, sync});
+    part_.sends.push_back(SendEnd{bytes, rank, dst, comm, op, tag, sync});
     return static_cast<uint32_t>(part_.sends.size() - 1);
   }
   uint32_t add_recv(int rank, uint32_t op, uint32_t comm, int src, int32_t tag, uint64_t bytes) {
@@ -508,11 +500,9 @@ struct Builder {
         m.synchronous = s.sync;
         m.resent = s.resent;
         m.send_op = s.op;
-        m.send_done_op = s.done_op;
         if (i < n) {
           const RecvEnd& r = recvs[rit->second[i]];
           m.recv_op = r.op;
-          m.recv_done_op = r.done_op;
           recv_msg[rit->second[i]] = static_cast<uint32_t>(t.messages.size());
         } else {
           t.unmatched_sends++;
@@ -532,7 +522,6 @@ struct Builder {
       m.tag = r.tag;
       m.bytes = r.bytes;
       m.recv_op = r.op;
-      m.recv_done_op = r.done_op;
       recv_msg[i] = static_cast<uint32_t>(t.messages.size());
       t.messages.push_back(m);
       t.unmatched_recvs++;
@@ -621,6 +610,20 @@ void mark_cached_resends(Trace& t) {
       computation = 0;
     }
   }
+}
+
+std::vector<uint32_t> done_ops(const Trace& t, Link::Kind side) {
+  if (side != Link::DoneSend && side != Link::DoneRecv) throw std::invalid_argument("done_ops: a side is DoneSend or DoneRecv");
+  std::vector<uint32_t> done(t.messages.size(), kNone);
+  for (const RankTrace& r : t.ranks)
+    for (uint32_t i = 0; i < r.ops.size(); i++) {
+      const OpLinks links = t.links_of(r.ops[i]);
+      for (uint32_t k = 0; k < links.size(); k++) {
+        const Link l = links[k];
+        if (l.kind == side && l.id < done.size()) done[l.id] = i;
+      }
+    }
+  return done;
 }
 
 SiteKey Trace::site(int rank, uint32_t callsite) const {

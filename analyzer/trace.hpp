@@ -113,8 +113,9 @@ struct Op {
 static_assert(sizeof(Op) == 32);
 static_assert(MPA_CALL_COUNT <= UINT16_MAX);
 
-// 40 bytes: the flags share the communicator's word. A trace numbers fewer than kMaxComms communicators:
-// kMaxComms - 1 (kNone cut to the field) is a communicator the log does not know.
+// 32 bytes: the flags share the communicator's word. A trace numbers fewer than kMaxComms communicators:
+// kMaxComms - 1 (kNone cut to the field) is a communicator the log does not know. The ops that completed
+// each side are the trace's Done links (done_ops).
 inline constexpr uint32_t kMaxComms = uint32_t{1} << 29;
 struct Message {
   int src = -1, dst = -1;             // world ranks
@@ -126,11 +127,10 @@ struct Message {
                                       // (mark_cached_resends): priced by LogGPSParams::resend_*
   int32_t tag = 0;
   uint64_t bytes = 0;                 // as sent
-  uint32_t send_op = kNone, recv_op = kNone;            // the ops that posted each side
-  uint32_t send_done_op = kNone, recv_done_op = kNone;  // the ops that completed each side
+  uint32_t send_op = kNone, recv_op = kNone;  // the ops that posted each side
   bool matched() const { return send_op != kNone && recv_op != kNone; }
 };
-static_assert(sizeof(Message) == 40);
+static_assert(sizeof(Message) == 32);
 
 struct CollectiveInstance {
   uint32_t call = 0;
@@ -187,6 +187,13 @@ struct ReplayWindow {
   uint64_t start_ns = 0, stop_ns = 0;
 };
 ReplayWindow replay_window(const RankTrace& rank);
+
+// The op that completed one side of each message (side: Link::DoneSend or Link::DoneRecv), by message:
+// its index in the sender's ops (DoneSend) or the receiver's (DoneRecv), kNone where no op did (a
+// request never completed, a message with no partner's side). The trace keeps them in its Done links
+// only, 8 bytes a message less than in each message; a reader that needs them makes this table, 4 bytes
+// a message, and lets it go.
+std::vector<uint32_t> done_ops(const Trace& t, Link::Kind side);
 
 // Reads every rank and matches. Streams the logs once.
 Trace build_trace(const JobLog& job);

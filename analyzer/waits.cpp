@@ -60,26 +60,28 @@ std::vector<Wait> find_waits(const Trace& t, const LogGPS& model) {
                  uint64_t bytes) {
     if (to > from) waits.push_back({waiter, op, from, to, culprit, culprit_op, std::min(bytes, kMaxWaitBytes), cause});
   };
-  for (const auto& m : t.messages) {
+  const std::vector<uint32_t> send_done = done_ops(t, Link::DoneSend), recv_done = done_ops(t, Link::DoneRecv);
+  for (size_t id = 0; id < t.messages.size(); id++) {
+    const Message& m = t.messages[id];
     if (!m.matched()) continue;
     double ts = static_cast<double>(t.op(m.src, m.send_op).t_enter);
     double tr = static_cast<double>(t.op(m.dst, m.recv_op).t_enter);
-    if (m.send_done_op != kNone) {
+    if (send_done[id] != kNone) {
       // late receiver: the send completed only after the receive was posted, and was waiting before it
-      const Op& d = t.op(m.src, m.send_done_op);
+      const Op& d = t.op(m.src, send_done[id]);
       double enter = static_cast<double>(d.t_enter), exit = static_cast<double>(d.t_exit);
       if (enter < tr && exit >= tr) {
         WaitCause cause = m.synchronous ? WaitCause::LateReceiverSynchronous
                           : model.send_waits_for_receive(m.bytes, false) ? WaitCause::LateReceiverRendezvous
                                                                          : WaitCause::LateReceiverOther;
-        add(m.src, m.send_done_op, enter, tr, m.dst, m.recv_op, cause, m.bytes);
+        add(m.src, send_done[id], enter, tr, m.dst, m.recv_op, cause, m.bytes);
       }
     }
-    if (m.recv_done_op != kNone) {
+    if (recv_done[id] != kNone) {
       // late sender: the receive (or its wait) began before the send was called
-      const Op& d = t.op(m.dst, m.recv_done_op);
+      const Op& d = t.op(m.dst, recv_done[id]);
       double enter = static_cast<double>(d.t_enter), exit = static_cast<double>(d.t_exit);
-      if (enter < ts) add(m.dst, m.recv_done_op, enter, std::min(ts, exit), m.src, m.send_op, WaitCause::LateSender, m.bytes);
+      if (enter < ts) add(m.dst, recv_done[id], enter, std::min(ts, exit), m.src, m.send_op, WaitCause::LateSender, m.bytes);
     }
   }
   for (const auto& c : t.collectives) {

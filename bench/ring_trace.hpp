@@ -27,8 +27,7 @@ inline Trace ring_trace(int P, long rounds) {
       m.dst = (r + 1) % P;
       m.bytes = (k % 4 == 0) ? 131072 : 1024;
       m.send_op = static_cast<uint32_t>(3 * k + 1);
-      m.recv_op = static_cast<uint32_t>(3 * k);
-      m.send_done_op = m.recv_done_op = static_cast<uint32_t>(3 * k + 2);
+      m.recv_op = static_cast<uint32_t>(3 * k);  // both sides completed by op 3k + 2, the Waitall (its links)
       t.messages.push_back(m);
     }
   for (int r = 0; r < P; r++) {

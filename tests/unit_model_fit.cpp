@@ -63,15 +63,14 @@ Trace isend_run(const std::vector<std::pair<int, uint64_t>>& slow_posts) {
       if (static_cast<uint32_t>(which) == i) took = us * 1'000;
     Message m;
     m.src = 0, m.dst = 1;
-    m.send_op = m.send_done_op = add(0, now0, took, MPA_CALL_Isend, OpKind::PostSend, 1, {{Link::PostSend, i}});
+    m.send_op = add(0, now0, took, MPA_CALL_Isend, OpKind::PostSend, 1, {{Link::PostSend, i}});
     t.links.push_back({Link::DoneSend, i});  // completed by the Isend itself here: a 0-byte eager send
     t.ranks[0].ops.back().n_links++;
     m.recv_op = add(1, now1, 1'000, MPA_CALL_Irecv, OpKind::PostRecv, 2, {{Link::PostRecv, i}});
     waits.push_back({Link::DoneRecv, i});
     t.messages.push_back(m);
   }
-  uint32_t done = add(1, now1, 1'000, MPA_CALL_Waitall, OpKind::Completion, 3, waits);
-  for (auto& m : t.messages) m.recv_done_op = done;
+  add(1, now1, 1'000, MPA_CALL_Waitall, OpKind::Completion, 3, waits);  // its DoneRecv links: every receive
   return t;
 }
 

@@ -64,8 +64,8 @@ Trace five_sends_to_a_late_receiver() {
   for (uint32_t i = 0; i < 5; i++) {
     Message m;
     m.src = 0, m.dst = 1, m.bytes = 100, m.tag = 0;
-    m.send_op = m.send_done_op = i;
-    m.recv_op = m.recv_done_op = i;
+    m.send_op = i;
+    m.recv_op = i;
     t.messages.push_back(m);
     add_op(t, 0, 1000 + 1000 * i, 1100 + 1000 * i, MPA_CALL_Send, OpKind::Send,
            {Link{Link::PostSend, i}, Link{Link::DoneSend, i}});
@@ -116,8 +116,6 @@ TEST_CASE("paper mode tells a collective's links from a message's when both are 
   m.bytes = 100;
   m.send_op = 3;
   m.recv_op = 3;
-  m.send_done_op = 3;
-  m.recv_done_op = 3;
   t.messages.push_back(m);
   add_op(t, 0, 4000, 4100, MPA_CALL_Send, OpKind::Send, {Link{Link::PostSend, 0}, Link{Link::DoneSend, 0}});
   add_op(t, 1, 4000, 6000, MPA_CALL_Recv, OpKind::Recv, {Link{Link::PostRecv, 0}, Link{Link::DoneRecv, 0}});
@@ -291,7 +289,6 @@ TEST_CASE("posting an MPI_Isend or MPI_Irecv costs what the set measured for it,
   Message m;
   m.src = 0, m.dst = 1, m.bytes = 100, m.tag = 0;
   m.send_op = m.recv_op = 0;
-  m.send_done_op = m.recv_done_op = 1;
   t.messages.push_back(m);
   add_op(t, 0, 1000, 1100, MPA_CALL_Isend, OpKind::PostSend, {Link{Link::PostSend, 0}});
   add_op(t, 0, 5000, 5100, MPA_CALL_Wait, OpKind::Completion, {Link{Link::DoneSend, 0}});
@@ -325,7 +322,7 @@ TEST_CASE("replay_all gives each what-if what replay gives it, in order, on any 
   for (uint32_t i = 0; i < 10; i++) {
     Message m;
     m.src = 0, m.dst = 1, m.bytes = 1000u * (i + 1);
-    m.send_op = m.send_done_op = m.recv_op = m.recv_done_op = i;
+    m.send_op = m.recv_op = i;
     t.messages.push_back(m);
     add_op(t, 0, 1000 + 2000 * i, 1100 + 2000 * i, MPA_CALL_Send, OpKind::Send, {Link{Link::PostSend, i}, Link{Link::DoneSend, i}});
     add_op(t, 1, 5000 + 3000 * i, 5100 + 3000 * i, MPA_CALL_Recv, OpKind::Recv, {Link{Link::PostRecv, i}, Link{Link::DoneRecv, i}});
@@ -382,8 +379,8 @@ TEST_CASE("data sent again unchanged is priced at the set's [resend] factor for 
     Message m;
     m.src = 0, m.dst = 1, m.bytes = 100000, m.tag = 0;
     m.resent = i > 0;
-    m.send_op = m.send_done_op = 2 * i;
-    m.recv_op = m.recv_done_op = i;
+    m.send_op = 2 * i;
+    m.recv_op = i;
     t.messages.push_back(m);
     add_op(t, 0, sends[i], sends[i] + 100, MPA_CALL_Send, OpKind::Send, {Link{Link::PostSend, i}, Link{Link::DoneSend, i}});
     if (i < 2) add_op(t, 0, probes[i], probes[i] + 50, MPA_CALL_Iprobe, OpKind::Other);
@@ -444,8 +441,8 @@ TEST_CASE("the receive side prices an eager message sent again unchanged as the 
   Message m;
   m.src = 0, m.dst = 1, m.bytes = 100000;
   m.resent = m.cached = true;
-  m.send_op = m.send_done_op = 0;
-  m.recv_op = m.recv_done_op = 0;
+  m.send_op = 0;
+  m.recv_op = 0;
   t.messages.push_back(m);
   add_op(t, 0, 2000, 2100, MPA_CALL_Send, OpKind::Send, {Link{Link::PostSend, 0}, Link{Link::DoneSend, 0}});
   add_op(t, 1, 22000, 40000, MPA_CALL_Recv, OpKind::Recv, {Link{Link::PostRecv, 0}, Link{Link::DoneRecv, 0}});

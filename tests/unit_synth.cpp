@@ -73,10 +73,12 @@ void check_matching(const Trace& t) {
   CHECK(t.unmatched_recvs == 0);
   CHECK(t.incomplete_collectives == 0);
   uint64_t early = 0;
-  for (const auto& m : t.messages) {
+  const auto recv_done = done_ops(t, Link::DoneRecv);
+  for (size_t id = 0; id < t.messages.size(); id++) {
+    const Message& m = t.messages[id];
     REQUIRE(m.matched());
-    REQUIRE(m.recv_done_op != kNone);
-    if (t.op(m.dst, m.recv_done_op).t_exit < t.op(m.src, m.send_op).t_enter) early++;
+    REQUIRE(recv_done[id] != kNone);
+    if (t.op(m.dst, recv_done[id]).t_exit < t.op(m.src, m.send_op).t_enter) early++;
   }
   CHECK(early == 0);
 }

@@ -43,9 +43,9 @@ struct Builder {
     const uint32_t id = static_cast<uint32_t>(t.messages.size());
     Message m;
     m.src = 0, m.dst = 1, m.bytes = bytes;
-    m.send_op = m.send_done_op =
+    m.send_op =
         op(0, send_at, done_at, MPA_CALL_Send, OpKind::Send, 1, {{Link::PostSend, id}, {Link::DoneSend, id}});
-    m.recv_op = m.recv_done_op =
+    m.recv_op =
         op(1, recv_at, done_at, MPA_CALL_Recv, OpKind::Recv, 2, {{Link::PostRecv, id}, {Link::DoneRecv, id}});
     t.messages.push_back(m);
   }
