@@ -38,14 +38,14 @@ std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size
   }
   // peers: the other end of every message completed at the site
   std::map<std::pair<int, uint32_t>, std::set<int>> peers;
-  for (const RankTrace& r : trace.ranks)
-    for (const Op& op : r.ops) {
+  for (size_t r = 0; r < trace.ranks.size(); r++)
+    for (const Op& op : trace.ranks[r].ops) {
       const OpLinks links = trace.links_of(op);
       for (uint32_t k = 0; k < links.size(); k++) {
         const Link l = links[k];
         if ((l.kind != Link::DoneSend && l.kind != Link::DoneRecv) || l.id >= trace.messages.size()) continue;
         const Message& m = trace.messages[l.id];
-        if (m.matched()) peers[{r.rank, op.callsite}].insert(l.kind == Link::DoneSend ? m.dst : m.src);
+        if (m.matched()) peers[{static_cast<int>(r), op.callsite}].insert(l.kind == Link::DoneSend ? m.dst : m.src);
       }
     }
   std::vector<HotSpot> out;
