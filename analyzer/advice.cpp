@@ -215,8 +215,9 @@ bool blocking_recv(uint32_t call) { return call == MPA_CALL_Recv || call == MPA_
 
 // The message an op posts the receive of, or kNone.
 uint32_t received_message(const Trace& t, const Op& op) {
-  for (uint32_t k = 0; k < op.n_links; k++) {
-    const Link l = t.links[op.first_link + k];
+  const OpLinks links = t.links_of(op);
+  for (uint32_t k = 0; k < links.size(); k++) {
+    const Link l = links[k];
     if (l.kind == Link::PostRecv && l.id != kNone) return l.id;
   }
   return kNone;

@@ -76,12 +76,12 @@ void group_sites_by_function(Analysis& a) {
 namespace {
 
 // Peak bytes of an analysis per MPI call in the logs, measured with /usr/bin/time on mpiadvise report of
-// mpiadvise-synth's logs: 95 for a halo of 64 ranks x 1e5 calls (97 before the trace's messages took 32
-// bytes, 103 before its links took 5 bytes and its waits 40, 106 before its messages took 40 bytes, 115
-// before the replays held the state of the messages in flight only, 134 before the gate's replays made
-// their ops' times as they went, 164 before its intervals took their times from the trace, 220 before the
-// ranks' symbolizers shared the module files), 214 for an alltoall of 16 ranks x 1e5 (220, 243, 258 before). Less than either: only a
-// run that cannot fit is refused.
+// mpiadvise-synth's logs: 91 for a halo of 64 ranks x 1e5 calls (95-97 before the trace's ops took 24 bytes, 97
+// before the trace's messages took 32 bytes, 103 before its links took 5 bytes and its waits 40, 106 before its
+// messages took 40 bytes, 115 before the replays held the state of the messages in flight only, 134 before the
+// gate's replays made their ops' times as they went, 164 before its intervals took their times from the trace, 220
+// before the ranks' symbolizers shared the module files), 214 for an alltoall of 16 ranks x 1e5 (220, 243, 258
+// before). Less than either: only a run that cannot fit is refused.
 constexpr double kBytesPerCall = 88;
 // And for each replay run beside the first (analysis_threads): its state; mpiadvise report --format json
 // of a halo of 64 ranks x 2e4 calls peaked at 132 MiB with one thread and 146 MiB with two, 11-14
@@ -179,7 +179,7 @@ void check_same_trace(const Trace& t, const std::string& dir) {
                                  t.links.size(), 0};
   for (const auto& r : t.ranks) {
     digest[1] += r.ops.size();
-    for (const auto& op : r.ops) digest[5] += op.t_enter * 31 + op.t_exit;
+    for (const auto& op : r.ops) digest[5] += op.t_enter * 31 + op.t_exit();
   }
   std::vector<uint8_t> mine(sizeof digest);
   std::memcpy(mine.data(), digest.data(), sizeof digest);

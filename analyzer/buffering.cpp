@@ -15,7 +15,7 @@ std::vector<BufferingDependence::Send> waiting_sends(const Trace& t, int rank, u
   const Op& op = t.op(rank, op_index);
   const OpLinks links = t.links_of(op);
   std::set<uint32_t> seen;  // a blocking send both posts and completes its message
-  for (uint32_t i = 0; i < op.n_links; i++) {
+  for (uint32_t i = 0; i < links.size(); i++) {
     const Link l = links[i];
     const bool blocking_send = l.kind == Link::PostSend && (op.kind == OpKind::Send || op.kind == OpKind::SendRecv);
     if (!(blocking_send || l.kind == Link::DoneSend) || l.id == kNone || l.id >= t.messages.size()) continue;

@@ -33,7 +33,7 @@ class Timeline {
     return std::min<uint32_t>(windows_[r].end, static_cast<uint32_t>(t_.ranks[r].ops.size()) - 1);
   }
   double enter(int r, uint32_t k) const { return static_cast<double>(t_.op(r, k).t_enter); }
-  double exit(int r, uint32_t k) const { return static_cast<double>(t_.op(r, k).t_exit); }
+  double exit(int r, uint32_t k) const { return static_cast<double>(t_.op(r, k).t_exit()); }
   // The computation before op k: from the previous op's exit (the replay's start for the first) to k's entry.
   std::pair<double, double> gap(int r, uint32_t k) const {
     const double from = k > windows_[r].first ? exit(r, k - 1) : static_cast<double>(windows_[r].start_ns);
@@ -81,7 +81,7 @@ class Timeline {
       --k;
       const Op& op = t_.op(a, k);
       const OpLinks links = t_.links_of(op);
-      for (uint32_t l = 0; l < op.n_links; l++) {
+      for (uint32_t l = 0; l < links.size(); l++) {
         const Link link = links[l];
         if (link.id == kNone) continue;
         bool with_b = false;

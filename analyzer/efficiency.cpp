@@ -85,7 +85,7 @@ void phases(const Trace& t, const ReplayOptions& o, const PhaseMarks& pm, const 
     size_t k = 0;
     for (uint32_t i = wr.first; i <= wr.end; i++) {
       while (k < n && (at_entry ? opens[k] < i : opens[k] <= i)) k++;
-      const double left = i == wr.first ? static_cast<double>(wr.start_ns) : static_cast<double>(ops[i - 1].t_exit);
+      const double left = i == wr.first ? static_cast<double>(wr.start_ns) : static_cast<double>(ops[i - 1].t_exit());
       const double right = i < wr.end ? static_cast<double>(ops[i].t_enter) : static_cast<double>(wr.stop_ns);
       c[k] += std::max(0.0, right - left) * o.compute_factor;
     }

@@ -294,7 +294,7 @@ class Otf2Writer {
     const bool blocking_send = op.kind == OpKind::Send || op.kind == OpKind::SyncSend || op.kind == OpKind::SendRecv;
     int collective = 0;
     const OpLinks links = t_.links_of(op);
-    for (uint32_t k = 0; k < op.n_links; k++) {  // what the call posts, at its entry
+    for (uint32_t k = 0; k < links.size(); k++) {  // what the call posts, at its entry
       const Link l = links[k];
       if (l.id == kNone) continue;
       if (l.kind == Link::PostSend || l.kind == Link::PostRecv) {
@@ -320,7 +320,7 @@ class Otf2Writer {
                 "a NonBlockingCollectiveRequest record");
       }
     }
-    for (uint32_t k = 0; k < op.n_links; k++) {  // what it completes, at its exit
+    for (uint32_t k = 0; k < links.size(); k++) {  // what it completes, at its exit
       const Link l = links[k];
       if (l.id == kNone) continue;
       if (l.kind == Link::DoneSend || l.kind == Link::DoneRecv) {
@@ -540,8 +540,8 @@ ExportCounts write_trace_events(const Analysis& a, const ReplayResult* predicted
     const Message& m = t.messages[id];
     const Op& send = t.op(m.src, m.send_op);
     const Op& recv = t.op(m.dst, drawn.recv_done(id));
-    flow(s, id, "message", inside(since(send.t_enter, origin), since(send.t_exit, origin), false), m.src,
-         thread(m.src, m.send_op), inside(since(recv.t_enter, origin), since(recv.t_exit, origin), true), m.dst,
+    flow(s, id, "message", inside(since(send.t_enter, origin), since(send.t_exit(), origin), false), m.src,
+         thread(m.src, m.send_op), inside(since(recv.t_enter, origin), since(recv.t_exit(), origin), true), m.dst,
          thread(m.dst, drawn.recv_done(id)), m.bytes);
     n.messages++;
   }
@@ -564,7 +564,7 @@ ExportCounts write_trace_events(const Analysis& a, const ReplayResult* predicted
       json e = slice("predicted", call_name(static_cast<int>(ops[i].call)), shift + sp->enter, shift + sp->exit,
                      world + r, 0);
       e["args"] = {{"site", names.of(r, ops[i].callsite)},
-                   {"measured_us", static_cast<double>(ops[i].t_exit - ops[i].t_enter) / 1e3}};
+                   {"measured_us", static_cast<double>(ops[i].t_exit() - ops[i].t_enter) / 1e3}};
       s.put(e);
       n.predicted_calls++;
     }

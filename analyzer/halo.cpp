@@ -70,14 +70,14 @@ std::vector<HaloExchange> find_halos(const Trace& t) {
       for (; j < w.end && point_to_point(ops[j].kind); j++) {
         const OpLinks links = t.links_of(ops[j]);
         bool again = false;
-        for (uint32_t l = 0; l < ops[j].n_links && j > i; l++) {
+        for (uint32_t l = 0; l < links.size() && j > i; l++) {
           if (links[l].id == kNone) continue;
           const Message& m = t.messages[links[l].id];
           if (links[l].kind == Link::PostSend) again |= posted.count({ops[j].callsite, m.dst}) > 0;
           if (links[l].kind == Link::PostRecv) again |= posted.count({ops[j].callsite, m.src}) > 0;
         }
         if (again) break;
-        for (uint32_t l = 0; l < ops[j].n_links; l++) {
+        for (uint32_t l = 0; l < links.size(); l++) {
           if (links[l].id == kNone) continue;
           if (links[l].kind == Link::PostSend) {
             const Message& m = t.messages[links[l].id];

@@ -40,7 +40,7 @@ void waits_of(const Trace& t, const Completions& done, int r, const Op& op, Hang
   };
   const OpLinks links = t.links_of(op);
   bool linked = false;
-  for (uint32_t l = 0; l < op.n_links; l++) {
+  for (uint32_t l = 0; l < links.size(); l++) {
     if (links[l].id == kNone) continue;
     linked = true;
     switch (links[l].kind) {
@@ -88,7 +88,7 @@ HangState hang_state(const Trace& t) {
     } else {
       const Op& last = ops.back();
       x.op = static_cast<uint32_t>(ops.size() - 1);
-      h.end_ns = std::max(h.end_ns, static_cast<double>(last.t_exit));
+      h.end_ns = std::max(h.end_ns, static_cast<double>(last.t_exit()));
       if (last.call == MPA_CALL_Finalize && !last.unfinished) {
         x.state = HangState::State::Finished;
       } else if (last.unfinished) {
@@ -98,7 +98,7 @@ HangState hang_state(const Trace& t) {
         waits_of(t, *done, r, last, &x);
       } else {
         x.state = HangState::State::Computing;
-        x.since_ns = static_cast<double>(last.t_exit);
+        x.since_ns = static_cast<double>(last.t_exit());
       }
     }
     if (x.state == HangState::State::InMpi || x.state == HangState::State::Computing) h.finished = false;

@@ -32,7 +32,7 @@ std::pair<size_t, size_t> window(const RankTrace& r) {
   return {first, end};
 }
 
-double duration(const Op& op) { return static_cast<double>(op.t_exit - op.t_enter); }
+double duration(const Op& op) { return static_cast<double>(op.t_exit() - op.t_enter); }
 
 // A call the model never makes wait for another rank: posting a non-blocking operation, or a blocking
 // send at or below S. Such a call far slower than the others at its site lost its time to something the
@@ -40,8 +40,9 @@ double duration(const Op& op) { return static_cast<double>(op.t_exit - op.t_ente
 bool never_waits(const Trace& t, const Op& op, const LogGPSParams& p) {
   if (op.kind == OpKind::PostSend || op.kind == OpKind::PostRecv) return true;
   if (op.kind != OpKind::Send) return false;
-  for (uint32_t k = 0; k < op.n_links; k++) {
-    const Link l = t.links[op.first_link + k];
+  const OpLinks links = t.links_of(op);
+  for (uint32_t k = 0; k < links.size(); k++) {
+    const Link l = links[k];
     if (l.kind == Link::PostSend && l.id != kNone && t.messages[l.id].bytes > p.S) return false;
   }
   return true;
@@ -230,8 +231,9 @@ ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& p
       Site& s = sites[t.site(rt.rank, op.callsite)];
       if (s.rank < 0) s.rank = rt.rank, s.callsite = op.callsite, s.call = op.call;
       s.measured += duration(op);
-      for (uint32_t k = 0; k < op.n_links; k++) {
-        const Link::Kind kind = t.links[op.first_link + k].kind;
+      const OpLinks links = t.links_of(op);
+      for (uint32_t k = 0; k < links.size(); k++) {
+        const Link::Kind kind = links[k].kind;
         s.messages |= kind == Link::DoneSend || kind == Link::DoneRecv;
       }
       if (op.kind == OpKind::Polling) polling_ns += duration(op), polling_at[{rt.rank, op.callsite}] += duration(op);

@@ -93,7 +93,7 @@ std::map<size_t, Loop> loops(const Sequence& s, const std::function<double(size_
 
 // The computation before op i (the tail after the window's last op for i = w.end)
 double gap_before(const RankTrace& rank, const ReplayWindow& w, uint32_t i) {
-  const double left = i == w.first ? static_cast<double>(w.start_ns) : static_cast<double>(rank.ops[i - 1].t_exit);
+  const double left = i == w.first ? static_cast<double>(w.start_ns) : static_cast<double>(rank.ops[i - 1].t_exit());
   const double right = i < w.end ? static_cast<double>(rank.ops[i].t_enter) : static_cast<double>(w.stop_ns);
   return std::max(0.0, right - left);
 }
@@ -164,7 +164,7 @@ PhaseMarks phase_marks(const Trace& t) {
     if (w[r].end <= w[r].first) continue;
     active++;
     const auto& ops = t.ranks[r].ops;
-    auto left = [&](size_t p) { return p == 0 ? w[r].start_ns : ops[w[r].first + p - 1].t_exit; };
+    auto left = [&](size_t p) { return p == 0 ? w[r].start_ns : ops[w[r].first + p - 1].t_exit(); };
     each[r] = loops(Sequence(t.ranks[r], w[r]), [&](size_t from, size_t to) {
       return static_cast<double>(left(to)) - static_cast<double>(left(from));
     });
@@ -192,7 +192,7 @@ PhaseMarks phase_marks(const Trace& t) {
 uint64_t PhaseMarks::opening_ns(const RankTrace& rank, const ReplayWindow& w, size_t r, size_t k) const {
   const uint32_t i = opens[r][k - 1];
   if (r < at_entry.size() && at_entry[r]) return i < w.end ? rank.ops[i].t_enter : w.stop_ns;
-  return i == w.first ? w.start_ns : rank.ops[i - 1].t_exit;
+  return i == w.first ? w.start_ns : rank.ops[i - 1].t_exit();
 }
 
 }  // namespace mpiadvise

@@ -88,7 +88,7 @@ ReceiveSide receive_side(const Trace& t, const LogGPS& model) {
     }
     if (send.kind == OpKind::PostSend) {
       const auto& ops = t.ranks[m.src].ops;
-      const uint64_t done = send_done[id] != kNone ? t.op(m.src, send_done[id]).t_exit : ops.back().t_exit;
+      const uint64_t done = send_done[id] != kNone ? t.op(m.src, send_done[id]).t_exit() : ops.back().t_exit();
       outstanding[m.src].add(send.t_enter, done, 0);
     }
   }

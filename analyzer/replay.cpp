@@ -141,8 +141,9 @@ struct ByteReader {
 // simulation's eager channels) asks for those of the op this many ahead while it is at the op in hand.
 constexpr uint32_t kPrefetchOps = 8;
 void prefetch_messages(const Trace& t, const Op& op) {
-  for (uint32_t k = 0; k < op.n_links; k++) {
-    const Link l = t.links[op.first_link + k];
+  const OpLinks links = t.links_of(op);
+  for (uint32_t k = 0; k < links.size(); k++) {
+    const Link l = links[k];
     if (l.id == kNone || l.kind == Link::PostColl || l.kind == Link::DoneColl) continue;
     __builtin_prefetch(&t.messages[l.id]);
   }
@@ -715,7 +716,7 @@ class Simulation {
       const auto& ops = t_.ranks[r].ops;
       const Op* const op_end = ops.data() + ops.size();
       for (const Op* op = ops.data(); op != op_end; op++) {
-        if (op->n_links == 0) continue;
+        if (!op->has_links()) continue;
         const OpLinks links = t_.links_of(*op);
         if (channels) {
           if (op_end - op > kPrefetchOps) prefetch_messages(t_, op[kPrefetchOps]);
@@ -734,7 +735,7 @@ class Simulation {
           }
         }
         // receive contention: messages that one completion op receives together share the receiver
-        if (op->n_links < 2) continue;
+        if (links.size() < 2) continue;
         int receives = 0;
         for (uint32_t k = 0; k < links.size(); k++) receives += links[k].kind == Link::DoneRecv;
         if (receives >= 2)
@@ -855,7 +856,7 @@ class Simulation {
     return c.enter();
   }
   uint64_t exit_ns(int r, uint32_t i) const {
-    if (!o_.retiming) return t_.ranks[r].ops[i].t_exit;
+    if (!o_.retiming) return t_.ranks[r].ops[i].t_exit();
     Retiming::Rank& c = retimed_[r];
     if (c.op() == i + 1) return c.exit_before();
     c.at(i);
@@ -1609,8 +1610,9 @@ class Simulation {
   }
 
   void post_links(int r, const Op& op, double when) {
-    for (uint32_t k = 0; k < op.n_links; k++) {
-      const Link l = t_.links[op.first_link + k];
+    const OpLinks links = t_.links_of(op);
+    for (uint32_t k = 0; k < links.size(); k++) {
+      const Link l = links[k];
       if (l.id == kNone) continue;
       if (l.kind == Link::PostSend) {
         const Message& m = t_.messages[l.id];
@@ -1719,8 +1721,9 @@ class Simulation {
                           (o_.nonblocking_everywhere || at(o_.nonblocking_sites, r, op.callsite));
         end = s.now + (as_wait ? p_.o : 0);
         if (as_wait) parts.recv_overhead += p_.o;
-        for (uint32_t k = 0; k < op.n_links && end != kUnknown; k++) {
-          const Link l = t_.links[op.first_link + k];
+        const OpLinks links = t_.links_of(op);
+        for (uint32_t k = 0; k < links.size() && end != kUnknown; k++) {
+          const Link l = links[k];
           if (l.id == kNone) continue;
           double done = kUnknown;
           // a blocking call's parts are its links' (each adds its own once it completes); a wait's are its
@@ -1766,8 +1769,8 @@ class Simulation {
           end = std::max(end, done);
         }
         // the op is done, or goes on with its measured time: its sides of its messages read them no more
-        for (uint32_t k = 0; k < op.n_links; k++) {
-          const Link l = t_.links[op.first_link + k];
+        for (uint32_t k = 0; k < links.size(); k++) {
+          const Link l = links[k];
           if (l.id != kNone && (l.kind == Link::DoneSend || l.kind == Link::DoneRecv))
             side_done(l.id, l.kind == Link::DoneSend ? kSentSide : kReceivedSide);
         }
@@ -1814,7 +1817,7 @@ class Simulation {
           s.posted = true;
         }
         // (6): o', or the time to post the algorithm's first steps
-        uint32_t c = op.n_links ? t_.links[op.first_link].id : kNone;
+        uint32_t c = op.has_links() ? t_.links[op.first_link].id : kNone;
         double posted = c == kNone ? kUnknown : posted_until(c, r);
         end = std::max(s.now + p_.o, posted == kUnknown ? 0.0 : posted);
         parts.collectives += end - s.now;
@@ -1825,7 +1828,7 @@ class Simulation {
           post_links(r, op, s.now);
           s.posted = true;
         }
-        uint32_t c = op.n_links ? t_.links[op.first_link].id : kNone;
+        uint32_t c = op.has_links() ? t_.links[op.first_link].id : kNone;
         double done = c == kNone ? kUnknown : collective_done(c, r, s.now);
         if (done == kUnknown && !s.force && c != kNone) {
           wait_for_collective(c, r);
@@ -1911,8 +1914,9 @@ class Simulation {
   // The messages of a rank's op ahead, in the trace and here: the ranks take turns, a few ops each, and
   // each turn would meet its messages out of the cache.
   void prefetch_ahead(const Op& op) const {
-    for (uint32_t k = 0; k < op.n_links; k++) {
-      const Link l = t_.links[op.first_link + k];
+    const OpLinks links = t_.links_of(op);
+    for (uint32_t k = 0; k < links.size(); k++) {
+      const Link l = links[k];
       if (l.id == kNone || l.kind == Link::PostColl || l.kind == Link::DoneColl) continue;
       __builtin_prefetch(&t_.messages[l.id]);
       __builtin_prefetch(&info_[l.id]);
@@ -2032,12 +2036,13 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
       const Op& op = ops[i];
       if (i + kPrefetchOps < w[r].end) prefetch_messages(t, ops[i + kPrefetchOps]);
       Breakdown b;
-      double prev_exit = i > w[r].first ? static_cast<double>(ops[i - 1].t_exit) : static_cast<double>(w[r].start_ns);
+      double prev_exit = i > w[r].first ? static_cast<double>(ops[i - 1].t_exit()) : static_cast<double>(w[r].start_ns);
       b.computation = std::max(0.0, static_cast<double>(op.t_enter) - prev_exit) * o.compute_factor;
       double routine = 0;
       bool modelled = false;
-      for (uint32_t k = 0; k < op.n_links; k++) {
-        const Link l = t.links[op.first_link + k];
+      const OpLinks links = t.links_of(op);
+      for (uint32_t k = 0; k < links.size(); k++) {
+        const Link l = links[k];
         // a collective's links name a collective instance, not a message: its time stays as measured
         if (l.id == kNone || l.kind == Link::PostColl || l.kind == Link::DoneColl) continue;
         const Message& m = t.messages[l.id];
@@ -2067,7 +2072,7 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
         }
       }
       if (!modelled) {
-        routine = static_cast<double>(op.t_exit - op.t_enter);
+        routine = static_cast<double>(op.t_exit() - op.t_enter);
         (op.kind == OpKind::Collective || op.kind == OpKind::PostCollective ? b.collectives : b.other) += routine;
       } else {
         double waits = b.send_wait + b.recv_wait;
@@ -2102,7 +2107,7 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
     res.sites.insert(res.sites.end(), rank_sites.begin(), rank_sites.end());
     rank_sites.clear();
     sparse_sites.clear();
-    const double tail = tail_gap(w[r], w[r].end > w[r].first ? t.ranks[r].ops[w[r].end - 1].t_exit : 0) * o.compute_factor;
+    const double tail = tail_gap(w[r], w[r].end > w[r].first ? t.ranks[r].ops[w[r].end - 1].t_exit() : 0) * o.compute_factor;
     total += tail;
     rr.predicted.computation += tail;
     rr.predicted_ns = total;

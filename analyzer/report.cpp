@@ -59,11 +59,11 @@ report::MeasuredTimes measured_rank(const Analysis& a, int r) {
   if (ops.front().call == MPA_CALL_Init || ops.front().call == MPA_CALL_Init_thread) first = 1;
   if (end > first && ops[end - 1].call == MPA_CALL_Finalize) end--;
   if (end <= first) return m;
-  double start = first ? static_cast<double>(ops[0].t_exit) : static_cast<double>(ops[0].t_enter);
-  double stop = end < ops.size() ? static_cast<double>(ops[end].t_enter) : static_cast<double>(ops.back().t_exit);
+  double start = first ? static_cast<double>(ops[0].t_exit()) : static_cast<double>(ops[0].t_enter);
+  double stop = end < ops.size() ? static_cast<double>(ops[end].t_enter) : static_cast<double>(ops.back().t_exit());
   double mpi = 0, coll = 0;
   for (size_t i = first; i < end; i++) {
-    double d = static_cast<double>(ops[i].t_exit - ops[i].t_enter);
+    double d = static_cast<double>(ops[i].t_exit() - ops[i].t_enter);
     mpi += d;
     if (ops[i].kind == OpKind::Collective) coll += d;
   }

@@ -140,7 +140,7 @@ report::Timeline timeline(const Analysis& a, const ReplayOptions& base) {
     auto [it, fresh] = site_index.try_emplace({p.rank, op.callsite}, out.sites.size());
     if (fresh) out.sites.push_back(a.where(p.rank, op.callsite));
     index[{p.rank, p.op}] = out.calls.size();
-    const double me = since(op.t_enter), mx = since(std::max(op.t_exit, op.t_enter));
+    const double me = since(op.t_enter), mx = since(std::max(op.t_exit(), op.t_enter));
     const double pe = shift + sp.enter, px = shift + std::max(sp.enter, sp.exit);
     end = std::max({end, mx, px});
     out.calls.push_back({p.rank, call_name(static_cast<int>(op.call)), call_class(op.kind), it->second, {me, mx}, {pe, px}});

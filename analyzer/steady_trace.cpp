@@ -50,9 +50,9 @@ IntervalStats settle(const Trace& trace, size_t r, std::vector<MeasuredInterval*
 
 double SteadyIntervals::measured_ns(const Trace& trace, size_t rank, const MeasuredInterval& x) {
   const Op& op = trace.ranks[rank].ops[x.op];
-  if (x.duration) return op.t_exit > op.t_enter ? static_cast<double>(op.t_exit - op.t_enter) : 0;
+  if (x.duration) return op.t_exit() > op.t_enter ? static_cast<double>(op.t_exit() - op.t_enter) : 0;
   const Op& before = trace.ranks[rank].ops[x.op - 1];
-  return op.t_enter > before.t_exit ? static_cast<double>(op.t_enter - before.t_exit) : 0;
+  return op.t_enter > before.t_exit() ? static_cast<double>(op.t_enter - before.t_exit()) : 0;
 }
 
 SteadyIntervals steady_intervals(const Trace& trace) {
@@ -108,17 +108,26 @@ namespace {
 uint64_t common_start(const Trace& trace) {
   uint64_t start = 0;
   for (const auto& rank : trace.ranks)
-    if (!rank.ops.empty()) start = std::max(start, rank.ops.front().t_exit - rank.ops.front().t_enter);
+    if (!rank.ops.empty()) start = std::max(start, rank.ops.front().t_exit() - rank.ops.front().t_enter);
   return start + 1;
 }
 
 double measured_gap(const Op& before, const Op& op) {
-  return op.t_enter > before.t_exit ? static_cast<double>(op.t_enter - before.t_exit) : 0;
+  return op.t_enter > before.t_exit() ? static_cast<double>(op.t_enter - before.t_exit()) : 0;
 }
-double measured_duration(const Op& op) { return op.t_exit > op.t_enter ? static_cast<double>(op.t_exit - op.t_enter) : 0; }
+double measured_duration(const Op& op) { return op.t_exit() > op.t_enter ? static_cast<double>(op.t_exit() - op.t_enter) : 0; }
 
 bool is_init(const Op& op) { return op.call == MPA_CALL_Init || op.call == MPA_CALL_Init_thread; }
 
+}  // namespace
+
+namespace {
+// An op's times as a retiming drew them, within what an op holds (drawn from a measured trace's, they
+// are within it but for a draw far off its fit)
+void place(Op& op, uint64_t enter, uint64_t exit) {
+  enter = std::min(enter, kMaxOpEnter);
+  if (!op.set_times(enter, std::min(exit, enter + kMaxOpDuration))) throw std::logic_error("place: times out of range");
+}
 }  // namespace
 
 Trace retimed(const Trace& trace, const SteadyIntervals& intervals, const std::vector<std::vector<double>>& values) {
@@ -139,14 +148,12 @@ Trace retimed(const Trace& trace, const SteadyIntervals& intervals, const std::v
     // MPI_Init returns at the common start (a rank without it starts there); every later op follows its
     // gap and duration
     const uint64_t first_ns = static_cast<uint64_t>(duration[0]);
-    ops[0].t_enter = is_init(orig[0]) ? start - first_ns : start;
-    ops[0].t_exit = is_init(orig[0]) ? start : start + first_ns;
-    double exit = static_cast<double>(ops[0].t_exit);
+    place(ops[0], is_init(orig[0]) ? start - first_ns : start, is_init(orig[0]) ? start : start + first_ns);
+    double exit = static_cast<double>(ops[0].t_exit());
     for (size_t i = 1; i < ops.size(); i++) {
       const double enter = exit + gap[i];
       exit = enter + duration[i];
-      ops[i].t_enter = static_cast<uint64_t>(std::llround(enter));
-      ops[i].t_exit = std::max(ops[i].t_enter, static_cast<uint64_t>(std::llround(exit)));
+      place(ops[i], static_cast<uint64_t>(std::llround(enter)), static_cast<uint64_t>(std::llround(exit)));
     }
   }
   return t;

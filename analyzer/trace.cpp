@@ -102,6 +102,7 @@ struct RankPart {
     std::vector<uint64_t> each;
   };
   LinkList links;  // ids: the part's sends, receives or memberships
+  SpilledLinks spilled;  // by the ops' first links in the part's
   std::vector<SendEnd> sends;
   std::vector<RecvEnd> recvs;
   std::vector<Membership> colls;
@@ -123,9 +124,12 @@ class RankReader {
     std::unordered_map<uint32_t, uint32_t> coll_seq; // comm -> collectives so far
     log_.for_each_event([&](const Event& ev) {
       Op op;
-      op.t_enter = ev.t_enter_ns;
-      op.t_exit = ev.t_exit_ns;
-      op.call = static_cast<uint16_t>(ev.call < 0 ? 0 : ev.call);  // the reader's ids: below MPA_CALL_COUNT
+      if (!op.set_times(ev.t_enter_ns, ev.t_exit_ns))
+        throw LogError(log_.path().string(), std::nullopt,
+                       fmt::format("{} entered at {} ns and returned at {} ns: a trace holds calls entered "
+                                   "before 2^56 ns and lasting less than 2^48 ns (78 hours)",
+                                   ev.call_name, ev.t_enter_ns, ev.t_exit_ns));
+      op.call = static_cast<uint8_t>(ev.call < 0 ? 0 : ev.call);  // the reader's ids: below MPA_CALL_COUNT
       op.callsite = ev.callsite;
       op.kind = op_kind(ev.call, ev.count);
       op.unfinished = ev.unfinished;
@@ -190,7 +194,7 @@ class RankReader {
               if (!ev.statuses.empty()) resolve(r, ev.statuses[0]);
             }
           }
-          if (op.n_links == 0) op.kind = OpKind::Other;
+          if (!op.has_links()) op.kind = OpKind::Other;
           break;
         }
         case MPA_CALL_Send_init: case MPA_CALL_Ssend_init: case MPA_CALL_Bsend_init: case MPA_CALL_Rsend_init:
@@ -246,7 +250,7 @@ class RankReader {
             if (p.kind == Pending::PersistentSend || p.kind == Pending::PersistentRecv) p.id = kNone;
             else pending.erase(it);
           }
-          if (op.n_links == 0) op.kind = OpKind::Other;
+          if (!op.has_links()) op.kind = OpKind::Other;
           break;
         }
         case MPA_CALL_Probe: case MPA_CALL_Mprobe:
@@ -306,9 +310,10 @@ class RankReader {
   }
 
   void link(Op& op, Link::Kind kind, uint32_t id) {
-    if (op.n_links == 0) op.first_link = static_cast<uint32_t>(part_.links.size());
+    const uint32_t n = n_links(op, part_.spilled);
+    const uint32_t first = n ? op.first_link : static_cast<uint32_t>(part_.links.size());
     part_.links.push_back(Link{kind, id});
-    op.n_links++;
+    set_links(op, first, n + 1, part_.spilled);
   }
 
   uint32_t add_send(int rank, uint32_t op, uint32_t comm, int dst, int32_t tag, uint64_t bytes, bool sync) {
@@ -425,7 +430,8 @@ struct Builder {
         t.links.push_back(e);
       }
       for (Op& op : t.ranks[ranks[p]].ops)
-        if (op.n_links) op.first_link += place.links;
+        if (op.has_links()) op.first_link += place.links;
+      for (const auto& [first, n] : part.spilled) t.spilled_links.emplace(first + place.links, n);
       part = RankPart{};
     }
   }
@@ -435,19 +441,22 @@ struct Builder {
   void drop_cancelled_links() {
     if (std::none_of(t.links.ids().begin(), t.links.ids().end(), [](uint32_t id) { return id == kNone; })) return;
     LinkList kept;
+    SpilledLinks spilled;
     kept.reserve(t.links.size());
     for (auto& rt : t.ranks) {
       for (auto& op : rt.ops) {
         const uint32_t first = static_cast<uint32_t>(kept.size());
-        for (uint32_t i = 0; i < op.n_links; i++)
-          if (t.links[op.first_link + i].id != kNone) kept.push_back(t.links[op.first_link + i]);
-        op.n_links = static_cast<uint32_t>(kept.size()) - first;
-        op.first_link = op.n_links ? first : 0;
-        if (op.n_links == 0 && (op.kind == OpKind::PostSend || op.kind == OpKind::PostRecv || op.kind == OpKind::Completion))
+        const OpLinks links = t.links_of(op);
+        for (uint32_t i = 0; i < links.size(); i++)
+          if (links[i].id != kNone) kept.push_back(links[i]);
+        op.links_here = 0;  // counted afresh, in the new table
+        set_links(op, first, static_cast<uint32_t>(kept.size()) - first, spilled);
+        if (!op.has_links() && (op.kind == OpKind::PostSend || op.kind == OpKind::PostRecv || op.kind == OpKind::Completion))
           op.kind = OpKind::Other;
       }
     }
     t.links = std::move(kept);
+    t.spilled_links = std::move(spilled);
   }
 
   // MPI's matching: per communicator, sender, receiver and tag, sends and receives pair in order
@@ -581,7 +590,7 @@ void mark_cached_resends(Trace& t) {
   if (std::none_of(t.messages.begin(), t.messages.end(), [](const Message& m) { return m.resent; })) return;
   // the calls whose send the tracer compares with the thread's previous one, to MPI_PROC_NULL and refused
   // ones too
-  auto compared = [](uint16_t call) {
+  auto compared = [](uint64_t call) {
     switch (call) {
       case MPA_CALL_Send: case MPA_CALL_Ssend: case MPA_CALL_Bsend: case MPA_CALL_Rsend:
       case MPA_CALL_Isend: case MPA_CALL_Issend: case MPA_CALL_Ibsend: case MPA_CALL_Irsend:
@@ -596,11 +605,11 @@ void mark_cached_resends(Trace& t) {
     size_t previous = ops.size();  // the rank's previous compared send
     double computation = 0;        // on the rank since its call
     for (size_t i = 0; i < ops.size(); i++) {
-      if (i > 0 && ops[i].t_enter > ops[i - 1].t_exit) computation += static_cast<double>(ops[i].t_enter - ops[i - 1].t_exit);
+      if (i > 0 && ops[i].t_enter > ops[i - 1].t_exit()) computation += static_cast<double>(ops[i].t_enter - ops[i - 1].t_exit());
       if (!compared(ops[i].call)) continue;
       if (previous < ops.size()) {
         const OpLinks links = t.links_of(ops[i]);
-        for (uint32_t l = 0; l < ops[i].n_links; l++) {
+        for (uint32_t l = 0; l < links.size(); l++) {
           if (links[l].kind != Link::PostSend) continue;
           Message& m = t.messages[links[l].id];
           m.cached = m.resent && m.bytes > 0 && computation < static_cast<double>(m.bytes) / kRewriteBytesPerNs;
@@ -643,8 +652,8 @@ ReplayWindow replay_window(const RankTrace& r) {
   if (r.ops.empty()) return w;
   if (r.ops.front().call == MPA_CALL_Init || r.ops.front().call == MPA_CALL_Init_thread) w.first = 1;
   if (w.end > w.first && r.ops[w.end - 1].call == MPA_CALL_Finalize) w.end--;
-  w.start_ns = w.first ? r.ops[0].t_exit : r.ops[0].t_enter;
-  w.stop_ns = w.end < r.ops.size() ? r.ops[w.end].t_enter : r.ops.back().t_exit;
+  w.start_ns = w.first ? r.ops[0].t_exit() : r.ops[0].t_enter;
+  w.stop_ns = w.end < r.ops.size() ? r.ops[w.end].t_enter : r.ops.back().t_exit();
   return w;
 }
 

@@ -2,11 +2,13 @@
 // send to receive by MPI's rules, every collective matched across its communicator.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "log_reader.hpp"
@@ -98,20 +100,53 @@ class OpLinks {
   uint32_t first_, n_;
 };
 
-// 32 bytes: one per MPI call of the run, the bulk of a trace in memory.
+// 24 bytes: one per MPI call of the run, the bulk of a trace in memory. Its times, measured in ns on rank
+// 0's clock (CLOCK_MONOTONIC's, counted from the node's boot), are exact: the entry below 2^56 ns (2.28
+// years), the call's duration below 2^48 ns (78 hours); set_times refuses others. Its links are
+// [first_link, first_link + n) of Trace::links, n as Trace::n_links says: held in the op below
+// kSpilledLinks, in Trace::spilled_links from there (a Waitall of thousands of requests).
+inline constexpr uint64_t kMaxOpEnter = (uint64_t{1} << 56) - 1;
+inline constexpr uint64_t kMaxOpDuration = (uint64_t{1} << 48) - 1;
+inline constexpr uint32_t kSpilledLinks = (uint32_t{1} << 11) - 1;
 struct Op {
-  uint64_t t_enter = 0, t_exit = 0;  // measured, ns on rank 0's clock
-  uint32_t callsite = 0;
-  uint32_t first_link = 0, n_links = 0;  // range in Trace::links
-  uint16_t call = 0;                 // mpa_call_id
-  OpKind kind = OpKind::Other;
+  uint64_t t_enter : 56 = 0;
+  uint8_t call = 0;            // mpa_call_id (the entry's word's last byte)
+  uint64_t duration : 48 = 0;  // t_exit() - t_enter
+  uint64_t links_here : 11 = 0;  // the number of links, or kSpilledLinks: Trace::n_links
+  OpKind kind : 4 = OpKind::Other;
   // The call had not returned when a signal ended the rank (Event::unfinished): t_exit is the signal's
   // time. It posts what it posts (a receive, a send, its entry into a collective) but completes nothing:
   // no Done link, no status, so a receive in progress has received nothing. Where a hung rank was waiting.
-  bool unfinished = false;
+  bool unfinished : 1 = false;
+  uint32_t callsite = 0;
+  uint32_t first_link = 0;
+  uint64_t t_exit() const { return t_enter + duration; }
+  bool has_links() const { return links_here != 0; }
+  // false, the op unchanged, where enter or exit - enter is out of range; exit before enter is enter
+  bool set_times(uint64_t enter, uint64_t exit) {
+    const uint64_t d = exit > enter ? exit - enter : 0;
+    if (enter > kMaxOpEnter || d > kMaxOpDuration) return false;
+    t_enter = enter;
+    duration = d;
+    return true;
+  }
 };
-static_assert(sizeof(Op) == 32);
-static_assert(MPA_CALL_COUNT <= UINT16_MAX);
+static_assert(sizeof(Op) == 24);
+static_assert(MPA_CALL_COUNT <= 255);
+static_assert(static_cast<int>(OpKind::Other) < 16);
+
+// The link counts of ops with kSpilledLinks or more links, by the op's first link.
+using SpilledLinks = std::unordered_map<uint32_t, uint32_t>;
+inline uint32_t n_links(const Op& op, const SpilledLinks& spilled) {
+  return op.links_here == kSpilledLinks ? spilled.at(op.first_link) : static_cast<uint32_t>(op.links_here);
+}
+// The op's links become [first, first + n); first is 0 where n is.
+inline void set_links(Op& op, uint32_t first, uint32_t n, SpilledLinks& spilled) {
+  if (op.links_here == kSpilledLinks) spilled.erase(op.first_link);
+  op.first_link = n ? first : 0;
+  op.links_here = std::min(n, kSpilledLinks);
+  if (n >= kSpilledLinks) spilled[op.first_link] = n;
+}
 
 // 32 bytes: the flags share the communicator's word. A trace numbers fewer than kMaxComms communicators:
 // kMaxComms - 1 (kNone cut to the field) is a communicator the log does not know. The ops that completed
@@ -168,6 +203,7 @@ struct Trace {
   std::vector<CollectiveInstance> collectives;
   std::vector<TraceComm> comms;
   LinkList links;
+  SpilledLinks spilled_links;
   std::vector<std::map<uint32_t, SiteKey>> site_keys;  // per rank: callsite id -> key
   // what could not be matched, and why
   uint64_t unmatched_sends = 0, unmatched_recvs = 0, incomplete_collectives = 0;
@@ -177,7 +213,9 @@ struct Trace {
   // The site of a rank's call site id (the same for every call stack through one return address); a
   // site the logs have no definition for is keyed by rank and id.
   SiteKey site(int rank, uint32_t callsite) const;
-  OpLinks links_of(const Op& op) const { return OpLinks(links, op.first_link, op.n_links); }
+  uint32_t n_links(const Op& op) const { return mpiadvise::n_links(op, spilled_links); }
+  OpLinks links_of(const Op& op) const { return OpLinks(links, op.first_link, n_links(op)); }
+  void set_links(Op& op, uint32_t first, uint32_t n) { mpiadvise::set_links(op, first, n, spilled_links); }
 };
 
 // The ops a replay runs, [first, end): after MPI_Init, before MPI_Finalize; and when they start and stop

@@ -69,7 +69,7 @@ std::vector<Wait> find_waits(const Trace& t, const LogGPS& model) {
     if (send_done[id] != kNone) {
       // late receiver: the send completed only after the receive was posted, and was waiting before it
       const Op& d = t.op(m.src, send_done[id]);
-      double enter = static_cast<double>(d.t_enter), exit = static_cast<double>(d.t_exit);
+      double enter = static_cast<double>(d.t_enter), exit = static_cast<double>(d.t_exit());
       if (enter < tr && exit >= tr) {
         WaitCause cause = m.synchronous ? WaitCause::LateReceiverSynchronous
                           : model.send_waits_for_receive(m.bytes, false) ? WaitCause::LateReceiverRendezvous
@@ -80,7 +80,7 @@ std::vector<Wait> find_waits(const Trace& t, const LogGPS& model) {
     if (recv_done[id] != kNone) {
       // late sender: the receive (or its wait) began before the send was called
       const Op& d = t.op(m.dst, recv_done[id]);
-      double enter = static_cast<double>(d.t_enter), exit = static_cast<double>(d.t_exit);
+      double enter = static_cast<double>(d.t_enter), exit = static_cast<double>(d.t_exit());
       if (enter < ts) add(m.dst, recv_done[id], enter, std::min(ts, exit), m.src, m.send_op, WaitCause::LateSender, m.bytes);
     }
   }
@@ -95,7 +95,7 @@ std::vector<Wait> find_waits(const Trace& t, const LogGPS& model) {
     for (const auto& [r, op] : c.members) {
       const Op& o = t.op(r, op);
       if (o.kind != OpKind::Collective || r == last_rank) continue;  // non-blocking ones wait in their completion
-      add(r, op, static_cast<double>(o.t_enter), std::min(last, static_cast<double>(o.t_exit)), last_rank, last_op,
+      add(r, op, static_cast<double>(o.t_enter), std::min(last, static_cast<double>(o.t_exit())), last_rank, last_op,
           WaitCause::Collective, 0);
     }
   }

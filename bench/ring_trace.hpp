@@ -37,14 +37,12 @@ inline Trace ring_trace(int P, long rounds) {
       uint32_t in = static_cast<uint32_t>(((r + P - 1) % P) * rounds + k), out = static_cast<uint32_t>(r * rounds + k);
       auto add = [&](uint32_t call, OpKind kind, std::initializer_list<Link> links, uint64_t gap) {
         Op op;
-        op.t_enter = now + gap;
-        op.t_exit = op.t_enter + 2000;
-        now = op.t_exit;
+        op.set_times(now + gap, now + gap + 2000);
+        now = op.t_exit();
         op.call = call;
         op.kind = kind;
         op.callsite = kind == OpKind::Completion ? 3 : 1;
-        op.first_link = static_cast<uint32_t>(t.links.size());
-        op.n_links = static_cast<uint32_t>(links.size());
+        t.set_links(op, static_cast<uint32_t>(t.links.size()), static_cast<uint32_t>(links.size()));
         for (const auto& l : links) t.links.push_back(l);
         ops.push_back(op);
       };

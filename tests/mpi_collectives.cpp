@@ -646,7 +646,7 @@ std::vector<double> measured_in(const mpiadvise::Trace& t, uint32_t call) {
   std::vector<double> out(t.ranks.size(), 0);
   for (size_t r = 0; r < t.ranks.size(); r++)
     for (const auto& op : t.ranks[r].ops)
-      if (op.call == call) out[r] += static_cast<double>(op.t_exit - op.t_enter);
+      if (op.call == call) out[r] += static_cast<double>(op.t_exit() - op.t_enter);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support.hpp"
+#include "call_ids.h"
 #include "trace.hpp"
 
 using namespace mpa_test;
@@ -119,6 +120,57 @@ TEST_CASE("cancelled receives are recorded as cancelled and left out of matching
   CHECK(matched_messages(t) == 4 * 3);
   require_same_trace_on_any_threads(job);
   for (const auto& m : t.messages) CHECK(m.tag != 99);
+  CHECK(partner_notes(report_of(run.dir)).empty());
+}
+
+TEST_CASE("a Waitall of thousands of requests completes every one of its messages", "[matching][cancel]") {
+  // an op keeps a count of its links below kSpilledLinks (2047) and the trace keeps the counts of larger
+  // ones: 3000 sends in one Waitall, and 3001 receives of which the cancelled one's link is dropped
+  constexpr uint32_t n = 3000, rounds = 2;
+  static_assert(n > mpiadvise::kSpilledLinks);
+  JobSpec s;
+  s.np = 2;
+  s.program = "many_requests";
+  s.args = {std::to_string(n), std::to_string(rounds)};
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  REQUIRE(run.out == "many_requests: ok 2 6000\n");
+
+  mpiadvise::JobLog job(run.dir);
+  auto t = mpiadvise::build_trace(job);
+  CHECK(t.unmatched_sends == 0);
+  CHECK(t.unmatched_recvs == 0);
+  REQUIRE(t.messages.size() == n * rounds);
+  CHECK(matched_messages(t) == n * rounds);
+  require_same_trace_on_any_threads(job);
+  // each rank's Waitalls, one a round, each with a link per message of its round
+  for (int r : {0, 1}) {
+    INFO("rank " << r);
+    std::vector<uint32_t> waitalls;
+    for (uint32_t i = 0; i < t.ranks[r].ops.size(); i++)
+      if (t.ranks[r].ops[i].call == MPA_CALL_Waitall) waitalls.push_back(i);
+    REQUIRE(waitalls.size() == rounds);
+    for (uint32_t w : waitalls) {
+      const mpiadvise::Op& op = t.ranks[r].ops[w];
+      CHECK(op.kind == mpiadvise::OpKind::Completion);
+      CHECK(t.n_links(op) == n);
+      const auto links = t.links_of(op);
+      for (uint32_t k = 0; k < links.size(); k++)
+        CHECK(links[k].kind == (r == 0 ? mpiadvise::Link::DoneSend : mpiadvise::Link::DoneRecv));
+    }
+    // the messages sent in a round are completed by that round's Waitall on each side
+    const auto done = mpiadvise::done_ops(t, r == 0 ? mpiadvise::Link::DoneSend : mpiadvise::Link::DoneRecv);
+    std::vector<uint32_t> by_round(rounds);
+    for (size_t id = 0; id < t.messages.size(); id++) {
+      const auto& m = t.messages[id];
+      const uint32_t posted = r == 0 ? m.send_op : m.recv_op;
+      const uint32_t round = posted < waitalls[0] ? 0 : 1;
+      CHECK(done[id] == waitalls[round]);
+      by_round[round]++;
+    }
+    CHECK(by_round == std::vector<uint32_t>{n, n});
+  }
   CHECK(partner_notes(report_of(run.dir)).empty());
 }
 

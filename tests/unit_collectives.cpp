@@ -18,6 +18,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// An op of a trace built by hand: its times, site, links [first, first + n) (n a few) and call.
+Op op_at(uint64_t enter, uint64_t exit, uint32_t callsite, uint32_t first, uint32_t n, uint32_t call, OpKind kind) {
+  Op op;
+  op.set_times(enter, exit);
+  op.callsite = callsite;
+  SpilledLinks none;
+  set_links(op, first, n, none);
+  op.call = static_cast<uint8_t>(call);
+  op.kind = kind;
+  return op;
+}
+
 CollSchedule schedule(MpiLibrary library, uint32_t call, int size, uint64_t bytes, int root = -1, int hosts = 1) {
   CollectiveCall c;
   c.library = library;
@@ -390,9 +402,9 @@ Trace one_bcast(uint64_t bytes, int late, uint64_t late_ns) {
     auto& ops = t.ranks[r].ops;
     t.ranks[r].rank = r;
     uint64_t arrive = r == late ? late_ns : 0;
-    ops.push_back(Op{0, 0, 0, 0, 0, MPA_CALL_Init, OpKind::Other});
-    ops.push_back(Op{arrive, arrive + 10, 1, static_cast<uint32_t>(r), 1, MPA_CALL_Bcast, OpKind::Collective});
-    ops.push_back(Op{arrive + 10, arrive + 20, 2, 0, 0, MPA_CALL_Finalize, OpKind::Other});
+    ops.push_back(op_at(0, 0, 0, 0, 0, MPA_CALL_Init, OpKind::Other));
+    ops.push_back(op_at(arrive, arrive + 10, 1, static_cast<uint32_t>(r), 1, MPA_CALL_Bcast, OpKind::Collective));
+    ops.push_back(op_at(arrive + 10, arrive + 20, 2, 0, 0, MPA_CALL_Finalize, OpKind::Other));
     t.links.push_back(Link{Link::PostColl, 0});
     c.members.emplace_back(r, 1);
     c.sent.push_back(bytes);
@@ -483,13 +495,13 @@ TEST_CASE("two collectives alike but for MPI_IN_PLACE are replayed by their own 
     for (int r = 0; r < 4; r++) {
       auto& ops = t.ranks[r].ops;
       t.ranks[r].rank = r;
-      ops.push_back(Op{0, 0, 0, 0, 0, MPA_CALL_Init, OpKind::Other});
+      ops.push_back(op_at(0, 0, 0, 0, 0, MPA_CALL_Init, OpKind::Other));
       for (uint32_t k = 0; k < 2; k++) {
-        ops.push_back(Op{1000 + 10000 * k, 2000 + 10000 * k, 1, static_cast<uint32_t>(t.links.size()), 1,
-                         MPA_CALL_Alltoall, OpKind::Collective});
+        ops.push_back(op_at(1000 + 10000 * k, 2000 + 10000 * k, 1, static_cast<uint32_t>(t.links.size()), 1,
+                         MPA_CALL_Alltoall, OpKind::Collective));
         t.links.push_back(Link{Link::PostColl, k});
       }
-      ops.push_back(Op{30000, 30010, 2, 0, 0, MPA_CALL_Finalize, OpKind::Other});
+      ops.push_back(op_at(30000, 30010, 2, 0, 0, MPA_CALL_Finalize, OpKind::Other));
     }
     auto r = replay(t, simple_model(65536));
     std::string algorithms;
@@ -569,12 +581,12 @@ TEST_CASE("a non-blocking collective posts its first round at the I- call and ru
   for (int r = 0; r < 4; r++) {
     auto& ops = t.ranks[r].ops;
     t.ranks[r].rank = r;
-    ops.push_back(Op{0, 0, 0, 0, 0, MPA_CALL_Init, OpKind::Other});
-    ops.push_back(Op{0, 10, 1, static_cast<uint32_t>(t.links.size()), 1, MPA_CALL_Ibarrier, OpKind::PostCollective});
+    ops.push_back(op_at(0, 0, 0, 0, 0, MPA_CALL_Init, OpKind::Other));
+    ops.push_back(op_at(0, 10, 1, static_cast<uint32_t>(t.links.size()), 1, MPA_CALL_Ibarrier, OpKind::PostCollective));
     t.links.push_back(Link{Link::PostColl, 0});
-    ops.push_back(Op{100010, 100020, 2, static_cast<uint32_t>(t.links.size()), 1, MPA_CALL_Wait, OpKind::Completion});
+    ops.push_back(op_at(100010, 100020, 2, static_cast<uint32_t>(t.links.size()), 1, MPA_CALL_Wait, OpKind::Completion));
     t.links.push_back(Link{Link::DoneColl, 0});
-    ops.push_back(Op{100020, 100030, 3, 0, 0, MPA_CALL_Finalize, OpKind::Other});
+    ops.push_back(op_at(100020, 100030, 3, 0, 0, MPA_CALL_Finalize, OpKind::Other));
     c.members.emplace_back(r, 1);
     c.sent.push_back(std::nullopt);
     c.received.push_back(std::nullopt);
@@ -679,7 +691,7 @@ Trace reduce_loop(int calls) {
   for (int r = 0; r < 2; r++) {
     t.ranks[r].rank = r;
     t.ranks[r].hostname = "node";
-    t.ranks[r].ops.push_back(Op{0, 0, 0, 0, 0, MPA_CALL_Init, OpKind::Other});
+    t.ranks[r].ops.push_back(op_at(0, 0, 0, 0, 0, MPA_CALL_Init, OpKind::Other));
   }
   for (int k = 0; k < calls; k++) {
     CollectiveInstance c;
@@ -690,7 +702,7 @@ Trace reduce_loop(int calls) {
     for (int r = 0; r < 2; r++) {
       auto& ops = t.ranks[r].ops;
       uint64_t at = r == 0 ? 100000 * static_cast<uint64_t>(k + 1) : 20 * static_cast<uint64_t>(k + 1);
-      ops.push_back(Op{at, at + 10, 1, static_cast<uint32_t>(t.links.size()), 1, MPA_CALL_Reduce, OpKind::Collective});
+      ops.push_back(op_at(at, at + 10, 1, static_cast<uint32_t>(t.links.size()), 1, MPA_CALL_Reduce, OpKind::Collective));
       t.links.push_back(Link{Link::PostColl, static_cast<uint32_t>(t.collectives.size())});
       c.members.emplace_back(r, static_cast<uint32_t>(ops.size() - 1));
       c.sent.push_back(8);
@@ -699,8 +711,8 @@ Trace reduce_loop(int calls) {
     t.collectives.push_back(c);
   }
   for (int r = 0; r < 2; r++) {
-    uint64_t end = t.ranks[r].ops.back().t_exit;
-    t.ranks[r].ops.push_back(Op{end, end + 10, 2, 0, 0, MPA_CALL_Finalize, OpKind::Other});
+    uint64_t end = t.ranks[r].ops.back().t_exit();
+    t.ranks[r].ops.push_back(op_at(end, end + 10, 2, 0, 0, MPA_CALL_Finalize, OpKind::Other));
   }
   return t;
 }

@@ -31,9 +31,8 @@ Trace one_rank(const std::vector<uint64_t>& gaps_ns) {
     op.call = call;
     op.callsite = site;
     op.kind = kind;
-    op.t_enter = now + gap;
-    op.t_exit = op.t_enter + 100;
-    now = op.t_exit;
+    op.set_times(now + gap, now + gap + 100);
+    now = op.t_exit();
     ops.push_back(op);
   };
   add(MPA_CALL_Init, 1, OpKind::Other, 0);
@@ -132,8 +131,8 @@ TEST_CASE("the retimed trace has the given intervals and starts every rank at MP
   REQUIRE(ops.size() == t.ranks[0].ops.size());
   for (size_t k = 0; k < s.ranks[0].size(); k++) {
     const uint32_t i = s.ranks[0][k].op;
-    CHECK(ops[i].t_enter - ops[i - 1].t_exit == 1000 * (k + 1));
-    CHECK(ops[i].t_exit - ops[i].t_enter == 100);  // the measured duration of a modelled call is kept
+    CHECK(ops[i].t_enter - ops[i - 1].t_exit() == 1000 * (k + 1));
+    CHECK(ops[i].t_exit() - ops[i].t_enter == 100);  // the measured duration of a modelled call is kept
   }
 }
 

@@ -13,6 +13,7 @@
 #include "log_reader.hpp"
 #include "log_summary.hpp"
 #include "support.hpp"
+#include "trace.hpp"
 
 extern "C" {
 #include "codec.h"
@@ -524,6 +525,41 @@ TEST_CASE("an unfinished call is its thread's last event; a call written again s
     CHECK(evs[1].e.tag == 9);
     CHECK(evs[1].e.t_exit_ns - evs[1].e.t_enter_ns == 10000);
     CHECK(log.problems().empty());
+  }
+  SECTION("the trace holds a call's times exactly up to 2^48 ns of duration, and names the file beyond") {
+    // the fixture's clock: ns per tick as the reader converts them
+    auto b = as_version(head, 4);
+    append_chunk(b, MPA_CHUNK_EVENTS, chunk_of({done}));
+    const RankLog probe("probe", b);
+    const double ns_per_tick = static_cast<double>(probe.ticks_to_ns(uint64_t{1} << 40)) / static_cast<double>(uint64_t{1} << 40);
+    REQUIRE(ns_per_tick > 0);
+    auto lasting = [&](double ns) {  // MPI_Recv `done`, returned after `ns`
+      mpa_event e = done;
+      e.t_exit = e.t_enter + static_cast<uint64_t>(ns / ns_per_tick);
+      auto bytes = as_version(head, 4);
+      append_chunk(bytes, MPA_CHUNK_EVENTS, chunk_of({e}));
+      return job_dir("long-call", {bytes});
+    };
+    const double limit = static_cast<double>(kMaxOpDuration);
+    {
+      JobLog job(lasting(limit * 0.99));
+      const Trace t = build_trace(job);
+      REQUIRE(t.ranks.at(0).ops.size() == 1);
+      const Op& op = t.ranks[0].ops[0];
+      const Event ev = [&] { Event out; job.ranks()[0]->for_each_event([&](const Event& e) { out = e; }); return out; }();
+      CHECK(op.t_enter == ev.t_enter_ns);
+      CHECK(op.t_exit() == ev.t_exit_ns);
+      CHECK(op.t_exit() - op.t_enter > kMaxOpDuration / 2);
+    }
+    JobLog job(lasting(limit * 1.01));
+    try {
+      build_trace(job);
+      FAIL("built a trace of a call longer than an op holds");
+    } catch (const LogError& e) {
+      CHECK(e.file.find("rank-00000.mpa") != std::string::npos);
+      CHECK(std::string(e.what()).find("MPI_Recv") != std::string::npos);
+      CHECK(std::string(e.what()).find("78 hours") != std::string::npos);
+    }
   }
   SECTION("a file of format 3 cannot hold the flag: the event is corrupt, the one before it read") {
     auto b = as_version(head, 3);

@@ -45,14 +45,12 @@ Trace isend_run(const std::vector<std::pair<int, uint64_t>>& slow_posts) {
   }
   auto add = [&](int r, uint64_t& now, uint64_t took, uint32_t call, OpKind kind, uint32_t site, std::vector<Link> links) {
     Op op;
-    op.t_enter = now;
-    op.t_exit = now + took;
+    op.set_times(now, now + took);
     op.call = call, op.kind = kind, op.callsite = site;
-    op.first_link = static_cast<uint32_t>(t.links.size());
-    op.n_links = static_cast<uint32_t>(links.size());
+    t.set_links(op, static_cast<uint32_t>(t.links.size()), static_cast<uint32_t>(links.size()));
     for (const Link& l : links) t.links.push_back(l);
     t.ranks[r].ops.push_back(op);
-    now = op.t_exit + 100'000;
+    now = op.t_exit() + 100'000;
     return static_cast<uint32_t>(t.ranks[r].ops.size() - 1);
   };
   uint64_t now0 = 0, now1 = 0;
@@ -65,7 +63,7 @@ Trace isend_run(const std::vector<std::pair<int, uint64_t>>& slow_posts) {
     m.src = 0, m.dst = 1;
     m.send_op = add(0, now0, took, MPA_CALL_Isend, OpKind::PostSend, 1, {{Link::PostSend, i}});
     t.links.push_back({Link::DoneSend, i});  // completed by the Isend itself here: a 0-byte eager send
-    t.ranks[0].ops.back().n_links++;
+    t.set_links(t.ranks[0].ops.back(), t.ranks[0].ops.back().first_link, 2);
     m.recv_op = add(1, now1, 1'000, MPA_CALL_Irecv, OpKind::PostRecv, 2, {{Link::PostRecv, i}});
     waits.push_back({Link::DoneRecv, i});
     t.messages.push_back(m);
@@ -155,11 +153,11 @@ TEST_CASE("a run at another of the machine's speeds than the set's is replayed a
   // a set at the faster speed whose run went at the slower: scaled up by that speed's factor
   Trace slower = isend_run({});
   for (auto& r : slower.ranks)  // every call 60 times as long, the computation between them the same
-    for (auto& op : r.ops) op.t_exit = op.t_enter + (op.t_exit - op.t_enter) * 60;
+    for (auto& op : r.ops) op.duration *= 60;
   for (auto& r : slower.ranks)
     for (size_t i = 1; i < r.ops.size(); i++) {
-      const uint64_t gap = 100'000, shift = r.ops[i - 1].t_exit + gap - r.ops[i].t_enter;
-      r.ops[i].t_enter += shift, r.ops[i].t_exit += shift;
+      const uint64_t gap = 100'000, shift = r.ops[i - 1].t_exit() + gap - r.ops[i].t_enter;
+      r.ops[i].t_enter += shift;  // the duration kept
     }
   fast.speeds_ratio = 60, fast.speeds = {1, 20, 60, 90};  // 60 the closest of the three
   // 20 Isends of 60 us measured against 1 us priced, 100 us apart: about a third of rank 0's time

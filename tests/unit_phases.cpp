@@ -19,8 +19,8 @@ void add_rank(Trace& t, const std::string& calls, const std::function<uint64_t(s
   uint64_t now = 0;
   auto add = [&](uint32_t call, uint32_t site, uint64_t before) {
     Op op;
-    op.t_enter = now + before, op.t_exit = op.t_enter + 10, op.call = call, op.callsite = site;
-    now = op.t_exit;
+    op.set_times(now + before, now + before + 10), op.call = call, op.callsite = site;
+    now = op.t_exit();
     rank.ops.push_back(op);
   };
   add(MPA_CALL_Init, 0, 0);
@@ -75,7 +75,7 @@ TEST_CASE("ranks open their iterations at their own calls and agree on their cou
   const ReplayWindow w1 = replay_window(t.ranks[1]);
   CHECK(m.opening_ns(t.ranks[1], w1, 1, 2) == t.ranks[1].ops[2].t_enter);
   const ReplayWindow w0 = replay_window(t.ranks[0]);
-  CHECK(m.opening_ns(t.ranks[0], w0, 0, 2) == t.ranks[0].ops[1].t_exit);
+  CHECK(m.opening_ns(t.ranks[0], w0, 0, 2) == t.ranks[0].ops[1].t_exit());
 
   // ranks that cannot agree on a count have no iterations
   Trace odd;

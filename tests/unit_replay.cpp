@@ -31,12 +31,10 @@ Trace empty_trace(int ranks) {
 void add_op(Trace& t, int rank, uint64_t enter, uint64_t exit, uint32_t call, OpKind kind,
             std::vector<Link> links = {}) {
   Op op;
-  op.t_enter = enter;
-  op.t_exit = exit;
+  op.set_times(enter, exit);
   op.call = call;
   op.kind = kind;
-  op.first_link = static_cast<uint32_t>(t.links.size());
-  op.n_links = static_cast<uint32_t>(links.size());
+  t.set_links(op, static_cast<uint32_t>(t.links.size()), static_cast<uint32_t>(links.size()));
   for (const Link& l : links) t.links.push_back(l);
   t.ranks[rank].ops.push_back(op);
 }

@@ -78,7 +78,7 @@ void check_matching(const Trace& t) {
     const Message& m = t.messages[id];
     REQUIRE(m.matched());
     REQUIRE(recv_done[id] != kNone);
-    if (t.op(m.dst, recv_done[id]).t_exit < t.op(m.src, m.send_op).t_enter) early++;
+    if (t.op(m.dst, recv_done[id]).t_exit() < t.op(m.src, m.send_op).t_enter) early++;
   }
   CHECK(early == 0);
 }

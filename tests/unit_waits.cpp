@@ -30,9 +30,9 @@ struct Builder {
   uint32_t op(int rank, uint64_t enter, uint64_t exit, uint32_t call, OpKind kind, uint32_t callsite,
               std::vector<Link> links) {
     Op o;
-    o.t_enter = enter, o.t_exit = exit, o.call = call, o.kind = kind, o.callsite = callsite;
-    o.first_link = static_cast<uint32_t>(t.links.size());
-    o.n_links = static_cast<uint32_t>(links.size());
+    o.set_times(enter, exit);
+    o.call = call, o.kind = kind, o.callsite = callsite;
+    t.set_links(o, static_cast<uint32_t>(t.links.size()), static_cast<uint32_t>(links.size()));
     for (const Link& l : links) t.links.push_back(l);
     t.site_keys[rank][callsite] = SiteKey{"app", 0x100u * callsite + static_cast<uint64_t>(rank), ""};
     t.ranks[rank].ops.push_back(o);
