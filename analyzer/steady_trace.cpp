@@ -122,11 +122,15 @@ bool is_init(const Op& op) { return op.call == MPA_CALL_Init || op.call == MPA_C
 }  // namespace
 
 namespace {
-// An op's times as a retiming drew them, within what an op holds (drawn from a measured trace's, they
-// are within it but for a draw far off its fit)
-void place(Op& op, uint64_t enter, uint64_t exit) {
+// An op's times as a retiming draws them, within what an op holds (drawn from a measured trace's, they
+// are within it but for a draw far off its fit): retimed() and Retiming make the same
+std::pair<uint64_t, uint64_t> held(uint64_t enter, uint64_t exit) {
   enter = std::min(enter, kMaxOpEnter);
-  if (!op.set_times(enter, std::min(exit, enter + kMaxOpDuration))) throw std::logic_error("place: times out of range");
+  return {enter, std::clamp(exit, enter, enter + kMaxOpDuration)};
+}
+void place(Op& op, uint64_t enter, uint64_t exit) {
+  const auto [e, x] = held(enter, exit);
+  (void)op.set_times(e, x);  // held: in range
 }
 }  // namespace
 
@@ -225,8 +229,7 @@ Retiming::Rank Retiming::rank(size_t rank) const {
   double gap = 0, duration = measured_duration(ops[0]);
   k.take(0, gap, duration);
   const uint64_t first_ns = static_cast<uint64_t>(duration);
-  k.enter_ = is_init(ops[0]) ? start_ - first_ns : start_;
-  k.exit_ = is_init(ops[0]) ? start_ : start_ + first_ns;
+  std::tie(k.enter_, k.exit_) = held(is_init(ops[0]) ? start_ - first_ns : start_, is_init(ops[0]) ? start_ : start_ + first_ns);
   k.exit_before_ = k.enter_;
   k.exit_sum_ = static_cast<double>(k.exit_);
   return k;
@@ -245,8 +248,7 @@ void Retiming::Rank::next() {
   const double enter = exit_sum_ + gap;
   exit_sum_ = enter + duration;
   exit_before_ = exit_;
-  enter_ = static_cast<uint64_t>(std::llround(enter));
-  exit_ = std::max(enter_, static_cast<uint64_t>(std::llround(exit_sum_)));
+  std::tie(enter_, exit_) = held(static_cast<uint64_t>(std::llround(enter)), static_cast<uint64_t>(std::llround(exit_sum_)));
   op_ = i;
 }
 

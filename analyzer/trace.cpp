@@ -124,7 +124,11 @@ class RankReader {
     std::unordered_map<uint32_t, uint32_t> coll_seq; // comm -> collectives so far
     log_.for_each_event([&](const Event& ev) {
       Op op;
-      if (!op.set_times(ev.t_enter_ns, ev.t_exit_ns))
+      // a call still in progress when a signal ended the rank is kept up to the op's 78 hours (a hang)
+      const uint64_t exit = ev.unfinished && ev.t_exit_ns > ev.t_enter_ns && ev.t_exit_ns - ev.t_enter_ns > kMaxOpDuration
+                                ? ev.t_enter_ns + kMaxOpDuration
+                                : ev.t_exit_ns;
+      if (!op.set_times(ev.t_enter_ns, exit))
         throw LogError(log_.path().string(), std::nullopt,
                        fmt::format("{} entered at {} ns and returned at {} ns: a trace holds calls entered "
                                    "before 2^56 ns and lasting less than 2^48 ns (78 hours)",

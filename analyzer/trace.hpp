@@ -123,7 +123,7 @@ struct Op {
   uint64_t t_exit() const { return t_enter + duration; }
   bool has_links() const { return links_here != 0; }
   // false, the op unchanged, where enter or exit - enter is out of range; exit before enter is enter
-  bool set_times(uint64_t enter, uint64_t exit) {
+  [[nodiscard]] bool set_times(uint64_t enter, uint64_t exit) {
     const uint64_t d = exit > enter ? exit - enter : 0;
     if (enter > kMaxOpEnter || d > kMaxOpDuration) return false;
     t_enter = enter;

@@ -3,6 +3,8 @@
 // the others 1 KiB), so that a quarter are rendezvous. bench/replay_bench.cpp, bench/spread_bench.cpp.
 #pragma once
 
+#include <stdexcept>
+
 #include "replay.hpp"
 
 namespace mpiadvise::bench {
@@ -37,7 +39,7 @@ inline Trace ring_trace(int P, long rounds) {
       uint32_t in = static_cast<uint32_t>(((r + P - 1) % P) * rounds + k), out = static_cast<uint32_t>(r * rounds + k);
       auto add = [&](uint32_t call, OpKind kind, std::initializer_list<Link> links, uint64_t gap) {
         Op op;
-        op.set_times(now + gap, now + gap + 2000);
+        if (!op.set_times(now + gap, now + gap + 2000)) throw std::length_error("ring_trace: a time beyond an op's");
         now = op.t_exit();
         op.call = call;
         op.kind = kind;

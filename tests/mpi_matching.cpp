@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "support.hpp"
 #include "call_ids.h"
 #include "trace.hpp"
@@ -125,52 +127,58 @@ TEST_CASE("cancelled receives are recorded as cancelled and left out of matching
 
 TEST_CASE("a Waitall of thousands of requests completes every one of its messages", "[matching][cancel]") {
   // an op keeps a count of its links below kSpilledLinks (2047) and the trace keeps the counts of larger
-  // ones: 3000 sends in one Waitall, and 3001 receives of which the cancelled one's link is dropped
-  constexpr uint32_t n = 3000, rounds = 2;
-  static_assert(n > mpiadvise::kSpilledLinks);
+  // ones. Rounds of 3000, 2046 and 2047 messages, each sent in one Waitall and received in one with a
+  // cancelled receive more, whose link is dropped: the receiver's 2047 links become 2046 (held in the op
+  // again), its 2048 become 2047 (still the trace's), and the sender's 2047 are the trace's from the start.
+  static_assert(mpiadvise::kSpilledLinks == 2047);
+  const std::vector<uint32_t> counts = {3000, 2046, 2047};
   JobSpec s;
   s.np = 2;
   s.program = "many_requests";
-  s.args = {std::to_string(n), std::to_string(rounds)};
+  for (uint32_t n : counts) s.args.push_back(std::to_string(n));
   auto run = run_job(s);
   INFO(run.err);
   REQUIRE(run.status == 0);
-  REQUIRE(run.out == "many_requests: ok 2 6000\n");
+  REQUIRE(run.out == "many_requests: ok 3 7093\n");
 
   mpiadvise::JobLog job(run.dir);
   auto t = mpiadvise::build_trace(job);
   CHECK(t.unmatched_sends == 0);
   CHECK(t.unmatched_recvs == 0);
-  REQUIRE(t.messages.size() == n * rounds);
-  CHECK(matched_messages(t) == n * rounds);
+  REQUIRE(t.messages.size() == 7093);
+  CHECK(matched_messages(t) == 7093);
   require_same_trace_on_any_threads(job);
-  // each rank's Waitalls, one a round, each with a link per message of its round
   for (int r : {0, 1}) {
     INFO("rank " << r);
+    // each rank's Waitalls, one a round, each with a link per message of its round
     std::vector<uint32_t> waitalls;
     for (uint32_t i = 0; i < t.ranks[r].ops.size(); i++)
       if (t.ranks[r].ops[i].call == MPA_CALL_Waitall) waitalls.push_back(i);
-    REQUIRE(waitalls.size() == rounds);
-    for (uint32_t w : waitalls) {
-      const mpiadvise::Op& op = t.ranks[r].ops[w];
+    REQUIRE(waitalls.size() == counts.size());
+    for (size_t round = 0; round < counts.size(); round++) {
+      INFO("round " << round);
+      const mpiadvise::Op& op = t.ranks[r].ops[waitalls[round]];
       CHECK(op.kind == mpiadvise::OpKind::Completion);
-      CHECK(t.n_links(op) == n);
+      CHECK(t.n_links(op) == counts[round]);
+      CHECK((op.links_here == mpiadvise::kSpilledLinks) == (counts[round] >= mpiadvise::kSpilledLinks));
       const auto links = t.links_of(op);
       for (uint32_t k = 0; k < links.size(); k++)
         CHECK(links[k].kind == (r == 0 ? mpiadvise::Link::DoneSend : mpiadvise::Link::DoneRecv));
     }
-    // the messages sent in a round are completed by that round's Waitall on each side
+    // the messages posted in a round are completed by that round's Waitall on each side
     const auto done = mpiadvise::done_ops(t, r == 0 ? mpiadvise::Link::DoneSend : mpiadvise::Link::DoneRecv);
-    std::vector<uint32_t> by_round(rounds);
+    std::vector<uint32_t> by_round(counts.size());
     for (size_t id = 0; id < t.messages.size(); id++) {
       const auto& m = t.messages[id];
       const uint32_t posted = r == 0 ? m.send_op : m.recv_op;
-      const uint32_t round = posted < waitalls[0] ? 0 : 1;
+      const size_t round = static_cast<size_t>(std::upper_bound(waitalls.begin(), waitalls.end(), posted) - waitalls.begin());
+      REQUIRE(round < counts.size());
       CHECK(done[id] == waitalls[round]);
       by_round[round]++;
     }
-    CHECK(by_round == std::vector<uint32_t>{n, n});
+    CHECK(by_round == counts);
   }
+  CHECK(t.spilled_links.size() == 4);  // the sender's 3000 and 2047, the receiver's 3000 and 2047
   CHECK(partner_notes(report_of(run.dir)).empty());
 }
 

@@ -21,8 +21,9 @@ namespace {
 // An op of a trace built by hand: its times, site, links [first, first + n) (n a few) and call.
 Op op_at(uint64_t enter, uint64_t exit, uint32_t callsite, uint32_t first, uint32_t n, uint32_t call, OpKind kind) {
   Op op;
-  op.set_times(enter, exit);
+  REQUIRE(op.set_times(enter, exit));
   op.callsite = callsite;
+  REQUIRE(n < kSpilledLinks);  // counted in the op: no trace to hold a larger one
   SpilledLinks none;
   set_links(op, first, n, none);
   op.call = static_cast<uint8_t>(call);

@@ -31,7 +31,7 @@ Trace one_rank(const std::vector<uint64_t>& gaps_ns) {
     op.call = call;
     op.callsite = site;
     op.kind = kind;
-    op.set_times(now + gap, now + gap + 100);
+    REQUIRE(op.set_times(now + gap, now + gap + 100));
     now = op.t_exit();
     ops.push_back(op);
   };

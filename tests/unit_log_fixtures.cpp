@@ -533,16 +533,19 @@ TEST_CASE("an unfinished call is its thread's last event; a call written again s
     const RankLog probe("probe", b);
     const double ns_per_tick = static_cast<double>(probe.ticks_to_ns(uint64_t{1} << 40)) / static_cast<double>(uint64_t{1} << 40);
     REQUIRE(ns_per_tick > 0);
-    auto lasting = [&](double ns) {  // MPI_Recv `done`, returned after `ns`
-      mpa_event e = done;
-      e.t_exit = e.t_enter + static_cast<uint64_t>(ns / ns_per_tick);
+    auto log_of = [&](const mpa_event& e) {
       auto bytes = as_version(head, 4);
       append_chunk(bytes, MPA_CHUNK_EVENTS, chunk_of({e}));
       return job_dir("long-call", {bytes});
     };
+    auto lasting = [&](double ns, const mpa_event& call) {  // the call, returned (or ended) after `ns`
+      mpa_event e = call;
+      e.t_exit = e.t_enter + static_cast<uint64_t>(ns / ns_per_tick);
+      return log_of(e);
+    };
     const double limit = static_cast<double>(kMaxOpDuration);
     {
-      JobLog job(lasting(limit * 0.99));
+      JobLog job(lasting(limit * 0.99, done));
       const Trace t = build_trace(job);
       REQUIRE(t.ranks.at(0).ops.size() == 1);
       const Op& op = t.ranks[0].ops[0];
@@ -551,15 +554,30 @@ TEST_CASE("an unfinished call is its thread's last event; a call written again s
       CHECK(op.t_exit() == ev.t_exit_ns);
       CHECK(op.t_exit() - op.t_enter > kMaxOpDuration / 2);
     }
-    JobLog job(lasting(limit * 1.01));
-    try {
-      build_trace(job);
-      FAIL("built a trace of a call longer than an op holds");
-    } catch (const LogError& e) {
-      CHECK(e.file.find("rank-00000.mpa") != std::string::npos);
-      CHECK(std::string(e.what()).find("MPI_Recv") != std::string::npos);
-      CHECK(std::string(e.what()).find("78 hours") != std::string::npos);
-    }
+    auto refused = [&](const fs::path& dir) {
+      JobLog job(dir);
+      try {
+        build_trace(job);
+        FAIL("built a trace of a call an op cannot hold");
+      } catch (const LogError& e) {
+        CHECK(e.file.find("rank-00000.mpa") != std::string::npos);
+        CHECK(std::string(e.what()).find("MPI_Recv") != std::string::npos);
+        CHECK(std::string(e.what()).find("78 hours") != std::string::npos);
+      }
+    };
+    refused(lasting(limit * 1.01, done));
+    // a call entered 2^56 ns after the clock's zero (a node up for 2.28 years)
+    mpa_event late = done;
+    late.t_enter = static_cast<uint64_t>(static_cast<double>(kMaxOpEnter) * 1.01 / ns_per_tick);
+    late.t_exit = late.t_enter + 10;
+    refused(log_of(late));
+    // a call in progress when a signal ended the rank, after more than 78 hours (a hang killed at the end
+    // of a long allocation): kept, as lasting 78 hours
+    JobLog hang(lasting(limit * 1.5, hung));
+    const Trace t = build_trace(hang);
+    REQUIRE(t.ranks.at(0).ops.size() == 1);
+    CHECK(t.ranks[0].ops[0].unfinished);
+    CHECK(t.ranks[0].ops[0].duration == kMaxOpDuration);
   }
   SECTION("a file of format 3 cannot hold the flag: the event is corrupt, the one before it read") {
     auto b = as_version(head, 3);

@@ -45,7 +45,7 @@ Trace isend_run(const std::vector<std::pair<int, uint64_t>>& slow_posts) {
   }
   auto add = [&](int r, uint64_t& now, uint64_t took, uint32_t call, OpKind kind, uint32_t site, std::vector<Link> links) {
     Op op;
-    op.set_times(now, now + took);
+    REQUIRE(op.set_times(now, now + took));
     op.call = call, op.kind = kind, op.callsite = site;
     t.set_links(op, static_cast<uint32_t>(t.links.size()), static_cast<uint32_t>(links.size()));
     for (const Link& l : links) t.links.push_back(l);

@@ -19,7 +19,8 @@ void add_rank(Trace& t, const std::string& calls, const std::function<uint64_t(s
   uint64_t now = 0;
   auto add = [&](uint32_t call, uint32_t site, uint64_t before) {
     Op op;
-    op.set_times(now + before, now + before + 10), op.call = call, op.callsite = site;
+    REQUIRE(op.set_times(now + before, now + before + 10));
+    op.call = call, op.callsite = site;
     now = op.t_exit();
     rank.ops.push_back(op);
   };

@@ -31,7 +31,7 @@ Trace empty_trace(int ranks) {
 void add_op(Trace& t, int rank, uint64_t enter, uint64_t exit, uint32_t call, OpKind kind,
             std::vector<Link> links = {}) {
   Op op;
-  op.set_times(enter, exit);
+  REQUIRE(op.set_times(enter, exit));
   op.call = call;
   op.kind = kind;
   t.set_links(op, static_cast<uint32_t>(t.links.size()), static_cast<uint32_t>(links.size()));

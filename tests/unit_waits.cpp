@@ -30,7 +30,7 @@ struct Builder {
   uint32_t op(int rank, uint64_t enter, uint64_t exit, uint32_t call, OpKind kind, uint32_t callsite,
               std::vector<Link> links) {
     Op o;
-    o.set_times(enter, exit);
+    REQUIRE(o.set_times(enter, exit));
     o.call = call, o.kind = kind, o.callsite = callsite;
     t.set_links(o, static_cast<uint32_t>(t.links.size()), static_cast<uint32_t>(links.size()));
     for (const Link& l : links) t.links.push_back(l);

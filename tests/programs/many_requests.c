@@ -1,6 +1,6 @@
 /* One MPI_Waitall over thousands of requests, as codes that post a receive per neighbour element do.
  * Run with 2 ranks.
- *   many_requests [requests] [rounds]     (defaults 3000 and 2)
+ *   many_requests [requests...]     (default 3000 2046 2047: a round for each)
  * Each round rank 0 sends <requests> messages of one int to rank 1 (MPI_Isend, tag i) and completes
  * them in one MPI_Waitall; rank 1 posts the matching MPI_Irecvs and one more that nothing matches
  * (tag <requests>), cancels that one, and completes all <requests> + 1 in one MPI_Waitall.
@@ -16,17 +16,24 @@ int main(int argc, char **argv)
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int n = argc > 1 ? atoi(argv[1]) : 3000, rounds = argc > 2 ? atoi(argv[2]) : 2;
-  if (size != 2 || n < 1 || rounds < 1) {
-    if (rank == 0) fprintf(stderr, "many_requests: run with 2 ranks, 1 or more requests and rounds\n");
+  static const int defaults[] = {3000, 2046, 2047};
+  int rounds = argc > 1 ? argc - 1 : 3, most = 0;
+  for (int round = 0; round < rounds; round++) {
+    int n = argc > 1 ? atoi(argv[round + 1]) : defaults[round];
+    if (n < 1) size = 0;
+    if (n > most) most = n;
+  }
+  if (size != 2) {
+    if (rank == 0) fprintf(stderr, "many_requests: run with 2 ranks and counts of 1 or more requests\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  int *buf = malloc(sizeof(int) * (size_t)(n + 1));
-  MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t)(n + 1));
-  MPI_Status *st = malloc(sizeof(MPI_Status) * (size_t)(n + 1));
+  int *buf = malloc(sizeof(int) * (size_t)(most + 1));
+  MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t)(most + 1));
+  MPI_Status *st = malloc(sizeof(MPI_Status) * (size_t)(most + 1));
   if (!buf || !rq || !st) MPI_Abort(MPI_COMM_WORLD, 3);
   int errors = 0, messages = 0;
   for (int round = 0; round < rounds; round++) {
+    const int n = argc > 1 ? atoi(argv[round + 1]) : defaults[round];
     if (rank == 0) {
       for (int i = 0; i < n; i++) {
         buf[i] = round * n + i;
