@@ -243,10 +243,10 @@ def status_substitutions_c(call, params):
     out = []
     for p in params:
         if p.base == "MPI_Status *" and not p.array:
-            out.append(f"  MPI_Status mpa_st; if ({p.name} == MPI_STATUS_IGNORE) {p.name} = &mpa_st;")
+            out.append(f"  MPI_Status mpa_st; if ({p.name} == MPI_STATUS_IGNORE) {p.name} = mpa_statuses_empty(&mpa_st, 1);")
         elif p.base == "MPI_Status" and p.array:
             n = call.roles["reqs_in"][0]
-            out.append(f"  if ({p.name} == MPI_STATUSES_IGNORE) {p.name} = mpa_scratch_statuses(ts, {n});")
+            out.append(f"  if ({p.name} == MPI_STATUSES_IGNORE) {p.name} = mpa_statuses_empty(mpa_scratch_statuses(ts, {n}), {n});")
     return out
 
 
@@ -395,7 +395,7 @@ def fortran_inputs(call, params):
         elif b == "int *":
             out.append(f"  int {n}_c = 0; int *{n} = &{n}_c;")
         elif b == "MPI_Status *":
-            out.append(f"  MPI_Status {n}_c; MPI_Status *{n} = &{n}_c;")
+            out.append(f"  MPI_Status {n}_c; MPI_Status *{n} = mpa_statuses_empty(&{n}_c, 1);")
             out.append(f"  MPI_Fint mpa_fst[MPA_F_STATUS_SIZE];")
             out.append(f"  if (mpa_fortran_status_ignored({n}_f)) {n}_f = mpa_fst;")
         else:
@@ -408,7 +408,7 @@ def fortran_inputs(call, params):
     for p in params:
         if p.base == "MPI_Status" and p.array:
             ncount = r["reqs_in"][0]
-            out.append(f"  MPI_Status *{p.name} = mpa_scratch_statuses(ts, {ncount});")
+            out.append(f"  MPI_Status *{p.name} = mpa_statuses_empty(mpa_scratch_statuses(ts, {ncount}), {ncount});")
             out.append(f"  if (mpa_fortran_statuses_ignored({p.name}_f)) "
                        f"{p.name}_f = mpa_scratch_fstatuses(ts, {ncount});")
         if p.base == "int" and p.array and p.name == "array_of_indices":

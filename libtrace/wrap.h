@@ -182,6 +182,28 @@ static inline int mpa_mpich_builtin(MPI_Datatype type) { return ((unsigned)type 
 static inline unsigned mpa_mpich_builtin_size(MPI_Datatype type) { return ((unsigned)type >> 8) & 0xffu; }
 #endif
 
+/* The statuses the tracer passes MPI in place of a program's MPI_STATUS(ES)_IGNORE (and a Fortran
+ * program's, always), made MPI's empty status first: source MPI_ANY_SOURCE, tag MPI_ANY_TAG, no bytes.
+ * MPICH writes only the cancelled bit of a completed send request's status (MPIR_Request_completion_
+ * processing, MPIR_REQUEST_KIND__SEND), so a send's status was logged as whatever the memory held; Open
+ * MPI writes every status it completes, and is given them as they are. A program's own statuses are
+ * passed as it gave them. Returns st. */
+static inline MPI_Status *mpa_statuses_empty(MPI_Status *st, int n)
+{
+#ifdef MPICH
+  for (int i = 0; i < n; i++) {
+    st[i].count_lo = 0;
+    st[i].count_hi_and_cancelled = 0;
+    st[i].MPI_SOURCE = MPI_ANY_SOURCE;
+    st[i].MPI_TAG = MPI_ANY_TAG;
+    st[i].MPI_ERROR = MPI_SUCCESS;
+  }
+#else
+  (void)n;
+#endif
+  return st;
+}
+
 #ifdef OPEN_MPI
 /* Open MPI keeps a datatype's size in its object (opal_datatype_t.size), at this offset: 24 in a
  * release build, 48 with OPAL_ENABLE_DEBUG. Found in MPI_Init by comparing with PMPI_Type_size on
