@@ -119,9 +119,6 @@ double measured_duration(const Op& op) { return op.t_exit() > op.t_enter ? stati
 
 bool is_init(const Op& op) { return op.call == MPA_CALL_Init || op.call == MPA_CALL_Init_thread; }
 
-}  // namespace
-
-namespace {
 // An op's times as a retiming draws them, within what an op holds (drawn from a measured trace's, they
 // are within it but for a draw far off its fit): retimed() and Retiming make the same
 std::pair<uint64_t, uint64_t> held(uint64_t enter, uint64_t exit) {

@@ -594,7 +594,7 @@ void mark_cached_resends(Trace& t) {
   if (std::none_of(t.messages.begin(), t.messages.end(), [](const Message& m) { return m.resent; })) return;
   // the calls whose send the tracer compares with the thread's previous one, to MPI_PROC_NULL and refused
   // ones too
-  auto compared = [](uint64_t call) {
+  auto compared = [](uint32_t call) {
     switch (call) {
       case MPA_CALL_Send: case MPA_CALL_Ssend: case MPA_CALL_Bsend: case MPA_CALL_Rsend:
       case MPA_CALL_Isend: case MPA_CALL_Issend: case MPA_CALL_Ibsend: case MPA_CALL_Irsend:
