@@ -271,29 +271,48 @@ std::vector<std::vector<uint64_t>> alltoallv_matrix(const CollectiveCall& c, std
 
 }  // namespace coll
 
-std::optional<CollSchedule> collective_schedule(const CollectiveCall& call) {
+std::optional<CollSchedule> collective_schedule(const CollectiveCall& call, std::string* why_not) {
+  const auto none = [&](std::string why) -> std::optional<CollSchedule> {
+    if (why_not) *why_not = std::move(why);
+    return std::nullopt;
+  };
   if (call.size < 1 || call.root >= call.size ||
       (!call.rank_bytes.empty() && call.rank_bytes.size() != static_cast<size_t>(call.size)))
-    return std::nullopt;
+    return none("no algorithm to follow");
   if (!call.peer_bytes.empty() &&
       (call.peer_bytes.size() != static_cast<size_t>(call.size) ||
        std::any_of(call.peer_bytes.begin(), call.peer_bytes.end(),
                    [&](const auto& row) { return row.size() != static_cast<size_t>(call.size); })))
-    return std::nullopt;
+    return none("no algorithm to follow");
+  // the algorithms add up the ranks' blocks: a total past 2^64 bytes (a damaged log's) has no schedule
+  uint64_t total = 0;
+  bool past = __builtin_mul_overflow(call.bytes, static_cast<uint64_t>(call.size), &total);
+  for (uint64_t b : call.rank_bytes) past |= __builtin_add_overflow(total, b, &total);
+  for (const auto& row : call.peer_bytes)
+    for (uint64_t b : row) past |= __builtin_add_overflow(total, b, &total);
+  if (past) return none("its buffers hold more than 2^64 bytes in all");
   coll::Builder b(call.size);
   coll::Chosen chosen;
-  switch (call.library) {
-    case MpiLibrary::OpenMPI: chosen = coll::ompi_schedule(call, b); break;
-    case MpiLibrary::MPICH: chosen = coll::mpich_schedule(call, b); break;
-    case MpiLibrary::Other: return std::nullopt;
+  try {
+    switch (call.library) {
+      case MpiLibrary::OpenMPI: chosen = coll::ompi_schedule(call, b); break;
+      case MpiLibrary::MPICH: chosen = coll::mpich_schedule(call, b); break;
+      case MpiLibrary::Other: return none("no algorithm to follow");
+    }
+  } catch (const coll::TooManySteps&) {
+    return none(fmt::format("the algorithm takes more than {} steps", kMaxScheduleSteps));
   }
-  if (chosen.algorithm.empty()) return std::nullopt;
+  if (chosen.algorithm.empty()) return none("no algorithm to follow");
   CollSchedule s;
   s.algorithm = std::move(chosen.algorithm);
   s.approximation = std::move(chosen.approximation);
   s.node_calls = chosen.node_calls;
   s.ranks = b.take();
-  match(s.ranks, s.algorithm);
+  try {
+    match(s.ranks, s.algorithm);
+  } catch (const std::logic_error& e) {
+    return none(fmt::format("its sends and receives do not pair for these counts: {}", e.what()));
+  }
   return s;
 }
 

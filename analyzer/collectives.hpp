@@ -96,11 +96,18 @@ struct CollSchedule {
   uint32_t node_calls = 0;  // MPICH: calls it made to the POSIX collectives (see node_calls_before)
 };
 
-// The schedule of the library's default algorithm, or nullopt where there is none to follow (another
-// library, an intercommunicator); the replay then uses its closed formulas, reported as the fallback.
+// The most steps a schedule holds, over all its ranks (32 bytes each): a buffer of many GiB cut in the
+// algorithm's segments would take more, and is replayed by the closed formulas.
+inline constexpr size_t kMaxScheduleSteps = size_t{1} << 22;
+
+// The schedule of the library's default algorithm, or nullopt where there is none to follow: another
+// library, an intercommunicator, more than kMaxScheduleSteps steps, or counts whose sends and receives
+// do not pair (an MPI_IN_PLACE Alltoallv where a rank logged a count for a peer that logged none for it:
+// the run, whose MPI would have waited for ever, did not do that; a damaged log). The replay then uses
+// its closed formulas, reported as the fallback with why_not (where given) saying why.
 // Every send of the schedule has its receive: the k-th send from a to b meets the k-th receive at b
 // from a, and a receive's bytes are those of its send.
-std::optional<CollSchedule> collective_schedule(const CollectiveCall& call);
+std::optional<CollSchedule> collective_schedule(const CollectiveCall& call, std::string* why_not = nullptr);
 
 // One collective instance of a log as the schedule needs it.
 struct LoggedCollective {

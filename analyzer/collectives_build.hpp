@@ -12,6 +12,9 @@
 
 namespace mpiadvise::coll {
 
+// Thrown by Builder::add past kMaxScheduleSteps; collective_schedule answers nullopt.
+struct TooManySteps {};
+
 // The programs of every rank of the collective's communicator, under construction.
 class Builder {
  public:
@@ -19,6 +22,7 @@ class Builder {
                                round_(static_cast<size_t>(size), 0) {}
   int size() const { return static_cast<int>(ranks_.size()); }
   void add(int pos, CollStep step) {
+    if (++steps_ > kMaxScheduleSteps) throw TooManySteps{};
     step.round = round_[pos];
     ranks_[pos].push_back(step);
   }
@@ -31,6 +35,7 @@ class Builder {
   std::vector<std::vector<CollStep>> ranks_;
   std::vector<uint32_t> requests_;
   std::vector<uint16_t> round_;
+  size_t steps_ = 0;
 };
 
 // The communicator an algorithm runs on: the collective's own, or a part of it (MPICH's node_comm and

@@ -160,6 +160,7 @@ int kary_parent(int rank, int k) { return (rank - 1) / k; }
 
 // each cell's bytes: MPIR_Algo_calculate_pipeline_chunk_info over cells of kShmCellBytes
 std::vector<uint64_t> shm_cells(uint64_t nbytes) {
+  if (nbytes / kShmCellBytes >= kMaxScheduleSteps) throw TooManySteps{};  // a step or more each
   std::vector<uint64_t> cells;
   for (uint64_t done = 0; done < nbytes; done += kShmCellBytes) cells.push_back(std::min(kShmCellBytes, nbytes - done));
   return cells;

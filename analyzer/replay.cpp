@@ -1176,7 +1176,11 @@ class Simulation {
   std::vector<std::vector<double>> member_done_;  // by instance and member: when its part completed
   std::vector<CollMsg> cmsg_;
   std::vector<uint32_t> cmsg_free_;
-  std::map<std::string, std::shared_ptr<const CollSchedule>> schedule_cache_;
+  struct CachedSchedule {
+    std::shared_ptr<const CollSchedule> schedule;
+    std::string why_not;  // where there is none: collective_schedule's why_not
+  };
+  std::map<std::string, CachedSchedule> schedule_cache_;
   // a call's schedule split to S (ReplayOptions::split_sites), by the call's schedule_key
   std::map<std::string, std::shared_ptr<const CollSchedule>> split_cache_;
   // MPICH's release/gather flags (CollStep::FlagSet, FlagWait): per communicator, counter and position,
@@ -1200,16 +1204,16 @@ class Simulation {
     if (run_state_[c_id] == RunState::Undecided) {
       const CollectiveInstance& c = t_.collectives[c_id];
       const Op& first = t_.op(c.members.front().first, c.members.front().second);
-      std::string approximation;
+      std::string approximation, why_not = "no algorithm to follow";
       std::vector<int> positions;
       auto schedule = schedule_of(c_id, o_.split_everywhere || at(o_.split_sites, c.members.front().first, first.callsite),
-                                  &approximation, &positions);
+                                  &approximation, &positions, &why_not);
       const bool count = counts_here(c_id);
       if (!schedule) {
         run_state_[c_id] = RunState::ClosedFormula;
         if (count) {
           coll_closed_formula_++;
-          coll_algorithms_["closed formula (no algorithm to follow)"]++;
+          coll_algorithms_[fmt::format("closed formula ({})", why_not)]++;
         }
       } else {
         run_state_[c_id] = RunState::Algorithm;
@@ -1230,8 +1234,9 @@ class Simulation {
   // The schedule of an instance (cached: loops repeat the same calls). Where the program is to split its
   // messages to at most S (a what-if), a collective whose algorithm sends more than S at once is split
   // into as many calls of a part of the buffer as that takes, one after the other.
+  // Where there is none, why_not says why (left as it was where the log gives no call to schedule).
   std::shared_ptr<const CollSchedule> schedule_of(uint32_t c_id, bool split, std::string* approximation,
-                                                  std::vector<int>* positions) {
+                                                  std::vector<int>* positions, std::string* why_not) {
     if (library_ == MpiLibrary::Other) return nullptr;
     auto logged = logged_collective(t_, c_id, library_);
     if (!logged) return nullptr;
@@ -1241,7 +1246,7 @@ class Simulation {
     constexpr uint32_t kPast = CollectiveCall::kNodeCallsFallingBack;
     logged->call.node_calls_before = node_calls < kPast ? node_calls : UINT32_MAX;
     logged->call.mpich_shm = o_.mpich_shm_collectives;
-    auto one = cached_schedule(logged->call);
+    auto one = cached_schedule(logged->call, why_not);
     if (!one) return nullptr;
     node_calls = std::min<uint32_t>(node_calls + one->node_calls, kPast);
     std::string why = logged->approximation;
@@ -1259,6 +1264,16 @@ class Simulation {
       return it->second;
     }
     const uint64_t parts = (largest + p_.S - 1) / p_.S, chunk = (logged->call.bytes + parts - 1) / parts;
+    size_t steps = 0;
+    for (const auto& r : one->ranks) steps += r.size();
+    // the parts' schedules together, at most kMaxScheduleSteps steps (as one schedule)
+    const auto unsplit = [&] {
+      *approximation += fmt::format("{}not split: {} parts of its buffer take more than {} steps",
+                                    approximation->empty() ? "" : "; ", parts, kMaxScheduleSteps);
+      return one;
+    };
+    if (parts > kMaxScheduleSteps / std::max<size_t>(steps, 1)) return unsplit();
+    size_t whole_steps = 0;
     auto whole = std::make_shared<CollSchedule>();
     whole->ranks.resize(one->ranks.size());
     std::vector<uint32_t> requests(one->ranks.size(), 0);
@@ -1267,6 +1282,8 @@ class Simulation {
       part.bytes = std::min(chunk, logged->call.bytes - done);
       auto sched = cached_schedule(part);
       if (!sched) return one;
+      for (const auto& r : sched->ranks) whole_steps += r.size();
+      if (whole_steps > kMaxScheduleSteps) return unsplit();
       whole->node_calls += sched->node_calls;
       whole->algorithm = fmt::format("{} parts of {} bytes: {}", parts, chunk, sched->algorithm);
       for (size_t pos = 0; pos < sched->ranks.size(); pos++) {
@@ -1294,15 +1311,17 @@ class Simulation {
     return key;
   }
 
-  std::shared_ptr<const CollSchedule> cached_schedule(const CollectiveCall& call) {
+  std::shared_ptr<const CollSchedule> cached_schedule(const CollectiveCall& call, std::string* why_not = nullptr) {
     std::string key = schedule_key(call);
     auto it = schedule_cache_.find(key);
-    if (it != schedule_cache_.end()) return it->second;
-    std::shared_ptr<const CollSchedule> sched;
-    if (auto s = collective_schedule(call)) sched = std::make_shared<const CollSchedule>(std::move(*s));
-    if (schedule_cache_.size() > 4096) schedule_cache_.clear();
-    schedule_cache_.emplace(std::move(key), sched);
-    return sched;
+    if (it == schedule_cache_.end()) {
+      CachedSchedule c;
+      if (auto s = collective_schedule(call, &c.why_not)) c.schedule = std::make_shared<const CollSchedule>(std::move(*s));
+      if (schedule_cache_.size() > 4096) schedule_cache_.clear();
+      it = schedule_cache_.emplace(std::move(key), std::move(c)).first;
+    }
+    if (!it->second.schedule && why_not) *why_not = it->second.why_not;
+    return it->second.schedule;
   }
 
   // a position's flag of a stream on the instance's communicator
