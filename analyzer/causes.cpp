@@ -23,7 +23,7 @@ class Timeline {
     by_rank_.resize(t.ranks.size());
     for (uint32_t i = 0; i < waits.size(); i++) by_rank_[waits[i].rank].push_back(i);
     for (auto& v : by_rank_)
-      std::sort(v.begin(), v.end(), [&](uint32_t x, uint32_t y) { return waits_[x].from < waits_[y].from; });
+      std::sort(v.begin(), v.end(), [&](uint32_t x, uint32_t y) { return waits_[x].from(t_) < waits_[y].from(t_); });
   }
 
   const ReplayWindow& window(int r) const { return windows_[r]; }
@@ -62,12 +62,12 @@ class Timeline {
   template <class F>
   void waits_within(int r, double from, double to, F f) const {
     const auto& v = by_rank_[r];
-    auto it = std::lower_bound(v.begin(), v.end(), to, [&](uint32_t i, double x) { return waits_[i].from < x; });
+    auto it = std::lower_bound(v.begin(), v.end(), to, [&](uint32_t i, double x) { return waits_[i].from(t_) < x; });
     while (it != v.begin()) {
       --it;
       const Wait& w = waits_[*it];
       if (w.to <= from) break;
-      const double ns = std::min(w.to, to) - std::max(w.from, from);
+      const double ns = std::min(w.to, to) - std::max(w.from(t_), from);
       if (ns > 0) f(*it, ns);
     }
   }
@@ -115,7 +115,7 @@ DelayCosts delay_costs(const Trace& t, const std::vector<Wait>& waits) {
   std::vector<uint32_t> order(waits.size());
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-    return waits[x].to != waits[y].to ? waits[x].to > waits[y].to : waits[x].from > waits[y].from;
+    return waits[x].to != waits[y].to ? waits[x].to > waits[y].to : waits[x].from(t) > waits[y].from(t);
   });
   std::vector<double> inherited(waits.size(), 0.0);
   std::map<ComputationKey, RootCause> causes;
@@ -125,8 +125,8 @@ DelayCosts delay_costs(const Trace& t, const std::vector<Wait>& waits) {
   std::vector<std::pair<uint32_t, double>> late_waits;
   for (uint32_t w : order) {
     const Wait& x = waits[w];
-    d.waiting_ns += x.ns();
-    const double own = x.ns(), passed = inherited[w];
+    d.waiting_ns += x.ns(t);
+    const double own = x.ns(t), passed = inherited[w];
     const int a = x.rank, b = x.culprit;
     if (b < 0 || b == a || x.culprit_op == kNone || !tl.replayed(b)) {
       d.unattributed_ns += own + passed;
@@ -136,10 +136,10 @@ DelayCosts delay_costs(const Trace& t, const std::vector<Wait>& waits) {
     const auto sync = tl.last_sync(a, x.op, b);
     double t_ref = sync ? *sync
                         : std::max(static_cast<double>(tl.window(a).start_ns), static_cast<double>(tl.window(b).start_ns));
-    t_ref = std::min({t_ref, x.from, tb});
+    t_ref = std::min({t_ref, x.from(t), tb});
     // what the waiting rank computed since then, by code, and what the late rank computed and waited
     waiter_time.clear(), late_time.clear(), late_waits.clear();
-    tl.computations_within(a, t_ref, x.from, [&](uint32_t k, double ns) {
+    tl.computations_within(a, t_ref, x.from(t), [&](uint32_t k, double ns) {
       waiter_time[t.site(a, t.op(a, k).callsite)] += ns;
     });
     tl.computations_within(b, t_ref, tb, [&](uint32_t k, double ns) { late_time[t.op(b, k).callsite] += ns; });

@@ -56,9 +56,10 @@ double WaitStates::site_recv_wait_ns(int rank, uint32_t callsite) const {
 
 std::vector<Wait> find_waits(const Trace& t, const LogGPS& model) {
   std::vector<Wait> waits;
-  auto add = [&](int waiter, uint32_t op, double from, double to, int culprit, uint32_t culprit_op, WaitCause cause,
-                 uint64_t bytes) {
-    if (to > from) waits.push_back({waiter, op, from, to, culprit, culprit_op, std::min(bytes, kMaxWaitBytes), cause});
+  // a wait in op of waiter, from its entry to `to`
+  auto add = [&](int waiter, uint32_t op, double to, int culprit, uint32_t culprit_op, WaitCause cause, uint64_t bytes) {
+    if (to > static_cast<double>(t.op(waiter, op).t_enter))
+      waits.push_back({waiter, op, to, culprit, culprit_op, std::min(bytes, kMaxWaitBytes), cause});
   };
   const std::vector<uint32_t> send_done = done_ops(t, Link::DoneSend), recv_done = done_ops(t, Link::DoneRecv);
   for (size_t id = 0; id < t.messages.size(); id++) {
@@ -74,14 +75,14 @@ std::vector<Wait> find_waits(const Trace& t, const LogGPS& model) {
         WaitCause cause = m.synchronous ? WaitCause::LateReceiverSynchronous
                           : model.send_waits_for_receive(m.bytes, false) ? WaitCause::LateReceiverRendezvous
                                                                          : WaitCause::LateReceiverOther;
-        add(m.src, send_done[id], enter, tr, m.dst, m.recv_op, cause, m.bytes);
+        add(m.src, send_done[id], tr, m.dst, m.recv_op, cause, m.bytes);
       }
     }
     if (recv_done[id] != kNone) {
       // late sender: the receive (or its wait) began before the send was called
       const Op& d = t.op(m.dst, recv_done[id]);
       double enter = static_cast<double>(d.t_enter), exit = static_cast<double>(d.t_exit());
-      if (enter < ts) add(m.dst, recv_done[id], enter, std::min(ts, exit), m.src, m.send_op, WaitCause::LateSender, m.bytes);
+      if (enter < ts) add(m.dst, recv_done[id], std::min(ts, exit), m.src, m.send_op, WaitCause::LateSender, m.bytes);
     }
   }
   for (const auto& c : t.collectives) {
@@ -95,8 +96,7 @@ std::vector<Wait> find_waits(const Trace& t, const LogGPS& model) {
     for (const auto& [r, op] : c.members) {
       const Op& o = t.op(r, op);
       if (o.kind != OpKind::Collective || r == last_rank) continue;  // non-blocking ones wait in their completion
-      add(r, op, static_cast<double>(o.t_enter), std::min(last, static_cast<double>(o.t_exit())), last_rank, last_op,
-          WaitCause::Collective, 0);
+      add(r, op, std::min(last, static_cast<double>(o.t_exit())), last_rank, last_op, WaitCause::Collective, 0);
     }
   }
   waits.shrink_to_fit();  // kept by the analysis for the whole report: at its size, not up to twice it
@@ -115,13 +115,13 @@ WaitStates measure_waits(const Trace& t, const std::vector<Wait>& waits) {
     return it->second;
   };
   for (const Wait& x : waits) {
-    w.rank_ns[x.rank][x.cause] += x.ns();
+    w.rank_ns[x.rank][x.cause] += x.ns(t);
     SiteWaits& s = site(x.rank, x.op);
-    s.waited_ns[x.cause] += x.ns();
+    s.waited_ns[x.cause] += x.ns(t);
     s.count[x.cause]++;
     if (x.bytes) s.message_bytes[x.cause].push_back(x.bytes);
     // at a collective the last rank's computation, not its call, keeps the others waiting
-    if (x.cause != WaitCause::Collective) site(x.culprit, x.culprit_op).caused_ns[x.cause] += x.ns();
+    if (x.cause != WaitCause::Collective) site(x.culprit, x.culprit_op).caused_ns[x.cause] += x.ns(t);
   }
   return w;
 }

@@ -25,16 +25,17 @@ const char* wait_cause_name(WaitCause c);
 // One wait state: a rank idle in a call until another rank reached its side of the operation.
 struct Wait {
   int rank = 0;
-  uint32_t op = 0;               // the waiting rank and the op it waited in
-  double from = 0, to = 0;       // measured, ns on rank 0's clock
+  uint32_t op = 0;               // the waiting rank and the op it waited in: the wait begins at its entry
+  double to = 0;                 // when it ended: measured, ns on rank 0's clock
   int culprit = -1;              // the rank it waited for (at a collective, the last to arrive)
   uint32_t culprit_op = kNone;   // its op whose entry, at `to` or later, ended the wait
   uint64_t bytes : 56 = 0;       // the message's (0 at a collective), at most kMaxWaitBytes
   WaitCause cause : 8 = WaitCause::LateSender;
-  double ns() const { return to - from; }
+  double from(const Trace& t) const { return static_cast<double>(t.op(rank, op).t_enter); }
+  double ns(const Trace& t) const { return to - from(t); }
 };
-// 40 bytes: the report keeps every wait of the run (about one for every four MPI calls of a halo)
-static_assert(sizeof(Wait) == 40);
+// 32 bytes: the report keeps every wait of the run (about one for every four MPI calls of a halo)
+static_assert(sizeof(Wait) == 32);
 inline constexpr uint64_t kMaxWaitBytes = (uint64_t{1} << 56) - 1;  // 64 PiB: a message's bytes, clamped
 
 // Every wait of the run, from the recorded times: a late receiver classified by what the model says the
