@@ -300,7 +300,7 @@ std::optional<CollSchedule> collective_schedule(const CollectiveCall& call, std:
       case MpiLibrary::Other: return none("no algorithm to follow");
     }
   } catch (const coll::TooManySteps&) {
-    return none(fmt::format("the algorithm takes more than {} steps", kMaxScheduleSteps));
+    return none(fmt::format("the algorithm takes more than {} steps", max_schedule_steps(call.size)));
   }
   if (chosen.algorithm.empty()) return none("no algorithm to follow");
   CollSchedule s;

@@ -15,6 +15,7 @@
 // The neighbourhood collectives are not in the logs (the tracer does not intercept them).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -96,12 +97,18 @@ struct CollSchedule {
   uint32_t node_calls = 0;  // MPICH: calls it made to the POSIX collectives (see node_calls_before)
 };
 
-// The most steps a schedule holds, over all its ranks (32 bytes each): a buffer of many GiB cut in the
-// algorithm's segments would take more, and is replayed by the closed formulas.
+// The most steps a schedule of `size` ranks holds, over all its ranks (32 bytes each): 2^22 (128 MiB), or
+// 4 x size^2 where that is more, since the all-to-all algorithms take about 3 x size^2 steps at any buffer.
+// A buffer of many GiB cut in the algorithm's segments would take more, and is replayed by the closed
+// formulas.
 inline constexpr size_t kMaxScheduleSteps = size_t{1} << 22;
+inline size_t max_schedule_steps(int size) {
+  const size_t p = size > 0 ? static_cast<size_t>(size) : 0;
+  return std::max(kMaxScheduleSteps, 4 * p * p);
+}
 
 // The schedule of the library's default algorithm, or nullopt where there is none to follow: another
-// library, an intercommunicator, more than kMaxScheduleSteps steps, or counts whose sends and receives
+// library, an intercommunicator, more than max_schedule_steps steps, or counts whose sends and receives
 // do not pair (an MPI_IN_PLACE Alltoallv where a rank logged a count for a peer that logged none for it:
 // the run, whose MPI would have waited for ever, did not do that; a damaged log). The replay then uses
 // its closed formulas, reported as the fallback with why_not (where given) saying why.

@@ -12,17 +12,17 @@
 
 namespace mpiadvise::coll {
 
-// Thrown by Builder::add past kMaxScheduleSteps; collective_schedule answers nullopt.
+// Thrown by Builder::add past max_schedule_steps; collective_schedule answers nullopt.
 struct TooManySteps {};
 
 // The programs of every rank of the collective's communicator, under construction.
 class Builder {
  public:
   explicit Builder(int size) : ranks_(static_cast<size_t>(size)), requests_(static_cast<size_t>(size), 0),
-                               round_(static_cast<size_t>(size), 0) {}
+                               round_(static_cast<size_t>(size), 0), max_steps_(max_schedule_steps(size)) {}
   int size() const { return static_cast<int>(ranks_.size()); }
   void add(int pos, CollStep step) {
-    if (++steps_ > kMaxScheduleSteps) throw TooManySteps{};
+    if (++steps_ > max_steps_) throw TooManySteps{};
     step.round = round_[pos];
     ranks_[pos].push_back(step);
   }
@@ -35,7 +35,7 @@ class Builder {
   std::vector<std::vector<CollStep>> ranks_;
   std::vector<uint32_t> requests_;
   std::vector<uint16_t> round_;
-  size_t steps_ = 0;
+  size_t steps_ = 0, max_steps_;
 };
 
 // The communicator an algorithm runs on: the collective's own, or a part of it (MPICH's node_comm and

@@ -1266,13 +1266,14 @@ class Simulation {
     const uint64_t parts = (largest + p_.S - 1) / p_.S, chunk = (logged->call.bytes + parts - 1) / parts;
     size_t steps = 0;
     for (const auto& r : one->ranks) steps += r.size();
-    // the parts' schedules together, at most kMaxScheduleSteps steps (as one schedule)
+    // the parts' schedules together, at most max_schedule_steps (as one schedule)
+    const size_t max_steps = max_schedule_steps(logged->call.size);
     const auto unsplit = [&] {
       *approximation += fmt::format("{}not split: {} parts of its buffer take more than {} steps",
-                                    approximation->empty() ? "" : "; ", parts, kMaxScheduleSteps);
+                                    approximation->empty() ? "" : "; ", parts, max_steps);
       return one;
     };
-    if (parts > kMaxScheduleSteps / std::max<size_t>(steps, 1)) return unsplit();
+    if (parts > max_steps / std::max<size_t>(steps, 1)) return unsplit();
     size_t whole_steps = 0;
     auto whole = std::make_shared<CollSchedule>();
     whole->ranks.resize(one->ranks.size());
@@ -1283,7 +1284,7 @@ class Simulation {
       auto sched = cached_schedule(part);
       if (!sched) return one;
       for (const auto& r : sched->ranks) whole_steps += r.size();
-      if (whole_steps > kMaxScheduleSteps) return unsplit();
+      if (whole_steps > max_steps) return unsplit();
       whole->node_calls += sched->node_calls;
       whole->algorithm = fmt::format("{} parts of {} bytes: {}", parts, chunk, sched->algorithm);
       for (size_t pos = 0; pos < sched->ranks.size(); pos++) {

@@ -329,7 +329,8 @@ TEST_CASE("counts no run could have, and buffers of many GiB, get no schedule an
   std::string why;
   SECTION("MPI_IN_PLACE Alltoallv where rank 0 logged 1 KiB for rank 1, and rank 1 nothing for rank 0") {
     // Open MPI's in-place exchange (coll_base_alltoallv.c, intra_basic_inplace) skips a peer whose count is
-    // 0: rank 1 would wait for ever for the send rank 0 never makes. A log says so only when damaged.
+    // 0: rank 1 skips rank 0, and rank 0 would wait for ever for rank 1's part of the exchange. A log says
+    // so only when damaged.
     for (uint32_t call : {MPA_CALL_Alltoallv, MPA_CALL_Alltoallw, MPA_CALL_Ialltoallv, MPA_CALL_Ialltoallw}) {
       INFO("call " << call);
       CollectiveCall c;
@@ -369,6 +370,10 @@ TEST_CASE("counts no run could have, and buffers of many GiB, get no schedule an
     c.bytes = uint64_t{1} << 50;
     CHECK(!collective_schedule(c, &why));
     CHECK(why == "the algorithm takes more than 4194304 steps");
+  }
+  SECTION("the bound grows with the all-to-all algorithms' 3 x size^2 steps") {
+    CHECK(max_schedule_steps(64) == kMaxScheduleSteps);
+    CHECK(max_schedule_steps(2048) == size_t{4} * 2048 * 2048);  // an MPICH ring Allgather: 3 x 2048 x 2047
   }
   SECTION("an Allgather of three blocks of 2^63 bytes") {
     auto c = CollectiveCall{};
