@@ -32,18 +32,25 @@ std::pair<JobResult, JobResult> killed_both(const JobSpec& s, int ready, int sig
 }
 
 // The launcher's exit status is the job's as it is untraced. Open MPI's mpirun ends such a job with 1,
-// traced or not. MPICH's mpiexec (Hydra 4.0) passes the signal on and exits with 0 or with the signal's
-// number, now one and now the other, traced or not (measured: SIGTERM 0 seven times of eight untraced;
-// SIGINT 2 five times of eight): any of the two is what it is untraced.
+// traced or not. MPICH's mpiexec (Hydra 4.0.2) passes the signal on to its proxy, which signals the ranks
+// and reaps them (src/pm/hydra/pm/pmiserv/pmip.c): a rank reaped while its output is still open keeps its
+// raw wait status (the signal's number, or SIGKILL where the proxy killed it after another's death), one
+// reaped after that keeps 0 (a forced clean-up); mpiexec.c then exits with the OR of the ranks' statuses.
+// So 0, sig, SIGKILL or sig | SIGKILL, now one and now another, traced or not (measured: SIGTERM on
+// `hang threads` 0 or 15, 100 and 50 times of 150 traced, 84 and 66 untraced; SIGKILL is the rarest,
+// not seen here in 300 runs). CI once saw a traced run end outside {0, sig}, its status not kept: the
+// status comes first in a failure's message. A status outside these is no clean-up of Hydra's.
 void check_status(const JobResult& traced, const JobResult& untraced, int sig) {
+  INFO("the launcher's exit status: traced " << traced.status << ", untraced " << untraced.status);
+  INFO("traced: " << traced.out << traced.err << "untraced: " << untraced.out << untraced.err);
   if (mpi().openmpi()) {
     CHECK(traced.status == untraced.status);
     CHECK(traced.status == 1);
     return;
   }
-  const std::set<int> either = {0, sig};
-  CHECK(either.count(traced.status) == 1);
-  CHECK(either.count(untraced.status) == 1);
+  const std::set<int> hydra = {0, sig, SIGKILL, sig | SIGKILL};
+  CHECK(hydra.count(traced.status) == 1);
+  CHECK(hydra.count(untraced.status) == 1);
 }
 
 // Events of one thread of a rank, in order.
@@ -64,8 +71,8 @@ int unfinished_count(const std::vector<Ev>& evs) {
 
 TEST_CASE("deadlock in MPI_Recv: each log ends in it", "[hang]") {
   auto [traced, untraced] = killed_both(hang("recv"), 2, SIGTERM);
-  INFO("traced: " << traced.out << traced.err << "untraced: " << untraced.out << untraced.err);
   check_status(traced, untraced, SIGTERM);
+  INFO("traced: " << traced.out << traced.err << "untraced: " << untraced.out << untraced.err);
   for (int rank : {0, 1}) {
     INFO("rank " << rank);
     auto evs = events_of(traced.dir, rank);
@@ -129,8 +136,8 @@ TEST_CASE("deadlock in MPI_Recv: each log ends in it", "[hang]") {
 
 TEST_CASE("MPI_Wait on an Irecv and MPI_Barrier: each log ends in its call", "[hang]") {
   auto [traced, untraced] = killed_both(hang("wait"), 2, SIGINT);
-  INFO("traced: " << traced.out << traced.err << "untraced: " << untraced.out << untraced.err);
   check_status(traced, untraced, SIGINT);
+  INFO("traced: " << traced.out << traced.err << "untraced: " << untraced.out << untraced.err);
   // rank 0: MPI_Wait naming the request of its MPI_Irecv
   auto evs0 = events_of(traced.dir, 0);
   auto irecv = calls_named(evs0, "MPI_Irecv");
@@ -172,8 +179,8 @@ TEST_CASE("MPI_Wait on an Irecv and MPI_Barrier: each log ends in its call", "[h
 
 TEST_CASE("two threads each in MPI_Recv: both calls recorded", "[hang][threads]") {
   auto [traced, untraced] = killed_both(hang("threads"), 4, SIGTERM);
-  INFO("traced: " << traced.out << traced.err << "untraced: " << untraced.out << untraced.err);
   check_status(traced, untraced, SIGTERM);
+  INFO("traced: " << traced.out << traced.err << "untraced: " << untraced.out << untraced.err);
   if (traced.out.find("not provided") != std::string::npos) return;  // the library lacks the level
   for (int rank : {0, 1}) {
     INFO("rank " << rank);
@@ -196,8 +203,8 @@ TEST_CASE("Fortran: MPI_Wait and MPI_Recv in progress recorded", "[hang][fortran
   s.program = "f_hang";
   s.timeout_s = 60;
   auto [traced, untraced] = killed_both(s, 2, SIGTERM);
-  INFO("traced: " << traced.out << traced.err << "untraced: " << untraced.out << untraced.err);
   check_status(traced, untraced, SIGTERM);
+  INFO("traced: " << traced.out << traced.err << "untraced: " << untraced.out << untraced.err);
   auto evs0 = events_of(traced.dir, 0);
   auto irecv = calls_named(evs0, "MPI_Irecv");
   REQUIRE(irecv.size() == 1);
