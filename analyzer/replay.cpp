@@ -286,6 +286,8 @@ class Simulation {
     res.split_messages = split_messages_;
     res.unresolved_ops = unresolved_;
     res.messages_held = msg_pool_.most_held();
+    res.schedule_steps_held = most_cached_steps_;
+    res.schedule_cache_clears = cache_clears_;
     res.collectives_by_algorithm = coll_by_algorithm_;
     res.collectives_approximate = coll_approximate_;
     res.collectives_closed_formula = coll_closed_formula_;
@@ -632,6 +634,8 @@ class Simulation {
     w.pod(res.predicted_ns);
     w.pod(res.measured_ns);
     w.pod(res.messages_held);
+    w.pod(res.schedule_steps_held);
+    w.pod(res.schedule_cache_clears);
     w.pods(res.ranks);
     w.pods(res.sites);
     for (uint64_t x : {res.rendezvous_messages, res.rendezvous_bytes, res.split_messages, res.unresolved_ops,
@@ -674,6 +678,8 @@ class Simulation {
       all.predicted_ns = std::max(all.predicted_ns, rd.pod<double>());
       all.measured_ns = std::max(all.measured_ns, rd.pod<double>());
       all.messages_held = std::max(all.messages_held, rd.pod<uint64_t>());
+      all.schedule_steps_held = std::max(all.schedule_steps_held, rd.pod<uint64_t>());
+      all.schedule_cache_clears = std::max(all.schedule_cache_clears, rd.pod<uint64_t>());
       rd.append(all.ranks);
       rd.append(all.sites);
       for (uint64_t* x : {&all.rendezvous_messages, &all.rendezvous_bytes, &all.split_messages, &all.unresolved_ops,
@@ -1181,8 +1187,41 @@ class Simulation {
     std::string why_not;  // where there is none: collective_schedule's why_not
   };
   std::map<std::string, CachedSchedule> schedule_cache_;
-  // a call's schedule split to S (ReplayOptions::split_sites), by the call's schedule_key
-  std::map<std::string, std::shared_ptr<const CollSchedule>> split_cache_;
+  // a call's schedule split to S (ReplayOptions::split_sites), by the call's schedule_key; where it was
+  // not split (its parts too many steps, a part without a schedule), the unsplit one and why
+  struct CachedSplit {
+    std::shared_ptr<const CollSchedule> schedule;
+    std::string not_split;
+  };
+  std::map<std::string, CachedSplit> split_cache_;
+  // The steps the schedule and split caches hold (their pairings take 4 to 8 bytes a step more), and the
+  // most they held at once. Loops repeat a few calls, so the caches keep what they made; a run of many
+  // distinct large calls (counts varying from call to call) would keep GiBs: past the budget
+  // (ReplayOptions::schedule_cache_steps) or 4097 entries in a cache, all three are emptied.
+  size_t cached_steps_ = 0, most_cached_steps_ = 0;
+  uint64_t cache_clears_ = 0;
+  size_t cache_budget() const {
+    return o_.schedule_cache_steps ? o_.schedule_cache_steps : 2 * max_schedule_steps(t_.world_size);
+  }
+  // Makes room for a schedule of `steps` steps about to enter a cache, and counts it there.
+  void make_room(size_t steps) {
+    constexpr size_t kMaxEntries = 4096;
+    if (cached_steps_ + steps > cache_budget() || schedule_cache_.size() > kMaxEntries ||
+        split_cache_.size() > kMaxEntries || pairings_.size() > kMaxEntries) {
+      if (!schedule_cache_.empty() || !split_cache_.empty() || !pairings_.empty()) cache_clears_++;
+      schedule_cache_.clear();
+      split_cache_.clear();
+      pairings_.clear();
+      cached_steps_ = 0;
+    }
+    cached_steps_ += steps;
+    most_cached_steps_ = std::max(most_cached_steps_, cached_steps_);
+  }
+  static size_t steps_of(const CollSchedule& s) {
+    size_t n = 0;
+    for (const auto& r : s.ranks) n += r.size();
+    return n;
+  }
   // MPICH's release/gather flags (CollStep::FlagSet, FlagWait): per communicator, counter and position,
   // how often the flag was raised and when, the last kFlagRing times (a wait reaches back at most
   // NUM_CELLS - 1 raises, and a rank cannot run further ahead of the one it waits on)
@@ -1259,19 +1298,25 @@ class Simulation {
         if (st.kind == CollStep::Send || st.kind == CollStep::Isend) largest = std::max(largest, st.bytes);
     if (largest <= p_.S || logged->call.bytes == 0) return one;
     std::string key = schedule_key(logged->call);
-    if (auto it = split_cache_.find(key); it != split_cache_.end()) {
-      if (counts_here(c_id)) split_messages_++;
-      return it->second;
-    }
+    const auto answer = [&](const CachedSplit& c) {
+      if (!c.not_split.empty()) {
+        *approximation += fmt::format("{}{}", approximation->empty() ? "" : "; ", c.not_split);
+      } else if (counts_here(c_id)) {
+        split_messages_++;
+      }
+      return c.schedule;
+    };
+    if (auto it = split_cache_.find(key); it != split_cache_.end()) return answer(it->second);
+    const auto keep = [&](CachedSplit c) {
+      make_room(c.not_split.empty() ? steps_of(*c.schedule) : 0);
+      return answer(split_cache_.emplace(std::move(key), std::move(c)).first->second);
+    };
     const uint64_t parts = (largest + p_.S - 1) / p_.S, chunk = (logged->call.bytes + parts - 1) / parts;
-    size_t steps = 0;
-    for (const auto& r : one->ranks) steps += r.size();
+    const size_t steps = steps_of(*one);
     // the parts' schedules together, at most max_schedule_steps (as one schedule)
     const size_t max_steps = max_schedule_steps(logged->call.size);
     const auto unsplit = [&] {
-      *approximation += fmt::format("{}not split: {} parts of its buffer take more than {} steps",
-                                    approximation->empty() ? "" : "; ", parts, max_steps);
-      return one;
+      return keep({one, fmt::format("not split: {} parts of its buffer take more than {} steps", parts, max_steps)});
     };
     if (parts > max_steps / std::max<size_t>(steps, 1)) return unsplit();
     size_t whole_steps = 0;
@@ -1281,8 +1326,9 @@ class Simulation {
     for (uint64_t done = 0; done < logged->call.bytes; done += chunk) {
       CollectiveCall part = logged->call;
       part.bytes = std::min(chunk, logged->call.bytes - done);
-      auto sched = cached_schedule(part);
-      if (!sched) return one;
+      std::string why;
+      auto sched = cached_schedule(part, &why);
+      if (!sched) return keep({one, fmt::format("not split: a part of {} bytes has no schedule ({})", part.bytes, why)});
       for (const auto& r : sched->ranks) whole_steps += r.size();
       if (whole_steps > max_steps) return unsplit();
       whole->node_calls += sched->node_calls;
@@ -1297,10 +1343,7 @@ class Simulation {
         requests[pos] += posted;
       }
     }
-    if (counts_here(c_id)) split_messages_++;
-    if (split_cache_.size() > 4096) split_cache_.clear();
-    split_cache_.emplace(std::move(key), whole);
-    return whole;
+    return keep({std::move(whole), ""});
   }
 
   // Every field of the call the library's decision reads: calls with the same key run the same schedule.
@@ -1318,7 +1361,7 @@ class Simulation {
     if (it == schedule_cache_.end()) {
       CachedSchedule c;
       if (auto s = collective_schedule(call, &c.why_not)) c.schedule = std::make_shared<const CollSchedule>(std::move(*s));
-      if (schedule_cache_.size() > 4096) schedule_cache_.clear();
+      make_room(c.schedule ? steps_of(*c.schedule) : 0);
       it = schedule_cache_.emplace(std::move(key), std::move(c)).first;
     }
     if (!it->second.schedule && why_not) *why_not = it->second.why_not;
@@ -1355,7 +1398,6 @@ class Simulation {
 
   const Pairing& pairing_of(const std::shared_ptr<const CollSchedule>& schedule) {
     if (auto it = pairings_.find(schedule.get()); it != pairings_.end()) return it->second;
-    if (pairings_.size() > 4096) pairings_.clear();
     Pairing p;
     p.schedule = schedule;
     const auto& ranks = schedule->ranks;

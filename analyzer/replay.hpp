@@ -59,6 +59,10 @@ struct ReplayOptions {
   // each op (the gate's retimed runs, analyzer/steady_trace.hpp: nothing held for each op, where a retimed
   // copy of the trace took 32 bytes an op, and the times alone 16). Null: as measured.
   std::shared_ptr<const Retiming> retiming;
+  // Simulation mode: the most steps the collectives' schedules kept for reuse may hold (the replay
+  // builds a schedule again once emptied; the results are the same). 0: twice max_schedule_steps of the
+  // trace's world (256 MiB and more, and 4 x 32 bytes x ranks^2 past 1024 ranks).
+  size_t schedule_cache_steps = 0;
 };
 
 // Time split by cause, ns. The parts add up to the total.
@@ -134,6 +138,10 @@ struct ReplayResult {
   // those in flight, from the first call asking about one until both its sides are done and the receiver
   // took it from its eager buffer. Each of the trace's messages costs the simulation 8 bytes besides.
   uint64_t messages_held = 0;
+  // Simulation mode: the most steps the collectives' cached schedules held at once (32 bytes each, and
+  // their pairings 4 to 8 more), and how often the caches were emptied to stay within
+  // ReplayOptions::schedule_cache_steps (in one process, spread)
+  uint64_t schedule_steps_held = 0, schedule_cache_clears = 0;
   double error() const { return measured_ns > 0 ? (predicted_ns - measured_ns) / measured_ns : 0; }
 };
 

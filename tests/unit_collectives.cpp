@@ -1,6 +1,7 @@
 // Collectives as the MPI library runs them (analyzer/collectives.hpp) against schedules computed by hand
 // from the libraries' source, and the replay of a collective's steps under the model.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <fstream>
 #include <numeric>
@@ -617,6 +618,88 @@ TEST_CASE("a replay falls back to the closed formula where the logged counts do 
   t.collectives[0].received[1] = 512;
   r = replay(t, simple_model(65536));
   CHECK(r.collectives_by_algorithm == 1);
+}
+
+namespace {
+
+// Four ranks calling MPI_Allreduce once for each of `bytes`, a call every 200 us, rank r reaching call k
+// (r * 7 + k * 3) % 11 us late: a loop whose counts vary from call to call.
+Trace allreduces(const std::vector<uint64_t>& bytes) {
+  Trace t;
+  t.world_size = 4;
+  t.ranks.resize(4);
+  t.site_keys.resize(4);
+  t.comms.push_back(TraceComm{1, {0, 1, 2, 3}, {}});
+  for (int r = 0; r < 4; r++) {
+    t.ranks[r].rank = r;
+    t.ranks[r].ops.push_back(op_at(0, 0, 0, 0, 0, MPA_CALL_Init, OpKind::Other));
+  }
+  for (uint32_t k = 0; k < bytes.size(); k++) {
+    CollectiveInstance c;
+    c.call = MPA_CALL_Allreduce;
+    c.comm = 0;
+    c.bytes = bytes[k];
+    for (int r = 0; r < 4; r++) {
+      const uint64_t at = 200000 * (k + 1) + 1000 * ((r * 7 + k * 3) % 11);
+      t.ranks[r].ops.push_back(op_at(at, at + 10, 1, static_cast<uint32_t>(t.links.size()), 1, MPA_CALL_Allreduce,
+                                     OpKind::Collective));
+      t.links.push_back(Link{Link::PostColl, k});
+      c.members.emplace_back(r, k + 1);
+      c.sent.push_back(bytes[k]);
+      c.received.push_back(bytes[k]);
+    }
+    t.collectives.push_back(c);
+  }
+  const uint64_t end = 200000 * (bytes.size() + 2);
+  for (int r = 0; r < 4; r++) t.ranks[r].ops.push_back(op_at(end, end + 10, 2, 0, 0, MPA_CALL_Finalize, OpKind::Other));
+  return t;
+}
+
+// The replay's figures for a comparison: the whole, each rank's, and what its collectives did.
+std::string replay_figures(const ReplayResult& r) {
+  std::string s = fmt::format("predicted {} measured {} split {} rendezvous {} coll {} {} {} msgs {} {}\n", r.predicted_ns,
+                              r.measured_ns, r.split_messages, r.rendezvous_messages, r.collectives_by_algorithm,
+                              r.collectives_approximate, r.collectives_closed_formula, r.collective_messages,
+                              r.collective_rendezvous_messages);
+  for (const auto& rr : r.ranks)
+    s += fmt::format("rank {}: {} collectives {} all parts {}\n", rr.rank, rr.predicted_ns, rr.predicted.collectives,
+                     rr.predicted.total());
+  for (const auto& [name, n] : r.collective_algorithms) s += fmt::format("{} x{}\n", name, n);
+  for (const auto& [name, n] : r.collective_approximations) s += fmt::format("approximately: {} x{}\n", name, n);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("the schedules kept for reuse stay within their budget, and the replay is the same at any budget", "[coll][replay]") {
+  // 60 calls of 12 counts (256 bytes to 512 KiB: recursive doubling, then Open MPI's ring), each
+  // count 5 times, in a cycle: a budget of 1 step empties the caches for every schedule made, a third of
+  // what they hold unbounded empties them now and then; the schedules are made again where they were
+  // emptied, and the results must not move. With the split what-if (S = 4 KiB), the split schedules too.
+  std::vector<uint64_t> bytes;
+  for (int k = 0; k < 60; k++) bytes.push_back(uint64_t{256} << (k % 12));
+  const Trace t = allreduces(bytes);
+  for (bool split : {false, true}) {
+    INFO((split ? "split to S" : "as the program calls them"));
+    ReplayOptions o = simple_model(4096);
+    o.split_everywhere = split;
+    const ReplayResult unbounded = replay(t, o);
+    CHECK(unbounded.collectives_by_algorithm == 60);
+    // split where the algorithm sends more than S at once (30 here: 6 counts of 12, by the decisions)
+    CHECK((unbounded.split_messages > 0) == split);
+    CHECK(unbounded.schedule_cache_clears == 0);
+    CHECK(unbounded.schedule_steps_held > 0);
+    o.schedule_cache_steps = unbounded.schedule_steps_held / 3;
+    const ReplayResult third = replay(t, o);
+    o.schedule_cache_steps = 1;
+    const ReplayResult one = replay(t, o);
+    CHECK(replay_figures(third) == replay_figures(unbounded));
+    CHECK(replay_figures(one) == replay_figures(unbounded));
+    CHECK(third.schedule_cache_clears > 0);
+    CHECK(third.schedule_steps_held < unbounded.schedule_steps_held);
+    CHECK(one.schedule_cache_clears > third.schedule_cache_clears);
+    CHECK(one.schedule_steps_held <= third.schedule_steps_held);
+  }
 }
 
 TEST_CASE("two collectives alike but for MPI_IN_PLACE are replayed by their own algorithms", "[coll][replay]") {
