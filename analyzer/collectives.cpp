@@ -261,7 +261,7 @@ std::vector<std::vector<uint64_t>> alltoallv_matrix(const CollectiveCall& c, std
   *approximation = "the log has each rank's total, not its count for each peer (a log before format 3): "
                    "spread evenly over the peers";
   const uint64_t n = static_cast<uint64_t>(std::max(c.size, 1));
-  std::vector<std::vector<uint64_t>> to(c.size, std::vector<uint64_t>(c.size));
+  std::vector<std::vector<uint64_t>> to = square(c.size, 0);
   for (int i = 0; i < c.size; i++) {
     const uint64_t total = c.rank_bytes.empty() ? c.bytes : c.rank_bytes[i];
     for (int j = 0; j < c.size; j++) to[i][j] = total / n;

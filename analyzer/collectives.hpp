@@ -98,13 +98,15 @@ struct CollSchedule {
 };
 
 // The most steps a schedule of `size` ranks holds, over all its ranks (32 bytes each): 2^22 (128 MiB), or
-// 4 x size^2 where that is more, since the all-to-all algorithms take about 3 x size^2 steps at any buffer.
-// A buffer of many GiB cut in the algorithm's segments would take more, and is replayed by the closed
-// formulas.
+// 4 x size^2 where that is more, since the all-to-all algorithms take about 3 x size^2 steps at any buffer;
+// never more than 2^25 (1 GiB), which those reach at 3344 ranks (10,000 ranks would take 9.6 GB for one
+// Alltoall). A buffer of many GiB cut in the algorithm's segments, or an all-to-all of more ranks, is
+// replayed by the closed formulas.
 inline constexpr size_t kMaxScheduleSteps = size_t{1} << 22;
+inline constexpr size_t kMostScheduleSteps = size_t{1} << 25;
 inline size_t max_schedule_steps(int size) {
   const size_t p = size > 0 ? static_cast<size_t>(size) : 0;
-  return std::max(kMaxScheduleSteps, 4 * p * p);
+  return std::min(kMostScheduleSteps, std::max(kMaxScheduleSteps, 4 * p * p));
 }
 
 // The schedule of the library's default algorithm, or nullopt where there is none to follow: another

@@ -4,6 +4,7 @@
 // (MPICH).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,12 +16,28 @@ namespace mpiadvise::coll {
 // Thrown by Builder::add past max_schedule_steps; collective_schedule answers nullopt.
 struct TooManySteps {};
 
+// A size x size matrix of bytes, value in each: an all-to-all's counts, from and to each rank. Every
+// algorithm that reads one exchanges with each peer, two steps a pair or more, so one past
+// max_schedule_steps is refused before it is made (100,000 ranks: 80 GB).
+inline std::vector<std::vector<uint64_t>> square(int size, uint64_t value) {
+  const uint64_t p = size > 0 ? static_cast<uint64_t>(size) : 0;
+  if (p * p > max_schedule_steps(size)) throw TooManySteps{};
+  return std::vector<std::vector<uint64_t>>(p, std::vector<uint64_t>(p, value));
+}
+
 // The programs of every rank of the collective's communicator, under construction.
 class Builder {
  public:
   explicit Builder(int size) : ranks_(static_cast<size_t>(size)), requests_(static_cast<size_t>(size), 0),
                                round_(static_cast<size_t>(size), 0), max_steps_(max_schedule_steps(size)) {}
   int size() const { return static_cast<int>(ranks_.size()); }
+  // An algorithm about to add at least `steps` (every pair of ranks exchanging: size x (size - 1)) stops
+  // here where that is past the bound, before it has taken the memory and time of building up to it
+  void expect(uint64_t steps) const {
+    if (steps > max_steps_) throw TooManySteps{};
+  }
+  // ... every rank with every other
+  void expect_pairs() const { expect(static_cast<uint64_t>(size()) * static_cast<uint64_t>(std::max(size() - 1, 0))); }
   void add(int pos, CollStep step) {
     if (++steps_ > max_steps_) throw TooManySteps{};
     step.round = round_[pos];

@@ -811,6 +811,7 @@ void allreduce_recursive_doubling(Builder& b, const Group& g, Vec v) {
 void allreduce_ring(Builder& b, const Group& g, Vec v) {
   const int size = g.size();
   if (v.count < static_cast<uint64_t>(size)) return allreduce_recursive_doubling(b, g, v);
+  b.expect_pairs();
   const uint64_t late = v.count / size, split = v.count % size, early = split ? late + 1 : late;
   auto block = [&](int blk) { return v.bytes(static_cast<uint64_t>(blk) < split ? early : late); };
   for (int rank = 0; rank < size; rank++) {
@@ -1205,6 +1206,7 @@ void allgather_recursive_doubling(Builder& b, const Group& g, uint64_t block) {
 // the ring allgather(v): step i passes on the block of rank (r - i)
 void allgather_ring(Builder& b, const Group& g, const std::vector<uint64_t>& blocks) {
   const int size = g.size();
+  b.expect_pairs();
   for (int rank = 0; rank < size; rank++) {
     Proc p(b, g, rank);
     int sendto = (rank + 1) % size, recvfrom = (rank - 1 + size) % size;
@@ -1555,23 +1557,24 @@ void alltoall_inplace(Builder& b, const Group& g, const std::vector<std::vector<
 std::string alltoall_tuned(Builder& b, const Group& g, uint64_t block, bool in_place) {
   const int size = g.size();
   if (size < 2) return "Open MPI 4.1 coll/tuned Alltoall on one rank (no messages)";
-  std::vector<std::vector<uint64_t>> to(size, std::vector<uint64_t>(size, block));
+  // the counts to and from each rank, but for the modified bruck (size log size steps)
+  const auto to = [&] { return square(size, block); };
   if (in_place) {
-    alltoall_inplace(b, g, to);
+    alltoall_inplace(b, g, to());
     return "in place (coll_base_alltoall.c: mca_coll_base_alltoall_intra_basic_inplace)";
   }
   switch (alltoall_decision(size, block)) {
     case 1:
-      alltoall_linear(b, g, to);
+      alltoall_linear(b, g, to());
       return "basic_linear (coll_base_alltoall.c: ompi_coll_base_alltoall_intra_basic_linear)";
     case 2:
-      alltoall_pairwise(b, g, to);
+      alltoall_pairwise(b, g, to());
       return "pairwise (coll_base_alltoall.c: ompi_coll_base_alltoall_intra_pairwise)";
     case 3:
       alltoall_bruck(b, g, block);
       return "modified bruck (coll_base_alltoall.c: ompi_coll_base_alltoall_intra_bruck)";
     case 4:
-      alltoall_linear(b, g, to);
+      alltoall_linear(b, g, to());
       return "linear_sync, no request limit (coll_base_alltoall.c: ompi_coll_base_alltoall_intra_linear_sync)";
     default:
       for (int rank = 0; rank < 2; rank++) Proc(b, g, rank).sendrecv(rank ^ 1, block, rank ^ 1, block);
@@ -1687,6 +1690,7 @@ void reduce_scatter_recursive_halving(Builder& b, const Group& g, const std::vec
 // ompi_coll_base_reduce_scatter_intra_ring
 void reduce_scatter_ring(Builder& b, const Group& g, const std::vector<uint64_t>& rcounts, uint64_t es) {
   const int size = g.size();
+  b.expect_pairs();
   uint64_t max_block = *std::max_element(rcounts.begin(), rcounts.end());
   for (int rank = 0; rank < size; rank++) {
     Proc p(b, g, rank);
@@ -2376,6 +2380,7 @@ std::string libnbc_schedule(const CollectiveCall& c, Builder& b, const Group& g,
       break;
     }
     case MPA_CALL_Allgather:  // nbc_iallgather.c: allgather_sched_linear
+      b.expect_pairs();
       for (int rank = 0; rank < size; rank++)
         for (int remote = 0; remote < size; remote++)
           if (remote != rank) {
@@ -2385,6 +2390,7 @@ std::string libnbc_schedule(const CollectiveCall& c, Builder& b, const Group& g,
       alg = "linear (nbc_iallgather.c: allgather_sched_linear)";
       break;
     case MPA_CALL_Allgatherv:  // nbc_iallgatherv.c: ring order, all in one round
+      b.expect_pairs();
       for (int rank = 0; rank < size; rank++)
         for (int r = 1; r < size; r++) {
           int speer = (rank + r) % size, rpeer = (rank - r + size) % size;
@@ -2395,10 +2401,11 @@ std::string libnbc_schedule(const CollectiveCall& c, Builder& b, const Group& g,
       break;
     case MPA_CALL_Alltoall:  // nbc_ialltoall.c: every choice but in-place is a2a_sched_linear
       if (c.in_place) {
-        nbc_alltoall_inplace(n, size, std::vector<std::vector<uint64_t>>(size, std::vector<uint64_t>(size, c.bytes)));
+        nbc_alltoall_inplace(n, size, square(size, c.bytes));
         alg = "in place (nbc_ialltoall.c: a2a_sched_inplace)";
         break;
       }
+      b.expect_pairs();
       for (int rank = 0; rank < size; rank++)
         for (int r = 0; r < size; r++)
           if (r != rank) {

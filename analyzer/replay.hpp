@@ -61,7 +61,7 @@ struct ReplayOptions {
   std::shared_ptr<const Retiming> retiming;
   // Simulation mode: the most steps the collectives' schedules kept for reuse may hold (the replay
   // builds a schedule again once emptied; the results are the same). 0: twice max_schedule_steps of the
-  // trace's world (256 MiB and more, and 4 x 32 bytes x ranks^2 past 1024 ranks).
+  // trace's world: 2^23 steps (256 MiB), 8 x ranks^2 past 1024 ranks, 2^26 (2 GiB) at most.
   size_t schedule_cache_steps = 0;
 };
 

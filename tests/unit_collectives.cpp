@@ -425,6 +425,52 @@ TEST_CASE("counts no run could have, and buffers of many GiB, get no schedule an
   SECTION("the bound grows with the all-to-all algorithms' 3 x size^2 steps") {
     CHECK(max_schedule_steps(64) == kMaxScheduleSteps);
     CHECK(max_schedule_steps(2048) == size_t{4} * 2048 * 2048);  // an MPICH ring Allgather: 3 x 2048 x 2047
+    CHECK(max_schedule_steps(2896) == size_t{4} * 2896 * 2896);
+    CHECK(max_schedule_steps(2897) == kMostScheduleSteps);  // 1 GiB
+    CHECK(max_schedule_steps(100000) == kMostScheduleSteps);
+  }
+  SECTION("an all-to-all of 100,000 ranks: no schedule, and no matrix of 80 GB made to find that out") {
+    // every all-to-all algorithm exchanges with each peer: 2 x 10^10 steps at least. Before the bound on
+    // the whole, these allocated the size x size counts first (std::bad_alloc, or the kernel's OOM killer)
+    for (auto library : {MpiLibrary::OpenMPI, MpiLibrary::MPICH})
+      for (uint32_t call : {MPA_CALL_Alltoall, MPA_CALL_Alltoallv, MPA_CALL_Ialltoall, MPA_CALL_Ialltoallv})
+        for (bool in_place : {false, true}) {
+          INFO(call_name(static_cast<int>(call)) << (library == MpiLibrary::MPICH ? " MPICH" : " Open MPI")
+                                                 << (in_place ? " in place" : ""));
+          auto c = CollectiveCall{};
+          c.library = library;
+          c.call = call;
+          c.size = 100000;
+          c.bytes = 65536;
+          c.in_place = in_place;
+          why.clear();
+          REQUIRE_NOTHROW(collective_schedule(c, &why));
+          CHECK(!collective_schedule(c, &why));
+          CHECK(why == "the algorithm takes more than 33554432 steps");
+        }
+  }
+  SECTION("MPICH's in-place Alltoall of 1000 ranks: its 3 x 10^6 steps, one pair after another") {
+    // alltoall_intra_pairwise_sendrecv_replace.c loops over every pair on every rank: followed as written,
+    // 10^9 iterations here, 3.7 x 10^10 at 3344 ranks; each rank meets the others in rank order
+    auto c = CollectiveCall{};
+    c.library = MpiLibrary::MPICH;
+    c.call = MPA_CALL_Alltoall;
+    c.size = 1000;
+    c.bytes = 8;
+    c.in_place = true;
+    auto s = collective_schedule(c, &why);
+    REQUIRE(s);
+    CHECK(s->ranks.size() == 1000u);
+    for (int rank : {0, 617, 999}) {
+      const auto& steps = s->ranks[rank];
+      std::vector<int> peers;
+      for (const CollStep& st : steps)
+        if (st.kind == CollStep::Isend) peers.push_back(st.peer);
+      REQUIRE(peers.size() == 999u);
+      int out_of_order = 0;
+      for (int k = 0; k < 999; k++) out_of_order += peers[k] != (k < rank ? k : k + 1);
+      CHECK(out_of_order == 0);
+    }
   }
   SECTION("an Allgather of three blocks of 2^63 bytes") {
     auto c = CollectiveCall{};
