@@ -16,9 +16,10 @@ namespace mpiadvise::coll {
 // Thrown by Builder::add past max_schedule_steps; collective_schedule answers nullopt.
 struct TooManySteps {};
 
-// A size x size matrix of bytes, value in each: an all-to-all's counts, from and to each rank. Every
-// algorithm that reads one exchanges with each peer, two steps a pair or more, so one past
-// max_schedule_steps is refused before it is made (100,000 ranks: 80 GB).
+// A size x size matrix of bytes, value in each: an all-to-all's counts, from and to each rank. The
+// algorithms that read one exchange with each peer, two steps a pair or more, but for those that skip
+// zero counts; one past max_schedule_steps is refused before it is made (100,000 ranks: 80 GB), zeros
+// too (an Alltoallv of a log before format 3, of fewer bytes a rank than ranks, at 5793 ranks or more).
 inline std::vector<std::vector<uint64_t>> square(int size, uint64_t value) {
   const uint64_t p = size > 0 ? static_cast<uint64_t>(size) : 0;
   if (p * p > max_schedule_steps(size)) throw TooManySteps{};
@@ -36,8 +37,11 @@ class Builder {
   void expect(uint64_t steps) const {
     if (steps > max_steps_) throw TooManySteps{};
   }
-  // ... every rank with every other
-  void expect_pairs() const { expect(static_cast<uint64_t>(size()) * static_cast<uint64_t>(std::max(size() - 1, 0))); }
+  // ... every rank of a group of n (the communicator, or a part: a node's ranks) with every other
+  void expect_pairs(int n) const {
+    const uint64_t p = static_cast<uint64_t>(std::max(n, 0));
+    expect(p * (p > 0 ? p - 1 : 0));
+  }
   void add(int pos, CollStep step) {
     if (++steps_ > max_steps_) throw TooManySteps{};
     step.round = round_[pos];

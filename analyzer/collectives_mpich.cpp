@@ -109,7 +109,7 @@ void bcast_scatter_rd_allgather(Builder& b, const Group& g, int root, uint64_t n
 // bcast_intra_scatter_ring_allgather.c
 void bcast_scatter_ring_allgather(Builder& b, const Group& g, int root, uint64_t nbytes) {
   const int size = g.size();
-  b.expect_pairs();
+  b.expect_pairs(size);
   scatter_for_bcast(b, g, root, nbytes);
   const int64_t n = static_cast<int64_t>(nbytes), ss = (n + size - 1) / size;
   auto block = [&](int rel) { return static_cast<uint64_t>(std::max<int64_t>(0, std::min(ss, n - rel * ss))); };
@@ -600,7 +600,7 @@ void allgather_brucks(Builder& b, const Group& g, const std::vector<uint64_t>& b
 // allgather(v)_intra_ring.c
 void allgather_ring(Builder& b, const Group& g, const std::vector<uint64_t>& blocks) {
   const int size = g.size();
-  b.expect_pairs();
+  b.expect_pairs(size);
   for (int rank = 0; rank < size; rank++) {
     Proc p(b, g, rank);
     int left = (size + rank - 1) % size, right = (rank + 1) % size, j = rank, jnext = left;
@@ -656,7 +656,7 @@ void alltoall_scattered(Builder& b, const Group& g, const std::vector<std::vecto
 // alltoall_intra_pairwise.c: exclusive-or partners on a power of two, else rank+i / rank-i
 void alltoall_pairwise(Builder& b, const Group& g, uint64_t block) {
   const int size = g.size();
-  b.expect_pairs();
+  b.expect_pairs(size);
   for (int rank = 0; rank < size; rank++) {
     Proc p(b, g, rank);
     for (int i = 1; i < size; i++) {
@@ -676,7 +676,7 @@ void alltoall_pairwise(Builder& b, const Group& g, uint64_t block) {
 // every rank, size^3 in all: 4 x 10^10 at 3344 ranks)
 void alltoall_sendrecv_replace(Builder& b, const Group& g, const std::vector<std::vector<uint64_t>>& to) {
   const int size = g.size();
-  b.expect_pairs();
+  b.expect_pairs(size);
   for (int rank = 0; rank < size; rank++) {
     Proc p(b, g, rank);
     for (int peer = 0; peer < size; ++peer) {

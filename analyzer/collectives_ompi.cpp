@@ -811,7 +811,7 @@ void allreduce_recursive_doubling(Builder& b, const Group& g, Vec v) {
 void allreduce_ring(Builder& b, const Group& g, Vec v) {
   const int size = g.size();
   if (v.count < static_cast<uint64_t>(size)) return allreduce_recursive_doubling(b, g, v);
-  b.expect_pairs();
+  b.expect_pairs(size);
   const uint64_t late = v.count / size, split = v.count % size, early = split ? late + 1 : late;
   auto block = [&](int blk) { return v.bytes(static_cast<uint64_t>(blk) < split ? early : late); };
   for (int rank = 0; rank < size; rank++) {
@@ -1206,7 +1206,7 @@ void allgather_recursive_doubling(Builder& b, const Group& g, uint64_t block) {
 // the ring allgather(v): step i passes on the block of rank (r - i)
 void allgather_ring(Builder& b, const Group& g, const std::vector<uint64_t>& blocks) {
   const int size = g.size();
-  b.expect_pairs();
+  b.expect_pairs(size);
   for (int rank = 0; rank < size; rank++) {
     Proc p(b, g, rank);
     int sendto = (rank + 1) % size, recvfrom = (rank - 1 + size) % size;
@@ -1690,7 +1690,7 @@ void reduce_scatter_recursive_halving(Builder& b, const Group& g, const std::vec
 // ompi_coll_base_reduce_scatter_intra_ring
 void reduce_scatter_ring(Builder& b, const Group& g, const std::vector<uint64_t>& rcounts, uint64_t es) {
   const int size = g.size();
-  b.expect_pairs();
+  b.expect_pairs(size);
   uint64_t max_block = *std::max_element(rcounts.begin(), rcounts.end());
   for (int rank = 0; rank < size; rank++) {
     Proc p(b, g, rank);
@@ -2380,7 +2380,7 @@ std::string libnbc_schedule(const CollectiveCall& c, Builder& b, const Group& g,
       break;
     }
     case MPA_CALL_Allgather:  // nbc_iallgather.c: allgather_sched_linear
-      b.expect_pairs();
+      b.expect_pairs(size);
       for (int rank = 0; rank < size; rank++)
         for (int remote = 0; remote < size; remote++)
           if (remote != rank) {
@@ -2390,7 +2390,7 @@ std::string libnbc_schedule(const CollectiveCall& c, Builder& b, const Group& g,
       alg = "linear (nbc_iallgather.c: allgather_sched_linear)";
       break;
     case MPA_CALL_Allgatherv:  // nbc_iallgatherv.c: ring order, all in one round
-      b.expect_pairs();
+      b.expect_pairs(size);
       for (int rank = 0; rank < size; rank++)
         for (int r = 1; r < size; r++) {
           int speer = (rank + r) % size, rpeer = (rank - r + size) % size;
@@ -2405,7 +2405,7 @@ std::string libnbc_schedule(const CollectiveCall& c, Builder& b, const Group& g,
         alg = "in place (nbc_ialltoall.c: a2a_sched_inplace)";
         break;
       }
-      b.expect_pairs();
+      b.expect_pairs(size);
       for (int rank = 0; rank < size; rank++)
         for (int r = 0; r < size; r++)
           if (r != rank) {

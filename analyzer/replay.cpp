@@ -1307,8 +1307,9 @@ class Simulation {
       return c.schedule;
     };
     if (auto it = split_cache_.find(key); it != split_cache_.end()) return answer(it->second);
+    // (the unsplit schedule counted again: the caches may have been emptied since it was made)
     const auto keep = [&](CachedSplit c) {
-      make_room(c.not_split.empty() ? steps_of(*c.schedule) : 0);
+      make_room(steps_of(*c.schedule));
       return answer(split_cache_.emplace(std::move(key), std::move(c)).first->second);
     };
     const uint64_t parts = (largest + p_.S - 1) / p_.S, chunk = (logged->call.bytes + parts - 1) / parts;

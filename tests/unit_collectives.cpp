@@ -6,6 +6,7 @@
 #include <fstream>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 #include "call_ids.h"
 #include "collectives.hpp"
@@ -449,6 +450,61 @@ TEST_CASE("counts no run could have, and buffers of many GiB, get no schedule an
           CHECK(why == "the algorithm takes more than 33554432 steps");
         }
   }
+  SECTION("an MPICH Bcast of 8192 ranks, 48 a node: its rings are the nodes', and it fits") {
+    // 256 KiB on a power of two of ranks: ch4's composition beta, MPIR's scatter + ring allgather among
+    // the 171 nodes' leaders and within each node of 48 (32 on the last), about 10^6 steps; a ring of
+    // all 8192 ranks would take 6.7 x 10^7 steps and more, past the bound
+    auto c = CollectiveCall{};
+    c.library = MpiLibrary::MPICH;
+    c.call = MPA_CALL_Bcast;
+    c.size = 8192;
+    c.root = 0;
+    c.bytes = 262144;
+    c.mpich_shm = false;
+    for (int i = 0; i < c.size; i++) c.host.push_back(i / 48);
+    auto s = collective_schedule(c, &why);
+    INFO(why);
+    REQUIRE(s);
+    size_t steps = 0;
+    for (const auto& r : s->ranks) steps += r.size();
+    CHECK(steps < max_schedule_steps(8192));
+    CHECK(steps > size_t{8192} * 31);  // each node's ring: every rank meets each other of its node
+    CHECK(s->algorithm.find("beta") != std::string::npos);
+    CHECK(s->algorithm.find("ring") != std::string::npos);
+  }
+  SECTION("MPICH's in-place Alltoallv: each rank's pairs in the library's order, with their counts") {
+    // alltoallv_intra_pairwise_sendrecv_replace.c as written, on 7 ranks whose counts all differ: for
+    // i < j in order, ranks i and j exchange (MPIC_Sendrecv_replace: irecv, isend, wait)
+    const int n = 7;
+    auto c = CollectiveCall{};
+    c.library = MpiLibrary::MPICH;
+    c.call = MPA_CALL_Alltoallv;
+    c.size = n;
+    c.in_place = true;
+    c.peer_bytes.assign(n, std::vector<uint64_t>(n, 0));
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < n; j++) c.peer_bytes[i][j] = 100 * static_cast<uint64_t>(i) + static_cast<uint64_t>(j) + 1;
+    auto s = collective_schedule(c, &why);
+    INFO(why);
+    REQUIRE(s);
+    for (int rank = 0; rank < n; rank++) {
+      INFO("rank " << rank);
+      // (peer, bytes received, bytes sent) in the library's loop order
+      std::vector<std::tuple<int, uint64_t, uint64_t>> library, replayed;
+      for (int i = 0; i < n; ++i)
+        for (int j = i + 1; j < n; ++j) {
+          if (rank == i) library.emplace_back(j, c.peer_bytes[j][rank], c.peer_bytes[rank][j]);
+          if (rank == j) library.emplace_back(i, c.peer_bytes[i][rank], c.peer_bytes[rank][i]);
+        }
+      const auto& steps = s->ranks[rank];
+      for (size_t k = 0; k + 1 < steps.size(); k++)
+        if (steps[k].kind == CollStep::Irecv && steps[k + 1].kind == CollStep::Isend) {
+          CHECK(steps[k].peer == steps[k + 1].peer);
+          replayed.emplace_back(steps[k].peer, steps[k].bytes, steps[k + 1].bytes);
+        }
+      CHECK(replayed == library);
+    }
+  }
   SECTION("MPICH's in-place Alltoall of 1000 ranks: its 3 x 10^6 steps, one pair after another") {
     // alltoall_intra_pairwise_sendrecv_replace.c loops over every pair on every rank: followed as written,
     // 10^9 iterations here, 3.7 x 10^10 at 3344 ranks; each rank meets the others in rank order
@@ -746,6 +802,21 @@ TEST_CASE("the schedules kept for reuse stay within their budget, and the replay
     CHECK(one.schedule_cache_clears > third.schedule_cache_clears);
     CHECK(one.schedule_steps_held <= third.schedule_steps_held);
   }
+  // split to S = 1 byte: the counts whose parts would take more than 2^22 steps are replayed unsplit,
+  // kept so with their note, which each call of the kind carries, first or from the cache, at any budget
+  // (10 calls here: 2 counts of 12; the others split into a part a byte)
+  ReplayOptions o = simple_model(1);
+  o.split_everywhere = true;
+  const ReplayResult unbounded = replay(t, o);
+  uint64_t unsplit = 0;
+  for (const auto& [why, n] : unbounded.collective_approximations)
+    if (why.find("not split: ") != std::string::npos) unsplit += n;
+  CHECK(unsplit > 0);
+  CHECK(unsplit % 5 == 0);  // each count 5 times, each with the note
+  CHECK(unbounded.split_messages > 0);
+  CHECK(unsplit + unbounded.split_messages == 60);
+  o.schedule_cache_steps = 1;
+  CHECK(replay_figures(replay(t, o)) == replay_figures(unbounded));
 }
 
 TEST_CASE("two collectives alike but for MPI_IN_PLACE are replayed by their own algorithms", "[coll][replay]") {
