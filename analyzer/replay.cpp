@@ -1330,7 +1330,7 @@ class Simulation {
       std::string why;
       auto sched = cached_schedule(part, &why);
       if (!sched) return keep({one, fmt::format("not split: a part of {} bytes has no schedule ({})", part.bytes, why)});
-      for (const auto& r : sched->ranks) whole_steps += r.size();
+      whole_steps += steps_of(*sched);
       if (whole_steps > max_steps) return unsplit();
       whole->node_calls += sched->node_calls;
       whole->algorithm = fmt::format("{} parts of {} bytes: {}", parts, chunk, sched->algorithm);
