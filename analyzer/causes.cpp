@@ -205,8 +205,9 @@ CriticalPath critical_path(const Trace& t, const std::vector<Wait>& waits) {
   // (r, k): the path has covered everything from op k's entry on (k: MPI_Finalize, or past the last op)
   uint32_t k = tl.last_gap_op(r);
   double now = static_cast<double>(tl.window(r).stop_ns);
-  uint64_t steps = 0, limit = 4 * t.links.size() + 16;
-  for (const auto& rank : t.ranks) limit += 2 * rank.ops.size();
+  uint64_t steps = 0, limit = 16;
+  for (const auto& rank : t.ranks)
+    for (const Op& op : rank.ops) limit += 2 + 4 * uint64_t{t.n_links(op)};
   while (steps++ < limit) {
     auto [g0, g1] = tl.gap(r, k);
     on_path(tl.key(r, k), true, std::min(g1, now) - g0);

@@ -1880,7 +1880,7 @@ class Simulation {
           s.posted = true;
         }
         // (6): o', or the time to post the algorithm's first steps
-        uint32_t c = op.has_links() ? t_.links[op.first_link].id : kNone;
+        uint32_t c = op.has_links() ? t_.links_of(op)[0].id : kNone;
         double posted = c == kNone ? kUnknown : posted_until(c, r);
         end = std::max(s.now + p_.o, posted == kUnknown ? 0.0 : posted);
         parts.collectives += end - s.now;
@@ -1891,7 +1891,7 @@ class Simulation {
           post_links(r, op, s.now);
           s.posted = true;
         }
-        uint32_t c = op.has_links() ? t_.links[op.first_link].id : kNone;
+        uint32_t c = op.has_links() ? t_.links_of(op)[0].id : kNone;
         double done = c == kNone ? kUnknown : collective_done(c, r, s.now);
         if (done == kUnknown && !s.force && c != kNone) {
           wait_for_collective(c, r);

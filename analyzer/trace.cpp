@@ -571,6 +571,7 @@ Trace build_trace(const JobLog& job) {
   b.join(parts, ranks);
   b.match();
   mark_cached_resends(t);
+  inline_single_links(t);
   t.site_keys.resize(t.ranks.size());
   for (const auto& log : job.ranks()) {
     if (log->rank() < 0 || log->rank() >= t.world_size) continue;
@@ -623,6 +624,33 @@ void mark_cached_resends(Trace& t) {
       computation = 0;
     }
   }
+}
+
+void inline_single_links(Trace& t) {
+  LinkList kept;
+  SpilledLinks spilled;
+  size_t multi = 0;
+  for (const RankTrace& rt : t.ranks)
+    for (const Op& op : rt.ops)
+      if (!op.inline_link && t.n_links(op) > 1) multi += t.n_links(op);
+  kept.reserve(multi);
+  for (RankTrace& rt : t.ranks)
+    for (Op& op : rt.ops) {
+      const OpLinks links = t.links_of(op);
+      const uint32_t n = links.size();
+      if (n == 1) {
+        const Link l = links[0];
+        set_links(op, l.id, 1, spilled);  // the id where the first link's place was
+        op.inline_link = static_cast<uint8_t>(l.kind + 1);
+        continue;
+      }
+      const uint32_t first = static_cast<uint32_t>(kept.size());
+      for (uint32_t k = 0; k < n; k++) kept.push_back(links[k]);
+      op.links_here = 0;  // counted afresh, in the new table
+      set_links(op, first, n, spilled);
+    }
+  t.links = std::move(kept);
+  t.spilled_links = std::move(spilled);
 }
 
 std::vector<uint32_t> done_ops(const Trace& t, Link::Kind side) {

@@ -60,6 +60,20 @@ struct Link {
   bool operator==(const Link&) const = default;
 };
 
+// An op's links: n ids and their kinds, [first, first + n) of the trace's, or its one link held in the op
+// (Op::inline_link). Read while the op and the trace are.
+class OpLinks {
+ public:
+  OpLinks(const uint32_t* ids, const uint8_t* kinds, uint32_t n) : ids_(ids), kinds_(kinds), n_(n) {}
+  Link operator[](uint32_t k) const { return Link{static_cast<Link::Kind>(kinds_[k]), ids_[k]}; }
+  uint32_t size() const { return n_; }
+
+ private:
+  const uint32_t* ids_;
+  const uint8_t* kinds_;
+  uint32_t n_;
+};
+
 // The trace's links as two arrays, ids and kinds: 5 bytes a link where a Link takes 8, about 1.5 links a
 // call. A link is read by value: links[i], or an op's through Trace::links_of. (Packed into one 5-byte
 // struct instead, a link's id was bound misaligned to the const references that take it, which UBSan
@@ -82,37 +96,30 @@ class LinkList {
   }
   void set_id(size_t i, uint32_t id) { id_[i] = id; }
   const std::vector<uint32_t>& ids() const { return id_; }
+  OpLinks of(uint32_t first, uint32_t n) const { return OpLinks(id_.data() + first, kind_.data() + first, n); }
 
  private:
   std::vector<uint32_t> id_;
   std::vector<uint8_t> kind_;
 };
 
-// An op's links, [first, first + n) of the trace's.
-class OpLinks {
- public:
-  OpLinks(const LinkList& all, uint32_t first, uint32_t n) : all_(&all), first_(first), n_(n) {}
-  Link operator[](uint32_t k) const { return (*all_)[first_ + k]; }
-  uint32_t size() const { return n_; }
-
- private:
-  const LinkList* all_;
-  uint32_t first_, n_;
-};
 
 // 24 bytes: one per MPI call of the run, the bulk of a trace in memory. Its times, measured in ns on rank
 // 0's clock (CLOCK_MONOTONIC's, counted from the node's boot), are exact: the entry below 2^56 ns (2.28
 // years), the call's duration below 2^48 ns (78 hours); set_times refuses others. Its links are
 // [first_link, first_link + n) of Trace::links, n as Trace::n_links says: held in the op below
-// kSpilledLinks, in Trace::spilled_links from there (a Waitall of thousands of requests).
+// kSpilledLinks, in Trace::spilled_links from there (a Waitall of hundreds of requests). An op of one link
+// (an Isend, an Irecv, a Wait, a collective: most ops with any) holds it itself once the trace is built
+// (inline_single_links): its kind in inline_link, its id in first_link, 5 bytes less in Trace::links.
 inline constexpr uint64_t kMaxOpEnter = (uint64_t{1} << 56) - 1;
 inline constexpr uint64_t kMaxOpDuration = (uint64_t{1} << 48) - 1;
-inline constexpr uint32_t kSpilledLinks = (uint32_t{1} << 11) - 1;
+inline constexpr uint32_t kSpilledLinks = (uint32_t{1} << 8) - 1;
 struct Op {
   uint64_t t_enter : 56 = 0;
   uint8_t call = 0;            // mpa_call_id (the entry's word's last byte)
   uint64_t duration : 48 = 0;  // t_exit() - t_enter
-  uint64_t links_here : 11 = 0;  // the number of links, or kSpilledLinks: Trace::n_links
+  uint64_t links_here : 8 = 0;   // the number of links, or kSpilledLinks: Trace::n_links
+  uint64_t inline_link : 3 = 0;  // 0, or its one link's kind + 1, the link's id being first_link
   OpKind kind : 4 = OpKind::Other;
   // The call had not returned when a signal ended the rank (Event::unfinished): t_exit is the signal's
   // time. It posts what it posts (a receive, a send, its entry into a collective) but completes nothing:
@@ -134,6 +141,7 @@ struct Op {
 static_assert(sizeof(Op) == 24);
 static_assert(MPA_CALL_COUNT <= 255);
 static_assert(static_cast<int>(OpKind::Other) < 16);
+static_assert(Link::DoneColl + 1 < 8);  // Op::inline_link
 
 // The link counts of ops with kSpilledLinks or more links, by the op's first link.
 using SpilledLinks = std::unordered_map<uint32_t, uint32_t>;
@@ -143,6 +151,7 @@ inline uint32_t n_links(const Op& op, const SpilledLinks& spilled) {
 // The op's links become [first, first + n); first is 0 where n is.
 inline void set_links(Op& op, uint32_t first, uint32_t n, SpilledLinks& spilled) {
   if (op.links_here == kSpilledLinks) spilled.erase(op.first_link);
+  op.inline_link = 0;
   op.first_link = n ? first : 0;
   op.links_here = std::min(n, kSpilledLinks);
   if (n >= kSpilledLinks) spilled[op.first_link] = n;
@@ -214,7 +223,10 @@ struct Trace {
   // site the logs have no definition for is keyed by rank and id.
   SiteKey site(int rank, uint32_t callsite) const;
   uint32_t n_links(const Op& op) const { return mpiadvise::n_links(op, spilled_links); }
-  OpLinks links_of(const Op& op) const { return OpLinks(links, op.first_link, n_links(op)); }
+  OpLinks links_of(const Op& op) const {
+    static constexpr uint8_t kKinds[] = {Link::PostSend, Link::PostRecv, Link::DoneSend, Link::DoneRecv, Link::PostColl, Link::DoneColl};
+    return op.inline_link ? OpLinks(&op.first_link, &kKinds[op.inline_link - 1], 1) : links.of(op.first_link, n_links(op));
+  }
   void set_links(Op& op, uint32_t first, uint32_t n) { mpiadvise::set_links(op, first, n, spilled_links); }
 };
 
@@ -241,6 +253,9 @@ Trace build_trace(const JobLog& job);
 // previous compared send (libtrace/calls.py: sendbuf), which on a multi-threaded rank may be another
 // thread's, as the tracer's comparison is not.
 void mark_cached_resends(Trace& t);
+// Moves the link of every op with one link into the op (Op::inline_link), out of Trace::links; build_trace
+// does. The trace's links are then those of ops with two or more, in the ranks' order.
+void inline_single_links(Trace& t);
 // a core copying cache-resident data goes at about a cache line a cycle: less computation than this takes
 // cannot have rewritten a buffer
 inline constexpr double kRewriteBytesPerNs = 64;

@@ -17,7 +17,7 @@ inline Trace ring_trace(int P, long rounds) {
   t.comms.push_back(TraceComm{1, {}, {}});
   t.site_keys.resize(P);
   t.messages.reserve(static_cast<size_t>(P) * rounds);
-  t.links.reserve(static_cast<size_t>(P) * rounds * 4);
+  t.links.reserve(static_cast<size_t>(P) * rounds * 2);  // the Waitall's two: the Irecv and Isend hold their own
   for (int r = 0; r < P; r++) t.ranks[r].ops.reserve(static_cast<size_t>(rounds) * 3);
   // the message of round k from rank r to r+1: id = r * rounds + k, numbered as build_trace numbers a real
   // run's (analyzer/trace.cpp: by communicator, sender, receiver and tag, then in posting order), so that
@@ -44,8 +44,13 @@ inline Trace ring_trace(int P, long rounds) {
         op.call = call;
         op.kind = kind;
         op.callsite = kind == OpKind::Completion ? 3 : 1;
-        t.set_links(op, static_cast<uint32_t>(t.links.size()), static_cast<uint32_t>(links.size()));
-        for (const auto& l : links) t.links.push_back(l);
+        if (links.size() == 1) {  // held in the op, as build_trace leaves a run's (inline_single_links)
+          t.set_links(op, links.begin()->id, 1);
+          op.inline_link = links.begin()->kind + 1;
+        } else {
+          t.set_links(op, static_cast<uint32_t>(t.links.size()), static_cast<uint32_t>(links.size()));
+          for (const auto& l : links) t.links.push_back(l);
+        }
         ops.push_back(op);
       };
       add(MPA_CALL_Irecv, OpKind::PostRecv, {Link{Link::PostRecv, in}}, 50000 + (r * 7919 + k * 104729) % 20000);

@@ -281,7 +281,7 @@ void require_same_trace_on_any_threads(const mpiadvise::JobLog& job) {
         // (the op's fields by value: bit-fields bind to no reference)
         auto fields = [](const Trace& t, const Op& o) {
           return std::make_tuple(uint64_t{o.t_enter}, o.t_exit(), o.callsite, o.first_link, t.n_links(o),
-                                 uint64_t{o.call}, OpKind{o.kind}, bool{o.unfinished});
+                                 uint64_t{o.inline_link}, uint64_t{o.call}, OpKind{o.kind}, bool{o.unfinished});
         };
         REQUIRE(fields(b, q) == fields(a, p));
       }

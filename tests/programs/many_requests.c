@@ -1,6 +1,6 @@
 /* One MPI_Waitall over thousands of requests, as codes that post a receive per neighbour element do.
  * Run with 2 ranks.
- *   many_requests [requests...]     (default 3000 2046 2047: a round for each)
+ *   many_requests [requests...]     (default 3000 254 255: a round for each)
  * Each round rank 0 sends <requests> messages of one int to rank 1 (MPI_Isend, tag i) and completes
  * them in one MPI_Waitall; rank 1 posts the matching MPI_Irecvs and one more that nothing matches
  * (tag <requests>), cancels that one, and completes all <requests> + 1 in one MPI_Waitall.
@@ -16,7 +16,7 @@ int main(int argc, char **argv)
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  static const int defaults[] = {3000, 2046, 2047};
+  static const int defaults[] = {3000, 254, 255};
   int rounds = argc > 1 ? argc - 1 : 3, most = 0;
   for (int round = 0; round < rounds; round++) {
     int n = argc > 1 ? atoi(argv[round + 1]) : defaults[round];
