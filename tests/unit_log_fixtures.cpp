@@ -447,6 +447,45 @@ TEST_CASE("each fixture's trace is the same read on 1, 2 or 3 threads", "[fixtur
   }
 }
 
+TEST_CASE("an op of one link holds it, and each op's links name the messages and collectives it posts", "[fixtures][trace]") {
+  // build_trace moves the link of an op with one into the op (Op::inline_link): the trace's list keeps the
+  // links of ops with two or more, and every op reads its own through links_of either way
+  for (const char* name : {"p2p-all", "threads", "halo-procnull", "job-strings"}) {
+    INFO(name);
+    JobLog job(fixture(name));
+    const Trace t = build_trace(job);
+    size_t listed = 0, held = 0;
+    for (const RankTrace& rt : t.ranks)
+      for (uint32_t i = 0; i < rt.ops.size(); i++) {
+        INFO("rank " << rt.rank << " op " << i);
+        const Op& op = rt.ops[i];
+        const OpLinks links = t.links_of(op);
+        REQUIRE(links.size() == t.n_links(op));
+        CHECK((op.inline_link != 0) == (links.size() == 1));
+        if (links.size() == 1) held++;
+        else listed += links.size();
+        for (uint32_t k = 0; k < links.size(); k++) {
+          const Link l = links[k];
+          if (l.kind == Link::PostSend) {
+            REQUIRE(l.id < t.messages.size());
+            CHECK(std::tie(t.messages[l.id].src, t.messages[l.id].send_op) == std::tie(rt.rank, i));
+          } else if (l.kind == Link::PostRecv) {
+            REQUIRE(l.id < t.messages.size());
+            CHECK(std::tie(t.messages[l.id].dst, t.messages[l.id].recv_op) == std::tie(rt.rank, i));
+          } else if (l.kind == Link::PostColl) {
+            REQUIRE(l.id < t.collectives.size());
+            const auto& members = t.collectives[l.id].members;
+            CHECK(std::find(members.begin(), members.end(), std::make_pair(rt.rank, i)) != members.end());
+          } else {
+            CHECK(l.id < (l.kind == Link::DoneColl ? t.collectives.size() : t.messages.size()));
+          }
+        }
+      }
+    CHECK(t.links.size() == listed);
+    CHECK(held > 0);
+  }
+}
+
 TEST_CASE("a log read from memory is the log read from its file", "[fixtures]") {
   const fs::path f = fixture("p2p-all") / "rank-00000.mpa";
   RankLog from_file(f), from_memory("p2p-all rank 0", file_bytes(f));
