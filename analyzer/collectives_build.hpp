@@ -42,6 +42,12 @@ class Builder {
     const uint64_t p = static_cast<uint64_t>(std::max(n, 0));
     expect(p * (p > 0 ? p - 1 : 0));
   }
+  // ... every one of n ranks taking `each` steps or more (a pipeline's cells or fragments)
+  void expect_each(int n, uint64_t each) const {
+    const uint64_t p = static_cast<uint64_t>(std::max(n, 0));
+    if (p && each > max_steps_ / p) throw TooManySteps{};
+    expect(p * each);
+  }
   void add(int pos, CollStep step) {
     if (++steps_ > max_steps_) throw TooManySteps{};
     step.round = round_[pos];

@@ -159,9 +159,10 @@ std::vector<int> kary_children(int size, int rank, int k) {
 }
 int kary_parent(int rank, int k) { return (rank - 1) / k; }
 
-// each cell's bytes: MPIR_Algo_calculate_pipeline_chunk_info over cells of kShmCellBytes
-std::vector<uint64_t> shm_cells(uint64_t nbytes) {
-  if (nbytes / kShmCellBytes >= kMaxScheduleSteps) throw TooManySteps{};  // a step or more each
+// each cell's bytes: MPIR_Algo_calculate_pipeline_chunk_info over cells of kShmCellBytes; refused first
+// where the size ranks' steps would be past the bound: each rank raises two flags for each cell
+std::vector<uint64_t> shm_cells(const Builder& b, int size, uint64_t nbytes) {
+  b.expect_each(size, 2 * (nbytes / kShmCellBytes + (nbytes % kShmCellBytes != 0)));
   std::vector<uint64_t> cells;
   for (uint64_t done = 0; done < nbytes; done += kShmCellBytes) cells.push_back(std::min(kShmCellBytes, nbytes - done));
   return cells;
@@ -173,10 +174,11 @@ std::vector<uint64_t> shm_cells(uint64_t nbytes) {
 void shm_bcast(Builder& b, const Group& g, int root, uint64_t nbytes) {
   const int size = g.size();
   if (size < 2 || nbytes == 0) return;
+  const std::vector<uint64_t> cells = shm_cells(b, size, nbytes);
   for (int rank = 0; rank < size; rank++) {
     Proc p(b, g, rank);
     const auto children = kary_children(size, rank, kShmBcastTreeK);
-    for (uint64_t bytes : shm_cells(nbytes)) {
+    for (uint64_t bytes : cells) {
       if (root != 0 && rank == root) p.send(0, bytes);
       if (root != 0 && rank == 0) p.recv(root, bytes);
       if (rank != 0) {
@@ -201,10 +203,11 @@ void shm_bcast(Builder& b, const Group& g, int root, uint64_t nbytes) {
 void shm_reduce(Builder& b, const Group& g, int root, uint64_t nbytes) {
   const int size = g.size();
   if (size < 2 || nbytes == 0) return;
+  const std::vector<uint64_t> cells = shm_cells(b, size, nbytes);
   for (int rank = 0; rank < size; rank++) {
     Proc p(b, g, rank);
     const auto children = kary_children(size, rank, kShmReduceTreeK);
-    for (uint64_t bytes : shm_cells(nbytes)) {
+    for (uint64_t bytes : cells) {
       if (rank != 0) p.flag_wait(kary_parent(rank, kShmReduceTreeK), kReleaseFlag, kShmLag);
       p.flag_set(kReleaseFlag);
       for (int child : children) {
@@ -224,9 +227,10 @@ void shm_reduce(Builder& b, const Group& g, int root, uint64_t nbytes) {
 void shm_allreduce(Builder& b, const Group& g, uint64_t nbytes) {
   const int size = g.size();
   if (size < 2 || nbytes == 0) return;
+  const std::vector<uint64_t> cells = shm_cells(b, size, nbytes);
   for (int rank = 0; rank < size; rank++) {
     Proc p(b, g, rank);
-    for (uint64_t bytes : shm_cells(nbytes)) {
+    for (uint64_t bytes : cells) {
       for (int child : kary_children(size, rank, kShmReduceTreeK)) {
         p.recv(child, bytes);
         p.reduce(bytes);

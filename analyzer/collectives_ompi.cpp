@@ -2168,10 +2168,11 @@ void exscan_linear(Builder& b, const Group& g, uint64_t bytes) {
 // ---- libnbc (ompi/mca/coll/libnbc/nbc_i*.c) ------------------------------------------------------------
 // One NbcSchedule per rank, committed at the end.
 struct Nbc {
+  Builder& b;
   std::vector<Proc> procs;
   std::vector<NbcSchedule> scheds;
   std::vector<NbcSchedule*> ptrs;
-  Nbc(Builder& b, const Group& g) {
+  Nbc(Builder& builder, const Group& g) : b(builder) {
     procs.reserve(g.size());
     scheds.reserve(g.size());
     for (int r = 0; r < g.size(); r++) procs.emplace_back(b, g, r);
@@ -2231,6 +2232,7 @@ void nbc_reduce_binomial_part(Nbc& n, int size, int vroot, uint64_t bytes) {
 void nbc_reduce_chain(Nbc& n, int size, int root, Vec v, uint64_t fragsize) {
   if (v.count == 0) return;
   uint64_t numfrag = v.total() / fragsize + (v.total() % fragsize ? 1 : 0);
+  if (size > 1) n.b.expect_each(size, numfrag);  // each rank a receive or a send, or both, for each fragment
   uint64_t fragcount = v.count / numfrag;
   for (int rank = 0; rank < size; rank++) {
     auto& s = n[rank];
