@@ -440,28 +440,6 @@ struct Builder {
     }
   }
 
-  // The links of cancelled operations (no message: their id is kNone) go; an op left with no link is
-  // replayed as what it was measured to be (Other), as a completion of nothing is.
-  void drop_cancelled_links() {
-    if (std::none_of(t.links.ids().begin(), t.links.ids().end(), [](uint32_t id) { return id == kNone; })) return;
-    LinkList kept;
-    SpilledLinks spilled;
-    kept.reserve(t.links.size());
-    for (auto& rt : t.ranks) {
-      for (auto& op : rt.ops) {
-        const uint32_t first = static_cast<uint32_t>(kept.size());
-        const OpLinks links = t.links_of(op);
-        for (uint32_t i = 0; i < links.size(); i++)
-          if (links[i].id != kNone) kept.push_back(links[i]);
-        op.links_here = 0;  // counted afresh, in the new table
-        set_links(op, first, static_cast<uint32_t>(kept.size()) - first, spilled);
-        if (!op.has_links() && (op.kind == OpKind::PostSend || op.kind == OpKind::PostRecv || op.kind == OpKind::Completion))
-          op.kind = OpKind::Other;
-      }
-    }
-    t.links = std::move(kept);
-    t.spilled_links = std::move(spilled);
-  }
 
   // MPI's matching: per communicator, sender, receiver and tag, sends and receives pair in order
   // (non-overtaking); receives with wildcards match by the source and tag their status resolved.
@@ -544,7 +522,6 @@ struct Builder {
       if (l.kind == Link::PostSend || l.kind == Link::DoneSend) t.links.set_id(i, send_msg[l.id]);
       else if (l.kind == Link::PostRecv || l.kind == Link::DoneRecv) t.links.set_id(i, recv_msg[l.id]);
     }
-    drop_cancelled_links();
     for (const auto& c : t.collectives)
       if (c.members.size() != t.comms[c.comm].members.size()) t.incomplete_collectives++;
   }
@@ -570,8 +547,8 @@ Trace build_trace(const JobLog& job) {
   Builder b(t);
   b.join(parts, ranks);
   b.match();
+  compact_links(t);  // once the matching's queues are gone
   mark_cached_resends(t);
-  inline_single_links(t);
   t.site_keys.resize(t.ranks.size());
   for (const auto& log : job.ranks()) {
     if (log->rank() < 0 || log->rank() >= t.world_size) continue;
@@ -626,28 +603,36 @@ void mark_cached_resends(Trace& t) {
   }
 }
 
-void inline_single_links(Trace& t) {
-  LinkList kept;
-  SpilledLinks spilled;
-  size_t multi = 0;
+void compact_links(Trace& t) {
+  auto kept_of = [](const OpLinks& links) {
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < links.size(); k++) n += links[k].id != kNone;
+    return n;
+  };
+  size_t listed = 0;
   for (const RankTrace& rt : t.ranks)
     for (const Op& op : rt.ops)
-      if (!op.inline_link && t.n_links(op) > 1) multi += t.n_links(op);
-  kept.reserve(multi);
+      if (const uint32_t n = kept_of(t.links_of(op)); n > 1) listed += n;
+  LinkList kept;
+  SpilledLinks spilled;
+  kept.reserve(listed);
   for (RankTrace& rt : t.ranks)
     for (Op& op : rt.ops) {
       const OpLinks links = t.links_of(op);
-      const uint32_t n = links.size();
-      if (n == 1) {
-        const Link l = links[0];
-        set_links(op, l.id, 1, spilled);  // the id where the first link's place was
-        op.inline_link = static_cast<uint8_t>(l.kind + 1);
-        continue;
-      }
       const uint32_t first = static_cast<uint32_t>(kept.size());
-      for (uint32_t k = 0; k < n; k++) kept.push_back(links[k]);
+      for (uint32_t k = 0; k < links.size(); k++)
+        if (links[k].id != kNone) kept.push_back(links[k]);
+      const uint32_t n = static_cast<uint32_t>(kept.size()) - first;
       op.links_here = 0;  // counted afresh, in the new table
-      set_links(op, first, n, spilled);
+      if (n == 1) {
+        const Link one = kept[first];
+        kept.pop_back();
+        set_one_link(op, one, spilled);
+      } else {
+        set_links(op, first, n, spilled);
+      }
+      if (!n && (op.kind == OpKind::PostSend || op.kind == OpKind::PostRecv || op.kind == OpKind::Completion))
+        op.kind = OpKind::Other;
     }
   t.links = std::move(kept);
   t.spilled_links = std::move(spilled);

@@ -97,12 +97,15 @@ class LinkList {
   void set_id(size_t i, uint32_t id) { id_[i] = id; }
   const std::vector<uint32_t>& ids() const { return id_; }
   OpLinks of(uint32_t first, uint32_t n) const { return OpLinks(id_.data() + first, kind_.data() + first, n); }
+  void pop_back() {
+    id_.pop_back();
+    kind_.pop_back();
+  }
 
  private:
   std::vector<uint32_t> id_;
   std::vector<uint8_t> kind_;
 };
-
 
 // 24 bytes: one per MPI call of the run, the bulk of a trace in memory. Its times, measured in ns on rank
 // 0's clock (CLOCK_MONOTONIC's, counted from the node's boot), are exact: the entry below 2^56 ns (2.28
@@ -110,7 +113,7 @@ class LinkList {
 // [first_link, first_link + n) of Trace::links, n as Trace::n_links says: held in the op below
 // kSpilledLinks, in Trace::spilled_links from there (a Waitall of hundreds of requests). An op of one link
 // (an Isend, an Irecv, a Wait, a collective: most ops with any) holds it itself once the trace is built
-// (inline_single_links): its kind in inline_link, its id in first_link, 5 bytes less in Trace::links.
+// (compact_links): its kind in inline_link, its id in first_link, 5 bytes less in Trace::links.
 inline constexpr uint64_t kMaxOpEnter = (uint64_t{1} << 56) - 1;
 inline constexpr uint64_t kMaxOpDuration = (uint64_t{1} << 48) - 1;
 inline constexpr uint32_t kSpilledLinks = (uint32_t{1} << 8) - 1;
@@ -155,6 +158,11 @@ inline void set_links(Op& op, uint32_t first, uint32_t n, SpilledLinks& spilled)
   op.first_link = n ? first : 0;
   op.links_here = std::min(n, kSpilledLinks);
   if (n >= kSpilledLinks) spilled[op.first_link] = n;
+}
+// The op's one link becomes its own (Op::inline_link), as compact_links leaves a built trace's.
+inline void set_one_link(Op& op, Link l, SpilledLinks& spilled) {
+  set_links(op, l.id, 1, spilled);
+  op.inline_link = static_cast<uint8_t>(l.kind + 1);
 }
 
 // 32 bytes: the flags share the communicator's word. A trace numbers fewer than kMaxComms communicators:
@@ -253,9 +261,11 @@ Trace build_trace(const JobLog& job);
 // previous compared send (libtrace/calls.py: sendbuf), which on a multi-threaded rank may be another
 // thread's, as the tracer's comparison is not.
 void mark_cached_resends(Trace& t);
-// Moves the link of every op with one link into the op (Op::inline_link), out of Trace::links; build_trace
-// does. The trace's links are then those of ops with two or more, in the ranks' order.
-void inline_single_links(Trace& t);
+// Lays the trace's links out again, as build_trace does once messages are matched: the links of cancelled
+// operations (no message: their id is kNone) go, and an op left with no link is replayed as what it was
+// measured to be (Other), as a completion of nothing is; the link of an op with one moves into the op
+// (Op::inline_link). Trace::links then holds those of ops with two or more, in the ranks' order.
+void compact_links(Trace& t);
 // a core copying cache-resident data goes at about a cache line a cycle: less computation than this takes
 // cannot have rewritten a buffer
 inline constexpr double kRewriteBytesPerNs = 64;

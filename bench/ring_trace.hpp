@@ -44,9 +44,8 @@ inline Trace ring_trace(int P, long rounds) {
         op.call = call;
         op.kind = kind;
         op.callsite = kind == OpKind::Completion ? 3 : 1;
-        if (links.size() == 1) {  // held in the op, as build_trace leaves a run's (inline_single_links)
-          t.set_links(op, links.begin()->id, 1);
-          op.inline_link = links.begin()->kind + 1;
+        if (links.size() == 1) {  // held in the op, as build_trace leaves a run's (compact_links)
+          set_one_link(op, *links.begin(), t.spilled_links);
         } else {
           t.set_links(op, static_cast<uint32_t>(t.links.size()), static_cast<uint32_t>(links.size()));
           for (const auto& l : links) t.links.push_back(l);
