@@ -136,8 +136,8 @@ struct ByteReader {
   bool done() const { return at == bytes.size(); }
 };
 
-// The messages are numbered as they were matched, every rank's in turn: a rank's ops, walked in order,
-// meet theirs far apart in memory, a cache miss each. A walk that reads them (the paper's replay, the
+// The messages are numbered by sender, each rank's sends in its order (build_trace): a rank's ops, walked
+// in order, meet its receives in their senders' parts, far apart in memory, a cache miss each. A walk that reads them (the paper's replay, the
 // simulation's eager channels) asks for those of the op this many ahead while it is at the op in hand.
 constexpr uint32_t kPrefetchOps = 8;
 void prefetch_messages(const Trace& t, const Op& op) {

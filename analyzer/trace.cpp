@@ -53,18 +53,16 @@ OpKind op_kind(int call, uint32_t count) {
 
 namespace {
 
-// One side of a message before matching: 32 bytes each, one per send and one per receive of the run (the
-// analysis's peak of memory is where they and the messages made of them are all held).
-struct SendEnd {
-  uint64_t bytes;
-  int rank, dst;
-  uint32_t comm, op;
-  int32_t tag;
-  bool sync;
-  bool cancelled = false;  // MPI_Cancel succeeded: no message
-  bool resent = false;     // Event::resent
-};
-static_assert(sizeof(SendEnd) == 32);
+// A send is its message from the start: the reading makes one Message for each send, in the ranks' order
+// and each rank's order of sending, and the matching fills in the receive's side. A message is so named by
+// its sender and the sender's count of sends, the same whatever the other ranks' logs hold.
+// recv_op before matching: kNone, or this where MPI_Cancel succeeded on the send (no message).
+inline constexpr uint32_t kCancelledSend = kNone - 1;
+// The unknown communicator as Message::comm keeps it.
+inline constexpr uint32_t kUnknownComm = kMaxComms - 1;
+
+// The receive side of a message before matching: 32 bytes each, one per receive of the run (the reading's
+// peak of memory is where they and the messages are both held).
 struct RecvEnd {
   uint64_t bytes;
   int rank, src;  // src resolved from the status where there is one
@@ -103,7 +101,7 @@ struct RankPart {
   };
   LinkList links;  // ids: the part's sends, receives or memberships
   SpilledLinks spilled;  // by the ops' first links in the part's
-  std::vector<SendEnd> sends;
+  std::vector<Message> sends;  // comm: the part's index, kUnknownComm where the log names none
   std::vector<RecvEnd> recvs;
   std::vector<Membership> colls;
   std::vector<const Communicator*> comms;  // by the part's index: the log's definition
@@ -243,7 +241,7 @@ class RankReader {
             Pending& p = it->second;
             if ((p.kind == Pending::Send || p.kind == Pending::PersistentSend) && p.id != kNone) {
               link(op, Link::DoneSend, p.id);
-              part_.sends[p.id].cancelled = st.cancelled;
+              if (st.cancelled) part_.sends[p.id].recv_op = kCancelledSend;
             } else if ((p.kind == Pending::Recv || p.kind == Pending::PersistentRecv) && p.id != kNone) {
               link(op, Link::DoneRecv, p.id);
               if (st.cancelled) part_.recvs[p.id].cancelled = true;  // its status says nothing of a message
@@ -321,7 +319,15 @@ class RankReader {
   }
 
   uint32_t add_send(int rank, uint32_t op, uint32_t comm, int dst, int32_t tag, uint64_t bytes, bool sync) {
-    part_.sends.push_back(SendEnd{bytes, rank, dst, comm, op, tag, sync});
+    Message m;
+    m.src = rank;
+    m.dst = dst;
+    m.comm = std::min(comm, kUnknownComm);
+    m.tag = tag;
+    m.bytes = bytes;
+    m.synchronous = sync;
+    m.send_op = op;
+    part_.sends.push_back(m);
     return static_cast<uint32_t>(part_.sends.size() - 1);
   }
   uint32_t add_recv(int rank, uint32_t op, uint32_t comm, int src, int32_t tag, uint64_t bytes) {
@@ -339,7 +345,6 @@ class RankReader {
 
 struct Builder {
   Trace& t;
-  std::vector<SendEnd> sends;
   std::vector<RecvEnd> recvs;
   std::unordered_map<uint64_t, uint32_t> comm_index;  // gid -> index
   // collectives: by communicator and sequence, the instance (kNone: none yet)
@@ -410,17 +415,17 @@ struct Builder {
       throw std::length_error(
           fmt::format("{} communicators: more than a trace can number ({})", t.comms.size(), kMaxComms - 1));
     // the trace's vectors at their size, filled as the parts are freed: the parts and the trace's
-    // vectors are not both held whole
-    sends.reserve(n_sends);
+    // vectors are not both held whole. The sends are the trace's first messages.
+    t.messages.reserve(n_sends);
     recvs.reserve(n_recvs);
     t.links.reserve(n_links);
     for (size_t p = 0; p < parts.size(); p++) {
       RankPart& part = parts[p];
       const Place& place = at[p];
       auto comm = [&](uint32_t c) { return c == kNone ? kNone : place.comm[c]; };
-      for (SendEnd e : part.sends) {
-        e.comm = comm(e.comm);
-        sends.push_back(e);
+      for (Message e : part.sends) {
+        e.comm = e.comm == kUnknownComm ? kUnknownComm : place.comm[e.comm];
+        t.messages.push_back(e);
       }
       for (RecvEnd e : part.recvs) {
         e.comm = comm(e.comm);
@@ -442,11 +447,10 @@ struct Builder {
 
 
   // MPI's matching: per communicator, sender, receiver and tag, sends and receives pair in order
-  // (non-overtaking); receives with wildcards match by the source and tag their status resolved.
+  // (non-overtaking); receives with wildcards match by the source and tag their status resolved. A send
+  // is already its message (join); a receive no send matched becomes one of its own, after them.
   void match() {
-    // the reading's vectors at their size before the messages are made beside them: the peak of the
-    // whole analysis is here
-    sends.shrink_to_fit();
+    // the reading's vectors at their size before the queues are made beside them: the reading's peak
     recvs.shrink_to_fit();
     t.links.shrink_to_fit();
     struct Key {
@@ -458,58 +462,55 @@ struct Builder {
       }
     };
     std::map<Key, std::vector<uint32_t>> send_q, recv_q;
-    for (uint32_t i = 0; i < sends.size(); i++)
-      if (!sends[i].cancelled) send_q[{sends[i].comm, sends[i].rank, sends[i].dst, sends[i].tag}].push_back(i);
+    const uint32_t n_sends = static_cast<uint32_t>(t.messages.size());
+    for (uint32_t i = 0; i < n_sends; i++) {
+      const Message& m = t.messages[i];
+      if (m.recv_op != kCancelledSend) send_q[{m.comm, m.src, m.dst, m.tag}].push_back(i);
+    }
     for (uint32_t i = 0; i < recvs.size(); i++) {
       const RecvEnd& r = recvs[i];
       if (r.cancelled) continue;             // no message, neither matched nor missing a partner
       if (r.src < 0 || r.tag < 0) continue;  // a wildcard never resolved (never completed)
-      recv_q[{r.comm, r.src, r.rank, r.tag}].push_back(i);
+      recv_q[{std::min(r.comm, kUnknownComm), r.src, r.rank, r.tag}].push_back(i);
     }
-    std::vector<uint32_t> send_msg(sends.size(), kNone), recv_msg(recvs.size(), kNone);
-    // one message for each send, and for each receive no send matched: reserved at that count (grown by
-    // doubling they took up to twice as much, and three times while a doubling copied them)
-    size_t messages = t.messages.size() + sends.size() - static_cast<size_t>(std::count_if(
-        sends.begin(), sends.end(), [](const SendEnd& s) { return s.cancelled; }));
-    for (uint32_t i = 0; i < recvs.size(); i++) messages += !recvs[i].cancelled && (recvs[i].src < 0 || recvs[i].tag < 0);
-    for (const auto& [key, rq] : recv_q) {
-      auto sit = send_q.find(key);
-      messages += rq.size() - std::min(rq.size(), sit == send_q.end() ? size_t{0} : sit->second.size());
-    }
-    t.messages.reserve(messages);
+    std::vector<uint32_t> recv_msg(recvs.size(), kNone);  // the send's message each receive matched
     for (auto& [key, sq] : send_q) {
       auto rit = recv_q.find(key);
-      size_t n = rit == recv_q.end() ? 0 : std::min(sq.size(), rit->second.size());
-      for (size_t i = 0; i < sq.size(); i++) {
-        const SendEnd& s = sends[sq[i]];
-        Message m;
-        m.src = s.rank;
-        m.dst = s.dst;
-        m.comm = s.comm;
-        m.tag = s.tag;
-        m.bytes = s.bytes;
-        m.synchronous = s.sync;
-        m.resent = s.resent;
-        m.send_op = s.op;
-        if (i < n) {
-          const RecvEnd& r = recvs[rit->second[i]];
-          m.recv_op = r.op;
-          recv_msg[rit->second[i]] = static_cast<uint32_t>(t.messages.size());
-        } else {
-          t.unmatched_sends++;
-        }
-        send_msg[sq[i]] = static_cast<uint32_t>(t.messages.size());
-        t.largest_message = std::max(t.largest_message, m.bytes);
-        t.messages.push_back(m);
+      const size_t n = rit == recv_q.end() ? 0 : std::min(sq.size(), rit->second.size());
+      for (size_t i = 0; i < n; i++) {
+        t.messages[sq[i]].recv_op = recvs[rit->second[i]].op;
+        recv_msg[rit->second[i]] = sq[i];
       }
+      t.unmatched_sends += sq.size() - n;
     }
+    send_q.clear();
+    recv_q.clear();
+    // the cancelled sends go, the messages after them move down; send_msg: old id -> new (kNone: none)
+    std::vector<uint32_t> send_msg;
+    const auto cancelled = [](const Message& m) { return m.recv_op == kCancelledSend; };
+    if (std::any_of(t.messages.begin(), t.messages.end(), cancelled)) {
+      send_msg.assign(n_sends, kNone);
+      uint32_t kept = 0;
+      for (uint32_t i = 0; i < n_sends; i++)
+        if (!cancelled(t.messages[i])) {
+          send_msg[i] = kept;
+          t.messages[kept++] = t.messages[i];
+        }
+      t.messages.resize(kept);
+      for (uint32_t& m : recv_msg)
+        if (m != kNone) m = send_msg[m];
+    }
+    size_t unmatched_recvs = 0;
+    for (uint32_t i = 0; i < recvs.size(); i++) unmatched_recvs += recv_msg[i] == kNone && !recvs[i].cancelled;
+    if (unmatched_recvs) t.messages.reserve(t.messages.size() + unmatched_recvs);  // at its size, not doubled
+    for (const Message& m : t.messages) t.largest_message = std::max(t.largest_message, m.bytes);
     for (uint32_t i = 0; i < recvs.size(); i++) {
       if (recv_msg[i] != kNone || recvs[i].cancelled) continue;
       const RecvEnd& r = recvs[i];
       Message m;
       m.src = r.src;
       m.dst = r.rank;
-      m.comm = r.comm;
+      m.comm = std::min(r.comm, kUnknownComm);
       m.tag = r.tag;
       m.bytes = r.bytes;
       m.recv_op = r.op;
@@ -519,7 +520,7 @@ struct Builder {
     }
     for (size_t i = 0; i < t.links.size(); i++) {
       const Link l = t.links[i];
-      if (l.kind == Link::PostSend || l.kind == Link::DoneSend) t.links.set_id(i, send_msg[l.id]);
+      if ((l.kind == Link::PostSend || l.kind == Link::DoneSend) && !send_msg.empty()) t.links.set_id(i, send_msg[l.id]);
       else if (l.kind == Link::PostRecv || l.kind == Link::DoneRecv) t.links.set_id(i, recv_msg[l.id]);
     }
     for (const auto& c : t.collectives)

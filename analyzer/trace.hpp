@@ -216,6 +216,8 @@ struct RankTrace {
 struct Trace {
   int world_size = 0;
   std::vector<RankTrace> ranks;       // by world rank (empty ops where a log is missing)
+  // build_trace's: one for each send (but those MPI_Cancel undid), by sender (world rank) and each rank's
+  // order of sending; then one for each receive no send matched, by receiver and in its order
   std::vector<Message> messages;
   std::vector<CollectiveInstance> collectives;
   std::vector<TraceComm> comms;

@@ -20,8 +20,8 @@ inline Trace ring_trace(int P, long rounds) {
   t.links.reserve(static_cast<size_t>(P) * rounds * 2);  // the Waitall's two: the Irecv and Isend hold their own
   for (int r = 0; r < P; r++) t.ranks[r].ops.reserve(static_cast<size_t>(rounds) * 3);
   // the message of round k from rank r to r+1: id = r * rounds + k, numbered as build_trace numbers a real
-  // run's (analyzer/trace.cpp: by communicator, sender, receiver and tag, then in posting order), so that
-  // the replay meets each rank's messages in order, as it does on logs
+  // run's (analyzer/trace.cpp: by sender, each rank's sends in its order of sending), so that the replay
+  // meets the messages where it does on logs
   for (int r = 0; r < P; r++)
     for (long k = 0; k < rounds; k++) {
       Message m;

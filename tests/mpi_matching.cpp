@@ -125,6 +125,59 @@ TEST_CASE("cancelled receives are recorded as cancelled and left out of matching
   CHECK(partner_notes(report_of(run.dir)).empty());
 }
 
+TEST_CASE("a send the log says was cancelled is no message, and the sends after it are numbered in order", "[matching][cancel]") {
+  // rank 0: Isend (tag 5) that its Wait's status calls cancelled, Send (tag 6), Send (tag 5); rank 1
+  // receives tag 6, then tag 5. The trace's messages are rank 0's sends in its order of sending, the
+  // cancelled one left out: had it stayed, rank 1's tag 5 receive would have matched it, and the second
+  // tag 5 send would have been left without a receiver.
+  JobSpec s;
+  s.np = 2;
+  s.program = "cancel_send";
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  // MPICH's UCX may warn at MPI_Finalize of the first tag 5 message, which nobody received
+  REQUIRE(run.out.rfind("cancel_send: ok\n", 0) == 0);
+  const auto waits = calls_named(events_of(run.dir, 0), "MPI_Wait");
+  REQUIRE(waits.size() == 1);
+  REQUIRE(waits[0].e.statuses.size() == 1);
+  REQUIRE(waits[0].e.statuses[0].cancelled);
+
+  mpiadvise::JobLog job(run.dir);
+  CHECK(job.problems().empty());
+  const auto t = mpiadvise::build_trace(job);
+  CHECK(t.unmatched_sends == 0);
+  CHECK(t.unmatched_recvs == 0);
+  REQUIRE(t.messages.size() == 2);
+  const auto& ops0 = t.ranks[0].ops;
+  const auto& ops1 = t.ranks[1].ops;
+  auto index_of = [](const std::vector<mpiadvise::Op>& ops, int call, int nth) {
+    for (uint32_t i = 0; i < ops.size(); i++)
+      if (ops[i].call == call && nth-- == 0) return i;
+    return mpiadvise::kNone;
+  };
+  const uint32_t isend = index_of(ops0, MPA_CALL_Isend, 0), wait = index_of(ops0, MPA_CALL_Wait, 0);
+  REQUIRE(isend != mpiadvise::kNone);
+  REQUIRE(wait != mpiadvise::kNone);
+  // the cancelled send and its completion are replayed as measured: no links, no message
+  CHECK(ops0[isend].kind == mpiadvise::OpKind::Other);
+  CHECK(ops0[wait].kind == mpiadvise::OpKind::Other);
+  CHECK_FALSE(ops0[isend].has_links());
+  CHECK_FALSE(ops0[wait].has_links());
+  CHECK(t.messages[0].tag == 6);
+  CHECK(t.messages[0].send_op == index_of(ops0, MPA_CALL_Send, 0));
+  CHECK(t.messages[0].recv_op == index_of(ops1, MPA_CALL_Recv, 0));
+  CHECK(t.messages[1].tag == 5);
+  CHECK(t.messages[1].send_op == index_of(ops0, MPA_CALL_Send, 1));
+  CHECK(t.messages[1].recv_op == index_of(ops1, MPA_CALL_Recv, 1));
+  for (uint32_t m = 0; m < 2; m++) {  // each message's ops link it under its new number
+    CHECK(t.links_of(ops0[t.messages[m].send_op])[0] == mpiadvise::Link{mpiadvise::Link::PostSend, m});
+    CHECK(t.links_of(ops1[t.messages[m].recv_op])[0] == mpiadvise::Link{mpiadvise::Link::PostRecv, m});
+  }
+  require_same_trace_on_any_threads(job);
+  CHECK(partner_notes(report_of(run.dir)).empty());
+}
+
 TEST_CASE("a Waitall of thousands of requests completes every one of its messages", "[matching][cancel]") {
   // an op keeps a count of its links below kSpilledLinks (255) and the trace keeps the counts of larger
   // ones. Rounds of 3000, 254 and 255 messages, each sent in one Waitall and received in one with a

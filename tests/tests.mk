@@ -28,7 +28,8 @@ $(TEST_DIR)/%: $(TEST_DIR)/obj/%.o $(TEST_SUPPORT) $(ANALYZER_LIB)
 # -rdynamic and stripped of everything but .dynsym; built by clang (DWARF 5 and no .debug_aranges, which
 # gcc writes and libdw 0.188 needs to find a line by address). pipeline_nosym: an example built without debug
 # information and stripped (the report falls back to module+offset). clash: linked with -rdynamic, its
-# functions named as the tracer's are in its dynamic symbol table.
+# functions named as the tracer's are in its dynamic symbol table. cancel_send: linked with -rdynamic, its
+# PMPI_Test_cancelled answers the tracer's calls.
 CXX_PROGRAM_FLAGS := -O1 -g -Iexamples -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX
 define MPI_TEST_RULES
 $(TEST_DIR)/programs/$(1)/%: tests/programs/%.c examples/compute.h
@@ -42,6 +43,10 @@ $(TEST_DIR)/programs/$(1)/%: tests/programs/%.f90 $(wildcard tests/programs/*.in
 $(TEST_DIR)/programs/$(1)/clash: tests/programs/clash.c
 	@mkdir -p $$(dir $$@)
 	$(MPICC_$(1)) -O1 -g -rdynamic -o $$@ $$<
+
+$(TEST_DIR)/programs/$(1)/cancel_send: tests/programs/cancel_send.c
+	@mkdir -p $$(dir $$@)
+	$(MPICC_$(1)) -O1 -g -rdynamic -o $$@ $$< -ldl
 
 $(TEST_DIR)/programs/$(1)/pipeline_nosym: examples/pipeline.c examples/compute.h
 	@mkdir -p $$(dir $$@)
