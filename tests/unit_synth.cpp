@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "log_reader.hpp"
 #include "replay.hpp"
+#include "report_charts.hpp"
 #include "run_facts.hpp"
 #include "support.hpp"
 #include "trace.hpp"
@@ -113,6 +115,42 @@ TEST_CASE("synth halo: every rank's log reads, its messages match, the replay ru
   // 10 us of computation an iteration on every rank, in the measured run and in the replay
   for (const auto& rank : r.ranks) CHECK(rank.predicted.computation >= 0.98 * 10000.0 * iterations);
   CHECK(r.measured_ns >= 10000.0 * iterations);
+}
+
+TEST_CASE("the report's timeline shows the earliest calls of its first ranks, up to its cap", "[synth][report]") {
+  // 40 ranks of a halo: the timeline shows ranks 0 to 31, and of their calls between MPI_Init and
+  // MPI_Finalize the kTimelineCalls earliest entered (ties by rank, then by call), earliest first; 4 ranks:
+  // every call. Each call's measured entry is its time since the first shown call's.
+  static_assert(kTimelineRanks == 32 && kTimelineCalls == 3000);
+  for (const auto& [ranks, events] : {std::pair{40, 100}, std::pair{4, 200}}) {
+    INFO(ranks << " ranks of " << events << " calls");
+    fs::path dir = generate("halo", ranks, events);
+    Trace t = build_trace(JobLog(dir));
+    struct Call {
+      uint64_t enter;
+      int rank;
+      uint32_t op;
+    };
+    std::vector<Call> calls;
+    for (int r = 0; r < std::min(ranks, kTimelineRanks); r++) {
+      const ReplayWindow w = replay_window(t.ranks[r]);
+      for (uint32_t i = w.first; i < w.end; i++) calls.push_back({t.ranks[r].ops[i].t_enter, r, i});
+    }
+    std::sort(calls.begin(), calls.end(), [](const Call& x, const Call& y) { return std::tie(x.enter, x.rank, x.op) < std::tie(y.enter, y.rank, y.op); });
+    const bool truncated = calls.size() > kTimelineCalls;
+    CHECK(truncated == (ranks == 40));  // 32 x 98 calls are more than the cap, 4 x 198 fewer
+    if (truncated) calls.resize(kTimelineCalls);
+    const auto timeline = report_json(dir).at("charts").at("timeline");
+    CHECK(timeline.at("truncated") == truncated);
+    CHECK(timeline.at("ranks_shown") == std::min(ranks, kTimelineRanks));
+    const auto& shown = timeline.at("calls");
+    REQUIRE(shown.size() == calls.size());
+    for (size_t i = 0; i < calls.size(); i++) {
+      INFO("call " << i << " of the timeline");
+      REQUIRE(shown[i].at("rank") == calls[i].rank);
+      REQUIRE(shown[i].at("measured_ns")[0].get<double>() == static_cast<double>(calls[i].enter - calls[0].enter));
+    }
+  }
 }
 
 TEST_CASE("synth pipeline: the run ends later down the pipeline", "[synth]") {
