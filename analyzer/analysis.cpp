@@ -76,14 +76,15 @@ void group_sites_by_function(Analysis& a) {
 namespace {
 
 // Peak bytes of an analysis per MPI call in the logs, measured with /usr/bin/time on mpiadvise report of
-// mpiadvise-synth's logs: 83.8 for a halo of 64 ranks x 1e5 calls (88.9 before the ops of one link held it, 91
+// mpiadvise-synth's logs: 78.2 for a halo of 64 ranks x 1e5 calls (83.8 before the report's timeline kept
+// only the calls it shows, 88.9 before the ops of one link held it, 91
 // before its waits took 32 bytes, 95-97
 // before the trace's ops took 24 bytes, 97 before the trace's messages took 32 bytes, 103 before its links took
 // 5 bytes and its waits 40, 106 before its messages took 40 bytes, 115 before the replays held the state of the
 // messages in flight only, 134 before the gate's replays made their ops' times as they went, 164 before its
 // intervals took their times from the trace, 220 before the ranks' symbolizers shared the module files), 214 for an alltoall of 16 ranks x 1e5 (220, 243, 258
 // before). Less than either: only a run that cannot fit is refused.
-constexpr double kBytesPerCall = 80;
+constexpr double kBytesPerCall = 76;
 // And for each replay run beside the first (analysis_threads): its state; mpiadvise report --format json
 // of a halo of 64 ranks x 2e4 calls peaked at 132 MiB with one thread and 146 MiB with two, 11-14
 // bytes a call more from one run to the next (where the two replays' peaks meet); 4 is below any seen (25

@@ -271,8 +271,8 @@ TEST_CASE("synth: a directory holding a trace is refused, and replaced with --fo
 
 // A run whose analysis cannot fit is refused before any of it is read into memory, in one line that
 // names the calls, the memory needed and available, and what helps; never a bare std::bad_alloc. The
-// limit is the address space (ulimit -v), which the check counts: 8 ranks x 2e5 calls need about
-// 1.6e6 x 80 bytes = 122 MiB, and 128 MiB of address space leaves less than that once the program
+// limit is the address space (ulimit -v), which the check counts: 8 ranks x 2.2e5 calls need about
+// 1.76e6 x 76 bytes = 128 MiB, and 128 MiB of address space leaves less than that once the program
 // is loaded (116 MiB here). AddressSanitizer reserves terabytes of address space for its shadow memory, so under it no
 // ulimit -v lets the program start: the case runs in the ordinary build only (make check).
 #if defined(__SANITIZE_ADDRESS__)
@@ -287,7 +287,7 @@ TEST_CASE("report says, in one line, when the logs cannot be analysed in the mem
   WARN("not run under AddressSanitizer: its shadow memory needs more address space than ulimit -v leaves");
   return;
 #endif
-  fs::path dir = generate("halo", 8, 200000);
+  fs::path dir = generate("halo", 8, 220000);
   auto r = run_command(fmt::format("ulimit -v 131072; '{}' report '{}'", mpiadvise_cmd(), dir.string()));
   INFO(r.err);
   CHECK(r.status != 0);
@@ -296,6 +296,6 @@ TEST_CASE("report says, in one line, when the logs cannot be analysed in the mem
   CHECK(r.err.find("bad_alloc") == std::string::npos);
   CHECK(r.err.find(dir.string()) != std::string::npos);
   CHECK(r.err.find("MPI calls") != std::string::npos);
-  CHECK(r.err.find("needs about 122 MiB") != std::string::npos);  // 1599976 calls (synth's count) x 80 B
+  CHECK(r.err.find("needs about 128 MiB") != std::string::npos);  // 1759976 calls (synth's count) x 76 B
   CHECK(r.err.find("MPI_Pcontrol") != std::string::npos);
 }
