@@ -502,7 +502,9 @@ struct Builder {
     }
     size_t unmatched_recvs = 0;
     for (uint32_t i = 0; i < recvs.size(); i++) unmatched_recvs += recv_msg[i] == kNone && !recvs[i].cancelled;
-    if (unmatched_recvs) t.messages.reserve(t.messages.size() + unmatched_recvs);  // at its size, not doubled
+    // at its size, not doubled; the messages are copied while they move, two copies held as the sends and
+    // the messages made of them were before (a run with receives no send matched: a missing log, a hang)
+    if (unmatched_recvs) t.messages.reserve(t.messages.size() + unmatched_recvs);
     for (const Message& m : t.messages) t.largest_message = std::max(t.largest_message, m.bytes);
     for (uint32_t i = 0; i < recvs.size(); i++) {
       if (recv_msg[i] != kNone || recvs[i].cancelled) continue;

@@ -136,8 +136,9 @@ TEST_CASE("a send the log says was cancelled is no message, and the sends after 
   auto run = run_job(s);
   INFO(run.err);
   REQUIRE(run.status == 0);
-  // MPICH's UCX may warn at MPI_Finalize of the first tag 5 message, which nobody received
-  REQUIRE(run.out.rfind("cancel_send: ok\n", 0) == 0);
+  // MPICH's UCX may warn (on standard output, before or after this line) at MPI_Finalize of the first
+  // tag 5 message, which nobody received
+  REQUIRE(run.out.find("cancel_send: ok\n") != std::string::npos);
   const auto waits = calls_named(events_of(run.dir, 0), "MPI_Wait");
   REQUIRE(waits.size() == 1);
   REQUIRE(waits[0].e.statuses.size() == 1);
