@@ -116,7 +116,7 @@ report::Timeline timeline(const Analysis& a, const ReplayOptions& base) {
   uint64_t calls = 0;
   for (int k = 0; k < shown && k < static_cast<int>(t.ranks.size()); k++) {
     const ReplayWindow w = replay_window(t.ranks[k]);
-    calls += w.end - std::min(w.first, w.end);
+    calls += w.end - w.first;
     for (uint32_t i = w.first; i < w.end; i++) {
       const Pick p{t.ranks[k].ops[i].t_enter, k, i};
       if (picks.size() < kTimelineCalls) {

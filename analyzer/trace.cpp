@@ -58,7 +58,7 @@ namespace {
 // its sender and the sender's count of sends, the same whatever the other ranks' logs hold.
 // recv_op before matching: kNone, or this where MPI_Cancel succeeded on the send (no message).
 inline constexpr uint32_t kCancelledSend = kNone - 1;
-// The unknown communicator as Message::comm keeps it.
+// The unknown communicator as Message::comm keeps it, and both ends before matching.
 inline constexpr uint32_t kUnknownComm = kMaxComms - 1;
 
 // The receive side of a message before matching: 32 bytes each, one per receive of the run (the reading's
@@ -66,7 +66,7 @@ inline constexpr uint32_t kUnknownComm = kMaxComms - 1;
 struct RecvEnd {
   uint64_t bytes;
   int rank, src;  // src resolved from the status where there is one
-  uint32_t comm, op;
+  uint32_t comm, op;  // comm: kUnknownComm where the log names none
   int32_t tag;
   bool resolved = false;
   bool cancelled = false;  // MPI_Cancel succeeded: no message
@@ -331,7 +331,7 @@ class RankReader {
     return static_cast<uint32_t>(part_.sends.size() - 1);
   }
   uint32_t add_recv(int rank, uint32_t op, uint32_t comm, int src, int32_t tag, uint64_t bytes) {
-    part_.recvs.push_back(RecvEnd{bytes, rank, src, comm, op, tag});
+    part_.recvs.push_back(RecvEnd{bytes, rank, src, std::min(comm, kUnknownComm), op, tag});
     return static_cast<uint32_t>(part_.recvs.size() - 1);
   }
   void resolve(uint32_t recv, const Status& st) {
@@ -422,9 +422,9 @@ struct Builder {
     for (size_t p = 0; p < parts.size(); p++) {
       RankPart& part = parts[p];
       const Place& place = at[p];
-      auto comm = [&](uint32_t c) { return c == kNone ? kNone : place.comm[c]; };
+      auto comm = [&](uint32_t c) { return c == kUnknownComm ? kUnknownComm : place.comm[c]; };
       for (Message e : part.sends) {
-        e.comm = e.comm == kUnknownComm ? kUnknownComm : place.comm[e.comm];
+        e.comm = comm(e.comm);
         t.messages.push_back(e);
       }
       for (RecvEnd e : part.recvs) {
@@ -471,7 +471,7 @@ struct Builder {
       const RecvEnd& r = recvs[i];
       if (r.cancelled) continue;             // no message, neither matched nor missing a partner
       if (r.src < 0 || r.tag < 0) continue;  // a wildcard never resolved (never completed)
-      recv_q[{std::min(r.comm, kUnknownComm), r.src, r.rank, r.tag}].push_back(i);
+      recv_q[{r.comm, r.src, r.rank, r.tag}].push_back(i);
     }
     std::vector<uint32_t> recv_msg(recvs.size(), kNone);  // the send's message each receive matched
     for (auto& [key, sq] : send_q) {
@@ -512,7 +512,7 @@ struct Builder {
       Message m;
       m.src = r.src;
       m.dst = r.rank;
-      m.comm = std::min(r.comm, kUnknownComm);
+      m.comm = r.comm;
       m.tag = r.tag;
       m.bytes = r.bytes;
       m.recv_op = r.op;
