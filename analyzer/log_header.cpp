@@ -83,8 +83,21 @@ struct Checker {
   }
 };
 
+// What is wrong with a probe's lists of times, one for each size, as "a list of round trips that is
+// empty..." or "a round trip that is...": "" when nothing.
+std::string lists_wrong(const json& lists, std::string_view what) {
+  for (const auto& list : lists) {
+    if (!list.is_array() || list.empty() || list.size() > 4096)
+      return fmt::format("a list of {}s that is empty, too long or no list", what);
+    for (const auto& t : list)
+      if (!t.is_number_unsigned()) return fmt::format("a {} that is {}", what, describe(t));
+  }
+  return "";
+}
+
 // Rank 0's round trips timed inside the job (libtrace/probe.c), in its header and its trailer:
-// {"bytes": [k...], "round_trip_ns": [[ns...] per k]}. Anything else is dropped whole.
+// {"bytes": [k...], "round_trip_ns": [[ns...] per k], "copy_ns": [[ns...] per k]}. Anything else is
+// dropped whole, but for copies of another shape, dropped alone (logs before them have none).
 void check_probe(json& obj, Checker& c) {
   auto it = obj.find("message_probe");
   if (it == obj.end()) return;
@@ -103,14 +116,20 @@ void check_probe(json& obj, Checker& c) {
       return fmt::format("an object with {} sizes and {} lists of round trips", bytes->size(), times->size());
     for (const auto& k : *bytes)
       if (!k.is_number_unsigned()) return fmt::format("an object with a size that is {}", describe(k));
-    for (const auto& list : *times) {
-      if (!list.is_array() || list.empty() || list.size() > 4096)
-        return "an object with a list of round trips that is empty, too long or no list";
-      for (const auto& t : list)
-        if (!t.is_number_unsigned()) return fmt::format("an object with a round trip that is {}", describe(t));
-    }
+    if (auto why = lists_wrong(*times, "round trip"); !why.empty()) return "an object with " + why;
     return "";
   }();
+  const auto copies_wrong = [&]() -> std::string {
+    auto copies = it->find("copy_ns");
+    if (copies == it->end()) return "";
+    const size_t sizes = (*it)["bytes"].size();
+    if (!copies->is_array() || copies->size() != sizes)
+      return fmt::format("{}, not a list for each of the {} sizes", describe(*copies), sizes);
+    if (auto why = lists_wrong(*copies, "copy"); !why.empty()) return "a list with " + why;
+    return "";
+  };
+  if (wrong.empty())
+    if (const auto why = copies_wrong(); !why.empty()) c.drop(*it, "copy_ns", "message_probe.copy_ns", why);
   if (!wrong.empty()) c.drop(obj, "message_probe", "message_probe", wrong);
   // the reader takes the sizes in order (model_fit.cpp)
   else if (auto& b = (*it)["bytes"]; !std::is_sorted(b.begin(), b.end()))

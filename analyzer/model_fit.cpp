@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "calibration.hpp"
+
 namespace mpiadvise {
 
 const char* miss_reason_name(MissReason r) {
@@ -70,35 +72,7 @@ std::optional<RunSpeed> run_speed(const Trace& trace, const RunFacts& facts, con
   return best;
 }
 
-std::optional<MessageProbe> message_probe(const JobLog& job) {
-  for (const auto& r : job.ranks()) {
-    if (r->rank() != 0) continue;
-    MessageProbe p;
-    const auto read = [&](const nlohmann::json& part, std::vector<std::vector<double>>& into) {
-      if (!part.is_object()) return;
-      auto it = part.find("message_probe");
-      if (it == part.end()) return;  // log_header.cpp checked its shape
-      std::vector<uint64_t> bytes = (*it)["bytes"].get<std::vector<uint64_t>>();
-      if (!p.bytes.empty() && bytes != p.bytes) return;  // not the init's sizes: left out
-      p.bytes = bytes;
-      into = (*it)["round_trip_ns"].get<std::vector<std::vector<double>>>();
-      if (auto ranks = it->find("ranks"); ranks != it->end()) p.partner = (*ranks)[1].get<int>();
-    };
-    read(r->header(), p.init);
-    read(r->trailer(), p.finalize);
-    if (p.bytes.empty()) return std::nullopt;
-    return p;
-  }
-  return std::nullopt;
-}
-
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // Each size's median round trip over the rounds of `parts` (one probe or both); none if a size has none.
 std::optional<std::vector<double>> medians(const std::vector<const std::vector<std::vector<double>>*>& parts,
@@ -350,10 +324,11 @@ ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& p
     if (s.reason == MissReason::FastMessages)
       if (const double resent = cached_resend_share(t); resent >= 0.10)
         s.detail += fmt::format("; {:.0f}% of the bytes sent were sent again unchanged (the buffer, bytes and type of "
-                                "the sender's previous send, too little computation between to have rewritten them): "
+                                "the sender's previous send, too little computation between to have rewritten them at "
+                                "{:.0f} bytes a nanosecond): "
                                 "over shared memory the receiver copies data it has just read, faster than the data "
                                 "just written the set was calibrated with{}",
-                                100 * resent,
+                                100 * resent, t.rewrite_bytes_per_ns,
                                 params.resend_buffered || params.resend_rendezvous
                                     ? fmt::format(", which the replay prices at {:.2f} times what data just written costs "
                                                   "copied through the library's buffers and {:.2f} times by its rendezvous "

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "message_probe.hpp"
 #include "replay.hpp"
 #include "run_facts.hpp"
 #include "waits.hpp"
@@ -66,16 +67,6 @@ struct RunSpeed {
   double error_set = 0, error_run = 0;  // the replay's error with the set as it is, and scaled
 };
 std::optional<RunSpeed> run_speed(const Trace& trace, const RunFacts& facts, const LogGPSParams& params);
-
-// Round trips between rank 0 and a partner that the tracer timed inside the run, at MPI_Init and at
-// MPI_Finalize (libtrace/probe.c; rank 0's header and trailer): each size's rounds, in nanoseconds.
-struct MessageProbe {
-  std::vector<uint64_t> bytes;
-  std::vector<std::vector<double>> init, finalize;  // [size][round]; empty where the log has none
-  int partner = 1;  // the rank that timed them with rank 0: 1, or the first on another host than rank 0's
-};
-// None when the job has no rank 0 log, or it holds no probe (MPIADVISE_PROBE=0, one rank, an older log).
-std::optional<MessageProbe> message_probe(const JobLog& job);
 
 // The speed of the run's messages against the set's: each size's median round trip (both probes' rounds
 // together) against the set's model of it (LogGPS::round_trip(k, 0), the steady ping-pong the calibration

@@ -1,5 +1,6 @@
 #include "trace.hpp"
 
+#include "message_probe.hpp"
 #include "parallel.hpp"
 
 #include <algorithm>
@@ -551,6 +552,7 @@ Trace build_trace(const JobLog& job) {
   b.join(parts, ranks);
   b.match();
   compact_links(t);  // once the matching's queues are gone
+  t.rewrite_bytes_per_ns = rewrite_bytes_per_ns(message_probe(job));
   mark_cached_resends(t);
   t.site_keys.resize(t.ranks.size());
   for (const auto& log : job.ranks()) {
@@ -597,7 +599,7 @@ void mark_cached_resends(Trace& t) {
         for (uint32_t l = 0; l < links.size(); l++) {
           if (links[l].kind != Link::PostSend) continue;
           Message& m = t.messages[links[l].id];
-          m.cached = m.resent && m.bytes > 0 && computation < static_cast<double>(m.bytes) / kRewriteBytesPerNs;
+          m.cached = m.resent && m.bytes > 0 && computation < static_cast<double>(m.bytes) / t.rewrite_bytes_per_ns;
         }
       }
       previous = i;

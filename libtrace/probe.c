@@ -81,5 +81,14 @@ void mpa_probe_messages(MPI_Comm comm, int rank, int size, int partner, mpa_byte
     }
     mpa_json_raw(json, "]");
   }
+  /* the partner's copies: how fast a rank of this run rewrites what it sends (analyzer/message_probe.hpp,
+   * where a resend of a buffer with less computation before it than such a copy takes is data the receiver
+   * has just read, not data just written) */
+  mpa_json_raw(json, "],\"copy_ns\":[");
+  for (int i = 0; i < kSizes; i++) {
+    mpa_json_raw(json, i ? ",[" : "[");
+    for (int r = 0; r < kTimed; r++) mpa_json_fmt(json, "%s%lld", r ? "," : "", (long long)wrote[i][r]);
+    mpa_json_raw(json, "]");
+  }
   mpa_json_raw(json, "]}");
 }

@@ -249,6 +249,19 @@ TEST_CASE("header fields that would make the reader allocate or misplace a rank 
                                             "integer: ignored") != std::string::npos);
   CHECK_FALSE(probe_log.header().contains("message_probe"));
   CHECK(mpiadvise::RankLog(real_log() / "rank-00000.mpa").header().contains("message_probe"));
+  // its copies of another shape (a list short of the sizes, a copy that is negative): they alone are
+  // dropped, said so, and the round trips kept
+  REQUIRE(json.find("\"copy_ns\":[[") != std::string::npos);
+  for (const auto& [from, to, why] : {std::tuple{"\"copy_ns\":[[", "\"copy_ns\":[[-5,", "a list with a copy that is an integer"},
+                                      std::tuple{"\"copy_ns\":[[", "\"copy_ns\":[[1],[", "an array, not a list for each of the 5 sizes"}}) {
+    auto bad_copies = with(from, to);
+    mpiadvise::RankLog copies_log(write_copy(bad_copies, bad_copies.size(), "badcopies"));
+    REQUIRE(copies_log.problems().size() == 1);
+    CHECK(copies_log.problems()[0].text().find(std::string("header key 'message_probe.copy_ns' is ") + why + ": ignored") !=
+          std::string::npos);
+    CHECK(copies_log.header().at("message_probe").contains("round_trip_ns"));
+    CHECK_FALSE(copies_log.header().at("message_probe").contains("copy_ns"));
+  }
   // round trips a thousand times the set's at MPI_Init (the trailer's as they were): the pooled medians
   // put the run beyond 0.2 to 5 times the set's speed, which no machine the set was measured on goes at;
   // the report says so and leaves the set's times as they are

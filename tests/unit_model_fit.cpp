@@ -299,3 +299,22 @@ TEST_CASE("the run's own round trips scale the set by the speed of the sizes the
   CHECK_FALSE(probe_speed(MessageProbe{bytes, {{1000}, {1000}}, {}}, p, Trace{}));
   CHECK_FALSE(probe_speed(MessageProbe{bytes, {{1000}, {0}, {1000}}, {}}, p, Trace{}));
 }
+
+TEST_CASE("the run's own copies set how fast a rank may have rewritten what it sends again", "[fit][probe][resend]") {
+  // the partner's copies of 0, 8 KiB and 64 KiB: medians of 200 ns (41 B/ns) and 800 ns (82 B/ns), a
+  // copy of nothing left out; twice the fastest size's median rate
+  const std::vector<uint64_t> bytes = {0, 8192, 65536};
+  MessageProbe probe{bytes, {}, {}};
+  probe.copies = {{30, 30, 30}, {150, 200, 900}, {800, 700, 5000}};
+  CHECK(rewrite_bytes_per_ns(probe) == Approx(2 * 65536 / 800.0));
+  // a copy slower at 64 KiB (out of the cache): 8 KiB's rate
+  probe.copies[2] = {4000, 4000, 4000};
+  CHECK(rewrite_bytes_per_ns(probe) == Approx(2 * 8192 / 200.0));
+  // no probe, or one without copies (an older log): the constant
+  CHECK(rewrite_bytes_per_ns(std::nullopt) == kRewriteBytesPerNs);
+  probe.copies.clear();
+  CHECK(rewrite_bytes_per_ns(probe) == kRewriteBytesPerNs);
+  // copies timed at 0 ns (a clock too coarse): no rate from them
+  probe.copies = {{0}, {0, 0, 0}, {}};
+  CHECK(rewrite_bytes_per_ns(probe) == kRewriteBytesPerNs);
+}
