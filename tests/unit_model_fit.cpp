@@ -255,7 +255,7 @@ Trace sending(const std::vector<std::pair<uint64_t, int>>& sizes) {
 TEST_CASE("the run's own round trips scale the set by the speed of the sizes the run sends", "[fit][probe]") {
   const LogGPSParams p = tcp_params();  // L 10 us, o 1 us, S 64 KiB
   const std::vector<uint64_t> bytes = {0, 8192, 65536};
-  MessageProbe probe{bytes, rounds_at(bytes, {2, 2, 2}, p), {}};
+  MessageProbe probe{bytes, rounds_at(bytes, {2, 2, 2}, p), {}, {}};
   // every size twice the set's: twice, whatever the run sends
   auto s = probe_speed(probe, p, sending({{100, 5}, {1 << 20, 1}}));
   REQUIRE(s);
@@ -280,7 +280,7 @@ TEST_CASE("the run's own round trips scale the set by the speed of the sizes the
   // 8 KiB at the set's speed, 64 KiB twice as slow: a run of 8 KiB messages goes at the set's speed, one
   // of 64 KiB messages twice as slow, and 16 KiB (a third of the way from 8 to 64 KiB over
   // log(1 + size)) at 2^(1/3)
-  probe = MessageProbe{bytes, rounds_at(bytes, {1, 1, 2}, p), {}};
+  probe = MessageProbe{bytes, rounds_at(bytes, {1, 1, 2}, p), {}, {}};
   CHECK(probe_speed(probe, p, sending({{8192, 10}}))->factor == Approx(1));
   CHECK(probe_speed(probe, p, sending({{65536, 10}}))->factor == Approx(2));
   CHECK(probe_speed(probe, p, sending({{1 << 20, 10}}))->factor == Approx(2));  // held beyond the largest
@@ -295,16 +295,16 @@ TEST_CASE("the run's own round trips scale the set by the speed of the sizes the
   CHECK(probe_speed(probe, p, Trace{})->factor == Approx(std::cbrt(2)));
 
   // nothing to scale by: no rounds, a size with none, a round trip of 0
-  CHECK_FALSE(probe_speed(MessageProbe{bytes, {}, {}}, p, Trace{}));
-  CHECK_FALSE(probe_speed(MessageProbe{bytes, {{1000}, {1000}}, {}}, p, Trace{}));
-  CHECK_FALSE(probe_speed(MessageProbe{bytes, {{1000}, {0}, {1000}}, {}}, p, Trace{}));
+  CHECK_FALSE(probe_speed(MessageProbe{bytes, {}, {}, {}}, p, Trace{}));
+  CHECK_FALSE(probe_speed(MessageProbe{bytes, {{1000}, {1000}}, {}, {}}, p, Trace{}));
+  CHECK_FALSE(probe_speed(MessageProbe{bytes, {{1000}, {0}, {1000}}, {}, {}}, p, Trace{}));
 }
 
 TEST_CASE("the run's own copies set how fast a rank may have rewritten what it sends again", "[fit][probe][resend]") {
   // the partner's copies of 0, 8 KiB and 64 KiB: medians of 200 ns (41 B/ns) and 800 ns (82 B/ns), a
   // copy of nothing left out; twice the fastest size's median rate
   const std::vector<uint64_t> bytes = {0, 8192, 65536};
-  MessageProbe probe{bytes, {}, {}};
+  MessageProbe probe{bytes, {}, {}, {}};
   probe.copies = {{30, 30, 30}, {150, 200, 900}, {800, 700, 5000}};
   CHECK(rewrite_bytes_per_ns(probe) == Approx(2 * 65536 / 800.0));
   // a copy slower at 64 KiB (out of the cache): 8 KiB's rate
