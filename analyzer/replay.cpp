@@ -7,6 +7,7 @@
 #include <deque>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <stdexcept>
 #include <type_traits>
 #include <unordered_map>
@@ -182,7 +183,11 @@ class Simulation {
       comm_owners_.resize(t.comms.size());
       pending_coll_.resize(t.collectives.size());
     }
-    scan_links();
+    if (const auto& counted = t.receives_together; counted && (counted->empty() || counted->size() == t.messages.size()))
+      together_ = &*counted;
+    else
+      own_together_ = receives_together(t);
+    if (model_.eager_buffer_limited()) scan_channels();
     if (o.marks)  // at their number: grown by doubling they took up to twice as much, in every what-if's replay
       for (size_t r = 0; r < marks_.size() && r < o.marks->opens.size(); r++)
         if (mine(static_cast<int>(r))) marks_[r].reserve(o.marks->opens[r].size());
@@ -318,7 +323,7 @@ class Simulation {
     double start = kUnknown;              // an eager send's start: ts, or later when the eager buffer was full
     bool split = false, counted = false;
     uint8_t done = 0;                     // the sides whose ops are done (kSentSide, kReceivedSide)
-    int senders = 1;                      // messages sharing the receiver's bandwidth (MsgInfo's, beside the times)
+    int senders = 1;                      // messages sharing the receiver's bandwidth (together_'s, beside the times)
     Waiters waiters;                      // beside the times they wait for: one cache line to post and wake
     // eager under a limited eager buffer, its receiver here: its sender-receiver pair's channel and its
     // place in it, from its post (kNone: none)
@@ -400,16 +405,18 @@ class Simulation {
   }
   // every computation gap takes ReplayOptions::compute_factor (no ranks or sites chosen): asked once a gap
   const bool uniform_compute_ = o_.compute_ranks.empty() && o_.compute_sites.empty();
-  // What the simulation keeps of every message: where its state is while it is in flight, and what the
-  // pass over the links found (scan_links). 8 bytes, read together.
+  // What the simulation keeps of every message: where its state is while it is in flight.
   static constexpr uint32_t kFreedMsg = kNone - 1;
-  struct alignas(8) MsgInfo {
+  struct MsgInfo {
     // its state's place in msg_pool_: kNone before the replay first asks for it, kFreedMsg once freed. In a
     // spread replay, only the messages between two ranks of the process are: the others' sides are done in
     // two processes, and the updates they exchange (PeerUpdate) are of those alone.
     uint32_t slot = kNone;
-    int32_t senders = 1;       // MsgState::senders: the receives the op completing it completes together
   };
+  // MsgState::senders by message: the trace's receives_together, or counted here for a trace without it
+  // (empty: 1 for every message)
+  std::vector<int32_t> own_together_;
+  const std::vector<int32_t>* together_ = &own_together_;
   mutable std::vector<MsgInfo> info_;
   mutable MsgPool msg_pool_;
   [[gnu::always_inline]] MsgState& msg(uint32_t m) const {
@@ -423,7 +430,7 @@ class Simulation {
     i.slot = msg_pool_.take();
     MsgState& s = msg_pool_[i.slot];
     s = MsgState{};
-    s.senders = i.senders;
+    if (!together_->empty()) s.senders = (*together_)[m];
   }
   // The op completing a side of message m is done: no call of that side reads the message again. Freed
   // once both are, unless it is eager and its receiver has not taken it yet as far as the replay worked
@@ -703,58 +710,57 @@ class Simulation {
     res = std::move(all);
   }
 
-  // One pass over the links (the trace's bulk, read once): receive contention, and with a limited eager
-  // buffer the sender-receiver pairs with eager messages, each a channel (its messages join it as they are
-  // posted: join_channel).
-  void scan_links() {
-    const bool channels = model_.eager_buffer_limited();
+  // With a limited eager buffer: the sender-receiver pairs with eager messages, each a channel (its
+  // messages join it as they are posted: join_channel), by sender. One pass over the messages, which a
+  // built trace numbers by sender and its order of sending (those no send posted, after them, have none);
+  // a trace made otherwise is taken by sender all the same.
+  void scan_channels() {
     // by receiver, the channel from the sender at hand (reset after each sender: its receivers only)
-    std::vector<uint32_t> to;
+    std::vector<uint32_t> to(t_.ranks.size(), kNone);
     std::vector<int> receivers;
-    if (channels) {
-      waiting_rank_.resize(t_.ranks.size());
-      channels_into_.resize(t_.ranks.size());
-      channels_from_.resize(t_.ranks.size());
-      to.assign(t_.ranks.size(), kNone);
-    }
+    waiting_rank_.resize(t_.ranks.size());
+    channels_into_.resize(t_.ranks.size());
+    channels_from_.resize(t_.ranks.size());
     const int world = static_cast<int>(t_.ranks.size());
-    for (size_t r = 0; r < t_.ranks.size(); r++) {
-      const auto& ops = t_.ranks[r].ops;
-      const Op* const op_end = ops.data() + ops.size();
-      for (const Op* op = ops.data(); op != op_end; op++) {
-        if (!op->has_links()) continue;
-        const OpLinks links = t_.links_of(*op);
-        if (channels) {
-          if (op_end - op > kPrefetchOps) prefetch_messages(t_, op[kPrefetchOps]);
-          for (uint32_t k = 0; k < links.size(); k++) {
-            const Link l = links[k];
-            if (l.kind != Link::PostSend || l.id == kNone) continue;
-            const Message& m = t_.messages[l.id];
-            if (rendezvous(m) || m.dst < 0 || m.dst >= world) continue;
-            uint32_t& c = to[m.dst];
-            if (c == kNone) {
-              c = static_cast<uint32_t>(channels_.size());
-              channels_.emplace_back().src = static_cast<int>(r);
-              channels_into_[m.dst].push_back(c);
-              receivers.push_back(m.dst);
-            }
-          }
-        }
-        // receive contention: messages that one completion op receives together share the receiver
-        if (links.size() < 2) continue;
-        int receives = 0;
-        for (uint32_t k = 0; k < links.size(); k++) receives += links[k].kind == Link::DoneRecv;
-        if (receives >= 2)
-          for (uint32_t k = 0; k < links.size(); k++)
-            if (const Link l = links[k]; l.kind == Link::DoneRecv && l.id != kNone) info_[l.id].senders = receives;
-      }
-      if (channels) {
-        auto& from = channels_from_[r];
-        for (int d : receivers) from.emplace_back(d, to[d]), to[d] = kNone;
-        std::sort(from.begin(), from.end());
-        receivers.clear();
+    std::vector<uint32_t> order;  // the messages by sender, where their ids are not
+    int last = -1;
+    for (size_t i = 0; i < t_.messages.size() && order.empty(); i++) {
+      const Message& m = t_.messages[i];
+      if (m.send_op == kNone) continue;
+      if (m.src >= last) {
+        last = m.src;
+      } else {
+        order.resize(t_.messages.size());
+        std::iota(order.begin(), order.end(), 0u);
+        std::stable_sort(order.begin(), order.end(),
+                         [&](uint32_t a, uint32_t b) { return t_.messages[a].src < t_.messages[b].src; });
       }
     }
+    int sender = -1;
+    const auto sender_done = [&] {
+      if (sender < 0) return;
+      auto& from = channels_from_[sender];
+      for (int d : receivers) from.emplace_back(d, to[d]), to[d] = kNone;
+      std::sort(from.begin(), from.end());
+      receivers.clear();
+    };
+    for (size_t i = 0; i < t_.messages.size(); i++) {
+      const Message& m = t_.messages[order.empty() ? i : order[i]];
+      if (m.send_op == kNone || m.src < 0 || m.src >= world) continue;
+      if (m.src != sender) {
+        sender_done();
+        sender = m.src;
+      }
+      if (rendezvous(m) || m.dst < 0 || m.dst >= world) continue;
+      uint32_t& c = to[m.dst];
+      if (c == kNone) {
+        c = static_cast<uint32_t>(channels_.size());
+        channels_.emplace_back().src = sender;
+        channels_into_[m.dst].push_back(c);
+        receivers.push_back(m.dst);
+      }
+    }
+    sender_done();
   }
 
   // When an eager message is taken out of the receiver's buffer: the receiver drains it whenever it is
@@ -1983,6 +1989,7 @@ class Simulation {
       if (l.id == kNone || l.kind == Link::PostColl || l.kind == Link::DoneColl) continue;
       __builtin_prefetch(&t_.messages[l.id]);
       __builtin_prefetch(&info_[l.id]);
+      if (!together_->empty()) __builtin_prefetch(&(*together_)[l.id]);
     }
   }
 

@@ -554,6 +554,7 @@ Trace build_trace(const JobLog& job) {
   compact_links(t);  // once the matching's queues are gone
   t.rewrite_bytes_per_ns = rewrite_bytes_per_ns(message_probe(job));
   mark_cached_resends(t);
+  t.receives_together = receives_together(t);
   t.site_keys.resize(t.ranks.size());
   for (const auto& log : job.ranks()) {
     if (log->rank() < 0 || log->rank() >= t.world_size) continue;
@@ -571,6 +572,22 @@ Trace build_trace(const JobLog& job) {
   }
   t.problems = job.problems();
   return t;
+}
+
+std::vector<int32_t> receives_together(const Trace& t) {
+  std::vector<int32_t> together;
+  for (const RankTrace& rt : t.ranks)
+    for (const Op& op : rt.ops) {
+      if (op.links_here < 2) continue;
+      const OpLinks links = t.links_of(op);
+      int32_t receives = 0;
+      for (uint32_t k = 0; k < links.size(); k++) receives += links[k].kind == Link::DoneRecv;
+      if (receives < 2) continue;
+      if (together.empty()) together.assign(t.messages.size(), 1);
+      for (uint32_t k = 0; k < links.size(); k++)
+        if (const Link l = links[k]; l.kind == Link::DoneRecv && l.id < together.size()) together[l.id] = receives;
+    }
+  return together;
 }
 
 void mark_cached_resends(Trace& t) {

@@ -233,6 +233,11 @@ struct Trace {
   // what could not be matched, and why
   uint64_t unmatched_sends = 0, unmatched_recvs = 0, incomplete_collectives = 0;
   uint64_t largest_message = 0;
+  // by message: the receives the op completing its receive completes together, where two or more share
+  // the receiver's bandwidth (LogGPS's senders); empty where no op completes two. build_trace's
+  // (receives_together()): a replay of a trace without it (nullopt), or whose messages it does not
+  // match, counts them itself.
+  std::optional<std::vector<int32_t>> receives_together;
   // the fastest its ranks may have rewritten a buffer (mark_cached_resends); build_trace's from the run's
   // probe (rewrite_bytes_per_ns)
   double rewrite_bytes_per_ns = kRewriteBytesPerNs;
@@ -272,6 +277,8 @@ Trace build_trace(const JobLog& job);
 // previous compared send (libtrace/calls.py: sendbuf), which on a multi-threaded rank may be another
 // thread's, as the tracer's comparison is not.
 void mark_cached_resends(Trace& t);
+// Trace::receives_together, from the trace's links: one pass over every op.
+std::vector<int32_t> receives_together(const Trace& t);
 // Lays the trace's links out again, as build_trace does once messages are matched: the links of cancelled
 // operations (no message: their id is kNone) go, and an op left with no link is replayed as what it was
 // measured to be (Other), as a completion of nothing is; the link of an op with one moves into the op

@@ -57,6 +57,7 @@ inline Trace ring_trace(int P, long rounds) {
       add(MPA_CALL_Waitall, OpKind::Completion, {Link{Link::DoneRecv, in}, Link{Link::DoneSend, out}}, 100);
     }
   }
+  t.receives_together = receives_together(t);  // as build_trace counts them: none here (one receive a Waitall)
   return t;
 }
 

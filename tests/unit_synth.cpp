@@ -115,6 +115,22 @@ TEST_CASE("synth halo: every rank's log reads, its messages match, the replay ru
   // 10 us of computation an iteration on every rank, in the measured run and in the replay
   for (const auto& rank : r.ranks) CHECK(rank.predicted.computation >= 0.98 * 10000.0 * iterations);
   CHECK(r.measured_ns >= 10000.0 * iterations);
+  // each rank's Waitall completes its two receives together: every message shares its receiver with one
+  // other (Trace::receives_together), which the replay counts itself in a trace without them, and prices
+  // (a trace that said each came alone replays otherwise)
+  REQUIRE(t.receives_together);
+  REQUIRE(t.receives_together->size() == t.messages.size());
+  CHECK(std::all_of(t.receives_together->begin(), t.receives_together->end(), [](int32_t n) { return n == 2; }));
+  ReplayOptions o;
+  o.params = r.params;
+  const double predicted = replay(t, o).predicted_ns;
+  Trace counted = t;
+  counted.receives_together.reset();
+  CHECK(replay(counted, o).predicted_ns == predicted);
+  counted.receives_together.emplace();  // counted: none together
+  CHECK(replay(counted, o).predicted_ns != predicted);
+  counted.receives_together->assign(t.messages.size(), 1);
+  CHECK(replay(counted, o).predicted_ns != predicted);
 }
 
 TEST_CASE("the report's timeline shows the earliest calls of its first ranks, up to its cap", "[synth][report]") {
