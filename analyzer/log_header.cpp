@@ -85,10 +85,10 @@ struct Checker {
 
 // What is wrong with a probe's lists of times, one for each size, as "a list of round trips that is
 // empty..." or "a round trip that is...": "" when nothing.
-std::string lists_wrong(const json& lists, std::string_view what) {
+std::string lists_wrong(const json& lists, std::string_view what, std::string_view whats) {
   for (const auto& list : lists) {
     if (!list.is_array() || list.empty() || list.size() > 4096)
-      return fmt::format("a list of {}s that is empty, too long or no list", what);
+      return fmt::format("a list of {} that is empty, too long or no list", whats);
     for (const auto& t : list)
       if (!t.is_number_unsigned()) return fmt::format("a {} that is {}", what, describe(t));
   }
@@ -116,7 +116,7 @@ void check_probe(json& obj, Checker& c) {
       return fmt::format("an object with {} sizes and {} lists of round trips", bytes->size(), times->size());
     for (const auto& k : *bytes)
       if (!k.is_number_unsigned()) return fmt::format("an object with a size that is {}", describe(k));
-    if (auto why = lists_wrong(*times, "round trip"); !why.empty()) return "an object with " + why;
+    if (auto why = lists_wrong(*times, "round trip", "round trips"); !why.empty()) return "an object with " + why;
     return "";
   }();
   const auto copies_wrong = [&]() -> std::string {
@@ -125,15 +125,15 @@ void check_probe(json& obj, Checker& c) {
     const size_t sizes = (*it)["bytes"].size();
     if (!copies->is_array() || copies->size() != sizes)
       return fmt::format("{}, not a list for each of the {} sizes", describe(*copies), sizes);
-    if (auto why = lists_wrong(*copies, "copy"); !why.empty()) return "a list with " + why;
+    if (auto why = lists_wrong(*copies, "copy", "copies"); !why.empty()) return "an array with " + why;
     return "";
   };
-  if (wrong.empty())
-    if (const auto why = copies_wrong(); !why.empty()) c.drop(*it, "copy_ns", "message_probe.copy_ns", why);
   if (!wrong.empty()) c.drop(obj, "message_probe", "message_probe", wrong);
-  // the reader takes the sizes in order (model_fit.cpp)
+  // the reader takes the sizes in order (message_probe.cpp)
   else if (auto& b = (*it)["bytes"]; !std::is_sorted(b.begin(), b.end()))
     c.drop(obj, "message_probe", "message_probe", "an object whose sizes are not in ascending order");
+  else if (const auto why = copies_wrong(); !why.empty())
+    c.drop(*it, "copy_ns", "message_probe.copy_ns", why);
 }
 
 }  // namespace

@@ -157,6 +157,8 @@ void prefetch_messages(const Trace& t, const Op& op) {
 // does not change the result.
 class Simulation {
  public:
+  Simulation(const Simulation&) = delete;  // together_ may point into it
+  Simulation& operator=(const Simulation&) = delete;
   Simulation(const Trace& t, const ReplayOptions& o)
       : t_(t), o_(o), model_(effective_params(o)), p_(model_.params()), resent_(p_) {
     info_.resize(t.messages.size());
@@ -457,7 +459,8 @@ class Simulation {
   std::vector<uint32_t> waits_on_msg_;    // by rank: the message whose list it is in, or kNone
   std::vector<Channel> channels_;
   std::vector<std::vector<uint32_t>> channels_into_;  // per receiver
-  std::vector<std::vector<std::pair<int, uint32_t>>> channels_from_;  // per sender: (receiver, channel), by receiver
+  std::vector<std::vector<std::pair<int, uint32_t>>> channels_from_;
+  const std::vector<std::pair<int, uint32_t>> no_channels_;  // per sender: (receiver, channel), by receiver
   // An eager message under a limited eager buffer: it goes through its pair's channel, where its receiver is.
   bool channelled(const Message& m) const {
     return !channels_from_.empty() && !rendezvous(m) && m.dst >= 0 && m.dst < static_cast<int>(t_.ranks.size());
@@ -467,10 +470,15 @@ class Simulation {
     c.messages.erase(c.messages.begin(), c.messages.begin() + static_cast<std::ptrdiff_t>(c.head - c.base));
     c.base = c.head;
   }
-  // Message m joins its pair's channel, in the order its sender posts: before its post time is set.
+  // Message m joins its pair's channel, in the order its sender posts: before its post time is set. Its
+  // channel is there when the message is a send (send_op) of its sender (src), as build_trace's are.
   void join_channel(uint32_t m_id, const Message& m, MsgState& s) {
-    const auto& from = channels_from_[m.src];
-    const uint32_t c_id = std::lower_bound(from.begin(), from.end(), std::pair<int, uint32_t>{m.dst, 0})->second;
+    const auto& from = m.src >= 0 && static_cast<size_t>(m.src) < channels_from_.size() ? channels_from_[m.src] : no_channels_;
+    const auto it = std::lower_bound(from.begin(), from.end(), std::pair<int, uint32_t>{m.dst, 0});
+    if (it == from.end() || it->first != m.dst)
+      throw std::logic_error(fmt::format("replay: message {} from rank {} to {} is posted, but no send of its sender's "
+                                         "names it (send_op {})", m_id, m.src, m.dst, m.send_op));
+    const uint32_t c_id = it->second;
     Channel& c = channels_[c_id];
     s.channel = c_id;
     s.pos = static_cast<uint32_t>(c.end());

@@ -252,7 +252,7 @@ TEST_CASE("header fields that would make the reader allocate or misplace a rank 
   // its copies of another shape (a list short of the sizes, a copy that is negative): they alone are
   // dropped, said so, and the round trips kept
   REQUIRE(json.find("\"copy_ns\":[[") != std::string::npos);
-  for (const auto& [from, to, why] : {std::tuple{"\"copy_ns\":[[", "\"copy_ns\":[[-5,", "a list with a copy that is an integer"},
+  for (const auto& [from, to, why] : {std::tuple{"\"copy_ns\":[[", "\"copy_ns\":[[-5,", "an array with a copy that is an integer"},
                                       std::tuple{"\"copy_ns\":[[", "\"copy_ns\":[[1],[", "an array, not a list for each of the 5 sizes"}}) {
     auto bad_copies = with(from, to);
     mpiadvise::RankLog copies_log(write_copy(bad_copies, bad_copies.size(), "badcopies"));

@@ -402,7 +402,7 @@ TEST_CASE("a send from the buffer and bytes of the thread's previous send is RES
     }
     // of the 80 messages of 128 KiB, the 40 RESENT of the plain halo were not rewritten: half the bytes, less
     // those whose sender was descheduled between the two sends for longer than rewriting 128 KiB takes at
-    // twice the speed of the job's own copies (about 0.5 us); the packed halo's copy before each send takes
+    // twice the speed of the job's own copies (about 0.7 us); the packed halo's copy before each send takes
     // about twice that. At a fixed 64 B/ns (2 us) a third of the packed halo's copies, on a machine whose
     // memcpy was faster, counted as data sent again unchanged
     const mpiadvise::JobLog job(r.dir);
