@@ -721,30 +721,28 @@ class Simulation {
   // With a limited eager buffer: the sender-receiver pairs with eager messages, each a channel (its
   // messages join it as they are posted: join_channel), by sender. One pass over the messages, which a
   // built trace numbers by sender and its order of sending (those no send posted, after them, have none);
-  // a trace made otherwise is taken by sender all the same.
+  // a trace made otherwise is taken by sender all the same: the pass starts over in that order at the
+  // first message out of it (a first pass only to find out took most of a simulation's set-up).
   void scan_channels() {
+    waiting_rank_.resize(t_.ranks.size());
+    if (!scan_channels_in({})) {
+      std::vector<uint32_t> order(t_.messages.size());  // the messages by sender
+      std::iota(order.begin(), order.end(), 0u);
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return t_.messages[a].src < t_.messages[b].src; });
+      scan_channels_in(order);
+    }
+  }
+  // The channels, the messages taken in `order` (empty: by id, which must be by sender: false, and
+  // nothing made, where one is not).
+  bool scan_channels_in(const std::vector<uint32_t>& order) {
+    const int world = static_cast<int>(t_.ranks.size());
+    channels_.clear();
+    channels_into_.assign(t_.ranks.size(), {});
+    channels_from_.assign(t_.ranks.size(), {});
     // by receiver, the channel from the sender at hand (reset after each sender: its receivers only)
     std::vector<uint32_t> to(t_.ranks.size(), kNone);
     std::vector<int> receivers;
-    waiting_rank_.resize(t_.ranks.size());
-    channels_into_.resize(t_.ranks.size());
-    channels_from_.resize(t_.ranks.size());
-    const int world = static_cast<int>(t_.ranks.size());
-    std::vector<uint32_t> order;  // the messages by sender, where their ids are not
-    int last = -1;
-    for (size_t i = 0; i < t_.messages.size() && order.empty(); i++) {
-      const Message& m = t_.messages[i];
-      if (m.send_op == kNone) continue;
-      if (m.src >= last) {
-        last = m.src;
-      } else {
-        order.resize(t_.messages.size());
-        std::iota(order.begin(), order.end(), 0u);
-        std::stable_sort(order.begin(), order.end(),
-                         [&](uint32_t a, uint32_t b) { return t_.messages[a].src < t_.messages[b].src; });
-      }
-    }
-    int sender = -1;
+    int sender = -1, last = -1;
     const auto sender_done = [&] {
       if (sender < 0) return;
       auto& from = channels_from_[sender];
@@ -754,7 +752,15 @@ class Simulation {
     };
     for (size_t i = 0; i < t_.messages.size(); i++) {
       const Message& m = t_.messages[order.empty() ? i : order[i]];
-      if (m.send_op == kNone || m.src < 0 || m.src >= world) continue;
+      if (m.send_op == kNone) continue;
+      if (order.empty()) {
+        if (m.src < last) {
+          channels_.clear();
+          return false;
+        }
+        last = m.src;
+      }
+      if (m.src < 0 || m.src >= world) continue;
       if (m.src != sender) {
         sender_done();
         sender = m.src;
@@ -769,6 +775,7 @@ class Simulation {
       }
     }
     sender_done();
+    return true;
   }
 
   // When an eager message is taken out of the receiver's buffer: the receiver drains it whenever it is
