@@ -18,9 +18,13 @@
 #   (f) the replay spread over 2 MPI processes (mpirun -np 2, analyzer/replay_peers.hpp) against the replay
 #       alone, side by side: speed-up, rounds of exchange, memory per process, and whether the results are
 #       the same (bench/spread_bench.cpp); on the ring of (d) and on mpiadvise-synth's logs.
+#   (g) the report of a large run in bounded memory: mpiadvise-synth writes the logs of a halo of 1024 ranks x
+#       10^9 calls in all (BENCH_LARGE_CALLS), and mpiadvise report --format json runs on them with its address
+#       space limited to 4 GiB (BENCH_LARGE_LIMIT_MIB, as ulimit -v does): its time and peak, or its refusal,
+#       which names the memory it would need.
 #
 # (a)-(c) run under the MPI named by BENCH_MPI (openmpi or mpich; `make bench` runs them under each MPI
-# built), with the tracing library built for it; BENCH_REPLAY=0 leaves (d), (e) and (f) out.
+# built), with the tracing library built for it; BENCH_REPLAY=0 leaves (d), (e), (f) and (g) out.
 #
 # Environment: BUILD (default build), BENCH_MPI (openmpi), MPICC and MPIRUN (that MPI's: mpicc.openmpi,
 #   mpirun.openmpi; mpicc.mpich, mpirun.mpich), PYTHON (python3),
@@ -211,3 +215,40 @@ for pattern in halo:30000 pipeline:30000 alltoall:2000; do
   spread_run "$synth_dir" | sed 1s/^/\\n/
   rm -rf "$synth_dir"
 done
+
+# ---- (g) the report of a run of 1024 ranks and 10^9 calls, in 4 GiB ----------------------------------
+echo
+synth_dir="$build_abs/bench/synth-large"
+rm -rf "$synth_dir"
+"$PYTHON" - "$build_abs/bin" "$synth_dir" "${BENCH_LARGE_CALLS:-1000000000}" "${BENCH_LARGE_LIMIT_MIB:-4096}" <<'PY'
+import os, resource, subprocess, sys, time
+bindir, logs, calls, limit_mib = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+per_rank = calls // 1024
+t = time.monotonic()
+subprocess.run([os.path.join(bindir, "mpiadvise-synth"), "--ranks", "1024", "--events", str(per_rank), "--pattern", "halo",
+                "-o", logs], check=True, capture_output=True)
+synth_s = time.monotonic() - t
+log_bytes = sum(e.stat().st_size for e in os.scandir(logs))
+# the report in a process of its own, so that the peak is the report's and not the generator's
+code = ("import resource, subprocess, sys, time\n"
+        "def limit(): resource.setrlimit(resource.RLIMIT_AS, (%d << 20, %d << 20))\n"
+        "t = time.monotonic()\n"
+        "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=limit)\n"
+        "sys.stdout.write('%%d %%f %%d\\n' %% (p.returncode, time.monotonic() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+        "sys.stdout.write(p.stderr.decode(errors='replace'))\n" % (limit_mib, limit_mib))
+out = subprocess.run([sys.executable, "-c", code, os.path.join(bindir, "mpiadvise"), "report", "--format", "json", logs],
+                     capture_output=True, check=True, text=True).stdout
+head, _, stderr = out.partition("\n")
+rc, seconds, kib = int(head.split()[0]), float(head.split()[1]), int(head.split()[2])
+print("report of a synthetic halo, 1024 ranks x %d calls (%.3g in all; logs of %.0f MiB, written by mpiadvise-synth in %.0f s),"
+      " its address space limited to %d MiB:" % (per_rank, per_rank * 1024, log_bytes / 2**20, synth_s, limit_mib))
+if rc == 0:
+    print("  %.1f s   %.1f MiB peak   %.1f bytes per call   [target: within 4 GiB: %s]" %
+          (seconds, kib / 1024, kib * 1024 / (per_rank * 1024), "met" if kib * 1024 <= 4 << 30 else "missed"))
+else:
+    lines = stderr.strip().splitlines()
+    print("  refused (exit %d) after %.1f s: %s" % (rc, seconds, lines[-1] if lines else "(no message)"))
+    print("  [target: within 4 GiB: missed; the report holds a trace of every call, bounded memory needs the calls streamed]")
+PY
+rm -rf "$synth_dir"
+
