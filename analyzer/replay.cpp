@@ -374,8 +374,9 @@ class Simulation {
     size_t first_span = 0;
     // the spans forgotten, where they may be, every this many calls: every 4096, a replay of 1024 ranks of
     // 5000 calls each held nearly every call's span, 16 bytes a call (its peak 90 MB above the trace, now 23),
-    // and the spans read in taken() were further out of the cache (the ring of bench/ring_trace.hpp and
-    // mpiadvise-synth's halo replay 3-9% faster)
+    // and the spans read in taken() were further out of the cache (the ring of bench/ring_trace.hpp, 64 x
+    // 100000, replays at 18.8-20.4 M events/s where it did at 17.6-19.3, mpiadvise-synth's halo at 16.7-17.7
+    // where it did at 15.8-16.2)
     static constexpr size_t kForgetSpansEvery = 256;
     // what the rank waits for while parked in its current call (none: it runs, or is ready to)
     enum class Parked { None, Message, Rank, Collective } parked = Parked::None;

@@ -110,7 +110,7 @@ struct RankPart {
   std::vector<Membership> colls;
   std::vector<const Communicator*> comms;  // by the part's index: the log's definition
   size_t bytes() const {
-    return sends.capacity() * sizeof(Message) + recvs.capacity() * sizeof(RecvEnd) + links.capacity() * 5 +
+    return sends.capacity() * sizeof(Message) + recvs.capacity() * sizeof(RecvEnd) + links.capacity_bytes() +
            colls.capacity() * sizeof(Membership);
   }
 };
@@ -128,7 +128,7 @@ class GiveBack {
   // a part of `bytes` was made (its vectors doubled to their size: about as much freed) or freed
   void made(size_t bytes) {
     if (since_.fetch_add(bytes) + bytes < kGiveBackBytes) return;
-    since_ = 0;
+    since_ = 0;  // what another thread added meanwhile is not counted: a trim comes a little later
     malloc_trim(0);
   }
 

@@ -82,7 +82,7 @@ class LinkList {
  public:
   Link operator[](size_t i) const { return Link{static_cast<Link::Kind>(kind_[i]), id_[i]}; }
   size_t size() const { return id_.size(); }
-  size_t capacity() const { return id_.capacity(); }
+  size_t capacity_bytes() const { return id_.capacity() * sizeof(uint32_t) + kind_.capacity(); }
   void push_back(Link l) {
     id_.push_back(l.id);
     kind_.push_back(l.kind);
