@@ -129,9 +129,9 @@ std::string gib(double bytes) {
 
 }  // namespace
 
-void check_memory(const JobLog& job) {
+void check_memory(const JobLog& job, uint64_t until_ns) {
   uint64_t calls = 0;
-  for (const auto& r : job.ranks()) calls += r->calls_estimate();
+  for (const auto& r : job.ranks()) calls += until_ns == UINT64_MAX ? r->calls_estimate() : r->calls_estimate(until_ns);
   double need = static_cast<double>(calls) * kBytesPerCall;
   uint64_t avail = memory_available();
   int here = 1;  // processes of the analysis on this node
@@ -163,13 +163,25 @@ void check_memory(const JobLog& job) {
     }
   }
   if (need <= static_cast<double>(avail)) return;
+  // the part of the run that fits: as long a share of the part asked for (the whole run by default) as the
+  // memory is of the need, the calls taken as spread evenly over the time
+  std::string part;
+  if (const auto start = run_start_ns(job)) {
+    uint64_t end = 0;
+    for (const auto& r : job.ranks()) end = std::max(end, r->last_chunk_ns());
+    end = std::min(end, until_ns);
+    const double fit_s = end > *start ? static_cast<double>(end - *start) * 1e-9 * static_cast<double>(avail) / need : 0;
+    if (fit_s >= 0.001)
+      part = fmt::format(", or analyse {} part of it: --until {:.3g} takes about the first {:.3g} s of the run, which fit",
+                         until_ns == UINT64_MAX ? "a" : "a shorter", fit_s * 0.9, fit_s * 0.9);
+  }
   throw MemoryError(fmt::format(
-      "{}: the logs of {} ranks hold {} MPI calls, and their analysis needs about {} ({:.0f} bytes a call{}) where "
-      "{} is available; analyse them on a machine with that memory{}, or trace only the part of the run that "
+      "{}: the logs of {} ranks hold {} MPI calls{}, and their analysis needs about {} ({:.0f} bytes a call{}) where "
+      "{} is available; analyse them on a machine with that memory{}{}, or trace only the part of the run that "
       "matters (MPI_Pcontrol(0) pauses tracing, MPI_Pcontrol(1) resumes it)",
-      job.dir().string(), job.ranks().size(), calls, gib(need), kBytesPerCall,
-      here > 1 ? fmt::format(", in each of the {} processes of the analysis on this node", here) : "",
-      gib(static_cast<double>(avail)), here > 1 ? " or with fewer processes on it" : ""));
+      job.dir().string(), job.ranks().size(), calls, until_ns == UINT64_MAX ? "" : " in the part asked for (--until)",
+      gib(need), kBytesPerCall, here > 1 ? fmt::format(", in each of the {} processes of the analysis on this node", here) : "",
+      gib(static_cast<double>(avail)), here > 1 ? " or with fewer processes on it" : "", part));
 }
 
 // Spread over processes, every process must have read the same logs (a path that names other files on
@@ -194,12 +206,22 @@ void check_same_trace(const Trace& t, const std::string& dir) {
 }
 
 Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs,
-                 const ReplaySpeed& speed) {
+                 const ReplaySpeed& speed, const RunPart& part) {
   Analysis a;
   a.dir = dir;
   a.job = std::make_unique<JobLog>(dir);
-  check_memory(*a.job);
-  a.trace = build_trace(*a.job);
+  uint64_t until_ns = UINT64_MAX;
+  if (part.until_s) {
+    if (!(*part.until_s > 0) || *part.until_s > 1e9)
+      throw std::invalid_argument(fmt::format("--until {}: not a time in seconds above 0", *part.until_s));
+    if (const auto start = run_start_ns(*a.job)) until_ns = *start + static_cast<uint64_t>(*part.until_s * 1e9 + 0.5);
+  }
+  check_memory(*a.job, until_ns);
+  a.trace = build_trace(*a.job, until_ns);
+  if (a.trace.cut()) {
+    a.until_s = part.until_s;
+    for (const auto& r : a.job->ranks()) a.calls_in_logs += r->calls_estimate();
+  }
   check_same_trace(a.trace, dir);
   a.facts = run_facts(*a.job);
   a.chosen = choose_params(a.facts, params, default_params_dir());

@@ -35,6 +35,10 @@ struct Analysis {
   std::vector<Wait> waits;  // every measured wait
   WaitStates measured;      // added up by rank and call site
   std::vector<std::unique_ptr<Symbolizer>> symbols;  // per rank
+  // --until: the seconds after the run's start analysed, where they left calls out, and about how many
+  // calls the logs hold in all (RankLog::calls_estimate)
+  std::optional<double> until_s;
+  uint64_t calls_in_logs = 0;
 
   // Where a rank's call site is in the source (module+offset without debug information).
   SourceLocation locate(int rank, uint32_t callsite) const;
@@ -48,7 +52,8 @@ struct Analysis {
 // Refuses, with one line naming the figures and what helps, logs whose analysis cannot fit in the memory
 // this process may still take (the system's, its cgroup's, its address-space limit); where it fits but
 // not with analysis_threads() replays at once, lowers them to as many as fit, and says so on stderr.
-void check_memory(const JobLog& job);
+// until_ns: only the calls entered before are to be analysed (build_trace).
+void check_memory(const JobLog& job, uint64_t until_ns = UINT64_MAX);
 // What check_memory throws: logs whose analysis cannot fit, said in one line.
 class MemoryError : public std::runtime_error {
  public:
@@ -63,8 +68,14 @@ struct ReplaySpeed {
   std::optional<double> factor;
 };
 
+// The part of a run to analyse: the calls entered before until_s seconds after the run's start
+// (run_start_ns: rank 0's MPI_Init return), as if every rank had stopped there (--until); none: all of it.
+struct RunPart {
+  std::optional<double> until_s;
+};
+
 Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs = {},
-                 const ReplaySpeed& speed = {});
+                 const ReplaySpeed& speed = {}, const RunPart& part = {});
 
 // Call sites with a function but no line (a program stripped of its debug information, or whose
 // debug files are not found) keyed as one site per function (module and function): their calls and

@@ -89,7 +89,8 @@ HangState hang_state(const Trace& t) {
       const Op& last = ops.back();
       x.op = static_cast<uint32_t>(ops.size() - 1);
       h.end_ns = std::max(h.end_ns, static_cast<double>(last.t_exit()));
-      if (last.call == MPA_CALL_Finalize && !last.unfinished) {
+      // a rank cut off by --until (Trace::cut_ns) went on after the part analysed: as if it finished
+      if ((last.call == MPA_CALL_Finalize || t.ranks[r].cut) && !last.unfinished) {
         x.state = HangState::State::Finished;
       } else if (last.unfinished) {
         x.state = HangState::State::InMpi;

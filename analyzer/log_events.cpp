@@ -94,6 +94,13 @@ struct DecodeBuffers {
 }  // namespace
 
 void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const {
+  for_each_event_until(UINT64_MAX, [&](const Event& ev) {
+    fn(ev);
+    return true;
+  });
+}
+
+bool RankLog::for_each_event_until(uint64_t until_ns, const std::function<bool(const Event&)>& fn) const {
   std::map<uint16_t, ThreadStream> streams;
   for (size_t i = 0; i < chunks_.size(); i++)
     if (chunks_[i].type == MPA_CHUNK_EVENTS) streams[chunks_[i].thread].chunks.push_back(i);
@@ -309,6 +316,7 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
     if (s.has_event) heap.emplace(s.next_enter_tick, thread);
   }
   while (!heap.empty()) {
+    if (until_ns != UINT64_MAX && to_ns(heap.top().first) >= until_ns) return true;
     const uint16_t thread = heap.top().second;
     heap.pop();
     ThreadStream& s = streams[thread];
@@ -320,10 +328,11 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
     const bool superseded = decoded && ev.unfinished && s.has_event && s.next_enter_tick == enter_tick;
     if (decoded && !superseded) {
       resolve();
-      fn(ev);
+      if (!fn(ev)) return s.has_event || heap.size() > 0;
     }
     if (s.has_event) heap.emplace(s.next_enter_tick, thread);
   }
+  return false;
 }
 
 }  // namespace mpiadvise

@@ -381,6 +381,26 @@ uint64_t RankLog::calls_estimate() const {
   return raw / 4;
 }
 
+uint64_t RankLog::calls_estimate(uint64_t until_ns) const {
+  uint64_t raw = 0, before = 0;
+  std::set<uint16_t> beyond;  // threads whose first chunk written after until_ns is counted
+  for (const auto& c : chunks_) {
+    if (c.type != MPA_CHUNK_EVENTS) continue;
+    raw += c.raw_bytes;
+    if (to_ns(c.sync_tick) < until_ns || beyond.insert(c.thread).second) before += c.raw_bytes;
+  }
+  const uint64_t calls = calls_estimate();
+  if (raw == 0 || before >= raw) return calls;
+  return static_cast<uint64_t>(static_cast<double>(calls) * static_cast<double>(before) / static_cast<double>(raw) + 0.5);
+}
+
+uint64_t RankLog::last_chunk_ns() const {
+  uint64_t last = 0;
+  for (const auto& c : chunks_)
+    if (c.type == MPA_CHUNK_EVENTS) last = std::max(last, to_ns(c.sync_tick));
+  return last;
+}
+
 uint64_t RankLog::ticks_to_ns(uint64_t ticks) const { return clamp_to_u64(static_cast<double>(ticks) * slope_ + 0.5); }
 
 // ---- JobLog -----------------------------------------------------------------------------------------------

@@ -137,11 +137,20 @@ class RankLog {
   // MPI calls in the log: as its trailer counts them, or, where the rank did not finalize, as its event
   // chunks' bytes before compression allow at 4 bytes a call (a bound from above for loops of calls)
   uint64_t calls_estimate() const;
+  // The same, of the calls entered before until_ns (ns on rank 0's clock): the share of the event chunks'
+  // bytes written by then, and one chunk more per thread (a chunk holds the events before its writing).
+  uint64_t calls_estimate(uint64_t until_ns) const;
+  // When the last event chunk was written (ns on rank 0's clock; 0 without one): about the rank's end.
+  uint64_t last_chunk_ns() const;
 
   // Every event in time order (threads merged). The Event passed is reused between calls. An
   // unfinished event (MPA_F_UNFINISHED) is left out when the next event of its thread has the same
   // enter time: the call returned after all and was written again, complete.
   void for_each_event(const std::function<void(const Event&)>& fn) const;
+  // The events entered before until_ns (ns on rank 0's clock), in the same order, while fn returns true;
+  // decodes no chunk beyond. Returns whether the log holds events it did not pass (from until_ns on, or
+  // after fn said stop).
+  bool for_each_event_until(uint64_t until_ns, const std::function<bool(const Event&)>& fn) const;
 
   // Ticks of the event clock to ns on rank 0's clock; a duration in ticks to ns.
   uint64_t to_ns(uint64_t tick) const;

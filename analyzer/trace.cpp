@@ -139,7 +139,8 @@ class GiveBack {
 // Reads one rank's log: its ops into the rank's trace, the rest into its part.
 class RankReader {
  public:
-  RankReader(const RankLog& log, RankTrace& rt, RankPart& part) : log_(log), rt_(rt), part_(part) {}
+  RankReader(const RankLog& log, RankTrace& rt, RankPart& part, uint64_t until_ns)
+      : log_(log), rt_(rt), part_(part), until_ns_(until_ns) {}
 
   void read() {
     rt_.hostname = log_.header().value("hostname", "");
@@ -149,8 +150,9 @@ class RankReader {
     reserve_ops();
     std::unordered_map<uint64_t, Pending> pending;  // request id -> what it stands for
     std::unordered_map<uint32_t, uint32_t> coll_seq; // comm -> collectives so far
-    log_.for_each_event([&](const Event& ev) {
+    rt_.cut = log_.for_each_event_until(until_ns_, [&](const Event& ev) {
       Op op;
+      rt_.calls += ev.count;
       // a call still in progress when a signal ended the rank is kept up to the op's 78 hours (a hang)
       const uint64_t exit = ev.unfinished && ev.t_exit_ns > ev.t_enter_ns && ev.t_exit_ns - ev.t_enter_ns > kMaxOpDuration
                                 ? ev.t_enter_ns + kMaxOpDuration
@@ -169,7 +171,7 @@ class RankReader {
       if (ev.refused()) op.kind = OpKind::Other;
       if (op.kind == OpKind::Polling || ev.refused()) {
         rt_.ops.push_back(op);
-        return;
+        return true;
       }
       switch (ev.call) {
         case MPA_CALL_Send: case MPA_CALL_Bsend: case MPA_CALL_Rsend: case MPA_CALL_Ssend:
@@ -303,6 +305,7 @@ class RankReader {
           }
       }
       rt_.ops.push_back(op);
+      return true;
     });
     // the vectors grow by doubling: kept at their size, the trace holds up to twice its ops
     rt_.ops.shrink_to_fit();
@@ -312,6 +315,7 @@ class RankReader {
   const RankLog& log_;
   RankTrace& rt_;
   RankPart& part_;
+  const uint64_t until_ns_;  // the ops are the calls entered before (UINT64_MAX: all)
   std::unordered_map<uint64_t, uint32_t> comm_index_;  // gid -> the part's index
   uint32_t last_local_ = kNone, last_comm_ = kNone;    // the last one asked for: most calls name the same
 
@@ -321,7 +325,7 @@ class RankReader {
   // which bounds the events where polls were folded. A reservation that cannot be had is left out.
   void reserve_ops() {
     if (!log_.complete()) return;
-    uint64_t n = log_.calls_estimate();
+    uint64_t n = until_ns_ == UINT64_MAX ? log_.calls_estimate() : log_.calls_estimate(until_ns_);
     const auto raw = log_.trailer().find("raw_bytes");
     if (raw != log_.trailer().end() && raw->is_number_unsigned()) n = std::min<uint64_t>(n, raw->get<uint64_t>() / 5);
     try {
@@ -564,8 +568,22 @@ struct Builder {
 
 }  // namespace
 
-Trace build_trace(const JobLog& job) {
+std::optional<uint64_t> run_start_ns(const JobLog& job) {
+  const RankLog* first = nullptr;
+  for (const auto& log : job.ranks())
+    if (log->rank() >= 0 && (!first || log->rank() < first->rank())) first = log.get();
+  if (!first) return std::nullopt;
+  std::optional<uint64_t> start;
+  first->for_each_event_until(UINT64_MAX, [&](const Event& ev) {
+    start = ev.call == MPA_CALL_Init || ev.call == MPA_CALL_Init_thread ? ev.t_exit_ns : ev.t_enter_ns;
+    return false;
+  });
+  return start;
+}
+
+Trace build_trace(const JobLog& job, uint64_t until_ns) {
   Trace t;
+  t.cut_ns = until_ns;
   t.world_size = job.world_size();
   t.ranks.resize(static_cast<size_t>(t.world_size));
   for (int r = 0; r < t.world_size; r++) t.ranks[r].rank = r;
@@ -578,7 +596,7 @@ Trace build_trace(const JobLog& job) {
   GiveBack give_back;
   parallel_for(logs.size(), [&](size_t i) {
     ranks[i] = logs[i]->rank();
-    RankReader(*logs[i], t.ranks[ranks[i]], parts[i]).read();
+    RankReader(*logs[i], t.ranks[ranks[i]], parts[i], until_ns).read();
     give_back.made(parts[i].bytes());
   });
   Builder b(t, give_back);

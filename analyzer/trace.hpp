@@ -212,6 +212,8 @@ struct RankTrace {
   std::string hostname;
   uint32_t host_cpus = 0;  // CPUs online on its host (0: not in the log)
   std::vector<Op> ops;
+  bool cut = false;    // its log holds calls entered at or after Trace::cut_ns, left out
+  uint64_t calls = 0;  // MPI calls its ops stand for (a run of unsuccessful polls is one op)
 };
 
 // The fastest a rank rewrites data it sends again, where the run's log does not say (rewrite_bytes_per_ns,
@@ -243,6 +245,12 @@ struct Trace {
   // probe (rewrite_bytes_per_ns)
   double rewrite_bytes_per_ns = kRewriteBytesPerNs;
   std::vector<ReadProblem> problems;
+  // The ops are the calls entered before this instant (ns on rank 0's clock; UINT64_MAX: every call):
+  // build_trace's until_ns, the part of the run mpiadvise --until names.
+  uint64_t cut_ns = UINT64_MAX;
+  bool cut() const {
+    return std::any_of(ranks.begin(), ranks.end(), [](const RankTrace& r) { return r.cut; });
+  }
   const Op& op(int rank, uint32_t i) const { return ranks[rank].ops[i]; }
   // The site of a rank's call site id (the same for every call stack through one return address); a
   // site the logs have no definition for is keyed by rank and id.
@@ -275,8 +283,13 @@ ReplayWindow replay_window(const RankTrace& rank);
 // a message, and lets it go.
 std::vector<uint32_t> done_ops(const Trace& t, Link::Kind side);
 
-// Reads every rank and matches. Streams the logs once.
-Trace build_trace(const JobLog& job);
+// Reads every rank and matches. Streams the logs once. With until_ns, only the calls entered before it (ns
+// on rank 0's clock) and no chunk beyond: the part of the run up to that instant, as if every rank had
+// stopped there; a message or collective with a side after it has lost that side.
+Trace build_trace(const JobLog& job, uint64_t until_ns = UINT64_MAX);
+// Where a run starts: its lowest logged rank's MPI_Init return (its first call's entry without one), ns on
+// rank 0's clock; nullopt without any event. --until counts from there.
+std::optional<uint64_t> run_start_ns(const JobLog& job);
 // Sets Message::cached (build_trace does): a RESENT message whose sender computed less between the two
 // sends' calls than writing its bytes at Trace::rewrite_bytes_per_ns takes. A pack buffer refilled before each
 // send is RESENT by its address, and its copy shows as computation. Each send is paired with the rank's

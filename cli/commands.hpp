@@ -13,6 +13,7 @@
 
 namespace mpiadvise {
 struct ReplaySpeed;  // analysis.hpp
+struct RunPart;
 }
 
 namespace mpiadvise::cli {
@@ -38,6 +39,8 @@ void add_debug_dir_option(CLI::App* sub, std::vector<std::string>& dirs);
 // --at-set-speed and --speed F, on the commands that replay a run: the parameter set at its own speed, or
 // at F times its times, not scaled to the round trips the tracer timed inside the run (analyse)
 void add_speed_options(CLI::App* sub, ReplaySpeed& speed);
+// --until S, on the commands that analyse one run: only its first S seconds (RunPart)
+void add_part_option(CLI::App* sub, RunPart& part);
 // CLI11 check of a factor from 0.01 to 100 (--speed, report's --compute-factor): "" or what is wrong with v
 std::string factor_check(const std::string& v);
 // --threads N: replays run at once (set_analysis_threads)

@@ -32,6 +32,7 @@ struct ReplayCommand {
   std::vector<int> compute_ranks;
   std::vector<std::string> debug_dirs;
   ReplaySpeed speed;
+  RunPart part;
 };
 
 using Loaded = Analysis;
@@ -46,7 +47,7 @@ std::string capped_note(const std::string& asked, const LogGPSParams& p) {
                      asked, p.S, p.name.empty() ? "the parameter set" : p.name, p.raised_to.value_or(p.S));
 }
 
-Loaded load(const ReplayCommand& c) { return analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.speed); }
+Loaded load(const ReplayCommand& c) { return analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.speed, c.part); }
 
 double parse_size(const std::string& what, const std::string& v) {
   static const std::regex re(R"(\s*(-?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)(i?[bB])?\s*)");
@@ -116,6 +117,7 @@ nlohmann::json result_json(const Loaded& l, const ReplayResult& r) {
                       {"rendezvous_messages", r.collective_rendezvous_messages},
                       {"algorithms", r.collective_algorithms},
                       {"approximations", r.collective_approximations}};
+  if (l.until_s) j["until_s"] = *l.until_s;
   j["unmatched"] = {{"sends", l.trace.unmatched_sends},
                     {"receives", l.trace.unmatched_recvs},
                     {"collectives", l.trace.incomplete_collectives},
@@ -154,6 +156,12 @@ void print_text(const Loaded& l, const ReplayResult& r, const std::string& title
              r.mode == ReplayMode::Paper ? "paper mode (recorded call times)" : "simulation", r.params.L, r.params.o, receive,
              r.params.s == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(r.params.s),
              r.params.S == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(r.params.S));
+  if (l.until_s) {
+    uint64_t calls = 0;
+    for (const auto& rt : l.trace.ranks) calls += rt.calls;
+    fmt::print("  part        the first {:.6g} s of the run (--until): {} of the logs' {} MPI calls\n", *l.until_s, calls,
+               l.calls_in_logs);
+  }
   if (r.processes > 1) fmt::print("  spread      over {} processes, each replaying a share of the ranks\n", r.processes);
   fmt::print("  run time    measured {}  predicted {}  ({:+.1f}%)\n", duration_text(r.measured_ns),
              duration_text(r.predicted_ns), 100 * r.error());
@@ -343,10 +351,26 @@ void common_options(CLI::App* sub, ReplayCommand& c) {
       ->check(CLI::IsMember({"loggps", "loggp"}));
   sub->add_flag("--json", c.json, "Print a JSON object (schema mpiadvise-replay/1)");
   add_speed_options(sub, c.speed);
+  add_part_option(sub, c.part);
   add_debug_dir_option(sub, c.debug_dirs);
 }
 
 }  // namespace
+
+void add_part_option(CLI::App* sub, RunPart& part) {
+  sub->add_option("--until", part.until_s,
+                  "S: analyse only the calls entered in the first S seconds of the run (after MPI_Init returned on "
+                  "rank 0), as if every rank had stopped there; reads no more of the logs")
+      ->check([](const std::string& v) -> std::string {
+        try {
+          size_t used = 0;
+          const double s = std::stod(v, &used);
+          if (used == v.size() && s > 0 && s <= 1e9) return "";
+        } catch (const std::exception&) {
+        }
+        return v + " is not a number of seconds above 0 (and at most 1e9)";
+      });
+}
 
 void add_speed_options(CLI::App* sub, ReplaySpeed& speed) {
   auto* own = sub->add_flag("--at-set-speed", speed.at_set,

@@ -28,6 +28,7 @@ struct ReportCommand {
   size_t top = 10;
   std::vector<std::string> debug_dirs;
   ReplaySpeed speed;
+  RunPart part;
   double compute_factor = 1.0;
 };
 
@@ -512,7 +513,7 @@ std::string render_markdown(const report::Report& j, size_t top) {
 }
 
 int run_report(const ReportCommand& c) {
-  Analysis a = analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.speed);
+  Analysis a = analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.speed, c.part);
   int status = kOk;
   for (const auto& p : a.trace.problems) {
     std::fprintf(stderr, "mpiadvise: %s\n", p.text().c_str());
@@ -558,6 +559,7 @@ std::function<int()> add_report(CLI::App& app) {
   sub->add_option("--top", c->top, "Hot spots listed, and candidate sites replayed for each kind of advice (default 10)")
       ->check(CLI::Range(1, 1000));
   add_speed_options(sub, c->speed);
+  add_part_option(sub, c->part);
   sub->add_option("--compute-factor", c->compute_factor,
                   "F: replay, and make the what-ifs, with every computation between MPI calls taking F times its "
                   "measured time (another run's computation against this one's sets this run beside it)")

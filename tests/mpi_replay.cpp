@@ -3,7 +3,10 @@
 // computation, so each send waits for its receiver (rendezvous) until S is raised above the size.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <regex>
+
+#include <fmt/format.h>
 
 #include "replay.hpp"
 #include "run_facts.hpp"
@@ -241,5 +244,87 @@ TEST_CASE("mpiadvise replay and whatif print JSON with the documented fields, an
     CHECK(e.status == 2);
     CHECK(e.err.find(bad.says) != std::string::npos);
     CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
+  }
+}
+
+// --until T analyses the run up to T seconds after its start, as if every rank had stopped there: each
+// rank's ops are exactly the whole run's entered before that instant, and a message matched in the part
+// is matched to the same receive as in the whole (a part is a prefix of every rank's calls, so MPI's
+// matching order is the same). A T beyond the run's end changes nothing, byte for byte. The pingpong's
+// 10 rounds each wait 20 ms for a late receiver: a cut in the middle of the run leaves rounds out.
+TEST_CASE("--until analyses the run up to an instant: the calls entered before it, matched as in the whole run",
+          "[replay][cli]") {
+  auto run = pingpong("65536");
+  REQUIRE(run.status == 0);
+  JobLog job(run.dir);
+  const Trace whole = build_trace(job);
+  const auto start = run_start_ns(job);
+  REQUIRE(start);
+  uint64_t end = 0;
+  for (const auto& r : whole.ranks) end = std::max(end, r.ops.back().t_exit());
+  REQUIRE(end > *start + 100'000'000);  // ten rounds of 20 ms
+  const uint64_t cut = *start + (end - *start) / 2;
+  const Trace part = build_trace(job, cut);
+  CHECK(part.cut());
+  uint64_t left_out = 0;
+  for (int r = 0; r < whole.world_size; r++) {
+    const auto& w = whole.ranks[r].ops;
+    const auto& p = part.ranks[r].ops;
+    const size_t n = static_cast<size_t>(std::count_if(w.begin(), w.end(), [&](const Op& op) { return op.t_enter < cut; }));
+    INFO("rank " << r);
+    CHECK(part.ranks[r].cut);
+    REQUIRE(p.size() == n);
+    CHECK(n < w.size());
+    left_out += w.size() - n;
+    for (size_t i = 0; i < n; i++) {
+      CHECK(p[i].t_enter == w[i].t_enter);
+      CHECK(p[i].t_exit() == w[i].t_exit());
+      CHECK(p[i].call == w[i].call);
+      CHECK(p[i].callsite == w[i].callsite);
+    }
+  }
+  CHECK(left_out > 10);
+  std::map<std::pair<int, uint32_t>, uint32_t> receive_of;  // (sender, its send op) -> the receive's op
+  for (const Message& m : whole.messages)
+    if (m.matched()) receive_of[{m.src, m.send_op}] = m.recv_op;
+  size_t matched = 0;
+  for (const Message& m : part.messages) {
+    if (!m.matched()) continue;
+    matched++;
+    auto it = receive_of.find({m.src, m.send_op});
+    REQUIRE(it != receive_of.end());
+    CHECK(it->second == m.recv_op);
+  }
+  CHECK(matched > 0);
+  CHECK(matched < whole.messages.size());
+
+  const std::string cmd = mpiadvise_cmd(), dir = run.dir.string();
+  auto all = run_command(cmd + " replay --json " + dir);
+  auto beyond = run_command(cmd + " replay --json --until 1000 " + dir);
+  REQUIRE(all.status == 0);
+  CHECK(beyond.status == all.status);
+  CHECK(beyond.out == all.out);
+  const double until_s = static_cast<double>(cut - *start) * 1e-9;
+  auto half = run_command(fmt::format("{} replay --json --until {:.9f} {}", cmd, until_s, dir));
+  INFO(half.err);
+  REQUIRE(half.status == 0);
+  const auto hj = nlohmann::json::parse(half.out), aj = nlohmann::json::parse(all.out);
+  CHECK(hj["until_s"].get<double>() == Approx(until_s));
+  CHECK(!aj.contains("until_s"));
+  CHECK(hj["measured_ns"].get<double>() < aj["measured_ns"].get<double>());
+  // the report of the part: the run is not taken for one that did not finish, and its notes say what was analysed
+  auto rep = report_json(run.dir, fmt::format("--until {:.9f}", until_s));
+  CHECK(rep["hang"]["finished"] == true);
+  bool noted = false;
+  for (const auto& n : rep["notes"]) noted |= n.get<std::string>().find("(--until)") != std::string::npos;
+  CHECK(noted);
+  // a time that is none: one line, exit status 2, nothing on standard output
+  for (const std::string bad : {"0", "-1", "1x", "nan"}) {
+    auto r = run_command(cmd + " report --until " + bad + " " + dir);
+    INFO(bad << ": " << r.err);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find("--until") != std::string::npos);
   }
 }
