@@ -205,16 +205,17 @@ class Otf2Writer {
       const int r = log->rank();
       if (r < 0 || r >= world) continue;
       uint32_t i = 0;
-      log->for_each_event([&](const Event& ev) {
+      log->for_each_event_until(t_.cut_ns, [&](const Event& ev) {  // the trace's calls: --until's part
         const uint32_t op = i++;
         n.calls++;
         const uint64_t loc = location(r, ev.thread, false);
         const uint32_t region = region_of(ev.call, ev.call_name);
         if (op >= t_.ranks[r].ops.size()) {
           enter_leave(loc, region, ev.t_enter_ns, ev.t_exit_ns);
-          return;
+          return true;
         }
         n.collectives += op_records(loc, r, op, region, ev.t_enter_ns, ev.t_exit_ns, 0);
+        return true;
       });
     }
     if (predicted) {
@@ -521,7 +522,7 @@ ExportCounts write_trace_events(const Analysis& a, const ReplayResult* predicted
     const int r = log->rank();
     if (r < 0 || r >= world) continue;
     std::set<uint16_t> threads;
-    log->for_each_event([&](const Event& ev) {
+    log->for_each_event_until(t.cut_ns, [&](const Event& ev) {  // the trace's calls: --until's part
       if (threads.insert(ev.thread).second)
         s.put({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", ev.thread},
                {"args", {{"name", ev.thread == 0 ? std::string("main thread") : fmt::format("thread {}", ev.thread)}}}});
@@ -531,6 +532,7 @@ ExportCounts write_trace_events(const Analysis& a, const ReplayResult* predicted
       s.put(e);
       thread_of[r].push_back(ev.thread);
       n.calls++;
+      return true;
     });
   }
   auto thread = [&](int r, uint32_t op) { return op < thread_of[r].size() ? thread_of[r][op] : 0; };

@@ -21,6 +21,7 @@ struct ExportCommand {
   std::string dir, format, out, params;
   bool predicted = false;
   ReplaySpeed speed;
+  RunPart part;
   std::vector<std::string> debug_dirs;
 };
 
@@ -32,7 +33,7 @@ int run_export(const ExportCommand& c) {
     if (fs::exists(c.out, ec) && (!fs::is_directory(c.out, ec) || !fs::is_empty(c.out, ec)))
       throw CLI::ValidationError("-o", c.out + " exists and is not an empty directory (OTF2 writes a new archive there)");
   }
-  Analysis a = analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.speed);
+  Analysis a = analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.speed, c.part);
   int status = kOk;
   for (const auto& p : a.trace.problems) {
     std::fprintf(stderr, "mpiadvise: %s\n", p.text().c_str());
@@ -95,6 +96,7 @@ std::function<int()> add_export(CLI::App& app) {
   sub->add_flag("--predicted", c->predicted, "Add the LogGPS replay's predicted timeline beside each rank");
   sub->add_option("--params", c->params, "Parameter set of the prediction: a NAME in share/params or a FILE");
   add_speed_options(sub, c->speed);
+  add_part_option(sub, c->part);
   add_debug_dir_option(sub, c->debug_dirs);
   return [c] { return run_export(*c); };
 }

@@ -318,6 +318,14 @@ TEST_CASE("--until analyses the run up to an instant: the calls entered before i
   bool noted = false;
   for (const auto& n : rep["notes"]) noted |= n.get<std::string>().find("(--until)") != std::string::npos;
   CHECK(noted);
+  // export draws the same part: its calls, no more
+  uint64_t part_calls = 0;
+  for (const auto& r : part.ranks) part_calls += r.calls;
+  const fs::path timeline = fresh_dir("until-export") / "part.json";
+  auto ex = run_command(fmt::format("{} export --format perfetto --until {:.9f} -o {} {}", cmd, until_s, timeline.string(), dir));
+  INFO(ex.out << ex.err);
+  REQUIRE(ex.status == 0);
+  CHECK(ex.out.find(fmt::format(": {} MPI calls and ", part_calls)) != std::string::npos);
   // a time that is none: one line, exit status 2, nothing on standard output
   for (const std::string bad : {"0", "-1", "1x", "nan"}) {
     auto r = run_command(cmd + " report --until " + bad + " " + dir);
