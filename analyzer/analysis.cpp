@@ -90,6 +90,18 @@ constexpr double kBytesPerCall = 76;
 // bytes a call more from one run to the next (where the two replays' peaks meet); 4 is below any seen (25
 // while each replay held a state for every message, 48 while the gate's replays held their ops' times).
 constexpr double kBytesPerCallPerThread = 4;
+// The address space an analysis takes (what ulimit -v, RLIMIT_AS, limits) is more than its peak of memory:
+// a vector that grows holds its old and its new, larger capacity at once, the part of it not yet written
+// in no memory but in the address space, and each thread's malloc arena reserves address space it has not
+// used. The least ulimit -v under which mpiadvise report --format json --threads 1 of mpiadvise-synth's halo of
+// 64 ranks ran, less the 14 MiB the program had taken at the check: 44 MiB for 64 x 4000 calls, 105 MiB for
+// 64 x 16000 (pipeline 113), 692 MiB for 64 x 1e5 (108 bytes a call; its peak of memory was 74). 24 MiB and
+// 116 bytes a call are above each of them (bench/run.sh's line (g) asks a run of 10^9 calls within 4 GiB).
+constexpr double kAddressBytes = 24.0 * 1024 * 1024;
+constexpr double kAddressBytesPerCall = 116;
+// And each replay run beside the first: with two threads the least limits were 31 MiB more for the halo of 64 x 16000 and
+// 23 MiB more for its pipeline (its arena, and its state at kBytesPerCallPerThread).
+constexpr double kAddressBytesPerThread = 32.0 * 1024 * 1024;
 
 uint64_t meminfo_available() {
   std::ifstream in("/proc/meminfo");
@@ -105,21 +117,44 @@ uint64_t read_u64_file(const char* path) {
   return std::strtoull(s.c_str(), nullptr, 10);
 }
 
-// Memory this process may still take: what the system has available, its cgroup's limit less what the
-// cgroup uses, and its address-space limit less its size.
-uint64_t memory_available() {
-  uint64_t avail = meminfo_available();
+// What this process may still take (UINT64_MAX: no limit known): of memory, what the system has available
+// and its cgroup's limit less what the cgroup uses; of address space, its limit (ulimit -v) less its size.
+struct Room {
+  uint64_t memory = UINT64_MAX;
+  uint64_t address = UINT64_MAX;
+};
+
+Room room_left() {
+  Room room;
+  room.memory = meminfo_available();
   uint64_t limit = read_u64_file("/sys/fs/cgroup/memory.max"), used = read_u64_file("/sys/fs/cgroup/memory.current");
-  if (limit != UINT64_MAX && used != UINT64_MAX) avail = std::min(avail, limit > used ? limit - used : 0);
+  if (limit != UINT64_MAX && used != UINT64_MAX) room.memory = std::min(room.memory, limit > used ? limit - used : 0);
   struct rlimit rl;
   if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
     std::ifstream in("/proc/self/statm");
     uint64_t pages = 0;
     in >> pages;
     const uint64_t size = pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    avail = std::min<uint64_t>(avail, rl.rlim_cur > size ? rl.rlim_cur - size : 0);
+    room.address = rl.rlim_cur > size ? rl.rlim_cur - size : 0;
   }
-  return avail;
+  return room;
+}
+
+// What an analysis of `calls` MPI calls with `threads` replays at once needs, `here` processes of it on
+// this node (spread over processes, each holds the whole trace; those of a node share its memory, each
+// has its own address space).
+struct Need {
+  double memory = 0, address = 0;
+};
+
+Need need_of(uint64_t calls, unsigned threads, int here) {
+  const double c = static_cast<double>(calls), more = threads > 1 ? threads - 1 : 0;
+  return {(c * kBytesPerCall + more * c * kBytesPerCallPerThread) * here,
+          kAddressBytes + c * kAddressBytesPerCall + more * (kAddressBytesPerThread + c * kBytesPerCallPerThread)};
+}
+
+bool fits(const Need& n, const Room& r) {
+  return n.memory <= static_cast<double>(r.memory) && n.address <= static_cast<double>(r.address);
 }
 
 std::string gib(double bytes) {
@@ -132,56 +167,65 @@ std::string gib(double bytes) {
 void check_memory(const JobLog& job, uint64_t until_ns) {
   uint64_t calls = 0;
   for (const auto& r : job.ranks()) calls += until_ns == UINT64_MAX ? r->calls_estimate() : r->calls_estimate(until_ns);
-  double need = static_cast<double>(calls) * kBytesPerCall;
-  uint64_t avail = memory_available();
+  Room room = room_left();
   int here = 1;  // processes of the analysis on this node
   if (ReplayPeers* peers = replay_peers(); peers && peers->size() > 1) {
     here = peers->on_node();
-    // spread over processes: each holds the whole trace, those of a node share its memory, and all take
-    // the same verdict (the most any of them saw available: before the others took theirs)
-    need *= here;
-    std::vector<uint8_t> mine(sizeof avail);
-    std::memcpy(mine.data(), &avail, sizeof avail);
+    // all take the same verdict: the most any of them saw left (before the others took theirs)
+    std::vector<uint8_t> mine(sizeof room);
+    std::memcpy(mine.data(), &room, sizeof room);
     for (const auto& theirs : peers->allgather(mine)) {
-      uint64_t a = 0;
-      if (theirs.size() == sizeof a) std::memcpy(&a, theirs.data(), sizeof a);
-      avail = avail == UINT64_MAX || a == UINT64_MAX ? UINT64_MAX : std::max(avail, a);
+      Room r;
+      if (theirs.size() == sizeof r) std::memcpy(&r, theirs.data(), sizeof r);
+      room.memory = std::max(room.memory, r.memory);
+      room.address = std::max(room.address, r.address);
     }
   }
-  if (avail == UINT64_MAX) return;
+  if (room.memory == UINT64_MAX && room.address == UINT64_MAX) return;
+  const Need need = need_of(calls, 1, here);
   // replays at once: as many as fit beside the analysis itself
   const unsigned threads = analysis_threads();
-  if (threads > 1 && calls > 0 && need <= static_cast<double>(avail)) {
-    const double per_thread = static_cast<double>(calls) * kBytesPerCallPerThread;
-    const double fit = (static_cast<double>(avail) - need) / per_thread + 1;
-    if (fit < threads) {
-      const unsigned n = static_cast<unsigned>(std::max(1.0, fit));
-      std::fprintf(stderr, "mpiadvise: %s: %u replays at once would need about %s where %s is available: %u at once\n",
-                   job.dir().c_str(), threads, gib(need + (threads - 1) * per_thread).c_str(),
-                   gib(static_cast<double>(avail)).c_str(), n);
-      set_analysis_threads(n);
-    }
+  if (threads > 1 && calls > 0 && fits(need, room) && !fits(need_of(calls, threads, here), room)) {
+    unsigned n = threads - 1;
+    while (n > 1 && !fits(need_of(calls, n, here), room)) n--;
+    const Need all = need_of(calls, threads, here);
+    const bool address = all.address > static_cast<double>(room.address);
+    std::fprintf(stderr, "mpiadvise: %s: %u replays at once would need about %s where %s %s: %u at once\n",
+                 job.dir().c_str(), threads, gib(address ? all.address : all.memory).c_str(),
+                 gib(static_cast<double>(address ? room.address : room.memory)).c_str(),
+                 address ? "of address space is left (ulimit -v)" : "is available", n);
+    set_analysis_threads(n);
   }
-  if (need <= static_cast<double>(avail)) return;
+  if (fits(need, room)) return;
+  // what binds: the memory, or the address space (the one with the smaller share of its need left)
+  const bool address = static_cast<double>(room.address) / need.address < static_cast<double>(room.memory) / need.memory;
+  const double needed = address ? need.address : need.memory, left = static_cast<double>(address ? room.address : room.memory);
+  const double fixed = address ? kAddressBytes : 0;  // what does not grow with the calls
   // the part of the run that fits: as long a share of the part asked for (the whole run by default) as the
-  // memory is of the need, the calls taken as spread evenly over the time
+  // room beyond the fixed need is of the need that grows with the calls, the calls taken as spread evenly
+  // over the time
   std::string part;
-  if (const auto start = run_start_ns(job)) {
+  if (const auto start = run_start_ns(job); start && left > fixed) {
     uint64_t end = 0;
     for (const auto& r : job.ranks()) end = std::max(end, r->last_chunk_ns());
     end = std::min(end, until_ns);
-    const double fit_s = end > *start ? static_cast<double>(end - *start) * 1e-9 * static_cast<double>(avail) / need : 0;
+    const double fit_s = end > *start ? static_cast<double>(end - *start) * 1e-9 * (left - fixed) / (needed - fixed) : 0;
     if (fit_s >= 0.001)
       part = fmt::format(", or analyse {} part of it: --until {:.3g} takes about the first {:.3g} s of the run, which fit",
                          until_ns == UINT64_MAX ? "a" : "a shorter", fit_s * 0.9, fit_s * 0.9);
   }
+  const std::string rate = address ? fmt::format("{} and {:.0f} bytes a call", gib(kAddressBytes), kAddressBytesPerCall)
+                                   : fmt::format("{:.0f} bytes a call", kBytesPerCall);
   throw MemoryError(fmt::format(
-      "{}: the logs of {} ranks hold {} MPI calls{}, and their analysis needs about {} ({:.0f} bytes a call{}) where "
-      "{} is available; analyse them on a machine with that memory{}{}, or trace only the part of the run that "
-      "matters (MPI_Pcontrol(0) pauses tracing, MPI_Pcontrol(1) resumes it)",
+      "{}: the logs of {} ranks hold {} MPI calls{}, and their analysis needs about {}{} ({}{}) where {} {}; analyse "
+      "them {}{}{}, or trace only the part of the run that matters (MPI_Pcontrol(0) pauses tracing, MPI_Pcontrol(1) "
+      "resumes it)",
       job.dir().string(), job.ranks().size(), calls, until_ns == UINT64_MAX ? "" : " in the part asked for (--until)",
-      gib(need), kBytesPerCall, here > 1 ? fmt::format(", in each of the {} processes of the analysis on this node", here) : "",
-      gib(static_cast<double>(avail)), here > 1 ? " or with fewer processes on it" : "", part));
+      gib(needed), address ? " of address space" : "", rate,
+      here > 1 && !address ? fmt::format(", in each of the {} processes of the analysis on this node", here) : "",
+      gib(left), address ? "is left under its limit (ulimit -v)" : "is available",
+      address ? "under a higher limit" : "on a machine with that memory", here > 1 && !address ? " or with fewer processes on it" : "",
+      part));
 }
 
 // Spread over processes, every process must have read the same logs (a path that names other files on
