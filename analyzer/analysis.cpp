@@ -171,14 +171,16 @@ void check_memory(const JobLog& job, uint64_t until_ns) {
   int here = 1;  // processes of the analysis on this node
   if (ReplayPeers* peers = replay_peers(); peers && peers->size() > 1) {
     here = peers->on_node();
-    // all take the same verdict: the most any of them saw left (before the others took theirs)
+    // all take the same verdict: of the node's memory, the most any of them saw left (before the others
+    // took theirs); of the address space, each process's own, the least left to any of them
     std::vector<uint8_t> mine(sizeof room);
     std::memcpy(mine.data(), &room, sizeof room);
     for (const auto& theirs : peers->allgather(mine)) {
+      if (theirs.size() != sizeof(Room)) continue;
       Room r;
-      if (theirs.size() == sizeof r) std::memcpy(&r, theirs.data(), sizeof r);
+      std::memcpy(&r, theirs.data(), sizeof r);
       room.memory = std::max(room.memory, r.memory);
-      room.address = std::max(room.address, r.address);
+      room.address = std::min(room.address, r.address);
     }
   }
   if (room.memory == UINT64_MAX && room.address == UINT64_MAX) return;
@@ -197,8 +199,11 @@ void check_memory(const JobLog& job, uint64_t until_ns) {
     set_analysis_threads(n);
   }
   if (fits(need, room)) return;
-  // what binds: the memory, or the address space (the one with the smaller share of its need left)
-  const bool address = static_cast<double>(room.address) / need.address < static_cast<double>(room.memory) / need.memory;
+  // what binds: the memory, or the address space (of both short, the one with the smaller share of its need left)
+  const bool memory_short = need.memory > static_cast<double>(room.memory);
+  const bool address = need.address > static_cast<double>(room.address) &&
+                       (!memory_short || static_cast<double>(room.address) / need.address <
+                                             static_cast<double>(room.memory) / need.memory);
   const double needed = address ? need.address : need.memory, left = static_cast<double>(address ? room.address : room.memory);
   const double fixed = address ? kAddressBytes : 0;  // what does not grow with the calls
   // the part of the run that fits: as long a share of the part asked for (the whole run by default) as the
@@ -211,8 +216,8 @@ void check_memory(const JobLog& job, uint64_t until_ns) {
     end = std::min(end, until_ns);
     const double fit_s = end > *start ? static_cast<double>(end - *start) * 1e-9 * (left - fixed) / (needed - fixed) : 0;
     if (fit_s >= 0.001)
-      part = fmt::format(", or analyse {} part of it: --until {:.3g} takes about the first {:.3g} s of the run, which fit",
-                         until_ns == UINT64_MAX ? "a" : "a shorter", fit_s * 0.9, fit_s * 0.9);
+      part = fmt::format(", or analyse only the run's first {:.3g} s (--until {:.3g}), whose analysis fits{}", fit_s * 0.9,
+                         fit_s * 0.9, until_ns == UINT64_MAX ? "" : ", a shorter part");
   }
   const std::string rate = address ? fmt::format("{} and {:.0f} bytes a call", gib(kAddressBytes), kAddressBytesPerCall)
                                    : fmt::format("{:.0f} bytes a call", kBytesPerCall);
@@ -258,7 +263,12 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
   if (part.until_s) {
     if (!(*part.until_s > 0) || *part.until_s > 1e9)
       throw std::invalid_argument(fmt::format("--until {}: not a time in seconds above 0", *part.until_s));
-    if (const auto start = run_start_ns(*a.job)) until_ns = *start + static_cast<uint64_t>(*part.until_s * 1e9 + 0.5);
+    const auto start = run_start_ns(*a.job);
+    if (!start)
+      throw LogError(dir, std::nullopt,
+                     fmt::format("--until {}: the run's start is in none of its logs (no rank's log holds an MPI call)",
+                                 *part.until_s));
+    until_ns = *start + static_cast<uint64_t>(*part.until_s * 1e9 + 0.5);
   }
   check_memory(*a.job, until_ns);
   a.trace = build_trace(*a.job, until_ns);

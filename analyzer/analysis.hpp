@@ -69,7 +69,7 @@ struct ReplaySpeed {
 };
 
 // The part of a run to analyse: the calls entered before until_s seconds after the run's start
-// (run_start_ns: rank 0's MPI_Init return), as if every rank had stopped there (--until); none: all of it.
+// (run_start_ns: MPI_Init's return on rank 0, or on the lowest rank with a log), as if every rank had stopped there (--until); none: all of it.
 struct RunPart {
   std::optional<double> until_s;
 };

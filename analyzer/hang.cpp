@@ -90,7 +90,7 @@ HangState hang_state(const Trace& t) {
       x.op = static_cast<uint32_t>(ops.size() - 1);
       h.end_ns = std::max(h.end_ns, static_cast<double>(last.t_exit()));
       // a rank cut off by --until (Trace::cut_ns) went on after the part analysed: as if it finished
-      if ((last.call == MPA_CALL_Finalize || t.ranks[r].cut) && !last.unfinished) {
+      if (t.ranks[r].cut || (last.call == MPA_CALL_Finalize && !last.unfinished)) {
         x.state = HangState::State::Finished;
       } else if (last.unfinished) {
         x.state = HangState::State::InMpi;

@@ -148,7 +148,7 @@ class RankLog {
   // enter time: the call returned after all and was written again, complete.
   void for_each_event(const std::function<void(const Event&)>& fn) const;
   // The events entered before until_ns (ns on rank 0's clock), in the same order, while fn returns true;
-  // decodes no chunk beyond. Returns whether the log holds events it did not pass (from until_ns on, or
+  // decodes no chunk beyond the first a thread wrote after until_ns (which it reads to see where its events end). Returns whether the log holds events it did not pass (from until_ns on, or
   // after fn said stop).
   bool for_each_event_until(uint64_t until_ns, const std::function<bool(const Event&)>& fn) const;
 

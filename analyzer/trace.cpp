@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <set>
 #include <stdexcept>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -484,7 +486,10 @@ struct Builder {
 
   // MPI's matching: per communicator, sender, receiver and tag, sends and receives pair in order
   // (non-overtaking); receives with wildcards match by the source and tag their status resolved. A send
-  // is already its message (join); a receive no send matched becomes one of its own, after them.
+  // is already its message (join); a receive no send matched becomes one of its own, after them. A
+  // wildcard never resolved (its completion is past the logs' end or the cut of --until) took a message
+  // that is not known: the receives its rank posted after it that it could have matched (its source's,
+  // or any source's) are left unmatched, where pairing them in order would give them its message.
   void match() {
     // the reading's vectors at their size before the queues are made beside them: the reading's peak
     recvs.shrink_to_fit();
@@ -503,10 +508,16 @@ struct Builder {
       const Message& m = t.messages[i];
       if (m.recv_op != kCancelledSend) send_q[{m.comm, m.src, m.dst, m.tag}].push_back(i);
     }
+    std::set<std::tuple<uint32_t, int, int>> unresolved;  // comm, receiver, source (-1: any) of such wildcards
     for (uint32_t i = 0; i < recvs.size(); i++) {
       const RecvEnd& r = recvs[i];
-      if (r.cancelled) continue;             // no message, neither matched nor missing a partner
-      if (r.src < 0 || r.tag < 0) continue;  // a wildcard never resolved (never completed)
+      if (r.cancelled) continue;  // no message, neither matched nor missing a partner
+      if (r.src < 0 || r.tag < 0) {
+        unresolved.emplace(r.comm, r.rank, r.src < 0 ? -1 : r.src);
+        continue;
+      }
+      if (!unresolved.empty() && (unresolved.count({r.comm, r.rank, -1}) || unresolved.count({r.comm, r.rank, r.src})))
+        continue;
       recv_q[{r.comm, r.src, r.rank, r.tag}].push_back(i);
     }
     std::vector<uint32_t> recv_msg(recvs.size(), kNone);  // the send's message each receive matched
@@ -569,15 +580,18 @@ struct Builder {
 }  // namespace
 
 std::optional<uint64_t> run_start_ns(const JobLog& job) {
-  const RankLog* first = nullptr;
+  std::vector<const RankLog*> logs;
   for (const auto& log : job.ranks())
-    if (log->rank() >= 0 && (!first || log->rank() < first->rank())) first = log.get();
-  if (!first) return std::nullopt;
+    if (log->rank() >= 0) logs.push_back(log.get());
+  std::sort(logs.begin(), logs.end(), [](const RankLog* a, const RankLog* b) { return a->rank() < b->rank(); });
   std::optional<uint64_t> start;
-  first->for_each_event_until(UINT64_MAX, [&](const Event& ev) {
-    start = ev.call == MPA_CALL_Init || ev.call == MPA_CALL_Init_thread ? ev.t_exit_ns : ev.t_enter_ns;
-    return false;
-  });
+  for (const RankLog* log : logs) {
+    log->for_each_event_until(UINT64_MAX, [&](const Event& ev) {
+      start = ev.call == MPA_CALL_Init || ev.call == MPA_CALL_Init_thread ? ev.t_exit_ns : ev.t_enter_ns;
+      return false;
+    });
+    if (start) break;
+  }
   return start;
 }
 

@@ -287,8 +287,8 @@ std::vector<uint32_t> done_ops(const Trace& t, Link::Kind side);
 // on rank 0's clock) and no chunk beyond: the part of the run up to that instant, as if every rank had
 // stopped there; a message or collective with a side after it has lost that side.
 Trace build_trace(const JobLog& job, uint64_t until_ns = UINT64_MAX);
-// Where a run starts: its lowest logged rank's MPI_Init return (its first call's entry without one), ns on
-// rank 0's clock; nullopt without any event. --until counts from there.
+// Where a run starts: MPI_Init's return (the first call's entry without one) on the lowest rank whose log
+// has an event, rank 0 in a whole run; ns on rank 0's clock; nullopt without any event. --until counts from there.
 std::optional<uint64_t> run_start_ns(const JobLog& job);
 // Sets Message::cached (build_trace does): a RESENT message whose sender computed less between the two
 // sends' calls than writing its bytes at Trace::rewrite_bytes_per_ns takes. A pack buffer refilled before each

@@ -360,15 +360,15 @@ void common_options(CLI::App* sub, ReplayCommand& c) {
 void add_part_option(CLI::App* sub, RunPart& part) {
   sub->add_option("--until", part.until_s,
                   "S: analyse only the calls entered in the first S seconds of the run (after MPI_Init returned on "
-                  "rank 0), as if every rank had stopped there; reads no more of the logs")
+                  "rank 0), as if every rank had stopped there; reads no more of the logs (S from 1e-9 to 1e9)")
       ->check([](const std::string& v) -> std::string {
         try {
           size_t used = 0;
           const double s = std::stod(v, &used);
-          if (used == v.size() && s > 0 && s <= 1e9) return "";
+          if (used == v.size() && s >= 1e-9 && s <= 1e9) return "";
         } catch (const std::exception&) {
         }
-        return v + " is not a number of seconds above 0 (and at most 1e9)";
+        return v + " is not a number of seconds from 1e-9 (a nanosecond) to 1e9";
       });
 }
 

@@ -327,7 +327,7 @@ TEST_CASE("--until analyses the run up to an instant: the calls entered before i
   REQUIRE(ex.status == 0);
   CHECK(ex.out.find(fmt::format(": {} MPI calls and ", part_calls)) != std::string::npos);
   // a time that is none: one line, exit status 2, nothing on standard output
-  for (const std::string bad : {"0", "-1", "1x", "nan"}) {
+  for (const std::string bad : {"0", "-1", "1x", "nan", "inf", "1e-300"}) {
     auto r = run_command(cmd + " report --until " + bad + " " + dir);
     INFO(bad << ": " << r.err);
     CHECK(r.status == 2);
@@ -335,4 +335,42 @@ TEST_CASE("--until analyses the run up to an instant: the calls entered before i
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
     CHECK(r.err.find("--until") != std::string::npos);
   }
+}
+
+// A receive from MPI_ANY_SOURCE posted before the instant and completed after it took a message the part
+// cannot know (its status resolves the source): the receive posted behind it from the same sender and tag
+// is not given that message (tests/programs/wildcard_late.c: by MPI's order the wildcard takes each
+// round's first send, the named receive the second). Cut during the second round's wait, the part has
+// the first round's two messages matched as in the whole run, and the second round's not matched.
+TEST_CASE("--until: a wildcard receive completed after the instant leaves the receives behind it unmatched",
+          "[replay][cli]") {
+  JobSpec s;
+  s.np = 2;
+  s.program = "wildcard_late";
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  REQUIRE(run.out == "wildcard_late: ok\n");
+  JobLog job(run.dir);
+  const Trace whole = build_trace(job);
+  std::map<std::pair<int, uint32_t>, uint32_t> receive_of;  // (sender, its send op) -> the receive's op
+  for (const Message& m : whole.messages)
+    if (m.matched()) receive_of[{m.src, m.send_op}] = m.recv_op;
+  REQUIRE(receive_of.size() == 6);  // 3 rounds of 2
+  std::vector<uint64_t> recv_exits;  // rank 1's named receives
+  for (const Op& op : whole.ranks[1].ops)
+    if (op.call == MPA_CALL_Recv) recv_exits.push_back(op.t_exit());
+  REQUIRE(recv_exits.size() == 3);
+  const uint64_t cut = recv_exits[1] + 50'000'000;  // 50 ms into the second round's 100 ms sleep
+  const Trace part = build_trace(job, cut);
+  size_t matched = 0;
+  for (const Message& m : part.messages) {
+    if (!m.matched()) continue;
+    matched++;
+    auto it = receive_of.find({m.src, m.send_op});
+    REQUIRE(it != receive_of.end());
+    CHECK(it->second == m.recv_op);
+  }
+  CHECK(matched == 2);
+  CHECK(part.unmatched_sends == 2);  // the second round's: one the wildcard's, one the named receive's
 }

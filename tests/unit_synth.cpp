@@ -352,7 +352,7 @@ TEST_CASE("report says, in one line, when the logs cannot be analysed in the mem
   // what helps without tracing again: a part of the run, --until S, S the share of the run's seconds that
   // fits, which is analysed under the same limit
   std::smatch m;
-  REQUIRE(std::regex_search(r.err, m, std::regex(R"(--until ([0-9.e+-]+) )")));
+  REQUIRE(std::regex_search(r.err, m, std::regex(R"(\(--until ([0-9.e+-]+)\))")));
   const double fit_s = std::stod(m[1]);
   CHECK(fit_s > 0);
   auto part = run_command(fmt::format("ulimit -v 131072; '{}' report --until {} '{}'", mpiadvise_cmd(), m[1].str(), dir.string()));
