@@ -8,6 +8,7 @@
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <stdexcept>
@@ -110,11 +111,21 @@ uint64_t meminfo_available() {
   return UINT64_MAX;
 }
 
-uint64_t read_u64_file(const char* path) {
+uint64_t read_u64_file(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::string s;
-  if (!(in >> s) || s == "max") return UINT64_MAX;
+  if (!(in >> s) || s == "max" || s.find_first_not_of("0123456789") != std::string::npos) return UINT64_MAX;
   return std::strtoull(s.c_str(), nullptr, 10);
+}
+
+// The value of a key in a memory.stat ("key value" lines); 0 without it.
+uint64_t stat_value(const std::filesystem::path& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string k;
+  uint64_t v = 0;
+  while (in >> k >> v)
+    if (k == key) return v;
+  return 0;
 }
 
 // What this process may still take (UINT64_MAX: no limit known): of memory, what the system has available
@@ -126,9 +137,7 @@ struct Room {
 
 Room room_left() {
   Room room;
-  room.memory = meminfo_available();
-  uint64_t limit = read_u64_file("/sys/fs/cgroup/memory.max"), used = read_u64_file("/sys/fs/cgroup/memory.current");
-  if (limit != UINT64_MAX && used != UINT64_MAX) room.memory = std::min(room.memory, limit > used ? limit - used : 0);
+  room.memory = std::min(meminfo_available(), cgroup_memory_left());
   struct rlimit rl;
   if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
     std::ifstream in("/proc/self/statm");
@@ -163,6 +172,48 @@ std::string gib(double bytes) {
 }
 
 }  // namespace
+
+uint64_t cgroup_memory_left(const std::filesystem::path& mount, const std::filesystem::path& self) {
+  namespace fs = std::filesystem;
+  uint64_t left = UINT64_MAX;
+  // a cgroup's limit less its use, its inactive files (the page cache the kernel takes back before it
+  // refuses memory: the logs just read) not counted as used
+  const auto take = [&](const fs::path& dir, const char* max, const char* current, const char* inactive) {
+    const uint64_t limit = read_u64_file(dir / max), used = read_u64_file(dir / current);
+    if (limit == UINT64_MAX || used == UINT64_MAX) return;
+    const uint64_t held = used - std::min(used, stat_value(dir / "memory.stat", inactive));
+    left = std::min(left, limit > held ? limit - held : 0);
+  };
+  std::ifstream in(self);
+  for (std::string line; std::getline(in, line);) {
+    // hierarchy:controllers:path; cgroup v2's is 0::path, v1's memory controller's N:memory:path
+    const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos || line.size() <= b + 1 || line[b + 1] != '/') continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 2);
+    bool v1 = false;
+    for (size_t s = 0; s <= controllers.size();) {
+      const size_t e = std::min(controllers.find(',', s), controllers.size());
+      v1 |= controllers.compare(s, e - s, "memory") == 0;
+      s = e + 1;
+    }
+    if (!v1 && !(line.compare(0, a, "0") == 0 && controllers.empty())) continue;
+    const auto normal = [](const fs::path& p) {  // without a trailing separator
+      fs::path n = p.lexically_normal();
+      return n.has_filename() || !n.has_parent_path() ? n : n.parent_path();
+    };
+    const fs::path root = normal(v1 ? mount / "memory" : mount);
+    fs::path dir = normal(root / path);
+    // the process's cgroup and each above it: a job step's limit may be its job's or its node's
+    for (;;) {
+      if (v1) take(dir, "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file");
+      else take(dir, "memory.max", "memory.current", "inactive_file");
+      const fs::path up = dir.parent_path();
+      if (dir == root || up == dir || up.native().size() < root.native().size()) break;
+      dir = up;
+    }
+  }
+  return left;
+}
 
 void check_memory(const JobLog& job, uint64_t until_ns) {
   uint64_t calls = 0;

@@ -3,6 +3,7 @@
 // all start from.
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <set>
@@ -54,6 +55,12 @@ struct Analysis {
 // not with analysis_threads() replays at once, lowers them to as many as fit, and says so on stderr.
 // until_ns: only the calls entered before are to be analysed (build_trace).
 void check_memory(const JobLog& job, uint64_t until_ns = UINT64_MAX);
+// The memory the cgroups of this process still let it take (UINT64_MAX: none limits it): of its cgroup
+// and each above it (under cgroup v2, or v1's memory controller, as self lists them: /proc/self/cgroup)
+// that has a limit, the least limit less use, the use without its inactive files (page cache, such as
+// the logs just read, that the kernel reclaims before it refuses memory). mount: where the cgroups are.
+uint64_t cgroup_memory_left(const std::filesystem::path& mount = "/sys/fs/cgroup",
+                            const std::filesystem::path& self = "/proc/self/cgroup");
 // What check_memory throws: logs whose analysis cannot fit, said in one line.
 class MemoryError : public std::runtime_error {
  public:

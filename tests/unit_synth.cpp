@@ -5,12 +5,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "analysis.hpp"
 #include "log_reader.hpp"
 #include "replay.hpp"
 #include "report_charts.hpp"
@@ -360,4 +362,56 @@ TEST_CASE("report says, in one line, when the logs cannot be analysed in the mem
   CHECK(part.status <= 1);
   CHECK(part.out.find("(--until)") != std::string::npos);
   CHECK(r.err.find("MPI_Pcontrol") != std::string::npos);
+}
+
+// Under a batch system the limit is the job's cgroup's (SLURM's task/cgroup, a container's), and not at
+// the top of /sys/fs/cgroup: the check reads /proc/self/cgroup and takes the least room left of the
+// process's cgroup and each above it, its use without the inactive files (the logs just read sit in page
+// cache charged to the cgroup, which the kernel reclaims before it refuses memory). A cgroup tree written
+// here as the kernel shows one (the machines the tests run on have no cgroup of their own to limit).
+TEST_CASE("the memory check finds the cgroup limit of a batch job's step, above it too, page cache not counted", "[memory]") {
+  const fs::path root = fresh_dir("cgroups");
+  const auto put = [](const fs::path& file, const std::string& text) {
+    fs::create_directories(file.parent_path());
+    std::ofstream(file) << text;
+  };
+  const uint64_t MiB = 1 << 20;
+  // cgroup v2: the job allows 1000 MiB and uses 900, 600 of them inactive files: 700 left; its step is
+  // not limited (max), and the node's slice allows more
+  const fs::path job = root / "v2/system.slice/slurmstepd.scope/job_7";
+  put(root / "v2/system.slice/memory.max", std::to_string(64000 * MiB) + "\n");
+  put(root / "v2/system.slice/memory.current", std::to_string(2000 * MiB) + "\n");
+  put(job / "memory.max", std::to_string(1000 * MiB) + "\n");
+  put(job / "memory.current", std::to_string(900 * MiB) + "\n");
+  put(job / "memory.stat", fmt::format("anon {}\nfile {}\nactive_file {}\ninactive_file {}\n", 300 * MiB,
+                                       600 * MiB, 0, 600 * MiB));
+  put(job / "step_0/memory.max", "max\n");
+  put(job / "step_0/memory.current", std::to_string(850 * MiB) + "\n");
+  put(root / "self-v2", "0::/system.slice/slurmstepd.scope/job_7/step_0\n");
+  CHECK(cgroup_memory_left(root / "v2", root / "self-v2") == 700 * MiB);
+  // the step's own limit, when it is the least
+  put(job / "step_0/memory.max", std::to_string(900 * MiB) + "\n");
+  CHECK(cgroup_memory_left(root / "v2", root / "self-v2") == 50 * MiB);
+  // used beyond the limit leaves nothing, never a wrapped-around figure
+  put(job / "step_0/memory.current", std::to_string(950 * MiB) + "\n");
+  CHECK(cgroup_memory_left(root / "v2", root / "self-v2") == 0);
+  // a container's namespace: the process's cgroup is the mount's top
+  put(root / "self-top", "0::/\n");
+  put(root / "top/memory.max", std::to_string(512 * MiB) + "\n");
+  put(root / "top/memory.current", std::to_string(100 * MiB) + "\n");
+  CHECK(cgroup_memory_left(root / "top", root / "self-top") == 412 * MiB);
+  // cgroup v1: the memory controller's hierarchy, its limit, use and total_inactive_file
+  put(root / "self-v1", "12:pids:/slurm/uid_0/job_8\n4:cpu,cpuacct:/slurm/uid_0/job_8\n3:memory:/slurm/uid_0/job_8/step_0\n"
+                        "1:name=systemd:/user.slice\n");
+  const fs::path v1job = root / "v1/memory/slurm/uid_0/job_8";
+  put(v1job / "memory.limit_in_bytes", std::to_string(2048 * MiB) + "\n");
+  put(v1job / "memory.usage_in_bytes", std::to_string(1024 * MiB) + "\n");
+  put(v1job / "memory.stat", fmt::format("cache {}\nrss {}\ntotal_inactive_file {}\n", 800 * MiB, 224 * MiB, 512 * MiB));
+  put(v1job / "step_0/memory.limit_in_bytes", "9223372036854771712\n");  // v1's "no limit"
+  put(v1job / "step_0/memory.usage_in_bytes", std::to_string(1000 * MiB) + "\n");
+  CHECK(cgroup_memory_left(root / "v1", root / "self-v1") == 1536 * MiB);
+  // no limit anywhere, or no cgroup file: none
+  put(root / "self-none", "0::/user.slice\n");
+  CHECK(cgroup_memory_left(root / "v2", root / "self-none") == UINT64_MAX);
+  CHECK(cgroup_memory_left(root / "v2", root / "absent") == UINT64_MAX);
 }
