@@ -3,6 +3,7 @@
 // computation, so each send waits for its receiver (rendezvous) until S is raised above the size.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <regex>
 
@@ -25,6 +26,23 @@ JobResult pingpong(const std::string& eager_limit) {
   s.transport = Transport::Tcp;
   s.eager_limit = std::stoull(eager_limit);
   return run_job(s);
+}
+
+// The messages matched in a part of the run (--until), each checked to be matched to the same receive as
+// in the whole run.
+size_t matched_as_in_whole(const Trace& whole, const Trace& part) {
+  std::map<std::pair<int, uint32_t>, uint32_t> receive_of;  // (sender, its send op) -> the receive's op
+  for (const Message& m : whole.messages)
+    if (m.matched()) receive_of[{m.src, m.send_op}] = m.recv_op;
+  size_t matched = 0;
+  for (const Message& m : part.messages) {
+    if (!m.matched()) continue;
+    matched++;
+    auto it = receive_of.find({m.src, m.send_op});
+    REQUIRE(it != receive_of.end());
+    CHECK(it->second == m.recv_op);
+  }
+  return matched;
 }
 
 struct Analysed {
@@ -284,17 +302,7 @@ TEST_CASE("--until analyses the run up to an instant: the calls entered before i
     }
   }
   CHECK(left_out > 10);
-  std::map<std::pair<int, uint32_t>, uint32_t> receive_of;  // (sender, its send op) -> the receive's op
-  for (const Message& m : whole.messages)
-    if (m.matched()) receive_of[{m.src, m.send_op}] = m.recv_op;
-  size_t matched = 0;
-  for (const Message& m : part.messages) {
-    if (!m.matched()) continue;
-    matched++;
-    auto it = receive_of.find({m.src, m.send_op});
-    REQUIRE(it != receive_of.end());
-    CHECK(it->second == m.recv_op);
-  }
+  const size_t matched = matched_as_in_whole(whole, part);
   CHECK(matched > 0);
   CHECK(matched < whole.messages.size());
 
@@ -353,24 +361,14 @@ TEST_CASE("--until: a wildcard receive completed after the instant leaves the re
   REQUIRE(run.out == "wildcard_late: ok\n");
   JobLog job(run.dir);
   const Trace whole = build_trace(job);
-  std::map<std::pair<int, uint32_t>, uint32_t> receive_of;  // (sender, its send op) -> the receive's op
-  for (const Message& m : whole.messages)
-    if (m.matched()) receive_of[{m.src, m.send_op}] = m.recv_op;
-  REQUIRE(receive_of.size() == 6);  // 3 rounds of 2
+  REQUIRE(std::count_if(whole.messages.begin(), whole.messages.end(), [](const Message& m) { return m.matched(); }) ==
+          6);  // 3 rounds of 2
   std::vector<uint64_t> recv_exits;  // rank 1's named receives
   for (const Op& op : whole.ranks[1].ops)
     if (op.call == MPA_CALL_Recv) recv_exits.push_back(op.t_exit());
   REQUIRE(recv_exits.size() == 3);
   const uint64_t cut = recv_exits[1] + 50'000'000;  // 50 ms into the second round's 100 ms sleep
   const Trace part = build_trace(job, cut);
-  size_t matched = 0;
-  for (const Message& m : part.messages) {
-    if (!m.matched()) continue;
-    matched++;
-    auto it = receive_of.find({m.src, m.send_op});
-    REQUIRE(it != receive_of.end());
-    CHECK(it->second == m.recv_op);
-  }
-  CHECK(matched == 2);
+  CHECK(matched_as_in_whole(whole, part) == 2);
   CHECK(part.unmatched_sends == 2);  // the second round's: one the wildcard's, one the named receive's
 }
