@@ -67,17 +67,17 @@ inline constexpr uint32_t kCancelledSend = kNone - 1;
 // The unknown communicator as Message::comm keeps it, and both ends before matching.
 inline constexpr uint32_t kUnknownComm = kMaxComms - 1;
 
-// The receive side of a message before matching: 32 bytes each, one per receive of the run (the reading's
-// peak of memory is where they and the messages are both held).
+// The receive side of a message before matching: 24 bytes each, one per receive of the run (the reading's
+// peak of memory is where they and the messages are both held). Its rank is its part's (Builder::recv_rank).
 struct RecvEnd {
   uint64_t bytes;
-  int rank, src;  // src resolved from the status where there is one
-  uint32_t comm, op;  // comm: kUnknownComm where the log names none
+  int src;      // resolved from the status where there is one
+  uint32_t op;
   int32_t tag;
-  bool resolved = false;
-  bool cancelled = false;  // MPI_Cancel succeeded: no message
+  uint32_t comm : 31;      // kUnknownComm where the log names none
+  bool cancelled : 1;      // MPI_Cancel succeeded: no message
 };
-static_assert(sizeof(RecvEnd) == 32);
+static_assert(sizeof(RecvEnd) == 24);
 
 // A request as the rank made it: what a completion completes.
 struct Pending {
@@ -202,7 +202,7 @@ class RankReader {
           // probe that made it) in ev.comm, without the COMM field bit, which says what was recorded
           uint32_t c = comm;
           if ((ev.call == MPA_CALL_Mrecv || ev.call == MPA_CALL_Imrecv) && ev.comm != 0) c = comm_of(ev.comm);
-          uint32_t r = add_recv(rank, idx, c, ev.peer, ev.tag, ev.bytes2);
+          uint32_t r = add_recv(idx, c, ev.peer, ev.tag, ev.bytes2);
           link(op, Link::PostRecv, r);
           if (op.kind == OpKind::PostRecv) {
             if (!ev.requests.empty()) pending[ev.requests.back()] = Pending{Pending::Recv, r};
@@ -222,7 +222,7 @@ class RankReader {
             }
           }
           if (ev.peer2 != kProcNull) {
-            uint32_t r = add_recv(rank, idx, comm, ev.peer2, ev.tag2, ev.bytes2);
+            uint32_t r = add_recv(idx, comm, ev.peer2, ev.tag2, ev.bytes2);
             link(op, Link::PostRecv, r);
             if (!ev.unfinished) {
               link(op, Link::DoneRecv, r);
@@ -256,7 +256,7 @@ class RankReader {
               link(op, Link::PostSend, p.id);
               any_send = true;
             } else if (p.kind == Pending::PersistentRecv && p.peer != kProcNull) {
-              p.id = add_recv(rank, idx, p.comm, p.peer, p.tag, p.bytes);
+              p.id = add_recv(idx, p.comm, p.peer, p.tag, p.bytes);
               link(op, Link::PostRecv, p.id);
               any_recv = true;
             }
@@ -346,11 +346,24 @@ class RankReader {
     return last_comm_ = pos->second;
   }
 
+  // An op's first link is held in the op (Op::inline_link), as a built trace holds it; at its second both
+  // go to the part's list. Most ops have one link at most: the list holds a Waitall's, a Sendrecv's.
   void link(Op& op, Link::Kind kind, uint32_t id) {
+    if (!op.has_links()) {
+      set_one_link(op, Link{kind, id}, part_.spilled);
+      return;
+    }
+    if (op.inline_link) {
+      const Link one{static_cast<Link::Kind>(op.inline_link - 1), op.first_link};
+      const uint32_t first = static_cast<uint32_t>(part_.links.size());
+      part_.links.push_back(one);
+      part_.links.push_back(Link{kind, id});
+      set_links(op, first, 2, part_.spilled);
+      return;
+    }
     const uint32_t n = n_links(op, part_.spilled);
-    const uint32_t first = n ? op.first_link : static_cast<uint32_t>(part_.links.size());
     part_.links.push_back(Link{kind, id});
-    set_links(op, first, n + 1, part_.spilled);
+    set_links(op, op.first_link, n + 1, part_.spilled);
   }
 
   uint32_t add_send(int rank, uint32_t op, uint32_t comm, int dst, int32_t tag, uint64_t bytes, bool sync) {
@@ -365,8 +378,8 @@ class RankReader {
     part_.sends.push_back(m);
     return static_cast<uint32_t>(part_.sends.size() - 1);
   }
-  uint32_t add_recv(int rank, uint32_t op, uint32_t comm, int src, int32_t tag, uint64_t bytes) {
-    part_.recvs.push_back(RecvEnd{bytes, rank, src, std::min(comm, kUnknownComm), op, tag});
+  uint32_t add_recv(uint32_t op, uint32_t comm, int src, int32_t tag, uint64_t bytes) {
+    part_.recvs.push_back(RecvEnd{bytes, src, op, tag, std::min(comm, kUnknownComm), false});
     return static_cast<uint32_t>(part_.recvs.size() - 1);
   }
   void resolve(uint32_t recv, const Status& st) {
@@ -374,7 +387,6 @@ class RankReader {
     if (st.source >= 0) r.src = st.source;
     r.tag = st.tag;
     r.bytes = st.bytes;
-    r.resolved = true;
   }
 };
 
@@ -382,6 +394,8 @@ struct Builder {
   Trace& t;
   GiveBack& give_back;
   std::vector<RecvEnd> recvs;
+  // the receiving rank of recvs[i]: that of the last entry whose first receive is at or before i
+  std::vector<std::pair<uint32_t, int>> recv_rank;
   std::unordered_map<uint64_t, uint32_t> comm_index;  // gid -> index
   // collectives: by communicator and sequence, the instance (kNone: none yet)
   std::vector<std::vector<uint32_t>> coll_index;
@@ -467,15 +481,22 @@ struct Builder {
         e.comm = comm(e.comm);
         recvs.push_back(e);
       }
+      // a link's id: the part's send, receive or membership, as the trace numbers them
+      auto id = [&](Link e) {
+        if (e.kind == Link::PostSend || e.kind == Link::DoneSend) return e.id + place.sends;
+        if (e.kind == Link::PostRecv || e.kind == Link::DoneRecv) return e.id + place.recvs;
+        return place.instance[e.id];
+      };
       for (size_t i = 0; i < part.links.size(); i++) {
         Link e = part.links[i];
-        if (e.kind == Link::PostSend || e.kind == Link::DoneSend) e.id += place.sends;
-        else if (e.kind == Link::PostRecv || e.kind == Link::DoneRecv) e.id += place.recvs;
-        else e.id = place.instance[e.id];
+        e.id = id(e);
         t.links.push_back(e);
       }
-      for (Op& op : t.ranks[ranks[p]].ops)
-        if (op.has_links()) op.first_link += place.links;
+      for (Op& op : t.ranks[ranks[p]].ops) {
+        if (op.inline_link) op.first_link = id(Link{static_cast<Link::Kind>(op.inline_link - 1), op.first_link});
+        else if (op.has_links()) op.first_link += place.links;
+      }
+      recv_rank.emplace_back(place.recvs, ranks[p]);
       for (const auto& [first, n] : part.spilled) t.spilled_links.emplace(first + place.links, n);
       const size_t bytes = part.bytes();
       part = RankPart{};
@@ -502,36 +523,39 @@ struct Builder {
         return std::tie(comm, src, dst, tag) < std::tie(o.comm, o.src, o.dst, o.tag);
       }
     };
-    std::map<Key, std::vector<uint32_t>> send_q, recv_q;
+    // each key's sends in order, and how many of them receives took: a receive takes the first one left
+    struct Sends {
+      std::vector<uint32_t> ids;
+      size_t taken = 0;
+    };
+    std::map<Key, Sends> send_q;
     const uint32_t n_sends = static_cast<uint32_t>(t.messages.size());
     for (uint32_t i = 0; i < n_sends; i++) {
       const Message& m = t.messages[i];
-      if (m.recv_op != kCancelledSend) send_q[{m.comm, m.src, m.dst, m.tag}].push_back(i);
+      if (m.recv_op != kCancelledSend) send_q[{m.comm, m.src, m.dst, m.tag}].ids.push_back(i);
     }
     std::set<std::tuple<uint32_t, int, int>> unresolved;  // comm, receiver, source (-1: any) of such wildcards
+    std::vector<uint32_t> recv_msg(recvs.size(), kNone);  // the send's message each receive matched
+    size_t part = 0;  // recv_rank's entry of receive i
     for (uint32_t i = 0; i < recvs.size(); i++) {
+      while (part + 1 < recv_rank.size() && recv_rank[part + 1].first <= i) part++;
+      const int rank = recv_rank[part].second;
       const RecvEnd& r = recvs[i];
       if (r.cancelled) continue;  // no message, neither matched nor missing a partner
       if (r.src < 0 || r.tag < 0) {
-        unresolved.emplace(r.comm, r.rank, r.src < 0 ? -1 : r.src);
+        unresolved.emplace(r.comm, rank, r.src < 0 ? -1 : r.src);
         continue;
       }
-      if (!unresolved.empty() && (unresolved.count({r.comm, r.rank, -1}) || unresolved.count({r.comm, r.rank, r.src})))
+      if (!unresolved.empty() && (unresolved.count({r.comm, rank, -1}) || unresolved.count({r.comm, rank, r.src})))
         continue;
-      recv_q[{r.comm, r.src, r.rank, r.tag}].push_back(i);
+      auto it = send_q.find({r.comm, r.src, rank, r.tag});
+      if (it == send_q.end() || it->second.taken == it->second.ids.size()) continue;
+      const uint32_t m = it->second.ids[it->second.taken++];
+      t.messages[m].recv_op = r.op;
+      recv_msg[i] = m;
     }
-    std::vector<uint32_t> recv_msg(recvs.size(), kNone);  // the send's message each receive matched
-    for (auto& [key, sq] : send_q) {
-      auto rit = recv_q.find(key);
-      const size_t n = rit == recv_q.end() ? 0 : std::min(sq.size(), rit->second.size());
-      for (size_t i = 0; i < n; i++) {
-        t.messages[sq[i]].recv_op = recvs[rit->second[i]].op;
-        recv_msg[rit->second[i]] = sq[i];
-      }
-      t.unmatched_sends += sq.size() - n;
-    }
+    for (const auto& [key, sq] : send_q) t.unmatched_sends += sq.ids.size() - sq.taken;
     send_q.clear();
-    recv_q.clear();
     // the cancelled sends go, the messages after them move down; send_msg: old id -> new (kNone: none)
     std::vector<uint32_t> send_msg;
     const auto cancelled = [](const Message& m) { return m.recv_op == kCancelledSend; };
@@ -553,12 +577,13 @@ struct Builder {
     // the messages made of them were before (a run with receives no send matched: a missing log, a hang)
     if (unmatched_recvs) t.messages.reserve(t.messages.size() + unmatched_recvs);
     for (const Message& m : t.messages) t.largest_message = std::max(t.largest_message, m.bytes);
-    for (uint32_t i = 0; i < recvs.size(); i++) {
+    for (uint32_t i = 0, part = 0; i < recvs.size(); i++) {
+      while (part + 1 < recv_rank.size() && recv_rank[part + 1].first <= i) part++;
       if (recv_msg[i] != kNone || recvs[i].cancelled) continue;
       const RecvEnd& r = recvs[i];
       Message m;
       m.src = r.src;
-      m.dst = r.rank;
+      m.dst = recv_rank[part].second;
       m.comm = r.comm;
       m.tag = r.tag;
       m.bytes = r.bytes;
@@ -567,11 +592,17 @@ struct Builder {
       t.messages.push_back(m);
       t.unmatched_recvs++;
     }
-    for (size_t i = 0; i < t.links.size(); i++) {
-      const Link l = t.links[i];
-      if ((l.kind == Link::PostSend || l.kind == Link::DoneSend) && !send_msg.empty()) t.links.set_id(i, send_msg[l.id]);
-      else if (l.kind == Link::PostRecv || l.kind == Link::DoneRecv) t.links.set_id(i, recv_msg[l.id]);
-    }
+    // the links name messages now: a send's (after those cancelled went), a receive's
+    auto message = [&](Link l) {
+      if ((l.kind == Link::PostSend || l.kind == Link::DoneSend) && !send_msg.empty()) return send_msg[l.id];
+      if (l.kind == Link::PostRecv || l.kind == Link::DoneRecv) return recv_msg[l.id];
+      return l.id;
+    };
+    for (size_t i = 0; i < t.links.size(); i++) t.links.set_id(i, message(t.links[i]));
+    for (RankTrace& rt : t.ranks)
+      for (Op& op : rt.ops)
+        if (op.inline_link) op.first_link = message(Link{static_cast<Link::Kind>(op.inline_link - 1), op.first_link});
+    std::vector<RecvEnd>().swap(recvs);  // before compact_links makes its list beside the trace's
     for (const auto& c : t.collectives)
       if (c.members.size() != t.comms[c.comm].members.size()) t.incomplete_collectives++;
   }
