@@ -77,17 +77,17 @@ void group_sites_by_function(Analysis& a) {
 namespace {
 
 // Peak bytes of an analysis per MPI call in the logs, measured with /usr/bin/time on mpiadvise report of
-// mpiadvise-synth's logs: 69.5 for a halo of 64 ranks x 1e5 calls (78.2 before the reading held an op's one
-// link in the op and matched receives as it met them, and the waits and the receive side's sweeps were
-// made at their size, 83.8 before the report's timeline kept
+// mpiadvise-synth's logs: 64.1 for a halo of 64 ranks x 1e5 calls (69.5 before the analysis kept its waits
+// added up only, 78.2 before the reading held an op's one link in the op and matched receives as it met
+// them, and the waits and the receive side's sweeps were made at their size, 83.8 before the report's timeline kept
 // only the calls it shows, 88.9 before the ops of one link held it, 91
 // before its waits took 32 bytes, 95-97
 // before the trace's ops took 24 bytes, 97 before the trace's messages took 32 bytes, 103 before its links took
 // 5 bytes and its waits 40, 106 before its messages took 40 bytes, 115 before the replays held the state of the
 // messages in flight only, 134 before the gate's replays made their ops' times as they went, 164 before its
-// intervals took their times from the trace, 220 before the ranks' symbolizers shared the module files), 191 for an alltoall of 16 ranks x 1e5 (214, 220,
-// 243, 258 before). Less than either: only a run that cannot fit is refused.
-constexpr double kBytesPerCall = 68;
+// intervals took their times from the trace, 220 before the ranks' symbolizers shared the module files), 167 for an alltoall of 16 ranks x 1e5 (191, 214,
+// 220, 243, 258 before). Less than either: only a run that cannot fit is refused.
+constexpr double kBytesPerCall = 62;
 // And for each replay run beside the first (analysis_threads): its state; mpiadvise report --format json
 // of a halo of 64 ranks x 2e4 calls peaked at 132 MiB with one thread and 146 MiB with two, 11-14
 // bytes a call more from one run to the next (where the two replays' peaks meet); 4 is below any seen (25
@@ -96,11 +96,12 @@ constexpr double kBytesPerCallPerThread = 4;
 // The address space an analysis takes (what ulimit -v, RLIMIT_AS, limits) is more than its peak of memory:
 // a vector that grows holds its old and its new, larger capacity at once, the part of it not yet written
 // in no memory but in the address space, and each thread's malloc arena reserves address space it has not
-// used. The least ulimit -v under which mpiadvise report --format json --threads 1 of mpiadvise-synth's halo of
-// 64 ranks ran (this check left out), less the 14 MiB the program had taken at the check: 42 MiB for 64 x 4000
-// calls, 86 MiB for 64 x 16000 (pipeline 99), 581 MiB for 64 x 1e5 (95 bytes a call; its peak of memory was
-// 69.5); before the changes kBytesPerCall names, 44, 105 (113) and 692 MiB. 24 MiB and 96 bytes a call are
-// above each of them (bench/run.sh's line (g) asks a run of 10^9 calls within 4 GiB).
+// used. The least ulimit -v under which mpiadvise report --format json --threads 1 of mpiadvise-synth's
+// halo of 64 ranks ran (this check left out), less the 14 MiB the program had taken at the check: 42 MiB
+// for 64 x 4000 calls, 86 MiB for 64 x 16000 (pipeline 99), 581 MiB for 64 x 1e5 (95 bytes a call, where its
+// peak of memory was 64.1: memory freed in the middle of the heap is given back, its addresses are not);
+// before the reading and the waits took less (kBytesPerCall), 44, 105 (113) and 692 MiB. 24 MiB and 96
+// bytes a call are above each of them (bench/run.sh's line (g) asks a run of 10^9 calls within 4 GiB).
 constexpr double kAddressBytes = 24.0 * 1024 * 1024;
 constexpr double kAddressBytesPerCall = 96;
 // And each replay run beside the first: with two threads the least limits were 31 MiB more for the halo of 64 x 16000 and
@@ -364,8 +365,7 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
         "{:+.1f}% off at the set's, {:+.1f}% at that one)",
         speed->factor, speed->faster ? "faster" : "slower", 100 * speed->error_set, 100 * speed->error_run);
   }
-  a.waits = find_waits(a.trace, LogGPS(a.chosen.params));
-  a.measured = measure_waits(a.trace, a.waits);
+  a.measured = measure_waits(a.trace, LogGPS(a.chosen.params));
   a.symbols.resize(static_cast<size_t>(a.trace.world_size));
   auto shared = std::make_shared<ModuleSymbols>(debug_dirs);
   for (const auto& r : a.job->ranks())

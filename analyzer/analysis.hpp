@@ -33,8 +33,9 @@ struct Analysis {
   // (before scaling it to them); none where the log has no probe.
   std::optional<ProbeSpeed> probe;
   bool probe_applied = false;  // the chosen set is scaled to it
-  std::vector<Wait> waits;  // every measured wait
-  WaitStates measured;      // added up by rank and call site
+  // every measured wait (find_waits) added up by rank and call site; the waits themselves, 32 bytes each
+  // and about one for every four calls of a halo, are found again where a report needs them
+  WaitStates measured;
   std::vector<std::unique_ptr<Symbolizer>> symbols;  // per rank
   // --until: the seconds after the run's start analysed, where they left calls out, and about how many
   // calls the logs hold in all (RankLog::calls_estimate)

@@ -270,7 +270,9 @@ struct Builder {
   // why ranks wait: root causes (delay costs) and the critical path, measured; what each computation
   // would save, from what-if replays with it made twice as fast
   void causes_and_path() {
-    const DelayCosts dc = delay_costs(t, a.waits);
+    // the waits, found again (the analysis keeps them added up only) and freed when this part is done
+    const std::vector<Wait> waits = find_waits(t, LogGPS(a.chosen.params));
+    const DelayCosts dc = delay_costs(t, waits);
     r.root_causes.waiting_ns = dc.waiting_ns;
     r.root_causes.unattributed_ns = dc.unattributed_ns;
     for (size_t i = 0; i < dc.causes.size() && i < options.top; i++) {
@@ -282,7 +284,7 @@ struct Builder {
       r.root_causes.causes.push_back(x);
     }
 
-    const CriticalPath cp = critical_path(t, a.waits);
+    const CriticalPath cp = critical_path(t, waits);
     report::CriticalPath& path = r.critical_path;
     path.length_ns = cp.length_ns, path.computation_ns = cp.computation_ns, path.mpi_ns = cp.mpi_ns;
     path.ends_on_rank = cp.last_rank, path.rank_changes = cp.rank_changes;
