@@ -327,6 +327,7 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
   }
   check_memory(*a.job, until_ns);
   a.trace = build_trace(*a.job, until_ns);
+  a.part_s = part.until_s;
   if (a.trace.cut()) {
     a.until_s = part.until_s;
     for (const auto& r : a.job->ranks()) a.calls_in_logs += r->calls_estimate();

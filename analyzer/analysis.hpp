@@ -41,6 +41,9 @@ struct Analysis {
   // calls the logs hold in all (RankLog::calls_estimate)
   std::optional<double> until_s;
   uint64_t calls_in_logs = 0;
+  // --until as given, whether or not it left calls out: the part of the run the gate's figures are of
+  // (RunFigures::until_s; a run shorter than S is its own first S seconds)
+  std::optional<double> part_s;
 
   // Where a rank's call site is in the source (module+offset without debug information).
   SourceLocation locate(int rank, uint32_t callsite) const;

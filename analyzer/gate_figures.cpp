@@ -82,6 +82,7 @@ RunFigures run_figures(const Analysis& a) {
   f.source = a.dir;
   f.params = a.set_params.name;
   f.ranks = t.world_size;
+  f.until_s = a.part_s;
   ReplayOptions options;
   options.params = a.set_params;
   const LogGPS model(options.params);
@@ -214,7 +215,7 @@ json figures_json(const RunFigures& f) {
                      {"wait_noise_ns", s.wait.noise_ns},
                      {"wait_pause_ns", s.wait.pause_ns},
                      {"measured_wait_ns", s.measured_wait_ns}});
-  return {{"schema", kFiguresSchema},
+  json j = {{"schema", kFiguresSchema},
           {"source", f.source},
           {"params", f.params},
           {"ranks", f.ranks},
@@ -237,6 +238,8 @@ json figures_json(const RunFigures& f) {
           {"measured_recv_wait_ns", f.measured_recv_wait_ns},
           {"intervals", {{"measured", f.intervals}, {"repeated", f.repeated_intervals}, {"replaced", f.replaced_intervals}}},
           {"sites", sites}};
+  if (f.until_s) j["until_s"] = *f.until_s;
+  return j;
 }
 
 namespace {
@@ -324,6 +327,10 @@ RunFigures figures_from_json(const json& j, const std::string& where) {
     x.wait = {in.number(s, "wait_ns", at), in.number(s, "wait_noise_ns", at), in.number(s, "wait_pause_ns", at)};
     x.measured_wait_ns = in.number(s, "measured_wait_ns", at);
     f.sites.push_back(std::move(x));
+  }
+  if (j.contains("until_s")) {
+    f.until_s = in.number(j, "until_s", p);
+    if (!(*f.until_s > 0)) throw FiguresError(where + ": gate.until_s is not a number of seconds above 0");
   }
   return f;
 }

@@ -31,6 +31,7 @@ using gate::RunFigures;
 struct GateCommand {
   std::vector<std::string> baseline, candidate, metrics, budgets, debug_dirs;
   std::string params, max_regression = "5%", junit, json_out, markdown;
+  RunPart part;  // --until: of each log directory, its first S seconds
 };
 
 std::string metric_names(bool with_sites) {
@@ -71,7 +72,7 @@ RunFigures load_run(const fs::path& path, const std::string& option, const GateC
   const std::string shown = terminal_text(path.string());
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    Analysis a = analyse(path.string(), params, debug_search_dirs(c.debug_dirs));
+    Analysis a = analyse(path.string(), params, debug_search_dirs(c.debug_dirs), {}, c.part);
     for (const auto& p : a.trace.problems) std::fprintf(stderr, "mpiadvise: %s\n", terminal_text(p.text()).c_str());
     return gate::run_figures(a);
   }
@@ -348,6 +349,24 @@ void write_file(const std::string& path, const std::string& text) {
   if (!out) throw std::runtime_error(terminal_text(path) + ": cannot be written");
 }
 
+// The part of the runs every figure is of (--until S, or a report made with it; none: the whole runs).
+// Figures of different parts are not compared: a run's first second against the whole run would be
+// taken for a speed-up.
+std::optional<double> same_part(const std::vector<RunFigures>& base, const std::vector<RunFigures>& cand) {
+  const RunFigures& first = cand.empty() ? base.front() : cand.front();
+  const auto part_text = [](const RunFigures& f) {
+    return f.until_s ? fmt::format("the run's first {:g} s (--until)", *f.until_s) : std::string("the whole run");
+  };
+  for (const auto* side : {&base, &cand})
+    for (const RunFigures& f : *side)
+      if (f.until_s != first.until_s)
+        throw std::runtime_error(fmt::format(
+            "{}'s figures are of {} and {}'s of {}: the gate compares the same part of each run (give log directories "
+            "with one --until S, or reports made with the same --until)",
+            terminal_text(f.source), part_text(f), terminal_text(first.source), part_text(first)));
+  return first.until_s;
+}
+
 int run_gate(const GateCommand& c) {
   if (c.baseline.empty() && c.budgets.empty())
     throw CLI::ValidationError("--baseline", "give --baseline A to compare with, or --budget METRIC<=VALUE, or both");
@@ -361,9 +380,11 @@ int run_gate(const GateCommand& c) {
   }
   const std::vector<RunFigures> cand = load_side(c.candidate, "--candidate", c);
   const std::vector<RunFigures> base = load_side(c.baseline, "--baseline", c);
+  const std::optional<double> part = same_part(base, cand);
   const gate::Verdict v = gate::compare(base, cand, options);
 
   std::string info = method_text(v);
+  if (part) info += fmt::format("; the first {:g} s of each run (--until)", *part);
   std::set<std::string> all_params = v.baseline_params;
   all_params.insert(v.candidate_params.begin(), v.candidate_params.end());
   if (all_params.size() > 1) {
@@ -412,6 +433,7 @@ std::function<int()> add_gate(CLI::App& app) {
   sub->add_option("--junit", c->junit, "Write JUnit XML (a test case per metric, call site and budget)");
   sub->add_option("--json", c->json_out, "Write the verdict as JSON (schema mpiadvise-gate/2)");
   sub->add_option("--markdown", c->markdown, "Write a Markdown summary for a merge-request comment");
+  add_part_option(sub, c->part);
   add_debug_dir_option(sub, c->debug_dirs);
   add_threads_option(sub);
   return [c] { return run_gate(*c); };

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "support.hpp"
@@ -315,6 +316,59 @@ TEST_CASE("the same log gives the same modelled figures: gated against itself, n
       INFO(c["name"] << " " << f.dump());
       CHECK(f["baseline"] == f["candidate"]);
     }
+}
+
+// --until S: each run's first S seconds, from log directories or from reports made with the same --until; a
+// part against a whole run is refused, as its fewer calls would pass for a speed-up. S: half the run.
+TEST_CASE("gate --until compares the same part of each run, and refuses a part against a whole run", "[gate][until]") {
+  const fs::path dir = traced("4096", "131072");
+  auto replayed = run_command(mpiadvise_cmd() + " replay --json " + dir.string());
+  REQUIRE(replayed.status == 0);
+  const std::string half = fmt::format("{:.6f}", json::parse(replayed.out)["measured_ns"].get<double>() / 2e9);
+  const fs::path out = fresh_dir("gate-until");
+  auto calls_of = [](const json& g) {
+    const json* c = check_named(g, "metrics", "calls");
+    REQUIRE(c != nullptr);
+    const json* f = figure_of(*c, "calls");
+    REQUIRE(f != nullptr);
+    CHECK((*f)["baseline"] == (*f)["candidate"]);
+    return (*f)["candidate"].get<double>();
+  };
+  auto part = run_command(mpiadvise_cmd() + " gate --baseline " + dir.string() + " --candidate " + dir.string() +
+                          " --until " + half + " --json " + (out / "part.json").string());
+  INFO(part.out << part.err);
+  CHECK(part.status == 0);
+  CHECK(part.out.find("(--until)") != std::string::npos);
+  auto whole = run_command(mpiadvise_cmd() + " gate --baseline " + dir.string() + " --candidate " + dir.string() +
+                           " --json " + (out / "whole.json").string());
+  REQUIRE(whole.status == 0);
+  const double part_calls = calls_of(json::parse(read_text(out / "part.json")));
+  CHECK(part_calls > 0);
+  CHECK(part_calls < calls_of(json::parse(read_text(out / "whole.json"))));
+  // a report of the part carries it, and is gated against a log directory's same part
+  auto report = run_command(mpiadvise_cmd() + " report --format json --until " + half + " " + dir.string());
+  REQUIRE(report.status == 0);
+  std::ofstream(out / "part-report.json") << report.out;
+  CHECK(json::parse(report.out)["gate"]["until_s"].get<double>() == Approx(std::stod(half)));
+  auto from_report = run_command(mpiadvise_cmd() + " gate --baseline " + (out / "part-report.json").string() +
+                                 " --candidate " + dir.string() + " --until " + half);
+  INFO(from_report.out << from_report.err);
+  CHECK(from_report.status == 0);
+  // the part against the whole run, either way round: one line naming both
+  auto whole_report = run_command(mpiadvise_cmd() + " report --format json " + dir.string());
+  REQUIRE(whole_report.status == 0);
+  std::ofstream(out / "whole-report.json") << whole_report.out;
+  for (const std::string& args : {" --baseline " + (out / "part-report.json").string() + " --candidate " + dir.string(),
+                                   " --baseline " + (out / "whole-report.json").string() + " --candidate " + dir.string() +
+                                       " --until " + half}) {
+    auto r = run_command(mpiadvise_cmd() + " gate" + args);
+    INFO(args << "\n" << r.out << r.err);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find("the whole run") != std::string::npos);
+    CHECK(r.err.find("first") != std::string::npos);
+  }
 }
 
 TEST_CASE("malformed gate input exits 2 with a one-line message naming it", "[gate][errors]") {
