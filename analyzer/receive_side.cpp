@@ -55,7 +55,6 @@ struct Sweep {
   }
 };
 
-
 // The matched messages between ranks of the trace, by receiver and by sender: each rank's ids are
 // [start[r], start[r + 1]) of ids. 8 bytes a message, where the sweeps of every rank held at once took up to
 // 64 (mpiadvise-synth's halo of 64 x 10^5 calls: 60 MB above the report's other memory at its peak).

@@ -79,6 +79,9 @@ struct RecvEnd {
 };
 static_assert(sizeof(RecvEnd) == 24);
 
+// The one link an op holds itself (Op::inline_link set).
+Link own_link(const Op& op) { return Link{static_cast<Link::Kind>(op.inline_link - 1), op.first_link}; }
+
 // A request as the rank made it: what a completion completes.
 struct Pending {
   enum Kind : uint8_t { Send, Recv, Coll, PersistentSend, PersistentRecv } kind;
@@ -354,7 +357,7 @@ class RankReader {
       return;
     }
     if (op.inline_link) {
-      const Link one{static_cast<Link::Kind>(op.inline_link - 1), op.first_link};
+      const Link one = own_link(op);
       const uint32_t first = static_cast<uint32_t>(part_.links.size());
       part_.links.push_back(one);
       part_.links.push_back(Link{kind, id});
@@ -396,6 +399,11 @@ struct Builder {
   std::vector<RecvEnd> recvs;
   // the receiving rank of recvs[i]: that of the last entry whose first receive is at or before i
   std::vector<std::pair<uint32_t, int>> recv_rank;
+  // recvs[i]'s rank, for i met in order; part: recv_rank's entry of the last one asked (0 at first)
+  int receiver(uint32_t i, size_t& part) const {
+    while (part + 1 < recv_rank.size() && recv_rank[part + 1].first <= i) part++;
+    return recv_rank[part].second;
+  }
   std::unordered_map<uint64_t, uint32_t> comm_index;  // gid -> index
   // collectives: by communicator and sequence, the instance (kNone: none yet)
   std::vector<std::vector<uint32_t>> coll_index;
@@ -493,7 +501,7 @@ struct Builder {
         t.links.push_back(e);
       }
       for (Op& op : t.ranks[ranks[p]].ops) {
-        if (op.inline_link) op.first_link = id(Link{static_cast<Link::Kind>(op.inline_link - 1), op.first_link});
+        if (op.inline_link) op.first_link = id(own_link(op));
         else if (op.has_links()) op.first_link += place.links;
       }
       recv_rank.emplace_back(place.recvs, ranks[p]);
@@ -538,8 +546,7 @@ struct Builder {
     std::vector<uint32_t> recv_msg(recvs.size(), kNone);  // the send's message each receive matched
     size_t part = 0;  // recv_rank's entry of receive i
     for (uint32_t i = 0; i < recvs.size(); i++) {
-      while (part + 1 < recv_rank.size() && recv_rank[part + 1].first <= i) part++;
-      const int rank = recv_rank[part].second;
+      const int rank = receiver(i, part);
       const RecvEnd& r = recvs[i];
       if (r.cancelled) continue;  // no message, neither matched nor missing a partner
       if (r.src < 0 || r.tag < 0) {
@@ -577,13 +584,14 @@ struct Builder {
     // the messages made of them were before (a run with receives no send matched: a missing log, a hang)
     if (unmatched_recvs) t.messages.reserve(t.messages.size() + unmatched_recvs);
     for (const Message& m : t.messages) t.largest_message = std::max(t.largest_message, m.bytes);
-    for (uint32_t i = 0, part = 0; i < recvs.size(); i++) {
-      while (part + 1 < recv_rank.size() && recv_rank[part + 1].first <= i) part++;
+    part = 0;
+    for (uint32_t i = 0; i < recvs.size(); i++) {
+      const int rank = receiver(i, part);
       if (recv_msg[i] != kNone || recvs[i].cancelled) continue;
       const RecvEnd& r = recvs[i];
       Message m;
       m.src = r.src;
-      m.dst = recv_rank[part].second;
+      m.dst = rank;
       m.comm = r.comm;
       m.tag = r.tag;
       m.bytes = r.bytes;
@@ -601,7 +609,7 @@ struct Builder {
     for (size_t i = 0; i < t.links.size(); i++) t.links.set_id(i, message(t.links[i]));
     for (RankTrace& rt : t.ranks)
       for (Op& op : rt.ops)
-        if (op.inline_link) op.first_link = message(Link{static_cast<Link::Kind>(op.inline_link - 1), op.first_link});
+        if (op.inline_link) op.first_link = message(own_link(op));
     std::vector<RecvEnd>().swap(recvs);  // before compact_links makes its list beside the trace's
     for (const auto& c : t.collectives)
       if (c.members.size() != t.comms[c.comm].members.size()) t.incomplete_collectives++;
