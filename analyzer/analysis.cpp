@@ -219,9 +219,17 @@ uint64_t cgroup_memory_left(const std::filesystem::path& mount, const std::files
   return left;
 }
 
-void check_memory(const JobLog& job, uint64_t until_ns) {
+std::string part_text(const std::optional<double>& from_s, const std::optional<double>& until_s) {
+  if (from_s && until_s) return fmt::format("the run from {:.6g} s after its start to {:.6g} s (--from, --until)", *from_s, *until_s);
+  if (from_s) return fmt::format("the run from {:.6g} s after its start on (--from)", *from_s);
+  if (until_s) return fmt::format("the run's first {:.6g} s (--until)", *until_s);
+  return "the whole run";
+}
+
+void check_memory(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
   uint64_t calls = 0;
-  for (const auto& r : job.ranks()) calls += until_ns == UINT64_MAX ? r->calls_estimate() : r->calls_estimate(until_ns);
+  for (const auto& r : job.ranks())
+    calls += until_ns == UINT64_MAX && from_ns == 0 ? r->calls_estimate() : r->calls_estimate(until_ns, from_ns);
   Room room = room_left();
   int here = 1;  // processes of the analysis on this node
   if (ReplayPeers* peers = replay_peers(); peers && peers->size() > 1) {
@@ -269,10 +277,16 @@ void check_memory(const JobLog& job, uint64_t until_ns) {
     uint64_t end = 0;
     for (const auto& r : job.ranks()) end = std::max(end, r->last_chunk_ns());
     end = std::min(end, until_ns);
-    const double fit_s = end > *start ? static_cast<double>(end - *start) * 1e-9 * (left - fixed) / (needed - fixed) : 0;
-    if (fit_s >= 0.001)
-      part = fmt::format(", or analyse only the run's first {:.3g} s (--until {:.3g}), whose analysis fits{}", fit_s * 0.9,
-                         fit_s * 0.9, until_ns == UINT64_MAX ? "" : ", a shorter part");
+    const uint64_t begin = std::max(*start, from_ns);
+    const double fit_s = end > begin ? static_cast<double>(end - begin) * 1e-9 * (left - fixed) / (needed - fixed) * 0.9 : 0;
+    const double from_s = static_cast<double>(begin - *start) * 1e-9;
+    if (fit_s >= 0.001 && from_ns == 0)
+      part = fmt::format(", or analyse only {:.3g} s of the run whose analysis fits: its first (--until {:.3g}) or any "
+                         "other (--from S --until S+{:.3g}, S seconds after its start){}",
+                         fit_s, fit_s, fit_s, until_ns == UINT64_MAX ? "" : ", a shorter part");
+    else if (fit_s >= 0.001)
+      part = fmt::format(", or analyse only {:.3g} s of the run, whose analysis fits (--from {:.6g} --until {:.6g}), a "
+                         "shorter part", fit_s, from_s, from_s + fit_s);
   }
   const std::string rate = address ? fmt::format("{} and {:.0f} bytes a call", gib(kAddressBytes), kAddressBytesPerCall)
                                    : fmt::format("{:.0f} bytes a call", kBytesPerCall);
@@ -280,7 +294,11 @@ void check_memory(const JobLog& job, uint64_t until_ns) {
       "{}: the logs of {} ranks hold {} MPI calls{}, and their analysis needs about {}{} ({}{}) where {} {}; analyse "
       "them {}{}{}, or trace only the part of the run that matters (MPI_Pcontrol(0) pauses tracing, MPI_Pcontrol(1) "
       "resumes it)",
-      job.dir().string(), job.ranks().size(), calls, until_ns == UINT64_MAX ? "" : " in the part asked for (--until)",
+      job.dir().string(), job.ranks().size(), calls,
+      until_ns == UINT64_MAX && from_ns == 0 ? ""
+      : from_ns == 0                         ? " in the part asked for (--until)"
+      : until_ns == UINT64_MAX               ? " in the part asked for (--from)"
+                                             : " in the part asked for (--from, --until)",
       gib(needed), address ? " of address space" : "", rate,
       here > 1 && !address ? fmt::format(", in each of the {} processes of the analysis on this node", here) : "",
       gib(left), address ? "is left under its limit (ulimit -v)" : "is available",
@@ -314,24 +332,30 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
   Analysis a;
   a.dir = dir;
   a.job = std::make_unique<JobLog>(dir);
-  uint64_t until_ns = UINT64_MAX;
-  if (part.until_s) {
-    if (!(*part.until_s > 0) || *part.until_s > 1e9)
-      throw std::invalid_argument(fmt::format("--until {}: not a time in seconds above 0", *part.until_s));
+  uint64_t until_ns = UINT64_MAX, from_ns = 0;
+  for (const auto& [name, s] : {std::pair{"--until", part.until_s}, std::pair{"--from", part.from_s}})
+    if (s && (!(*s > 0) || *s > 1e9)) throw std::invalid_argument(fmt::format("{} {}: not a time in seconds above 0", name, *s));
+  if (part.from_s && part.until_s && !(*part.until_s > *part.from_s))
+    throw std::invalid_argument(
+        fmt::format("--from {} --until {}: the part would end before it starts", *part.from_s, *part.until_s));
+  if (part.until_s || part.from_s) {
     const auto start = run_start_ns(*a.job);
     if (!start)
       throw LogError(dir, std::nullopt,
-                     fmt::format("--until {}: the run's start is in none of its logs (no rank's log holds an MPI call)",
-                                 *part.until_s));
-    until_ns = *start + static_cast<uint64_t>(*part.until_s * 1e9 + 0.5);
+                     fmt::format("{}: the run's start is in none of its logs (no rank's log holds an MPI call)",
+                                 part.until_s ? "--until" : "--from"));
+    const auto at = [&](double s) { return *start + static_cast<uint64_t>(s * 1e9 + 0.5); };
+    if (part.until_s) until_ns = at(*part.until_s);
+    if (part.from_s) from_ns = at(*part.from_s);
   }
-  check_memory(*a.job, until_ns);
-  a.trace = build_trace(*a.job, until_ns);
-  a.part_s = part.until_s;
-  if (a.trace.cut()) {
-    a.until_s = part.until_s;
+  check_memory(*a.job, until_ns, from_ns);
+  a.trace = build_trace(*a.job, until_ns, from_ns);
+  a.part = part;
+  const auto& ranks = a.trace.ranks;
+  if (std::any_of(ranks.begin(), ranks.end(), [](const RankTrace& r) { return r.cut; })) a.until_s = part.until_s;
+  if (std::any_of(ranks.begin(), ranks.end(), [](const RankTrace& r) { return r.calls_before > 0; })) a.from_s = part.from_s;
+  if (a.trace.cut())
     for (const auto& r : a.job->ranks()) a.calls_in_logs += r->calls_estimate();
-  }
   check_same_trace(a.trace, dir);
   a.facts = run_facts(*a.job);
   a.chosen = choose_params(a.facts, params, default_params_dir());

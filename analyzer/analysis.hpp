@@ -20,6 +20,17 @@
 
 namespace mpiadvise {
 
+// The part of a run to analyse: the calls entered before until_s seconds after the run's start
+// (run_start_ns: MPI_Init's return on rank 0, or on the lowest rank with a log), as if every rank had
+// stopped there (--until), and at or after from_s seconds after it, as if every rank had started there
+// (--from); neither: all of it.
+struct RunPart {
+  std::optional<double> until_s, from_s;
+};
+// The part in words, for a line of output: "the run's first 2 s (--until)", "the run from 10 s after its
+// start to 12 s (--from, --until)", "the run from 10 s after its start on (--from)"; "the whole run".
+std::string part_text(const std::optional<double>& from_s, const std::optional<double>& until_s);
+
 struct Analysis {
   std::string dir;
   std::unique_ptr<JobLog> job;
@@ -37,13 +48,13 @@ struct Analysis {
   // and about one for every four calls of a halo, are found again where a report needs them
   WaitStates measured;
   std::vector<std::unique_ptr<Symbolizer>> symbols;  // per rank
-  // --until: the seconds after the run's start analysed, where they left calls out, and about how many
-  // calls the logs hold in all (RankLog::calls_estimate)
-  std::optional<double> until_s;
+  // --until and --from: the seconds after the run's start the part analysed ends and starts at, where they
+  // left calls out, and about how many calls the logs hold in all (RankLog::calls_estimate)
+  std::optional<double> until_s, from_s;
   uint64_t calls_in_logs = 0;
-  // --until as given, whether or not it left calls out: the part of the run the gate's figures are of
-  // (RunFigures::until_s; a run shorter than S is its own first S seconds)
-  std::optional<double> part_s;
+  // --until and --from as given, whether or not they left calls out: the part of the run the gate's
+  // figures are of (RunFigures::until_s and from_s; a run shorter than S is its own first S seconds)
+  RunPart part;
 
   // Where a rank's call site is in the source (module+offset without debug information).
   SourceLocation locate(int rank, uint32_t callsite) const;
@@ -57,8 +68,9 @@ struct Analysis {
 // Refuses, with one line naming the figures and what helps, logs whose analysis cannot fit in the memory
 // this process may still take (the system's, its cgroup's, its address-space limit); where it fits but
 // not with analysis_threads() replays at once, lowers them to as many as fit, and says so on stderr.
-// until_ns: only the calls entered before are to be analysed (build_trace).
-void check_memory(const JobLog& job, uint64_t until_ns = UINT64_MAX);
+// until_ns, from_ns: only the calls entered before until_ns and at or after from_ns are to be analysed
+// (build_trace).
+void check_memory(const JobLog& job, uint64_t until_ns = UINT64_MAX, uint64_t from_ns = 0);
 // The memory the cgroups of this process still let it take (UINT64_MAX: none limits it): of its cgroup
 // and each above it (under cgroup v2, or v1's memory controller, as self lists them: /proc/self/cgroup)
 // that has a limit, the least limit less use, the use without its inactive files (page cache, such as
@@ -79,11 +91,6 @@ struct ReplaySpeed {
   std::optional<double> factor;
 };
 
-// The part of a run to analyse: the calls entered before until_s seconds after the run's start
-// (run_start_ns: MPI_Init's return on rank 0, or on the lowest rank with a log), as if every rank had stopped there (--until); none: all of it.
-struct RunPart {
-  std::optional<double> until_s;
-};
 
 Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs = {},
                  const ReplaySpeed& speed = {}, const RunPart& part = {});

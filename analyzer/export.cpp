@@ -206,6 +206,7 @@ class Otf2Writer {
       if (r < 0 || r >= world) continue;
       uint32_t i = 0;
       log->for_each_event_until(t_.cut_ns, [&](const Event& ev) {  // the trace's calls: --until's part
+        if (ev.t_enter_ns < t_.from_ns) return true;                 // and --from's
         const uint32_t op = i++;
         n.calls++;
         const uint64_t loc = location(r, ev.thread, false);
@@ -523,6 +524,7 @@ ExportCounts write_trace_events(const Analysis& a, const ReplayResult* predicted
     if (r < 0 || r >= world) continue;
     std::set<uint16_t> threads;
     log->for_each_event_until(t.cut_ns, [&](const Event& ev) {  // the trace's calls: --until's part
+      if (ev.t_enter_ns < t.from_ns) return true;                 // and --from's
       if (threads.insert(ev.thread).second)
         s.put({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", ev.thread},
                {"args", {{"name", ev.thread == 0 ? std::string("main thread") : fmt::format("thread {}", ev.thread)}}}});

@@ -85,8 +85,9 @@ struct RunFigures {
   double measured_ns = 0, measured_send_wait_ns = 0, measured_recv_wait_ns = 0;
   uint64_t intervals = 0, repeated_intervals = 0, replaced_intervals = 0;  // of the steady trace
   std::vector<SiteFigures> sites;
-  // the figures are of the run's first S seconds (--until, Analysis::part_s); none: of the whole run
-  std::optional<double> until_s;
+  // the figures are of the part of the run before until_s and from from_s seconds after its start (--until,
+  // --from: Analysis::part); neither: of the whole run
+  std::optional<double> until_s, from_s;
 };
 
 // The figures of an analysed run: kNoiseReplays + 1 replays under its chosen parameter set.

@@ -82,7 +82,8 @@ RunFigures run_figures(const Analysis& a) {
   f.source = a.dir;
   f.params = a.set_params.name;
   f.ranks = t.world_size;
-  f.until_s = a.part_s;
+  f.until_s = a.part.until_s;
+  f.from_s = a.part.from_s;
   ReplayOptions options;
   options.params = a.set_params;
   const LogGPS model(options.params);
@@ -239,6 +240,7 @@ json figures_json(const RunFigures& f) {
           {"intervals", {{"measured", f.intervals}, {"repeated", f.repeated_intervals}, {"replaced", f.replaced_intervals}}},
           {"sites", sites}};
   if (f.until_s) j["until_s"] = *f.until_s;
+  if (f.from_s) j["from_s"] = *f.from_s;
   return j;
 }
 
@@ -328,10 +330,11 @@ RunFigures figures_from_json(const json& j, const std::string& where) {
     x.measured_wait_ns = in.number(s, "measured_wait_ns", at);
     f.sites.push_back(std::move(x));
   }
-  if (j.contains("until_s")) {
-    f.until_s = in.number(j, "until_s", p);
-    if (!(*f.until_s > 0)) throw FiguresError(where + ": gate.until_s is not a number of seconds above 0");
-  }
+  for (const auto& [key, s] : {std::pair{"until_s", &f.until_s}, std::pair{"from_s", &f.from_s}})
+    if (j.contains(key)) {
+      *s = in.number(j, key, p);
+      if (!(**s > 0)) throw FiguresError(fmt::format("{}: gate.{} is not a number of seconds above 0", where, key));
+    }
   return f;
 }
 

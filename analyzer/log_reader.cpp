@@ -381,13 +381,15 @@ uint64_t RankLog::calls_estimate() const {
   return raw / 4;
 }
 
-uint64_t RankLog::calls_estimate(uint64_t until_ns) const {
+uint64_t RankLog::calls_estimate(uint64_t until_ns, uint64_t from_ns) const {
   uint64_t raw = 0, before = 0;
   std::set<uint16_t> beyond;  // threads whose first chunk written after until_ns is counted
   for (const auto& c : chunks_) {
     if (c.type != MPA_CHUNK_EVENTS) continue;
     raw += c.raw_bytes;
-    if (to_ns(c.sync_tick) < until_ns || beyond.insert(c.thread).second) before += c.raw_bytes;
+    const uint64_t written = to_ns(c.sync_tick);
+    if (written < from_ns) continue;  // its events were all entered before from_ns
+    if (written < until_ns || beyond.insert(c.thread).second) before += c.raw_bytes;
   }
   const uint64_t calls = calls_estimate();
   if (raw == 0 || before >= raw) return calls;

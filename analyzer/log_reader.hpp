@@ -138,8 +138,9 @@ class RankLog {
   // chunks' bytes before compression allow at 4 bytes a call (a bound from above for loops of calls)
   uint64_t calls_estimate() const;
   // The same, of the calls entered before until_ns (ns on rank 0's clock): the share of the event chunks'
-  // bytes written by then, and one chunk more per thread (a chunk holds the events before its writing).
-  uint64_t calls_estimate(uint64_t until_ns) const;
+  // bytes written by then, and one chunk more per thread (a chunk holds the events before its writing);
+  // with from_ns, less the chunks written before it (whose calls were all entered before it).
+  uint64_t calls_estimate(uint64_t until_ns, uint64_t from_ns = 0) const;
   // When the last event chunk was written (ns on rank 0's clock; 0 without one): about the rank's end.
   uint64_t last_chunk_ns() const;
 

@@ -531,16 +531,17 @@ struct Builder {
                                   static_cast<size_t>(t.world_size) - logged, t.world_size));
     uint64_t calls = 0;
     for (const auto& rt : t.ranks) calls += rt.calls;
-    if (a.until_s)
-      notes.push_back(fmt::format("the part of the run up to {:.6g} s after its start (MPI_Init's return on rank 0) is "
-                                  "analysed (--until): {} of the logs' {} MPI calls, as if every rank had stopped there",
-                                  *a.until_s, calls, a.calls_in_logs));
+    if (a.until_s || a.from_s)
+      notes.push_back(fmt::format("only {} is analysed, its start being MPI_Init's return on rank 0: {} of the logs' {} "
+                                  "MPI calls, as if every rank had {} there",
+                                  part_text(a.from_s, a.until_s), calls, a.calls_in_logs,
+                                  a.from_s && a.until_s ? "started and stopped" : a.from_s ? "started" : "stopped"));
     if (t.unmatched_sends || t.unmatched_recvs)
       notes.push_back(fmt::format("{} sends and {} receives have no partner in the logs ({}): a send is modelled as if "
                                   "its receiver were never late, a receive keeps its measured time",
                                   t.unmatched_sends, t.unmatched_recvs,
-                                  a.until_s ? "a partner after the part analysed, a rank's log missing or cut off"
-                                            : "a rank's log missing or cut off"));
+                                  a.until_s || a.from_s ? "a partner outside the part analysed, a rank's log missing or cut off"
+                                                        : "a rank's log missing or cut off"));
     if (t.world_size == 1) notes.push_back("one rank: no messages between ranks, nothing waits for another rank");
     else if (matched == 0 && !t.unmatched_sends && !t.unmatched_recvs)
       notes.push_back("no point-to-point messages: the eager limit and the send and receive advice do not apply");

@@ -82,6 +82,18 @@ static_assert(sizeof(RecvEnd) == 24);
 // The one link an op holds itself (Op::inline_link set).
 Link own_link(const Op& op) { return Link{static_cast<Link::Kind>(op.inline_link - 1), op.first_link}; }
 
+// A channel of MPI's matching: communicator (a part's index or the trace's, kUnknownComm where the log names
+// none), sender, receiver (world ranks) and tag. Messages on one channel pair in order (non-overtaking).
+struct Channel {
+  uint32_t comm;
+  int src, dst;
+  int32_t tag;
+  bool operator<(const Channel& o) const { return std::tie(comm, src, dst, tag) < std::tie(o.comm, o.src, o.dst, o.tag); }
+};
+
+// Pending::id of a request posted before the part read (--from): its completion completes nothing in the part.
+inline constexpr uint32_t kBeforePart = kNone - 2;
+
 // A request as the rank made it: what a completion completes.
 struct Pending {
   enum Kind : uint8_t { Send, Recv, Coll, PersistentSend, PersistentRecv } kind;
@@ -114,6 +126,8 @@ struct RankPart {
   std::vector<RecvEnd> recvs;
   std::vector<Membership> colls;
   std::vector<const Communicator*> comms;  // by the part's index: the log's definition
+  // before the part read (--from): the rank's sends and receives by channel (comm: the part's index), counted
+  std::map<Channel, uint64_t> sent_before, received_before;
   size_t bytes() const {
     return sends.capacity() * sizeof(Message) + recvs.capacity() * sizeof(RecvEnd) + links.capacity_bytes() +
            colls.capacity() * sizeof(Membership);
@@ -144,8 +158,8 @@ class GiveBack {
 // Reads one rank's log: its ops into the rank's trace, the rest into its part.
 class RankReader {
  public:
-  RankReader(const RankLog& log, RankTrace& rt, RankPart& part, uint64_t until_ns)
-      : log_(log), rt_(rt), part_(part), until_ns_(until_ns) {}
+  RankReader(const RankLog& log, RankTrace& rt, RankPart& part, uint64_t until_ns, uint64_t from_ns)
+      : log_(log), rt_(rt), part_(part), until_ns_(until_ns), from_ns_(from_ns) {}
 
   void read() {
     rt_.hostname = log_.header().value("hostname", "");
@@ -156,6 +170,11 @@ class RankReader {
     std::unordered_map<uint64_t, Pending> pending;  // request id -> what it stands for
     std::unordered_map<uint32_t, uint32_t> coll_seq; // comm -> collectives so far
     rt_.cut = log_.for_each_event_until(until_ns_, [&](const Event& ev) {
+      if (ev.t_enter_ns < from_ns_) {
+        rt_.calls_before += ev.count;
+        before_part(rank, ev, pending, coll_seq);
+        return true;
+      }
       Op op;
       rt_.calls += ev.count;
       // a call still in progress when a signal ended the rank is kept up to the op's 78 hours (a hang)
@@ -237,14 +256,7 @@ class RankReader {
         }
         case MPA_CALL_Send_init: case MPA_CALL_Ssend_init: case MPA_CALL_Bsend_init: case MPA_CALL_Rsend_init:
         case MPA_CALL_Recv_init: {
-          bool is_recv = ev.call == MPA_CALL_Recv_init;
-          Pending p{is_recv ? Pending::PersistentRecv : Pending::PersistentSend, kNone};
-          p.peer = ev.peer;
-          p.comm = comm;
-          p.tag = ev.tag;
-          p.bytes = is_recv ? ev.bytes2 : ev.bytes;
-          p.sync = ev.call == MPA_CALL_Ssend_init;
-          if (!ev.requests.empty()) pending[ev.requests.back()] = p;
+          if (!ev.requests.empty()) pending[ev.requests.back()] = persistent(ev, comm);
           op.kind = OpKind::Other;
           break;
         }
@@ -275,7 +287,9 @@ class RankReader {
             auto it = pending.find(ev.requests[st.index]);
             if (it == pending.end()) continue;
             Pending& p = it->second;
-            if ((p.kind == Pending::Send || p.kind == Pending::PersistentSend) && p.id != kNone) {
+            if (p.id == kBeforePart) {
+              done_before_part(rank, p, st);
+            } else if ((p.kind == Pending::Send || p.kind == Pending::PersistentSend) && p.id != kNone) {
               link(op, Link::DoneSend, p.id);
               if (st.cancelled) part_.sends[p.id].recv_op = kCancelledSend;
             } else if ((p.kind == Pending::Recv || p.kind == Pending::PersistentRecv) && p.id != kNone) {
@@ -321,6 +335,7 @@ class RankReader {
   RankTrace& rt_;
   RankPart& part_;
   const uint64_t until_ns_;  // the ops are the calls entered before (UINT64_MAX: all)
+  const uint64_t from_ns_;   // ... and at or after (0: all)
   std::unordered_map<uint64_t, uint32_t> comm_index_;  // gid -> the part's index
   uint32_t last_local_ = kNone, last_comm_ = kNone;    // the last one asked for: most calls name the same
 
@@ -328,9 +343,109 @@ class RankReader {
   // held up to 700 MiB more at the peak of a 12.8 M-call replay. A complete log's trailer counts its calls
   // and their raw bytes, and every event takes at least 5 of those (call, mask, gap, duration, call site),
   // which bounds the events where polls were folded. A reservation that cannot be had is left out.
+  // A persistent request as its MPI_*_init made it: the arguments each MPI_Start reuses.
+  static Pending persistent(const Event& ev, uint32_t comm) {
+    const bool is_recv = ev.call == MPA_CALL_Recv_init;
+    Pending p{is_recv ? Pending::PersistentRecv : Pending::PersistentSend, kNone};
+    p.peer = ev.peer;
+    p.comm = comm;
+    p.tag = ev.tag;
+    p.bytes = is_recv ? ev.bytes2 : ev.bytes;
+    p.sync = ev.call == MPA_CALL_Ssend_init;
+    return p;
+  }
+
+  // A call before the part read (--from): its sends and receives counted by channel, its collectives by
+  // communicator (coll_seq, which numbers the part's), its requests kept as posted before the part
+  // (kBeforePart), so that a completion in the part completes nothing there. What MPI refused and polls
+  // that found nothing pair nothing.
+  void before_part(int rank, const Event& ev, std::unordered_map<uint64_t, Pending>& pending,
+                   std::unordered_map<uint32_t, uint32_t>& coll_seq) {
+    const OpKind kind = op_kind(ev.call, ev.count);
+    if (ev.refused() || kind == OpKind::Polling) return;
+    const uint32_t comm = ev.has(MPA_F_COMM) ? comm_of(ev.comm) : kNone;
+    const auto posted = [&](Pending::Kind k, int peer, uint32_t c, int32_t tag) {
+      if (!ev.requests.empty()) pending[ev.requests.back()] = Pending{k, kBeforePart, peer, c, tag};
+    };
+    const Status* status = ev.statuses.empty() ? nullptr : &ev.statuses[0];
+    switch (ev.call) {
+      case MPA_CALL_Send: case MPA_CALL_Bsend: case MPA_CALL_Rsend: case MPA_CALL_Ssend:
+      case MPA_CALL_Isend: case MPA_CALL_Ibsend: case MPA_CALL_Irsend: case MPA_CALL_Issend:
+        if (ev.peer < 0) return;
+        part_.sent_before[{std::min(comm, kUnknownComm), rank, ev.peer, ev.tag}]++;
+        if (kind == OpKind::PostSend) posted(Pending::Send, ev.peer, comm, ev.tag);
+        return;
+      case MPA_CALL_Recv: case MPA_CALL_Irecv: case MPA_CALL_Mrecv: case MPA_CALL_Imrecv: {
+        if (ev.peer == kProcNull) return;
+        uint32_t c = comm;
+        if ((ev.call == MPA_CALL_Mrecv || ev.call == MPA_CALL_Imrecv) && ev.comm != 0) c = comm_of(ev.comm);
+        if (kind == OpKind::PostRecv) posted(Pending::Recv, ev.peer, c, ev.tag);
+        else if (!ev.unfinished) received_before(rank, c, ev.peer, ev.tag, status);
+        return;
+      }
+      case MPA_CALL_Sendrecv: case MPA_CALL_Sendrecv_replace:
+        if (ev.peer >= 0) part_.sent_before[{std::min(comm, kUnknownComm), rank, ev.peer, ev.tag}]++;
+        if (ev.peer2 != kProcNull && !ev.unfinished) received_before(rank, comm, ev.peer2, ev.tag2, status);
+        return;
+      case MPA_CALL_Send_init: case MPA_CALL_Ssend_init: case MPA_CALL_Bsend_init: case MPA_CALL_Rsend_init:
+      case MPA_CALL_Recv_init:
+        if (!ev.requests.empty()) pending[ev.requests.back()] = persistent(ev, comm);
+        return;
+      case MPA_CALL_Start: case MPA_CALL_Startall:
+        for (uint64_t id : ev.requests) {
+          auto it = pending.find(id);
+          if (it == pending.end()) continue;
+          Pending& p = it->second;
+          if (p.kind == Pending::PersistentSend && p.peer >= 0) {
+            part_.sent_before[{std::min(p.comm, kUnknownComm), rank, p.peer, p.tag}]++;
+            p.id = kBeforePart;
+          } else if (p.kind == Pending::PersistentRecv && p.peer != kProcNull) {
+            p.id = kBeforePart;
+          }
+        }
+        return;
+      case MPA_CALL_Wait: case MPA_CALL_Waitall: case MPA_CALL_Waitany: case MPA_CALL_Waitsome:
+      case MPA_CALL_Test: case MPA_CALL_Testall: case MPA_CALL_Testany: case MPA_CALL_Testsome:
+        for (const auto& st : ev.statuses) {
+          if (st.index < 0 || static_cast<size_t>(st.index) >= ev.requests.size()) continue;
+          auto it = pending.find(ev.requests[st.index]);
+          if (it == pending.end()) continue;
+          Pending& p = it->second;
+          if (p.id == kBeforePart) done_before_part(rank, p, st);
+          if (p.kind == Pending::PersistentSend || p.kind == Pending::PersistentRecv) p.id = kNone;
+          else pending.erase(it);
+        }
+        return;
+      default:
+        if (is_collective_call(ev.call) && comm != kNone) {
+          coll_seq[comm]++;
+          if (kind == OpKind::PostCollective) posted(Pending::Coll, -1, comm, 0);
+        }
+    }
+  }
+  // A request posted before the part completed (before it or in it): a receive counted on the channel its
+  // status names; a send MPI_Cancel undid no longer counted.
+  void done_before_part(int rank, const Pending& p, const Status& st) {
+    if (p.kind == Pending::Recv || p.kind == Pending::PersistentRecv) {
+      if (!st.cancelled) received_before(rank, p.comm, p.peer, p.tag, &st);
+    } else if ((p.kind == Pending::Send || p.kind == Pending::PersistentSend) && st.cancelled) {
+      auto it = part_.sent_before.find({std::min(p.comm, kUnknownComm), rank, p.peer, p.tag});
+      if (it != part_.sent_before.end() && it->second) it->second--;
+    }
+  }
+  // A receive before the part, on the channel its status resolved (its posted source and tag without one);
+  // a wildcard left unresolved names no channel.
+  void received_before(int rank, uint32_t comm, int src, int32_t tag, const Status* st) {
+    if (st) {
+      if (st->source >= 0) src = st->source;
+      tag = st->tag;
+    }
+    if (src >= 0 && tag >= 0) part_.received_before[{std::min(comm, kUnknownComm), src, rank, tag}]++;
+  }
+
   void reserve_ops() {
     if (!log_.complete()) return;
-    uint64_t n = until_ns_ == UINT64_MAX ? log_.calls_estimate() : log_.calls_estimate(until_ns_);
+    uint64_t n = until_ns_ == UINT64_MAX && from_ns_ == 0 ? log_.calls_estimate() : log_.calls_estimate(until_ns_, from_ns_);
     const auto raw = log_.trailer().find("raw_bytes");
     if (raw != log_.trailer().end() && raw->is_number_unsigned()) n = std::min<uint64_t>(n, raw->get<uint64_t>() / 5);
     try {
@@ -405,6 +520,8 @@ struct Builder {
     return recv_rank[part].second;
   }
   std::unordered_map<uint64_t, uint32_t> comm_index;  // gid -> index
+  // --from: the ranks' sends and receives before the part, by channel (comm: the trace's index)
+  std::map<Channel, uint64_t> sent_before, received_before;
   // collectives: by communicator and sequence, the instance (kNone: none yet)
   std::vector<std::vector<uint32_t>> coll_index;
 
@@ -489,6 +606,8 @@ struct Builder {
         e.comm = comm(e.comm);
         recvs.push_back(e);
       }
+      for (const auto& [c, n] : part.sent_before) sent_before[{comm(c.comm), c.src, c.dst, c.tag}] += n;
+      for (const auto& [c, n] : part.received_before) received_before[{comm(c.comm), c.src, c.dst, c.tag}] += n;
       // a link's id: the part's send, receive or membership, as the trace numbers them
       auto id = [&](Link e) {
         if (e.kind == Link::PostSend || e.kind == Link::DoneSend) return e.id + place.sends;
@@ -523,25 +642,37 @@ struct Builder {
     // the reading's vectors at their size before the queues are made beside them: the reading's peak
     recvs.shrink_to_fit();
     t.links.shrink_to_fit();
-    struct Key {
-      uint32_t comm;
-      int src, dst;
-      int32_t tag;
-      bool operator<(const Key& o) const {
-        return std::tie(comm, src, dst, tag) < std::tie(o.comm, o.src, o.dst, o.tag);
-      }
-    };
     // each key's sends in order, and how many of them receives took: a receive takes the first one left
     struct Sends {
       std::vector<uint32_t> ids;
       size_t taken = 0;
     };
-    std::map<Key, Sends> send_q;
+    std::map<Channel, Sends> send_q;
     const uint32_t n_sends = static_cast<uint32_t>(t.messages.size());
     for (uint32_t i = 0; i < n_sends; i++) {
       const Message& m = t.messages[i];
       if (m.recv_op != kCancelledSend) send_q[{m.comm, m.src, m.dst, m.tag}].ids.push_back(i);
     }
+    // --from: on each channel, the sends and receives before the part paired as many as the fewer of them
+    // did; the others' partners are the part's first receives there (which so lose theirs) or its first
+    // sends (taken before the part)
+    std::map<Channel, uint64_t> lost_recvs;  // the part's first receives on the channel whose send was before it
+    uint64_t lost_sends = 0;
+    for (const auto& [c, sent] : sent_before) {
+      const auto r = received_before.find(c);
+      const uint64_t received = r == received_before.end() ? 0 : r->second;
+      if (sent > received) lost_recvs[c] = sent - received;
+    }
+    for (const auto& [c, received] : received_before) {
+      const auto s = sent_before.find(c);
+      const uint64_t sent = s == sent_before.end() ? 0 : s->second;
+      const auto q = send_q.find(c);
+      if (received <= sent || q == send_q.end()) continue;
+      q->second.taken = static_cast<size_t>(std::min<uint64_t>(received - sent, q->second.ids.size()));
+      lost_sends += q->second.taken;
+    }
+    sent_before.clear();
+    received_before.clear();
     std::set<std::tuple<uint32_t, int, int>> unresolved;  // comm, receiver, source (-1: any) of such wildcards
     std::vector<uint32_t> recv_msg(recvs.size(), kNone);  // the send's message each receive matched
     size_t part = 0;  // recv_rank's entry of receive i
@@ -555,12 +686,18 @@ struct Builder {
       }
       if (!unresolved.empty() && (unresolved.count({r.comm, rank, -1}) || unresolved.count({r.comm, rank, r.src})))
         continue;
+      if (!lost_recvs.empty())
+        if (auto lost = lost_recvs.find({r.comm, r.src, rank, r.tag}); lost != lost_recvs.end() && lost->second) {
+          lost->second--;
+          continue;
+        }
       auto it = send_q.find({r.comm, r.src, rank, r.tag});
       if (it == send_q.end() || it->second.taken == it->second.ids.size()) continue;
       const uint32_t m = it->second.ids[it->second.taken++];
       t.messages[m].recv_op = r.op;
       recv_msg[i] = m;
     }
+    t.unmatched_sends += lost_sends;
     for (const auto& [key, sq] : send_q) t.unmatched_sends += sq.ids.size() - sq.taken;
     send_q.clear();
     // the cancelled sends go, the messages after them move down; send_msg: old id -> new (kNone: none)
@@ -634,9 +771,10 @@ std::optional<uint64_t> run_start_ns(const JobLog& job) {
   return start;
 }
 
-Trace build_trace(const JobLog& job, uint64_t until_ns) {
+Trace build_trace(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
   Trace t;
   t.cut_ns = until_ns;
+  t.from_ns = from_ns;
   t.world_size = job.world_size();
   t.ranks.resize(static_cast<size_t>(t.world_size));
   for (int r = 0; r < t.world_size; r++) t.ranks[r].rank = r;
@@ -649,7 +787,7 @@ Trace build_trace(const JobLog& job, uint64_t until_ns) {
   GiveBack give_back;
   parallel_for(logs.size(), [&](size_t i) {
     ranks[i] = logs[i]->rank();
-    RankReader(*logs[i], t.ranks[ranks[i]], parts[i], until_ns).read();
+    RankReader(*logs[i], t.ranks[ranks[i]], parts[i], until_ns, from_ns).read();
     give_back.made(parts[i].bytes());
   });
   Builder b(t, give_back);

@@ -213,6 +213,7 @@ struct RankTrace {
   uint32_t host_cpus = 0;  // CPUs online on its host (0: not in the log)
   std::vector<Op> ops;
   bool cut = false;    // its log holds calls entered at or after Trace::cut_ns, left out
+  uint64_t calls_before = 0;  // calls of its log entered before Trace::from_ns, left out
   uint64_t calls = 0;  // MPI calls its ops stand for (a run of unsuccessful polls is one op)
 };
 
@@ -248,8 +249,11 @@ struct Trace {
   // The ops are the calls entered before this instant (ns on rank 0's clock; UINT64_MAX: every call):
   // build_trace's until_ns, the part of the run mpiadvise --until names.
   uint64_t cut_ns = UINT64_MAX;
+  // ... and entered at or after this one (0: from the first): build_trace's from_ns, mpiadvise --from
+  uint64_t from_ns = 0;
+  // calls of the logs left out of the part: after it (cut_ns), or before it (from_ns)
   bool cut() const {
-    return std::any_of(ranks.begin(), ranks.end(), [](const RankTrace& r) { return r.cut; });
+    return std::any_of(ranks.begin(), ranks.end(), [](const RankTrace& r) { return r.cut || r.calls_before; });
   }
   const Op& op(int rank, uint32_t i) const { return ranks[rank].ops[i]; }
   // The site of a rank's call site id (the same for every call stack through one return address); a
@@ -285,8 +289,11 @@ std::vector<uint32_t> done_ops(const Trace& t, Link::Kind side);
 
 // Reads every rank and matches. Streams the logs once. With until_ns, only the calls entered before it (ns
 // on rank 0's clock) and no chunk beyond: the part of the run up to that instant, as if every rank had
-// stopped there; a message or collective with a side after it has lost that side.
-Trace build_trace(const JobLog& job, uint64_t until_ns = UINT64_MAX);
+// stopped there; a message or collective with a side after it has lost that side. With from_ns, only the
+// calls entered at or after it, as if every rank had started there: the calls before are read and counted,
+// not held (a channel's sends and receives, each communicator's collectives), so that the part's messages
+// pair as they did in the whole run, and one whose other side is before the part has lost that side.
+Trace build_trace(const JobLog& job, uint64_t until_ns = UINT64_MAX, uint64_t from_ns = 0);
 // Where a run starts: MPI_Init's return (the first call's entry without one) on the lowest rank whose log
 // has an event, rank 0 in a whole run; ns on rank 0's clock; nullopt without any event. --until counts from there.
 std::optional<uint64_t> run_start_ns(const JobLog& job);

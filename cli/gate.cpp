@@ -31,7 +31,7 @@ using gate::RunFigures;
 struct GateCommand {
   std::vector<std::string> baseline, candidate, metrics, budgets, debug_dirs;
   std::string params, max_regression = "5%", junit, json_out, markdown;
-  RunPart part;  // --until: of each log directory, its first S seconds
+  RunPart part;  // --until, --from: of each log directory, that part
 };
 
 std::string metric_names(bool with_sites) {
@@ -349,22 +349,20 @@ void write_file(const std::string& path, const std::string& text) {
   if (!out) throw std::runtime_error(terminal_text(path) + ": cannot be written");
 }
 
-// The part of the runs every figure is of (--until S, or a report made with it; none: the whole runs).
-// Figures of different parts are not compared: a run's first second against the whole run would be
+// The part of the runs every figure is of (--until, --from, or a report made with them; neither: the whole
+// runs). Figures of different parts are not compared: a run's first second against the whole run would be
 // taken for a speed-up.
-std::optional<double> same_part(const std::vector<RunFigures>& base, const std::vector<RunFigures>& cand) {
+RunPart same_part(const std::vector<RunFigures>& base, const std::vector<RunFigures>& cand) {
   const RunFigures& first = cand.empty() ? base.front() : cand.front();
-  const auto part_text = [](const RunFigures& f) {
-    return f.until_s ? fmt::format("the run's first {:g} s (--until)", *f.until_s) : std::string("the whole run");
-  };
   for (const auto* side : {&base, &cand})
     for (const RunFigures& f : *side)
-      if (f.until_s != first.until_s)
+      if (f.until_s != first.until_s || f.from_s != first.from_s)
         throw std::runtime_error(fmt::format(
             "{}'s figures are of {} and {}'s of {}: the gate compares the same part of each run (give log directories "
-            "with one --until S, or reports made with the same --until)",
-            terminal_text(f.source), part_text(f), terminal_text(first.source), part_text(first)));
-  return first.until_s;
+            "with one --from and --until, or reports made with the same)",
+            terminal_text(f.source), part_text(f.from_s, f.until_s), terminal_text(first.source),
+            part_text(first.from_s, first.until_s)));
+  return RunPart{first.until_s, first.from_s};
 }
 
 int run_gate(const GateCommand& c) {
@@ -380,11 +378,11 @@ int run_gate(const GateCommand& c) {
   }
   const std::vector<RunFigures> cand = load_side(c.candidate, "--candidate", c);
   const std::vector<RunFigures> base = load_side(c.baseline, "--baseline", c);
-  const std::optional<double> part = same_part(base, cand);
+  const RunPart part = same_part(base, cand);
   const gate::Verdict v = gate::compare(base, cand, options);
 
   std::string info = method_text(v);
-  if (part) info += fmt::format("; the first {:g} s of each run (--until)", *part);
+  if (part.until_s || part.from_s) info += "; of each, " + part_text(part.from_s, part.until_s);
   std::set<std::string> all_params = v.baseline_params;
   all_params.insert(v.candidate_params.begin(), v.candidate_params.end());
   if (all_params.size() > 1) {

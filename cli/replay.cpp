@@ -118,6 +118,7 @@ nlohmann::json result_json(const Loaded& l, const ReplayResult& r) {
                       {"algorithms", r.collective_algorithms},
                       {"approximations", r.collective_approximations}};
   if (l.until_s) j["until_s"] = *l.until_s;
+  if (l.from_s) j["from_s"] = *l.from_s;
   j["unmatched"] = {{"sends", l.trace.unmatched_sends},
                     {"receives", l.trace.unmatched_recvs},
                     {"collectives", l.trace.incomplete_collectives},
@@ -156,11 +157,10 @@ void print_text(const Loaded& l, const ReplayResult& r, const std::string& title
              r.mode == ReplayMode::Paper ? "paper mode (recorded call times)" : "simulation", r.params.L, r.params.o, receive,
              r.params.s == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(r.params.s),
              r.params.S == LogGPSParams::kInfinite ? std::string("inf") : std::to_string(r.params.S));
-  if (l.until_s) {
+  if (l.until_s || l.from_s) {
     uint64_t calls = 0;
     for (const auto& rt : l.trace.ranks) calls += rt.calls;
-    fmt::print("  part        the first {:.6g} s of the run (--until): {} of the logs' {} MPI calls\n", *l.until_s, calls,
-               l.calls_in_logs);
+    fmt::print("  part        {}: {} of the logs' {} MPI calls\n", part_text(l.from_s, l.until_s), calls, l.calls_in_logs);
   }
   if (r.processes > 1) fmt::print("  spread      over {} processes, each replaying a share of the ranks\n", r.processes);
   fmt::print("  run time    measured {}  predicted {}  ({:+.1f}%)\n", duration_text(r.measured_ns),
@@ -358,18 +358,23 @@ void common_options(CLI::App* sub, ReplayCommand& c) {
 }  // namespace
 
 void add_part_option(CLI::App* sub, RunPart& part) {
+  const auto seconds = [](const std::string& v) -> std::string {
+    try {
+      size_t used = 0;
+      const double s = std::stod(v, &used);
+      if (used == v.size() && s >= 1e-9 && s <= 1e9) return "";
+    } catch (const std::exception&) {
+    }
+    return v + " is not a number of seconds from 1e-9 (a nanosecond) to 1e9";
+  };
   sub->add_option("--until", part.until_s,
                   "S: analyse only the calls entered in the first S seconds of the run (after MPI_Init returned on "
                   "rank 0), as if every rank had stopped there; reads no more of the logs (S from 1e-9 to 1e9)")
-      ->check([](const std::string& v) -> std::string {
-        try {
-          size_t used = 0;
-          const double s = std::stod(v, &used);
-          if (used == v.size() && s >= 1e-9 && s <= 1e9) return "";
-        } catch (const std::exception&) {
-        }
-        return v + " is not a number of seconds from 1e-9 (a nanosecond) to 1e9";
-      });
+      ->check(seconds);
+  sub->add_option("--from", part.from_s,
+                  "S: analyse only the calls entered S seconds or more after the run's start, as if every rank had "
+                  "started there (with --until: the part between); the calls before are read, not held")
+      ->check(seconds);
 }
 
 void add_speed_options(CLI::App* sub, ReplaySpeed& speed) {

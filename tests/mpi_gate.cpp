@@ -320,7 +320,7 @@ TEST_CASE("the same log gives the same modelled figures: gated against itself, n
 
 // --until S: each run's first S seconds, from log directories or from reports made with the same --until; a
 // part against a whole run is refused, as its fewer calls would pass for a speed-up. S: half the run.
-TEST_CASE("gate --until compares the same part of each run, and refuses a part against a whole run", "[gate][until]") {
+TEST_CASE("gate --until and --from compare the same part of each run, and refuse a part against another", "[gate][until]") {
   const fs::path dir = traced("4096", "131072");
   auto replayed = run_command(mpiadvise_cmd() + " replay --json " + dir.string());
   REQUIRE(replayed.status == 0);
@@ -369,6 +369,32 @@ TEST_CASE("gate --until compares the same part of each run, and refuses a part a
     CHECK(r.err.find("the whole run") != std::string::npos);
     CHECK(r.err.find("first") != std::string::npos);
   }
+  // --from: the run's second half gated against itself passes with fewer calls than the whole; a report of
+  // it carries it (gate.from_s) and is gated against a log directory's same part, not against its first half
+  auto second = run_command(mpiadvise_cmd() + " gate --baseline " + dir.string() + " --candidate " + dir.string() +
+                            " --from " + half + " --json " + (out / "second.json").string());
+  INFO(second.out << second.err);
+  CHECK(second.status == 0);
+  CHECK(second.out.find("(--from)") != std::string::npos);
+  const double second_calls = calls_of(json::parse(read_text(out / "second.json")));
+  CHECK(second_calls > 0);
+  CHECK(second_calls < calls_of(json::parse(read_text(out / "whole.json"))));
+  auto second_report = run_command(mpiadvise_cmd() + " report --format json --from " + half + " " + dir.string());
+  REQUIRE(second_report.status == 0);
+  std::ofstream(out / "second-report.json") << second_report.out;
+  CHECK(json::parse(second_report.out)["gate"]["from_s"].get<double>() == Approx(std::stod(half)));
+  CHECK(!json::parse(second_report.out)["gate"].contains("until_s"));
+  auto same = run_command(mpiadvise_cmd() + " gate --baseline " + (out / "second-report.json").string() +
+                          " --candidate " + dir.string() + " --from " + half);
+  INFO(same.out << same.err);
+  CHECK(same.status == 0);
+  auto other = run_command(mpiadvise_cmd() + " gate --baseline " + (out / "second-report.json").string() +
+                           " --candidate " + dir.string() + " --until " + half);
+  INFO(other.out << other.err);
+  CHECK(other.status == 2);
+  CHECK(std::count(other.err.begin(), other.err.end(), '\n') == 1);
+  CHECK(other.err.find("(--from)") != std::string::npos);
+  CHECK(other.err.find("(--until)") != std::string::npos);
 }
 
 TEST_CASE("malformed gate input exits 2 with a one-line message naming it", "[gate][errors]") {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <map>
 #include <regex>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -43,6 +45,35 @@ size_t matched_as_in_whole(const Trace& whole, const Trace& part) {
     CHECK(it->second == m.recv_op);
   }
   return matched;
+}
+
+// A part of the run from an instant on (--from), against the whole run: each rank's ops are exactly the
+// whole run's entered at or after `from`, and the messages the part matches are exactly those whose send
+// and receive were both posted in it, each to the same receive as in the whole run (op indices in the part
+// are the whole run's less the rank's ops before it). Returns how many it matched.
+size_t matched_from_as_in_whole(const Trace& whole, const Trace& part, uint64_t from) {
+  std::vector<uint32_t> before(static_cast<size_t>(whole.world_size));
+  for (int r = 0; r < whole.world_size; r++) {
+    const auto& w = whole.ranks[r].ops;
+    const auto& p = part.ranks[r].ops;
+    before[r] = static_cast<uint32_t>(std::count_if(w.begin(), w.end(), [&](const Op& op) { return op.t_enter < from; }));
+    INFO("rank " << r);
+    REQUIRE(p.size() == w.size() - before[r]);
+    for (size_t i = 0; i < p.size(); i++) {
+      CHECK(p[i].t_enter == w[i + before[r]].t_enter);
+      CHECK(p[i].t_exit() == w[i + before[r]].t_exit());
+      CHECK(p[i].call == w[i + before[r]].call);
+      CHECK(p[i].callsite == w[i + before[r]].callsite);
+    }
+  }
+  std::set<std::tuple<int, uint32_t, int, uint32_t>> expected, got;  // sender, send op, receiver, receive op
+  for (const Message& m : whole.messages)
+    if (m.matched() && whole.op(m.src, m.send_op).t_enter >= from && whole.op(m.dst, m.recv_op).t_enter >= from)
+      expected.insert({m.src, m.send_op, m.dst, m.recv_op});
+  for (const Message& m : part.messages)
+    if (m.matched()) got.insert({m.src, m.send_op + before[m.src], m.dst, m.recv_op + before[m.dst]});
+  CHECK(got == expected);
+  return got.size();
 }
 
 struct Analysed {
@@ -371,4 +402,145 @@ TEST_CASE("--until: a wildcard receive completed after the instant leaves the re
   const Trace part = build_trace(job, cut);
   CHECK(matched_as_in_whole(whole, part) == 2);
   CHECK(part.unmatched_sends == 2);  // the second round's: one the wildcard's, one the named receive's
+}
+
+// --from T analyses the run from T seconds after its start on, as if every rank had started there: the
+// calls before are read and counted, so that the part's messages pair as in the whole run. Cut 10 ms into
+// rank 1's 20 ms of computation before its fifth receive, rank 0's send of that round was posted before the
+// part (a rendezvous, it waits for the late receive) and rank 1's receive in it: the part has one receive
+// whose send was before it, unmatched, and every later message is matched as in the whole run (counted
+// from the part's start, each receive would pair with the send after its own). With --until, the part
+// between; the report, replay and export say so.
+TEST_CASE("--from analyses the run from an instant on: the calls entered at or after it, matched as in the whole run",
+          "[replay][cli][from]") {
+  auto run = pingpong("65536");
+  REQUIRE(run.status == 0);
+  JobLog job(run.dir);
+  const Trace whole = build_trace(job);
+  const auto start = run_start_ns(job);
+  REQUIRE(start);
+  uint64_t end = 0;
+  for (const auto& r : whole.ranks) end = std::max(end, r.ops.back().t_exit());
+  REQUIRE(end > *start + 100'000'000);  // ten rounds of 20 ms
+  std::vector<uint64_t> receives;  // rank 1's of rank 0's messages
+  for (const Op& op : whole.ranks[1].ops)
+    if (op.call == MPA_CALL_Recv) receives.push_back(op.t_enter);
+  REQUIRE(receives.size() == 10);
+  const uint64_t from = receives[4] - 10'000'000;
+  const Trace part = build_trace(job, UINT64_MAX, from);
+  CHECK(part.cut());
+  CHECK(part.unmatched_recvs == 1);
+  CHECK(part.unmatched_sends == 0);
+  const size_t matched = matched_from_as_in_whole(whole, part, from);
+  CHECK(matched > 0);
+  CHECK(matched < whole.messages.size());
+  uint64_t before = 0;
+  for (const auto& r : part.ranks) before += r.calls_before;
+  CHECK(before > 10);
+  // the part between two instants: both cuts at once
+  const uint64_t until = from + (end - from) / 2;
+  const Trace between = build_trace(job, until, from);
+  for (int r = 0; r < whole.world_size; r++) {
+    const auto& w = whole.ranks[r].ops;
+    CHECK(between.ranks[r].ops.size() ==
+          static_cast<size_t>(std::count_if(w.begin(), w.end(), [&](const Op& op) { return op.t_enter >= from && op.t_enter < until; })));
+  }
+
+  const std::string cmd = mpiadvise_cmd(), dir = run.dir.string();
+  auto all = run_command(cmd + " replay --json " + dir);
+  REQUIRE(all.status == 0);
+  const double from_s = static_cast<double>(from - *start) * 1e-9, until_s = static_cast<double>(until - *start) * 1e-9;
+  auto half = run_command(fmt::format("{} replay --json --from {:.9f} {}", cmd, from_s, dir));
+  INFO(half.err);
+  REQUIRE(half.status == 0);
+  const auto hj = nlohmann::json::parse(half.out), aj = nlohmann::json::parse(all.out);
+  CHECK(hj["from_s"].get<double>() == Approx(from_s));
+  CHECK(!hj.contains("until_s"));
+  CHECK(!aj.contains("from_s"));
+  CHECK(hj["measured_ns"].get<double>() < aj["measured_ns"].get<double>());
+  CHECK(hj["unmatched"]["receives"].get<uint64_t>() == part.unmatched_recvs);
+  CHECK(hj["unmatched"]["sends"].get<uint64_t>() == part.unmatched_sends);
+  auto text = run_command(fmt::format("{} replay --from {:.9f} --until {:.9f} {}", cmd, from_s, until_s, dir));
+  INFO(text.out << text.err);
+  REQUIRE(text.status == 0);
+  CHECK(text.out.find("(--from, --until)") != std::string::npos);
+  // the report of the part: finished, and its notes say what was analysed
+  auto rep = report_json(run.dir, fmt::format("--from {:.9f}", from_s));
+  CHECK(rep["hang"]["finished"] == true);
+  CHECK(rep["gate"]["from_s"].get<double>() == Approx(from_s));
+  bool noted = false;
+  for (const auto& n : rep["notes"]) noted |= n.get<std::string>().find("(--from)") != std::string::npos;
+  CHECK(noted);
+  // export draws the same part: its calls, no more
+  uint64_t part_calls = 0;
+  for (const auto& r : part.ranks) part_calls += r.calls;
+  const fs::path timeline = fresh_dir("from-export") / "part.json";
+  auto ex = run_command(fmt::format("{} export --format perfetto --from {:.9f} -o {} {}", cmd, from_s, timeline.string(), dir));
+  INFO(ex.out << ex.err);
+  REQUIRE(ex.status == 0);
+  CHECK(ex.out.find(fmt::format(": {} MPI calls and ", part_calls)) != std::string::npos);
+  // a time that is none, or a part that ends before it starts: one line, exit status 2, nothing on standard output
+  for (const std::string bad : {"--from 0", "--from -1", "--from 1x", "--from nan", "--from 0.2 --until 0.1", "--from 1 --until 1"}) {
+    auto r = run_command(cmd + " report " + bad + " " + dir);
+    INFO(bad << ": " << r.err);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find("--from") != std::string::npos);
+  }
+}
+
+// The other way round: a receive posted before the instant and completed after it (rank 1's MPI_ANY_SOURCE
+// receive, whose status resolves its source only at its MPI_Wait in the part) took a send from before the
+// part. Counted on the channel its status names, it leaves the third round's two messages matched as in
+// the whole run: counted on none, the third round's wildcard would lose its message and the named receive
+// take it.
+TEST_CASE("--from: a wildcard receive posted before the instant is counted where its status says",
+          "[replay][cli][from]") {
+  JobSpec s;
+  s.np = 2;
+  s.program = "wildcard_late";
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  REQUIRE(run.out == "wildcard_late: ok\n");
+  JobLog job(run.dir);
+  const Trace whole = build_trace(job);
+  std::vector<uint64_t> recv_exits;  // rank 1's named receives
+  for (const Op& op : whole.ranks[1].ops)
+    if (op.call == MPA_CALL_Recv) recv_exits.push_back(op.t_exit());
+  REQUIRE(recv_exits.size() == 3);
+  const uint64_t from = recv_exits[1] + 50'000'000;  // 50 ms into the second round's 100 ms sleep
+  const Trace part = build_trace(job, UINT64_MAX, from);
+  CHECK(matched_from_as_in_whole(whole, part, from) == 2);  // the third round's
+  CHECK(part.unmatched_sends == 0);
+  CHECK(part.unmatched_recvs == 0);
+  CHECK(part.incomplete_collectives == 1);  // the second round's barrier, rank 0 entered it before the part
+}
+
+// A receive posted before the instant whose send comes after it: in tests/programs/chain.c on 2 ranks,
+// rank 0 computes 10 ms and then waits in MPI_Recv for rank 1, which computes 40 ms before each send. Cut
+// 15 ms before rank 1's fourth send, the part has that send, its receive before it: the send is unmatched,
+// and every later one matched as in the whole run (counted from the part's start, each send would be
+// taken by the receive before its own).
+TEST_CASE("--from: a send whose receive was posted before the instant is unmatched, the later ones as in the whole run",
+          "[replay][cli][from]") {
+  JobSpec s;
+  s.np = 2;
+  s.program = "chain";
+  s.args = {"6", "40", "10"};
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  JobLog job(run.dir);
+  const Trace whole = build_trace(job);
+  std::vector<uint64_t> sends;  // rank 1's
+  for (const Op& op : whole.ranks[1].ops)
+    if (op.call == MPA_CALL_Send) sends.push_back(op.t_enter);
+  REQUIRE(sends.size() == 6);
+  const uint64_t from = sends[3] - 15'000'000;
+  const Trace part = build_trace(job, UINT64_MAX, from);
+  CHECK(matched_from_as_in_whole(whole, part, from) == 2);  // the fifth and sixth sends
+  CHECK(part.unmatched_sends == 1);
+  CHECK(part.unmatched_recvs == 0);
 }
