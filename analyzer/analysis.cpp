@@ -278,15 +278,17 @@ void check_memory(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
     for (const auto& r : job.ranks()) end = std::max(end, r->last_chunk_ns());
     end = std::min(end, until_ns);
     const uint64_t begin = std::max(*start, from_ns);
-    const double fit_s = end > begin ? static_cast<double>(end - begin) * 1e-9 * (left - fixed) / (needed - fixed) * 0.9 : 0;
+    // three significant digits, as said
+    const double fit_s = std::stod(fmt::format(
+        "{:.3g}", end > begin ? static_cast<double>(end - begin) * 1e-9 * (left - fixed) / (needed - fixed) * 0.9 : 0));
     const double from_s = static_cast<double>(begin - *start) * 1e-9;
     if (fit_s >= 0.001 && from_ns == 0)
-      part = fmt::format(", or analyse only {:.3g} s of the run whose analysis fits: its first (--until {:.3g}) or any "
-                         "other (--from S --until S+{:.3g}, S seconds after its start){}",
+      part = fmt::format(", or analyse only about {:g} s of the run, whose analysis fits: its first (--until {:g}), or "
+                         "as long a part S seconds after its start (--from S --until S+{:g}){}",
                          fit_s, fit_s, fit_s, until_ns == UINT64_MAX ? "" : ", a shorter part");
     else if (fit_s >= 0.001)
-      part = fmt::format(", or analyse only {:.3g} s of the run, whose analysis fits (--from {:.6g} --until {:.6g}), a "
-                         "shorter part", fit_s, from_s, from_s + fit_s);
+      part = fmt::format(", or analyse only about {:g} s of the run, whose analysis fits (--from {:.6g} --until {:.6g}), "
+                         "a shorter part", fit_s, from_s, from_s + fit_s);
   }
   const std::string rate = address ? fmt::format("{} and {:.0f} bytes a call", gib(kAddressBytes), kAddressBytesPerCall)
                                    : fmt::format("{:.0f} bytes a call", kBytesPerCall);
@@ -352,6 +354,10 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
   a.trace = build_trace(*a.job, until_ns, from_ns);
   a.part = part;
   const auto& ranks = a.trace.ranks;
+  if (part.from_s && std::all_of(ranks.begin(), ranks.end(), [](const RankTrace& r) { return r.ops.empty(); }))
+    throw std::invalid_argument(fmt::format("--from {}: no rank's log holds a call entered that long after the run's "
+                                            "start{}: the part is empty",
+                                            *part.from_s, part.until_s ? " and before --until" : ""));
   if (std::any_of(ranks.begin(), ranks.end(), [](const RankTrace& r) { return r.cut; })) a.until_s = part.until_s;
   if (std::any_of(ranks.begin(), ranks.end(), [](const RankTrace& r) { return r.calls_before > 0; })) a.from_s = part.from_s;
   if (a.trace.cut())

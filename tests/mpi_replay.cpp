@@ -480,7 +480,8 @@ TEST_CASE("--from analyses the run from an instant on: the calls entered at or a
   REQUIRE(ex.status == 0);
   CHECK(ex.out.find(fmt::format(": {} MPI calls and ", part_calls)) != std::string::npos);
   // a time that is none, or a part that ends before it starts: one line, exit status 2, nothing on standard output
-  for (const std::string bad : {"--from 0", "--from -1", "--from 1x", "--from nan", "--from 0.2 --until 0.1", "--from 1 --until 1"}) {
+  for (const std::string bad : {"--from 0", "--from -1", "--from 1x", "--from nan", "--from 0.2 --until 0.1", "--from 1 --until 1",
+                                "--from 1000"}) {
     auto r = run_command(cmd + " report " + bad + " " + dir);
     INFO(bad << ": " << r.err);
     CHECK(r.status == 2);
