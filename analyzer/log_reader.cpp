@@ -384,12 +384,20 @@ uint64_t RankLog::calls_estimate() const {
 uint64_t RankLog::calls_estimate(uint64_t until_ns, uint64_t from_ns) const {
   uint64_t raw = 0, before = 0;
   std::set<uint16_t> beyond;  // threads whose first chunk written after until_ns is counted
+  std::map<uint16_t, uint64_t> last;  // by thread: when its previous chunk was written
   for (const auto& c : chunks_) {
     if (c.type != MPA_CHUNK_EVENTS) continue;
     raw += c.raw_bytes;
     const uint64_t written = to_ns(c.sync_tick);
+    const auto prev = last.find(c.thread);
+    const uint64_t since = prev == last.end() ? 0 : prev->second;  // its events were entered since then
+    last[c.thread] = written;
     if (written < from_ns) continue;  // its events were all entered before from_ns
-    if (written < until_ns || beyond.insert(c.thread).second) before += c.raw_bytes;
+    if (written >= until_ns && !beyond.insert(c.thread).second) continue;
+    // the chunk from_ns falls in: the share of its time after from_ns, the calls taken as spread evenly
+    const double share = since < from_ns && written > since
+                             ? static_cast<double>(written - from_ns) / static_cast<double>(written - since) : 1.0;
+    before += static_cast<uint64_t>(static_cast<double>(c.raw_bytes) * share + 0.5);
   }
   const uint64_t calls = calls_estimate();
   if (raw == 0 || before >= raw) return calls;
