@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cstring>
 #include <cstdio>
@@ -269,18 +270,31 @@ void check_memory(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
                                              static_cast<double>(room.memory) / need.memory);
   const double needed = address ? need.address : need.memory, left = static_cast<double>(address ? room.address : room.memory);
   const double fixed = address ? kAddressBytes : 0;  // what does not grow with the calls
-  // the part of the run that fits: as long a share of the part asked for (the whole run by default) as the
-  // room beyond the fixed need is of the need that grows with the calls, the calls taken as spread evenly
-  // over the time
+  // the part of the run that fits: the longest from the run's start (or from --from) whose calls fit, as
+  // the check counts them; as long a part elsewhere fits where the run's calls are as dense
   std::string part;
   if (const auto start = run_start_ns(job); start && left > fixed) {
     uint64_t end = 0;
     for (const auto& r : job.ranks()) end = std::max(end, r->last_chunk_ns());
     end = std::min(end, until_ns);
     const uint64_t begin = std::max(*start, from_ns);
-    // three significant digits, as said
-    const double fit_s = std::stod(fmt::format(
-        "{:.3g}", end > begin ? static_cast<double>(end - begin) * 1e-9 * (left - fixed) / (needed - fixed) * 0.9 : 0));
+    // the longest part from `begin` whose calls, as the logs' chunks count them, fit: found by bisection
+    const auto part_fits = [&](uint64_t until) {
+      uint64_t n = 0;
+      for (const auto& r : job.ranks()) n += r->calls_estimate(until, from_ns);
+      return fits(need_of(n, 1, here), room);
+    };
+    uint64_t lo = begin, hi = end;
+    while (hi - lo > 1000) {  // to a microsecond
+      const uint64_t mid = lo + (hi - lo) / 2;
+      (part_fits(mid) ? lo : hi) = mid;
+    }
+    // in three significant digits, as said, rounded down
+    double fit_s = static_cast<double>(lo - begin) * 1e-9;
+    if (fit_s > 0) {
+      const double unit = std::pow(10.0, std::floor(std::log10(fit_s)) - 2);
+      fit_s = std::floor(fit_s / unit) * unit;
+    }
     const double from_s = static_cast<double>(begin - *start) * 1e-9;
     if (fit_s >= 0.001 && from_ns == 0)
       part = fmt::format(", or analyse only about {:g} s of the run, whose analysis fits: its first (--until {:g}), or "
