@@ -4,6 +4,8 @@
 // each eager send's start, ranks parked for a partner whose log is missing) and on a synthetic run.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include "support.hpp"
 
 using namespace mpa_test;
@@ -84,6 +86,10 @@ TEST_CASE("spread over processes, point-to-point replays and what-ifs are the se
   same_when_spread(halo, "whatif --set S=1M");
   same_when_spread(halo, "whatif --split all --set S=4K");
   same_when_spread(halo, "whatif --sweep S=1K..64K");
+  // the run from its middle on (--from): messages whose partner is before the part, replayed as serially
+  const auto whole = analysis("replay --json " + halo.string());
+  REQUIRE(whole.status == 0);
+  same_when_spread(halo, fmt::format("replay --from {:.9f}", nlohmann::json::parse(whole.out)["measured_ns"].get<double>() / 2e9));
   same_when_spread(traced("p2p_all", 4), "replay");
   // eager messages (4 KiB) across processes: under MPICH the receiver's process computes their starts
   same_when_spread(traced(example_path("halo").string(), 4, {"512", "10"}), "replay");
