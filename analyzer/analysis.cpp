@@ -284,7 +284,7 @@ void check_memory(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
       for (const auto& r : job.ranks()) n += r->calls_estimate(until, from_ns);
       return fits(need_of(n, 1, here), room);
     };
-    uint64_t lo = begin, hi = end;
+    uint64_t lo = begin, hi = std::max(begin, end);
     while (hi - lo > 1000) {  // to a microsecond
       const uint64_t mid = lo + (hi - lo) / 2;
       (part_fits(mid) ? lo : hi) = mid;
@@ -301,7 +301,7 @@ void check_memory(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
                          "as long a part S seconds after its start (--from S --until S+{:g}){}",
                          fit_s, fit_s, fit_s, until_ns == UINT64_MAX ? "" : ", a shorter part");
     else if (fit_s >= 0.001)
-      part = fmt::format(", or analyse only about {:g} s of the run, whose analysis fits (--from {:.6g} --until {:.6g}), "
+      part = fmt::format(", or analyse only about {:g} s of the run, whose analysis fits (--from {:.9g} --until {:.9g}), "
                          "a shorter part", fit_s, from_s, from_s + fit_s);
   }
   const std::string rate = address ? fmt::format("{} and {:.0f} bytes a call", gib(kAddressBytes), kAddressBytesPerCall)

@@ -83,7 +83,15 @@ HangState hang_state(const Trace& t) {
     HangState::Rank x;
     x.rank = r;
     const auto& ops = t.ranks[r].ops;
-    if (ops.empty()) {
+    if (ops.empty() && t.ranks[r].calls_before) {
+      // every call of it before the part analysed (--from): where its log ended (no op of the part to name)
+      const auto& b = t.ranks[r].last_before;
+      x.state = b.finalized    ? HangState::State::Finished
+                : b.unfinished ? HangState::State::InMpi
+                               : HangState::State::Computing;
+      x.since_ns = static_cast<double>(b.unfinished ? b.enter_ns : b.exit_ns);
+      h.end_ns = std::max(h.end_ns, static_cast<double>(b.exit_ns));
+    } else if (ops.empty()) {
       x.state = HangState::State::NoLog;
     } else {
       const Op& last = ops.back();

@@ -15,6 +15,7 @@ namespace mpiadvise {
 struct HangState {
   enum class State {
     Finished,   // reached MPI_Finalize, or went on beyond the part analysed (--until: RankTrace::cut)
+                // (--from: a rank whose every call is before the part is where its log ended)
     InMpi,      // inside an MPI call when it was stopped (its last op, unfinished)
     Computing,  // outside MPI since its last call returned (or its log was cut there)
     NoLog,      // no log of this rank

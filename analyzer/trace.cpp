@@ -126,8 +126,11 @@ struct RankPart {
   std::vector<RecvEnd> recvs;
   std::vector<Membership> colls;
   std::vector<const Communicator*> comms;  // by the part's index: the log's definition
-  // before the part read (--from): the rank's sends and receives by channel (comm: the part's index), counted
+  // before the part read (--from): the rank's sends and receives by channel (comm: the part's index), counted;
+  // and its wildcard receives whose status is never read (comm: the part's index; source -1: any), which
+  // leave the receives behind them that they could have matched unmatched, as in the whole run
   std::map<Channel, uint64_t> sent_before, received_before;
+  std::set<std::pair<uint32_t, int>> unresolved_before;
   size_t bytes() const {
     return sends.capacity() * sizeof(Message) + recvs.capacity() * sizeof(RecvEnd) + links.capacity_bytes() +
            colls.capacity() * sizeof(Membership);
@@ -172,6 +175,7 @@ class RankReader {
     rt_.cut = log_.for_each_event_until(until_ns_, [&](const Event& ev) {
       if (ev.t_enter_ns < from_ns_) {
         rt_.calls_before += ev.count;
+        rt_.last_before = {ev.call == MPA_CALL_Finalize && !ev.unfinished, ev.unfinished, ev.t_enter_ns, ev.t_exit_ns};
         before_part(rank, ev, pending, coll_seq);
         return true;
       }
@@ -326,6 +330,11 @@ class RankReader {
       rt_.ops.push_back(op);
       return true;
     });
+    // the wildcard receives posted before the part whose status the reading never met (a completion after
+    // --until, or none: a hang, MPI_Request_free)
+    for (const auto& [id, p] : pending)
+      if (p.id == kBeforePart && (p.kind == Pending::Recv || p.kind == Pending::PersistentRecv) && (p.peer < 0 || p.tag < 0))
+        part_.unresolved_before.insert({std::min(p.comm, kUnknownComm), p.peer < 0 ? -1 : p.peer});
     // the vectors grow by doubling: kept at their size, the trace holds up to twice its ops
     rt_.ops.shrink_to_fit();
   }
@@ -379,13 +388,17 @@ class RankReader {
         if (ev.peer == kProcNull) return;
         uint32_t c = comm;
         if ((ev.call == MPA_CALL_Mrecv || ev.call == MPA_CALL_Imrecv) && ev.comm != 0) c = comm_of(ev.comm);
-        if (kind == OpKind::PostRecv) posted(Pending::Recv, ev.peer, c, ev.tag);
-        else if (!ev.unfinished) received_before(rank, c, ev.peer, ev.tag, status);
+        if (kind == OpKind::PostRecv) {
+          posted(Pending::Recv, ev.peer, c, ev.tag);
+          posted_before(rank, c, ev.peer, ev.tag);
+        } else {
+          received_before(rank, c, ev.peer, ev.tag, ev.unfinished ? nullptr : status);
+        }
         return;
       }
       case MPA_CALL_Sendrecv: case MPA_CALL_Sendrecv_replace:
         if (ev.peer >= 0) part_.sent_before[{std::min(comm, kUnknownComm), rank, ev.peer, ev.tag}]++;
-        if (ev.peer2 != kProcNull && !ev.unfinished) received_before(rank, comm, ev.peer2, ev.tag2, status);
+        if (ev.peer2 != kProcNull) received_before(rank, comm, ev.peer2, ev.tag2, ev.unfinished ? nullptr : status);
         return;
       case MPA_CALL_Send_init: case MPA_CALL_Ssend_init: case MPA_CALL_Bsend_init: case MPA_CALL_Rsend_init:
       case MPA_CALL_Recv_init:
@@ -401,6 +414,7 @@ class RankReader {
             p.id = kBeforePart;
           } else if (p.kind == Pending::PersistentRecv && p.peer != kProcNull) {
             p.id = kBeforePart;
+            posted_before(rank, p.comm, p.peer, p.tag);
           }
         }
         return;
@@ -423,24 +437,35 @@ class RankReader {
         }
     }
   }
-  // A request posted before the part completed (before it or in it): a receive counted on the channel its
-  // status names; a send MPI_Cancel undid no longer counted.
+  // A request posted before the part completed (before it or in it): a wildcard receive counted on the
+  // channel its status names (a named one was where it was posted); what MPI_Cancel undid no longer counted.
   void done_before_part(int rank, const Pending& p, const Status& st) {
     if (p.kind == Pending::Recv || p.kind == Pending::PersistentRecv) {
-      if (!st.cancelled) received_before(rank, p.comm, p.peer, p.tag, &st);
+      const bool named = p.peer >= 0 && p.tag >= 0;
+      if (st.cancelled && named) uncount(part_.received_before, {std::min(p.comm, kUnknownComm), p.peer, rank, p.tag});
+      else if (!st.cancelled && !named) received_before(rank, p.comm, p.peer, p.tag, &st);
     } else if ((p.kind == Pending::Send || p.kind == Pending::PersistentSend) && st.cancelled) {
-      auto it = part_.sent_before.find({std::min(p.comm, kUnknownComm), rank, p.peer, p.tag});
-      if (it != part_.sent_before.end() && it->second) it->second--;
+      uncount(part_.sent_before, {std::min(p.comm, kUnknownComm), rank, p.peer, p.tag});
     }
   }
-  // A receive before the part, on the channel its status resolved (its posted source and tag without one);
-  // a wildcard left unresolved names no channel.
+  static void uncount(std::map<Channel, uint64_t>& counts, const Channel& c) {
+    auto it = counts.find(c);
+    if (it != counts.end() && it->second) it->second--;
+  }
+  // A receive posted before the part: one that names its source and tag on that channel now, as the
+  // matching queues it where it is posted; a wildcard once its status resolves it (done_before_part).
+  void posted_before(int rank, uint32_t comm, int src, int32_t tag) {
+    if (src >= 0 && tag >= 0) part_.received_before[{std::min(comm, kUnknownComm), src, rank, tag}]++;
+  }
+  // A blocking receive before the part, on the channel its status resolved (where it posted without one: a
+  // call that never returned); a wildcard it never resolved leaves the receives behind it unmatched.
   void received_before(int rank, uint32_t comm, int src, int32_t tag, const Status* st) {
     if (st) {
       if (st->source >= 0) src = st->source;
       tag = st->tag;
     }
     if (src >= 0 && tag >= 0) part_.received_before[{std::min(comm, kUnknownComm), src, rank, tag}]++;
+    else part_.unresolved_before.insert({std::min(comm, kUnknownComm), src < 0 ? -1 : src});
   }
 
   void reserve_ops() {
@@ -520,8 +545,10 @@ struct Builder {
     return recv_rank[part].second;
   }
   std::unordered_map<uint64_t, uint32_t> comm_index;  // gid -> index
-  // --from: the ranks' sends and receives before the part, by channel (comm: the trace's index)
+  // --from: the ranks' sends and receives before the part, by channel (comm: the trace's index), and their
+  // wildcard receives never resolved: (comm, receiver, source or -1), as match() keeps its own
   std::map<Channel, uint64_t> sent_before, received_before;
+  std::set<std::tuple<uint32_t, int, int>> unresolved_before;
   // collectives: by communicator and sequence, the instance (kNone: none yet)
   std::vector<std::vector<uint32_t>> coll_index;
 
@@ -608,6 +635,7 @@ struct Builder {
       }
       for (const auto& [c, n] : part.sent_before) sent_before[{comm(c.comm), c.src, c.dst, c.tag}] += n;
       for (const auto& [c, n] : part.received_before) received_before[{comm(c.comm), c.src, c.dst, c.tag}] += n;
+      for (const auto& [c, src] : part.unresolved_before) unresolved_before.insert({comm(c), ranks[p], src});
       // a link's id: the part's send, receive or membership, as the trace numbers them
       auto id = [&](Link e) {
         if (e.kind == Link::PostSend || e.kind == Link::DoneSend) return e.id + place.sends;
@@ -673,7 +701,7 @@ struct Builder {
     }
     sent_before.clear();
     received_before.clear();
-    std::set<std::tuple<uint32_t, int, int>> unresolved;  // comm, receiver, source (-1: any) of such wildcards
+    std::set<std::tuple<uint32_t, int, int>> unresolved = std::move(unresolved_before);  // comm, receiver, source (-1: any) of such wildcards
     std::vector<uint32_t> recv_msg(recvs.size(), kNone);  // the send's message each receive matched
     size_t part = 0;  // recv_rank's entry of receive i
     for (uint32_t i = 0; i < recvs.size(); i++) {

@@ -214,6 +214,12 @@ struct RankTrace {
   std::vector<Op> ops;
   bool cut = false;    // its log holds calls entered at or after Trace::cut_ns, left out
   uint64_t calls_before = 0;  // calls of its log entered before Trace::from_ns, left out
+  // the last of those: how the rank ended where the part holds none of its calls (returned from
+  // MPI_Finalize; inside a call when a signal stopped it; else computing), and when it entered and left it
+  struct LastBefore {
+    bool finalized = false, unfinished = false;
+    uint64_t enter_ns = 0, exit_ns = 0;
+  } last_before;
   uint64_t calls = 0;  // MPI calls its ops stand for (a run of unsuccessful polls is one op)
 };
 
