@@ -564,20 +564,27 @@ struct Builder {
     };
     std::vector<Place> at(parts.size());
     size_t n_sends = 0, n_recvs = 0, n_links = 0;
+    for (size_t p = 0; p < parts.size(); p++)
+      for (const Communicator* c : parts[p].comms) {
+        auto [pos, fresh] = comm_index.try_emplace(c->gid, static_cast<uint32_t>(t.comms.size()));
+        if (fresh) t.comms.push_back(TraceComm{c->gid, c->members, c->inter ? c->remote : std::vector<int32_t>{}});
+        at[p].comm.push_back(pos->second);
+      }
+    // a communicator's collectives are numbered from the run's start (--from: the part's from the first in
+    // it), so that the instances are indexed by what the part holds, not by what the run made before it
+    std::vector<uint32_t> first_seq(t.comms.size(), UINT32_MAX);
+    for (size_t p = 0; p < parts.size(); p++)
+      for (const RankPart::Membership& m : parts[p].colls)
+        first_seq[at[p].comm[m.comm]] = std::min(first_seq[at[p].comm[m.comm]], m.seq);
     for (size_t p = 0; p < parts.size(); p++) {
       RankPart& part = parts[p];
       Place& place = at[p];
-      for (const Communicator* c : part.comms) {
-        auto [pos, fresh] = comm_index.try_emplace(c->gid, static_cast<uint32_t>(t.comms.size()));
-        if (fresh) t.comms.push_back(TraceComm{c->gid, c->members, c->inter ? c->remote : std::vector<int32_t>{}});
-        place.comm.push_back(pos->second);
-      }
       for (RankPart::Membership& m : part.colls) {
-        const uint32_t comm = place.comm[m.comm];
+        const uint32_t comm = place.comm[m.comm], seq = m.seq - first_seq[comm];
         if (coll_index.size() <= comm) coll_index.resize(comm + 1);
         std::vector<uint32_t>& seqs = coll_index[comm];
-        if (seqs.size() <= m.seq) seqs.resize(m.seq + 1, kNone);
-        uint32_t& id = seqs[m.seq];
+        if (seqs.size() <= seq) seqs.resize(seq + 1, kNone);
+        uint32_t& id = seqs[seq];
         if (id == kNone) {
           id = static_cast<uint32_t>(t.collectives.size());
           CollectiveInstance c;
