@@ -64,8 +64,9 @@ int main(int argc, char** argv) {
     return cli::failed(e.what(), cli::kUsage);
   } catch (const std::bad_alloc&) {
     return cli::failed("out of memory: the analysis of these logs needs more than this machine gave it; analyse them "
-                       "where there is more, analyse a part of the run (--until S: its first S seconds), or trace only "
-                       "the part that matters (MPI_Pcontrol(0) pauses tracing, MPI_Pcontrol(1) resumes it)",
+                       "where there is more, analyse a part of the run (--until S: its first S seconds; --from S: from S "
+                       "seconds on; both: the part between), or trace only the part that matters (MPI_Pcontrol(0) "
+                       "pauses tracing, MPI_Pcontrol(1) resumes it)",
                        cli::kUsage);
   } catch (const std::exception& e) {
     return cli::failed(e.what(), cli::kUsage);
