@@ -85,6 +85,46 @@ size_t matched_from_as_in_whole(const Trace& whole, const Trace& part, uint64_t 
   return got.size();
 }
 
+// export of a part (part_args: "--until S", "--from S"): its calls, no more
+void exports_the_part(const std::string& part_args, const std::string& dir, const Trace& part, const std::string& name) {
+  uint64_t part_calls = 0;
+  for (const auto& r : part.ranks) part_calls += r.calls;
+  const fs::path timeline = fresh_dir(name) / "part.json";
+  auto ex = run_command(fmt::format("{} export --format perfetto {} -o {} {}", mpiadvise_cmd(), part_args, timeline.string(), dir));
+  INFO(ex.out << ex.err);
+  REQUIRE(ex.status == 0);
+  CHECK(ex.out.find(fmt::format(": {} MPI calls and ", part_calls)) != std::string::npos);
+}
+
+// report with each of `bad` (options): one line naming `option`, exit status 2, nothing on standard output
+void refused_in_one_line(const std::vector<std::string>& bad, const std::string& dir, const std::string& option) {
+  for (const std::string& args : bad) {
+    auto r = run_command(mpiadvise_cmd() + " report " + args + " " + dir);
+    INFO(args << ": " << r.err);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find(option) != std::string::npos);
+  }
+}
+
+// tests/programs/wildcard_late.c on 2 ranks, and when rank 1's named receives of its 3 rounds returned
+std::pair<fs::path, std::vector<uint64_t>> wildcard_late_run() {
+  JobSpec s;
+  s.np = 2;
+  s.program = "wildcard_late";
+  auto run = run_job(s);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  REQUIRE(run.out == "wildcard_late: ok\n");
+  JobLog job(run.dir);
+  std::vector<uint64_t> recv_exits;
+  for (const Op& op : build_trace(job).ranks[1].ops)
+    if (op.call == MPA_CALL_Recv) recv_exits.push_back(op.t_exit());
+  REQUIRE(recv_exits.size() == 3);
+  return {run.dir, recv_exits};
+}
+
 struct Analysed {
   std::unique_ptr<JobLog> job;
   Trace trace;
@@ -367,22 +407,10 @@ TEST_CASE("--until analyses the run up to an instant: the calls entered before i
   for (const auto& n : rep["notes"]) noted |= n.get<std::string>().find("(--until)") != std::string::npos;
   CHECK(noted);
   // export draws the same part: its calls, no more
-  uint64_t part_calls = 0;
-  for (const auto& r : part.ranks) part_calls += r.calls;
-  const fs::path timeline = fresh_dir("until-export") / "part.json";
-  auto ex = run_command(fmt::format("{} export --format perfetto --until {:.9f} -o {} {}", cmd, until_s, timeline.string(), dir));
-  INFO(ex.out << ex.err);
-  REQUIRE(ex.status == 0);
-  CHECK(ex.out.find(fmt::format(": {} MPI calls and ", part_calls)) != std::string::npos);
-  // a time that is none: one line, exit status 2, nothing on standard output
-  for (const std::string bad : {"0", "-1", "1x", "nan", "inf", "1e-300"}) {
-    auto r = run_command(cmd + " report --until " + bad + " " + dir);
-    INFO(bad << ": " << r.err);
-    CHECK(r.status == 2);
-    CHECK(r.out.empty());
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    CHECK(r.err.find("--until") != std::string::npos);
-  }
+  exports_the_part(fmt::format("--until {:.9f}", until_s), dir, part, "until-export");
+  // a time that is none
+  refused_in_one_line({"--until 0", "--until -1", "--until 1x", "--until nan", "--until inf", "--until 1e-300"}, dir,
+                      "--until");
 }
 
 // A receive from MPI_ANY_SOURCE posted before the instant and completed after it took a message the part
@@ -392,21 +420,11 @@ TEST_CASE("--until analyses the run up to an instant: the calls entered before i
 // the first round's two messages matched as in the whole run, and the second round's not matched.
 TEST_CASE("--until: a wildcard receive completed after the instant leaves the receives behind it unmatched",
           "[replay][cli]") {
-  JobSpec s;
-  s.np = 2;
-  s.program = "wildcard_late";
-  auto run = run_job(s);
-  INFO(run.err);
-  REQUIRE(run.status == 0);
-  REQUIRE(run.out == "wildcard_late: ok\n");
-  JobLog job(run.dir);
+  const auto [dir, recv_exits] = wildcard_late_run();
+  JobLog job(dir);
   const Trace whole = build_trace(job);
   REQUIRE(std::count_if(whole.messages.begin(), whole.messages.end(), [](const Message& m) { return m.matched(); }) ==
           6);  // 3 rounds of 2
-  std::vector<uint64_t> recv_exits;  // rank 1's named receives
-  for (const Op& op : whole.ranks[1].ops)
-    if (op.call == MPA_CALL_Recv) recv_exits.push_back(op.t_exit());
-  REQUIRE(recv_exits.size() == 3);
   const uint64_t cut = recv_exits[1] + 50'000'000;  // 50 ms into the second round's 100 ms sleep
   const Trace part = build_trace(job, cut);
   CHECK(matched_as_in_whole(whole, part) == 2);
@@ -481,23 +499,11 @@ TEST_CASE("--from analyses the run from an instant on: the calls entered at or a
   for (const auto& n : rep["notes"]) noted |= n.get<std::string>().find("(--from)") != std::string::npos;
   CHECK(noted);
   // export draws the same part: its calls, no more
-  uint64_t part_calls = 0;
-  for (const auto& r : part.ranks) part_calls += r.calls;
-  const fs::path timeline = fresh_dir("from-export") / "part.json";
-  auto ex = run_command(fmt::format("{} export --format perfetto --from {:.9f} -o {} {}", cmd, from_s, timeline.string(), dir));
-  INFO(ex.out << ex.err);
-  REQUIRE(ex.status == 0);
-  CHECK(ex.out.find(fmt::format(": {} MPI calls and ", part_calls)) != std::string::npos);
-  // a time that is none, or a part that ends before it starts: one line, exit status 2, nothing on standard output
-  for (const std::string bad : {"--from 0", "--from -1", "--from 1x", "--from nan", "--from 0.2 --until 0.1", "--from 1 --until 1",
-                                "--from 1000"}) {
-    auto r = run_command(cmd + " report " + bad + " " + dir);
-    INFO(bad << ": " << r.err);
-    CHECK(r.status == 2);
-    CHECK(r.out.empty());
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    CHECK(r.err.find("--from") != std::string::npos);
-  }
+  exports_the_part(fmt::format("--from {:.9f}", from_s), dir, part, "from-export");
+  // a time that is none, a part that ends before it starts, or one after the run's last call
+  refused_in_one_line({"--from 0", "--from -1", "--from 1x", "--from nan", "--from 0.2 --until 0.1", "--from 1 --until 1",
+                       "--from 1000"},
+                      dir, "--from");
 }
 
 // The other way round: a receive posted before the instant and completed after it (rank 1's MPI_ANY_SOURCE
@@ -507,19 +513,9 @@ TEST_CASE("--from analyses the run from an instant on: the calls entered at or a
 // take it.
 TEST_CASE("--from: a wildcard receive posted before the instant is counted where its status says",
           "[replay][cli][from]") {
-  JobSpec s;
-  s.np = 2;
-  s.program = "wildcard_late";
-  auto run = run_job(s);
-  INFO(run.err);
-  REQUIRE(run.status == 0);
-  REQUIRE(run.out == "wildcard_late: ok\n");
-  JobLog job(run.dir);
+  const auto [dir, recv_exits] = wildcard_late_run();
+  JobLog job(dir);
   const Trace whole = build_trace(job);
-  std::vector<uint64_t> recv_exits;  // rank 1's named receives
-  for (const Op& op : whole.ranks[1].ops)
-    if (op.call == MPA_CALL_Recv) recv_exits.push_back(op.t_exit());
-  REQUIRE(recv_exits.size() == 3);
   const uint64_t from = recv_exits[1] + 50'000'000;  // 50 ms into the second round's 100 ms sleep
   const Trace part = build_trace(job, UINT64_MAX, from);
   CHECK(matched_from_as_in_whole(whole, part, from) == 2);  // the third round's
