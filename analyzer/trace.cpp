@@ -1,5 +1,6 @@
 #include "trace.hpp"
 
+#include "mapped_list.hpp"
 #include "message_probe.hpp"
 #include "parallel.hpp"
 
@@ -120,10 +121,25 @@ struct RankPart {
     std::optional<uint64_t> sent, received;
     std::vector<uint64_t> each;
   };
-  LinkList links;  // ids: the part's sends, receives or memberships
+  // The part's links, as Trace::links holds them (ids: the part's sends, receives or memberships).
+  struct Links {
+    MappedList<uint32_t> id;
+    MappedList<uint8_t> kind;
+    void push_back(Link l) {
+      id.push_back(l.id);
+      kind.push_back(l.kind);
+    }
+    Link operator[](size_t i) const { return Link{static_cast<Link::Kind>(kind[i]), id[i]}; }
+    size_t size() const { return id.size(); }
+    size_t capacity_bytes() const { return id.capacity_bytes() + kind.capacity_bytes(); }
+    void fit() { id.fit(), kind.fit(); }
+    void release() { id.release(), kind.release(); }
+  } links;
   SpilledLinks spilled;  // by the ops' first links in the part's
-  std::vector<Message> sends;  // comm: the part's index, kUnknownComm where the log names none
-  std::vector<RecvEnd> recvs;
+  // held apart from the heap (mapped_list.hpp): the reading's peak of address space is where they are all
+  // held, at their size, beside the trace's arrays they join
+  MappedList<Message> sends;  // comm: the part's index, kUnknownComm where the log names none
+  MappedList<RecvEnd> recvs;
   std::vector<Membership> colls;
   std::vector<const Communicator*> comms;  // by the part's index: the log's definition
   // before the part read (--from): the rank's sends and receives by channel (comm: the part's index), counted;
@@ -132,8 +148,13 @@ struct RankPart {
   std::map<Channel, uint64_t> sent_before, received_before;
   std::set<std::pair<uint32_t, int>> unresolved_before;
   size_t bytes() const {
-    return sends.capacity() * sizeof(Message) + recvs.capacity() * sizeof(RecvEnd) + links.capacity_bytes() +
-           colls.capacity() * sizeof(Membership);
+    return sends.capacity_bytes() + recvs.capacity_bytes() + links.capacity_bytes() + colls.capacity() * sizeof(Membership);
+  }
+  // read: its lists cut to their size
+  void fit() {
+    sends.fit();
+    recvs.fit();
+    links.fit();
   }
 };
 
@@ -623,23 +644,38 @@ struct Builder {
     if (t.comms.size() >= kMaxComms)  // indices below kMaxComms - 1, which says unknown
       throw std::length_error(
           fmt::format("{} communicators: more than a trace can number ({})", t.comms.size(), kMaxComms - 1));
-    // the trace's vectors at their size, filled as the parts are freed: the parts and the trace's
-    // vectors are not both held whole. The sends are the trace's first messages.
+    // The trace's arrays at their size, one after the other, each filled from the parts' lists, which are
+    // freed (unmapped) as they are read: the parts beside the trace's messages, then what is left of them
+    // beside its receives, then beside its links; never the parts and all three. The sends are the
+    // trace's first messages.
+    const auto comm_of = [&](size_t p) {
+      return [&place = at[p]](uint32_t c) { return c == kUnknownComm ? kUnknownComm : place.comm[c]; };
+    };
     t.messages.reserve(n_sends);
+    for (size_t p = 0; p < parts.size(); p++) {
+      const auto comm = comm_of(p);
+      for (Message e : parts[p].sends) {
+        e.comm = comm(e.comm);
+        t.messages.push_back(e);
+      }
+      give_back.made(parts[p].sends.capacity_bytes());
+      parts[p].sends.release();
+    }
     recvs.reserve(n_recvs);
+    for (size_t p = 0; p < parts.size(); p++) {
+      const auto comm = comm_of(p);
+      for (RecvEnd e : parts[p].recvs) {
+        e.comm = comm(e.comm);
+        recvs.push_back(e);
+      }
+      give_back.made(parts[p].recvs.capacity_bytes());
+      parts[p].recvs.release();
+    }
     t.links.reserve(n_links);
     for (size_t p = 0; p < parts.size(); p++) {
       RankPart& part = parts[p];
       const Place& place = at[p];
-      auto comm = [&](uint32_t c) { return c == kUnknownComm ? kUnknownComm : place.comm[c]; };
-      for (Message e : part.sends) {
-        e.comm = comm(e.comm);
-        t.messages.push_back(e);
-      }
-      for (RecvEnd e : part.recvs) {
-        e.comm = comm(e.comm);
-        recvs.push_back(e);
-      }
+      const auto comm = comm_of(p);
       for (const auto& [c, n] : part.sent_before) sent_before[{comm(c.comm), c.src, c.dst, c.tag}] += n;
       for (const auto& [c, n] : part.received_before) received_before[{comm(c.comm), c.src, c.dst, c.tag}] += n;
       for (const auto& [c, src] : part.unresolved_before) unresolved_before.insert({comm(c), ranks[p], src});
@@ -823,6 +859,7 @@ Trace build_trace(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
   parallel_for(logs.size(), [&](size_t i) {
     ranks[i] = logs[i]->rank();
     RankReader(*logs[i], t.ranks[ranks[i]], parts[i], until_ns, from_ns).read();
+    parts[i].fit();
     give_back.made(parts[i].bytes());
   });
   Builder b(t, give_back);

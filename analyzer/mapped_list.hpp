@@ -1,0 +1,124 @@
+// A list of plain values that is appended to, read, and then given up whole: what the reading of a rank's
+// log holds until the rank joins the trace (its sends, receives and links). A std::vector grown by doubling
+// holds up to twice its size, and while it grows its old and new arrays at once; the heap keeps what it
+// frees in its address space. Past kMapBytes this list lives in a mapping of its own instead: grown with
+// mremap, which moves pages rather than copying them (never the old and new arrays at once), cut to its
+// size in place (fit), and unmapped when freed, so that its address space is the system's again at once.
+// The address space is what ulimit -v limits: mpiadvise report --format json --threads 1 of mpiadvise-synth's
+// halo of 64 ranks x 10^5 calls needed a limit of 594 MiB while the reading held vectors (its peak where the
+// parts, at their capacity, were all held beside the trace's arrays), 407 MiB with these lists, about its
+// peak of memory (390 MiB, elsewhere in the report).
+#pragma once
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace mpiadvise {
+
+template <class T>
+class MappedList {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+
+ public:
+  // Below this a list is a malloc'd array: a mapping is whole pages, and the kernel allows a process
+  // vm.max_map_count of them (65530 by default), which 10^5 ranks' lists of a few calls would pass. A
+  // mapping the kernel refuses leaves the list in the heap, as a vector would be.
+  static constexpr size_t kMapBytes = size_t{64} << 10;
+
+  MappedList() = default;
+  MappedList(const MappedList&) = delete;
+  MappedList& operator=(const MappedList&) = delete;
+  MappedList(MappedList&& o) noexcept { take(o); }
+  MappedList& operator=(MappedList&& o) noexcept {
+    if (this != &o) {
+      release();
+      take(o);
+    }
+    return *this;
+  }
+  ~MappedList() { release(); }
+
+  void push_back(const T& v) {
+    if (size_ == capacity_) grow();
+    data_[size_++] = v;
+  }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+  // the bytes it holds of memory or address space
+  size_t capacity_bytes() const { return mapped_ ? round_to_pages(capacity_ * sizeof(T)) : capacity_ * sizeof(T); }
+
+  // Its capacity cut to its size where it is mapped (in place: the pages beyond are given back).
+  void fit() {
+    if (!mapped_) return;
+    const size_t have = round_to_pages(capacity_ * sizeof(T)), need = round_to_pages(size_ * sizeof(T));
+    if (need == 0) {
+      release();
+      return;
+    }
+    if (need >= have || mremap(data_, have, need, 0) == MAP_FAILED) return;
+    capacity_ = need / sizeof(T);
+  }
+
+  // Empty, its memory and address space given back.
+  void release() {
+    if (mapped_) munmap(data_, round_to_pages(capacity_ * sizeof(T)));
+    else std::free(data_);
+    data_ = nullptr;
+    size_ = capacity_ = 0;
+    mapped_ = false;
+  }
+
+ private:
+  T* data_ = nullptr;
+  size_t size_ = 0, capacity_ = 0;
+  bool mapped_ = false;
+
+  static size_t round_to_pages(size_t bytes) {
+    static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    return (bytes + page - 1) / page * page;
+  }
+  void take(MappedList& o) {
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    capacity_ = std::exchange(o.capacity_, 0);
+    mapped_ = std::exchange(o.mapped_, false);
+  }
+  void grow() {
+    const size_t wanted = capacity_ ? capacity_ * 2 : std::max<size_t>(1, 256 / sizeof(T));
+    const size_t bytes = wanted * sizeof(T);
+    const size_t mapping = round_to_pages(bytes);
+    void* p = MAP_FAILED;
+    if (mapped_) {
+      p = mremap(data_, round_to_pages(capacity_ * sizeof(T)), mapping, MREMAP_MAYMOVE);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+    } else if (bytes >= kMapBytes) {
+      p = mmap(nullptr, mapping, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p != MAP_FAILED) {
+        if (size_) std::memcpy(p, data_, size_ * sizeof(T));
+        std::free(data_);
+      }
+    }
+    if (p == MAP_FAILED) {
+      p = std::realloc(data_, bytes);
+      if (!p) throw std::bad_alloc();
+      data_ = static_cast<T*>(p);
+      capacity_ = wanted;
+      return;
+    }
+    data_ = static_cast<T*>(p);
+    capacity_ = mapping / sizeof(T);
+    mapped_ = true;
+  }
+};
+
+}  // namespace mpiadvise

@@ -1,0 +1,87 @@
+// The lists the reading of a rank's log appends to (analyzer/mapped_list.hpp): what they hold survives
+// their growth, and their address space is the system's again once they are cut to size and freed, which
+// is what bounds the reading's peak under ulimit -v.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "mapped_list.hpp"
+
+using namespace mpiadvise;
+
+namespace {
+
+// this process's address space (VmSize), bytes
+int64_t address_space() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmSize:", 0) == 0) return std::atoll(line.c_str() + 7) * 1024;
+  return -1;
+}
+
+struct Entry {  // as large as a message
+  uint64_t a, b, c;
+  uint32_t d, e;
+};
+
+}  // namespace
+
+TEST_CASE("a list keeps what it holds as it grows past the size it is mapped from", "[mapped_list]") {
+  MappedList<Entry> list;
+  const size_t n = 3 * MappedList<Entry>::kMapBytes / sizeof(Entry) + 17;  // grown in the heap, then mapped
+  for (size_t i = 0; i < n; i++) list.push_back(Entry{i, 2 * i, ~i, static_cast<uint32_t>(i), 7});
+  REQUIRE(list.size() == n);
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; i++) wrong += list[i].a != i || list[i].b != 2 * i || list[i].c != ~i || list[i].e != 7;
+  CHECK(wrong == 0);
+  CHECK(list.capacity_bytes() >= n * sizeof(Entry));
+  // moved, the same values; the list moved from is empty
+  MappedList<Entry> moved(std::move(list));
+  CHECK(list.size() == 0);
+  CHECK(moved.size() == n);
+  CHECK(moved[n - 1].a == n - 1);
+  moved.fit();
+  CHECK(moved[n - 1].b == 2 * (n - 1));
+  CHECK(moved.size() == n);
+}
+
+TEST_CASE("a list cut to its size and freed gives its address space back", "[mapped_list]") {
+  const int64_t page = sysconf(_SC_PAGESIZE), MiB = 1 << 20;
+  const int64_t before = address_space();
+  REQUIRE(before > 0);
+  MappedList<uint64_t> list;
+  const size_t n = 3'000'001;  // 24 MB: its capacity, doubled, 32 MiB
+  for (size_t i = 0; i < n; i++) list.push_back(i);
+  const int64_t grown = address_space() - before;
+  CHECK(grown >= static_cast<int64_t>(n * sizeof(uint64_t)));
+  list.fit();
+  const int64_t held = static_cast<int64_t>((n * sizeof(uint64_t) + page - 1) / page * page);
+  CHECK(static_cast<int64_t>(list.capacity_bytes()) == held);
+  CHECK(address_space() - before <= held + MiB);  // the capacity beyond its size given back
+  CHECK(list[n - 1] == n - 1);
+  list.release();
+  CHECK(list.size() == 0);
+  CHECK(address_space() - before <= MiB);  // all of it, where a heap keeps what it frees
+  // used again after release
+  list.push_back(5);
+  CHECK(list[0] == 5);
+}
+
+TEST_CASE("a small list stays a heap array, and cutting it to size leaves it as it is", "[mapped_list]") {
+  MappedList<uint8_t> list;
+  for (int i = 0; i < 1000; i++) list.push_back(static_cast<uint8_t>(i));
+  CHECK(list.capacity_bytes() < MappedList<uint8_t>::kMapBytes);
+  const size_t cap = list.capacity_bytes();
+  list.fit();
+  CHECK(list.capacity_bytes() == cap);
+  CHECK(list[999] == static_cast<uint8_t>(999));
+  MappedList<uint8_t> other;
+  other = std::move(list);
+  CHECK(other.size() == 1000);
+  CHECK(other[1] == 1);
+}
