@@ -95,19 +95,22 @@ constexpr double kBytesPerCall = 62;
 // while each replay held a state for every message, 48 while the gate's replays held their ops' times).
 constexpr double kBytesPerCallPerThread = 4;
 // The address space an analysis takes (what ulimit -v, RLIMIT_AS, limits) is more than its peak of memory:
-// a vector that grows holds its old and its new, larger capacity at once, the part of it not yet written
-// in no memory but in the address space, and each thread's malloc arena reserves address space it has not
-// used. The least ulimit -v under which mpiadvise report --format json --threads 1 of mpiadvise-synth's
-// halo of 64 ranks ran (this check left out), less the 14 MiB the program had taken at the check: 42 MiB
-// for 64 x 4000 calls, 86 MiB for 64 x 16000 (pipeline 99), 581 MiB for 64 x 1e5 (95 bytes a call, where its
-// peak of memory was 64.1: memory freed in the middle of the heap is given back, its addresses are not);
-// before the reading and the waits took less (kBytesPerCall), 44, 105 (113) and 692 MiB. 24 MiB and 96
-// bytes a call are above each of them (bench/run.sh's line (g) asks a run of 10^9 calls within 4 GiB).
+// memory freed in the middle of the heap is given back, its addresses are not, and each thread's malloc
+// arena reserves address space it has not used. The least ulimit -v under which mpiadvise report --format
+// json --threads 1 of mpiadvise-synth's halos ran (this check left out), less the 14 MiB the program had
+// taken at the check: 38 MiB for 64 ranks x 4000 calls, 77 MiB for 64 x 16000 (pipeline 83, imbalance 81),
+// 394 MiB for 64 x 1e5 (60.6 bytes a call beyond 24 MiB, about its peak of memory), 364 MiB for 1024 x 5000
+// (69.6). Before the reading held its lists in mappings of their own (trace.cpp, mapped_list.hpp), where
+// the parts' vectors, grown by doubling, were all held beside the trace's arrays: 38, 84 (98, 84), 580 and
+// 466 MiB (91 bytes a call beyond 24 MiB for 64 x 1e5); before the reading and the waits took less (kBytesPerCall), 44, 105 (113) and
+// 692 MiB for the first three. 24 MiB and 72 bytes a call are above each of them (bench/run.sh's line (g)
+// asks a run of 10^9 calls within 4 GiB).
 constexpr double kAddressBytes = 24.0 * 1024 * 1024;
-constexpr double kAddressBytesPerCall = 96;
-// And each replay run beside the first: with two threads the least limits were 31 MiB more for the halo of 64 x 16000 and
-// 23 MiB more for its pipeline (its arena, and its state at kBytesPerCallPerThread).
-constexpr double kAddressBytesPerThread = 32.0 * 1024 * 1024;
+constexpr double kAddressBytesPerCall = 72;
+// And each replay run beside the first: its malloc arena, which glibc reserves 64 MiB of address space for
+// (HEAP_MAX_SIZE), and its state at kBytesPerCallPerThread. With two threads the least limits, which vary
+// from run to run with where the threads' arenas are made, were 16 to 73 MiB above those of one.
+constexpr double kAddressBytesPerThread = 64.0 * 1024 * 1024;
 
 uint64_t meminfo_available() {
   std::ifstream in("/proc/meminfo");

@@ -28,8 +28,10 @@ class MappedList {
  public:
   // Below this a list is a malloc'd array: a mapping is whole pages, and the kernel allows a process
   // vm.max_map_count of them (65530 by default), which 10^5 ranks' lists of a few calls would pass. A
-  // mapping the kernel refuses leaves the list in the heap, as a vector would be.
-  static constexpr size_t kMapBytes = size_t{64} << 10;
+  // mapping the kernel refuses leaves the list in the heap, as a vector would be. (16 KiB: mpiadvise-synth's
+  // halo of 1024 ranks x 5000 calls, whose lists are of 16 to 64 KiB, under ulimit -v 376 MiB, not 417 as
+  // at 64 KiB.)
+  static constexpr size_t kMapBytes = size_t{16} << 10;
 
   MappedList() = default;
   MappedList(const MappedList&) = delete;
@@ -100,7 +102,16 @@ class MappedList {
     void* p = MAP_FAILED;
     if (mapped_) {
       p = mremap(data_, round_to_pages(capacity_ * sizeof(T)), mapping, MREMAP_MAYMOVE);
-      if (p == MAP_FAILED) throw std::bad_alloc();
+      if (p == MAP_FAILED) {  // back to the heap
+        void* h = std::malloc(bytes);
+        if (!h) throw std::bad_alloc();
+        std::memcpy(h, data_, size_ * sizeof(T));
+        munmap(data_, round_to_pages(capacity_ * sizeof(T)));
+        data_ = static_cast<T*>(h);
+        capacity_ = wanted;
+        mapped_ = false;
+        return;
+      }
     } else if (bytes >= kMapBytes) {
       p = mmap(nullptr, mapping, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p != MAP_FAILED) {

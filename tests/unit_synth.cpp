@@ -323,7 +323,7 @@ TEST_CASE("synth: a directory holding a trace is refused, and replaced with --fo
 // A run whose analysis cannot fit is refused before any of it is read into memory, in one line that
 // names the calls, the memory needed and available, and what helps; never a bare std::bad_alloc. The
 // limit is the address space (ulimit -v), which the check counts: 8 ranks x 2.2e5 calls need about
-// 24 MiB and 1.76e6 x 96 bytes = 185 MiB of it, and 128 MiB leaves less than that once the program
+// 24 MiB and 1.76e6 x 72 bytes = 145 MiB of it, and 128 MiB leaves less than that once the program
 // is loaded (114 MiB here). The part of the run it names (--until S: the longest first part whose calls,
 // as the check counts them, fit) is then analysed under the same limit; so is as long a part later in the
 // run (--from S --until 2S), or, where that is refused, the shorter one its refusal names. AddressSanitizer reserves terabytes of address space for its shadow memory, so under it no
@@ -349,8 +349,8 @@ TEST_CASE("report says, in one line, when the logs cannot be analysed in the mem
   CHECK(r.err.find("bad_alloc") == std::string::npos);
   CHECK(r.err.find(dir.string()) != std::string::npos);
   CHECK(r.err.find("MPI calls") != std::string::npos);
-  // 24 MiB + 1759976 calls (synth's count) x 96 B
-  CHECK(r.err.find("needs about 185 MiB of address space") != std::string::npos);
+  // 24 MiB + 1759976 calls (synth's count) x 72 B
+  CHECK(r.err.find("needs about 145 MiB of address space") != std::string::npos);
   CHECK(r.err.find("ulimit -v") != std::string::npos);
   // what helps without tracing again: a part of the run, --until S, S the share of the run's seconds that
   // fits, which is analysed under the same limit
