@@ -109,7 +109,8 @@ constexpr double kAddressBytes = 24.0 * 1024 * 1024;
 constexpr double kAddressBytesPerCall = 72;
 // And each replay run beside the first: its malloc arena, which glibc reserves 64 MiB of address space for
 // (HEAP_MAX_SIZE), and its state at kBytesPerCallPerThread. With two threads the least limits, which vary
-// from run to run with where the threads' arenas are made, were 16 to 73 MiB above those of one.
+// from run to run with where the threads' arenas are made, were 16 to 73 MiB above those of one (the 64 x 1e5
+// halo's 73, where 64 MiB and its 4 bytes a call count 88).
 constexpr double kAddressBytesPerThread = 64.0 * 1024 * 1024;
 
 uint64_t meminfo_available() {

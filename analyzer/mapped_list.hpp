@@ -13,6 +13,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -24,12 +26,14 @@ namespace mpiadvise {
 template <class T>
 class MappedList {
   static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+  // a mapping's length is its capacity's bytes rounded up to pages: exact while a value is at most a page
+  static_assert(sizeof(T) <= 4096);
 
  public:
   // Below this a list is a malloc'd array: a mapping is whole pages, and the kernel allows a process
   // vm.max_map_count of them (65530 by default), which 10^5 ranks' lists of a few calls would pass. A
   // mapping the kernel refuses leaves the list in the heap, as a vector would be. (16 KiB: mpiadvise-synth's
-  // halo of 1024 ranks x 5000 calls, whose lists are of 16 to 64 KiB, under ulimit -v 376 MiB, not 417 as
+  // halo of 1024 ranks x 5000 calls, whose lists are of 16 to 64 KiB, under ulimit -v 378 MiB, not 417 as
   // at 64 KiB.)
   static constexpr size_t kMapBytes = size_t{16} << 10;
 
@@ -96,6 +100,7 @@ class MappedList {
     mapped_ = std::exchange(o.mapped_, false);
   }
   void grow() {
+    if (capacity_ > SIZE_MAX / 2 / sizeof(T)) throw std::bad_alloc();
     const size_t wanted = capacity_ ? capacity_ * 2 : std::max<size_t>(1, 256 / sizeof(T));
     const size_t bytes = wanted * sizeof(T);
     const size_t mapping = round_to_pages(bytes);
