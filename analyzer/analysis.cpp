@@ -86,8 +86,10 @@ namespace {
 // before the trace's ops took 24 bytes, 97 before the trace's messages took 32 bytes, 103 before its links took
 // 5 bytes and its waits 40, 106 before its messages took 40 bytes, 115 before the replays held the state of the
 // messages in flight only, 134 before the gate's replays made their ops' times as they went, 164 before its
-// intervals took their times from the trace, 220 before the ranks' symbolizers shared the module files), 167 for an alltoall of 16 ranks x 1e5 (191, 214,
-// 220, 243, 258 before). Less than either: only a run that cannot fit is refused.
+// intervals took their times from the trace, 220 before the ranks' symbolizers shared the module files), 128 for an alltoall of 16 ranks x 1e5 (167
+// before its instances held a member's bytes in 8 bytes where optionals took 16 and the reading's memberships
+// took 48 bytes where they took 88; 191, 214, 220, 243, 258 before). Less than either: only a run that cannot
+// fit is refused.
 constexpr double kBytesPerCall = 62;
 // And for each replay run beside the first (analysis_threads): its state; mpiadvise report --format json
 // of a halo of 64 ranks x 2e4 calls peaked at 132 MiB with one thread and 146 MiB with two, 11-14
@@ -104,7 +106,10 @@ constexpr double kBytesPerCallPerThread = 4;
 // the parts' vectors, grown by doubling, were all held beside the trace's arrays: 38, 84 (98, 84), 580 and
 // 466 MiB (91 bytes a call beyond 24 MiB for 64 x 1e5); before the reading and the waits took less (kBytesPerCall), 44, 105 (113) and
 // 692 MiB for the first three. 24 MiB and 72 bytes a call are above each of them (bench/run.sh's line (g)
-// asks a run of 10^9 calls within 4 GiB).
+// asks a run of 10^9 calls within 4 GiB). A run of collectives alone takes more: mpiadvise-synth's all-to-all
+// of 16 ranks x 1e5 calls needed 222 MiB (121 bytes a call beyond 24 MiB; 308 MiB before its instances and
+// memberships were packed, trace.hpp's MemberBytes), each call's member of its instance held beside its op;
+// such a run can pass this count and end in the one-line out-of-memory message instead.
 constexpr double kAddressBytes = 24.0 * 1024 * 1024;
 constexpr double kAddressBytesPerCall = 72;
 // And each replay run beside the first: its malloc arena, which glibc reserves 64 MiB of address space for

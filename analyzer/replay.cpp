@@ -170,7 +170,6 @@ class Simulation {
     waiting_coll_.resize(t.collectives.size());
     ranks_.resize(t.ranks.size());
     site_index_.resize(t.ranks.size());
-    for (size_t i = 0; i < t.collectives.size(); i++) coll_arrive_[i].assign(t.collectives[i].members.size(), kUnknown);
     runs_.resize(t.collectives.size());
     member_done_.resize(t.collectives.size());
     run_state_.assign(t.collectives.size(), RunState::Undecided);
@@ -595,7 +594,7 @@ class Simulation {
         wake_msg(u.id);
         break;
       case PeerUpdate::CollArrived: {
-        auto& a = coll_arrive_[u.id];
+        auto& a = arrivals(u.id);
         if (u.a >= a.size() || a[u.a] != kUnknown) break;
         a[u.a] = u.t;
         if (std::none_of(a.begin(), a.end(), [](double x) { return x == kUnknown; })) finish_collective(u.id);
@@ -1089,8 +1088,18 @@ class Simulation {
         for (auto& d : done) d = last + (P - 1) * msg(k);
     }
     coll_done_[c_id] = done;
+    std::vector<double>().swap(coll_arrive_[c_id]);
     for (int r : waiting_coll_[c_id]) make_ready(r);
     waiting_coll_[c_id].clear();
+  }
+
+  // The members' arrivals at an instance the closed formula times, made at the first (an algorithm's
+  // members walk their steps instead): an instance's P doubles held by the replay for only the instances
+  // that need them, and given back once it is timed.
+  std::vector<double>& arrivals(uint32_t c_id) {
+    auto& a = coll_arrive_[c_id];
+    if (a.empty()) a.assign(t_.collectives[c_id].members.size(), kUnknown);
+    return a;
   }
 
   int member_pos(uint32_t c_id, int rank) const {
@@ -1107,7 +1116,7 @@ class Simulation {
       start_member(c_id, pos, rank, at);
       return;
     }
-    coll_arrive_[c_id][pos] = at;
+    arrivals(c_id)[pos] = at;
     if (peers_) {
       PeerUpdate u;
       u.kind = PeerUpdate::CollArrived;

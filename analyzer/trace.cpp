@@ -112,15 +112,18 @@ struct Pending {
 // them. Ranks are read side by side and join the trace one after another in the job's order of its
 // logs, so the trace is the one a reading of the logs one after the other makes, whatever the threads.
 struct RankPart {
-  struct Membership {  // the rank's part in one collective
+  // The rank's part in one collective: 48 bytes, one per collective call (88 with its bytes as optionals
+  // and its counts array held in it, which held a trace of all-to-alls at 190 bytes of address space a
+  // call where the memory check counts 72).
+  struct Membership {
     uint32_t comm, seq;  // the part's communicator; the rank's how-manieth collective on it
     uint32_t op;
     uint16_t call;
     int root;            // world rank, or -1 where the call names none
     uint64_t bytes;      // the larger of its send and receive bytes
-    std::optional<uint64_t> sent, received;
-    std::vector<uint64_t> each;
+    uint64_t sent, received;  // as the call logged them, MemberBytes::kNoBytes where it did not
   };
+  static_assert(sizeof(Membership) == 48);
   // The part's links, as Trace::links holds them (ids: the part's sends, receives or memberships).
   struct Links {
     MappedList<uint32_t> id;
@@ -140,7 +143,9 @@ struct RankPart {
   // held, at their size, beside the trace's arrays they join
   MappedList<Message> sends;  // comm: the part's index, kUnknownComm where the log names none
   MappedList<RecvEnd> recvs;
-  std::vector<Membership> colls;
+  MappedList<Membership> colls;
+  // a v-collective's counts array (MPA_F_VCOUNTS), by its membership's index in colls, in order
+  std::vector<std::pair<uint32_t, std::vector<uint64_t>>> vcounts;
   std::vector<const Communicator*> comms;  // by the part's index: the log's definition
   // before the part read (--from): the rank's sends and receives by channel (comm: the part's index), counted;
   // and its wildcard receives whose status is never read (comm: the part's index; source -1: any), which
@@ -148,13 +153,14 @@ struct RankPart {
   std::map<Channel, uint64_t> sent_before, received_before;
   std::set<std::pair<uint32_t, int>> unresolved_before;
   size_t bytes() const {
-    return sends.capacity_bytes() + recvs.capacity_bytes() + links.capacity_bytes() + colls.capacity() * sizeof(Membership);
+    return sends.capacity_bytes() + recvs.capacity_bytes() + links.capacity_bytes() + colls.capacity_bytes();
   }
   // read: its lists cut to their size
   void fit() {
     sends.fit();
     recvs.fit();
     links.fit();
+    colls.fit();
   }
 };
 
@@ -339,8 +345,9 @@ class RankReader {
             part_.colls.push_back(RankPart::Membership{
                 comm, coll_seq[comm]++, idx, op.call, ev.has(MPA_F_PEER) && ev.peer >= 0 ? ev.peer : -1,
                 std::max(ev.bytes, ev.bytes2),
-                ev.has(MPA_F_BYTES) ? std::optional<uint64_t>(ev.bytes) : std::nullopt,
-                ev.has(MPA_F_BYTES2) ? std::optional<uint64_t>(ev.bytes2) : std::nullopt, ev.vcounts});
+                MemberBytes::held(ev.has(MPA_F_BYTES) ? std::optional<uint64_t>(ev.bytes) : std::nullopt),
+                MemberBytes::held(ev.has(MPA_F_BYTES2) ? std::optional<uint64_t>(ev.bytes2) : std::nullopt)});
+            if (!ev.vcounts.empty()) part_.vcounts.emplace_back(m, ev.vcounts);
             link(op, Link::PostColl, m);
             if (op.kind == OpKind::PostCollective && !ev.requests.empty())
               pending[ev.requests.back()] = Pending{Pending::Coll, m};
@@ -600,7 +607,9 @@ struct Builder {
     for (size_t p = 0; p < parts.size(); p++) {
       RankPart& part = parts[p];
       Place& place = at[p];
-      for (RankPart::Membership& m : part.colls) {
+      auto vcounts = part.vcounts.begin();
+      for (uint32_t k = 0; k < part.colls.size(); k++) {
+        const RankPart::Membership& m = part.colls[k];
         const uint32_t comm = place.comm[m.comm], seq = m.seq - first_seq[comm];
         if (coll_index.size() <= comm) coll_index.resize(comm + 1);
         std::vector<uint32_t>& seqs = coll_index[comm];
@@ -622,15 +631,17 @@ struct Builder {
         if (m.root >= 0) c.root = m.root;
         c.bytes = std::max(c.bytes, m.bytes);
         c.members.emplace_back(ranks[p], m.op);
-        c.sent.push_back(m.sent);
-        c.received.push_back(m.received);
-        if (!m.each.empty() || !c.each.empty()) {
+        c.sent.push_held(m.sent);
+        c.received.push_held(m.received);
+        const bool counted = vcounts != part.vcounts.end() && vcounts->first == k;
+        if (counted || !c.each.empty()) {
           c.each.resize(c.members.size());
-          c.each.back() = std::move(m.each);
+          if (counted) c.each.back() = std::move((vcounts++)->second);
         }
         place.instance.push_back(id);
       }
-      std::vector<RankPart::Membership>().swap(part.colls);
+      part.colls.release();
+      std::vector<std::pair<uint32_t, std::vector<uint64_t>>>().swap(part.vcounts);
       place.sends = static_cast<uint32_t>(n_sends);
       place.recvs = static_cast<uint32_t>(n_recvs);
       place.links = static_cast<uint32_t>(n_links);

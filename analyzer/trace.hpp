@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -185,6 +186,33 @@ struct Message {
 };
 static_assert(sizeof(Message) == 32);
 
+// Each member's bytes of a collective as its call logged them, or none (MPI_IN_PLACE, or a side significant
+// only at the root): 8 bytes a member where a vector of optionals takes 16. An all-to-all trace's instances
+// hold one of each side for every call, most of their size. A logged count of 2^64 - 1 bytes, which no
+// buffer holds, is kept as 2^64 - 2: that value stands for none.
+class MemberBytes {
+ public:
+  MemberBytes() = default;
+  MemberBytes(std::initializer_list<std::optional<uint64_t>> bytes) {
+    for (const auto& b : bytes) push_back(b);
+  }
+  // const: an assignment to it would compile and change nothing (set() changes one)
+  const std::optional<uint64_t> operator[](size_t i) const {
+    return v_[i] == kNoBytes ? std::nullopt : std::optional(v_[i]);
+  }
+  size_t size() const { return v_.size(); }
+  void reserve(size_t n) { v_.reserve(n); }
+  void push_back(std::optional<uint64_t> b) { v_.push_back(held(b)); }
+  void set(size_t i, std::optional<uint64_t> b) { v_[i] = held(b); }
+  void push_held(uint64_t b) { v_.push_back(b); }  // as held(): kNoBytes for none
+  bool operator==(const MemberBytes&) const = default;
+  static constexpr uint64_t kNoBytes = UINT64_MAX;
+  static uint64_t held(std::optional<uint64_t> b) { return b ? std::min(*b, kNoBytes - 1) : kNoBytes; }
+
+ private:
+  std::vector<uint64_t> v_;
+};
+
 struct CollectiveInstance {
   uint32_t call = 0;
   uint32_t comm = 0;
@@ -193,7 +221,7 @@ struct CollectiveInstance {
   std::vector<std::pair<int, uint32_t>> members;  // (rank, op)
   // each member's bytes as its call logged them (parallel to members); nullopt where the call had none
   // (MPI_IN_PLACE, or a side significant only at the root)
-  std::vector<std::optional<uint64_t>> sent, received;
+  MemberBytes sent, received;
   // each member's bytes for every rank of the communicator (MPA_F_VCOUNTS, log format 3: what a
   // v-collective's counts arrays said), parallel to members once any member has them; empty otherwise
   std::vector<std::vector<uint64_t>> each;

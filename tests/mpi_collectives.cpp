@@ -228,6 +228,38 @@ TEST_CASE("every collective and its I- form appear on every rank with communicat
   }
 }
 
+TEST_CASE("the trace's collective instances keep each member's logged bytes and counts", "[coll]") {
+  REQUIRE(coll_run().status == 0);
+  const auto trace = mpiadvise::build_trace(*logs().job);
+  const uint64_t world_gid = logs().comms(0).at(kWorld).gid;
+  for (const auto& spec : world_collectives()) {
+    for (const auto& call : {spec.call, immediate(spec.call)}) {
+      INFO(call << " #" << spec.occurrence);
+      // the instances of the call on MPI_COMM_WORLD, in the order the program made them
+      std::vector<const mpiadvise::CollectiveInstance*> on_world;
+      for (const auto& c : trace.collectives)
+        if (call == mpiadvise::call_name(static_cast<int>(c.call)) && trace.comms[c.comm].gid == world_gid)
+          on_world.push_back(&c);
+      REQUIRE(on_world.size() > spec.occurrence);
+      const auto& c = *on_world[spec.occurrence];
+      REQUIRE(c.members.size() == kRanks);
+      REQUIRE(c.sent.size() == kRanks);
+      REQUIRE(c.received.size() == kRanks);
+      bool counted = false;
+      for (size_t p = 0; p < c.members.size(); p++) {
+        const int rank = c.members[p].first;
+        INFO("rank " << rank);
+        CHECK(c.sent[p] == spec.bytes(rank));
+        CHECK(c.received[p] == spec.bytes2(rank));
+        counted |= spec.each && !spec.each(rank).empty();
+      }
+      // the counts arrays, where any member logged one: for every member, empty where it logged none
+      REQUIRE(c.each.size() == (counted ? kRanks : 0));
+      for (size_t p = 0; p < c.each.size(); p++) CHECK(c.each[p] == spec.each(c.members[p].first));
+    }
+  }
+}
+
 TEST_CASE("each collective on MPI_COMM_WORLD is logged once per call the program made", "[coll]") {
   REQUIRE(coll_run().status == 0);
   // MPI_Reduce: root 1, root 3 in place, and the final report; the I- forms: one each in the suite, and

@@ -717,7 +717,7 @@ TEST_CASE("a replay falls back to the closed formula where the logged counts do 
   CHECK(r.collective_algorithms.begin()->first.find("closed formula (its sends and receives do not pair for these counts: ") == 0);
   // both counts meant: the algorithm is followed
   t.collectives[0].each[1] = {512, 0};
-  t.collectives[0].received[1] = 512;
+  t.collectives[0].received.set(1, 512);
   r = replay(t, simple_model(65536));
   CHECK(r.collectives_by_algorithm == 1);
 }
@@ -1112,4 +1112,22 @@ TEST_CASE("the log's library string says whether MPICH has its shared-memory col
   replay_library(run_facts(h, {"node"}), o);
   CHECK(o.mpi_library == "MPICH");
   CHECK_FALSE(o.mpich_shm_collectives);
+}
+
+TEST_CASE("a collective's member bytes keep none apart from every count, 8 bytes a member", "[coll]") {
+  mpiadvise::MemberBytes b = {std::nullopt, 0, 24};
+  b.push_back(UINT64_MAX);  // no buffer holds it: kept as the largest count, not taken for none
+  b.push_back(std::nullopt);
+  REQUIRE(b.size() == 5);
+  CHECK(b[0] == std::nullopt);
+  CHECK(b[1] == uint64_t{0});
+  CHECK(b[2] == uint64_t{24});
+  CHECK(b[3] == UINT64_MAX - 1);
+  CHECK(b[4] == std::nullopt);
+  b.set(0, 512);
+  b.set(2, std::nullopt);
+  CHECK(b[0] == uint64_t{512});
+  CHECK(b[2] == std::nullopt);
+  CHECK(b == mpiadvise::MemberBytes{512, 0, std::nullopt, UINT64_MAX - 1, std::nullopt});
+  CHECK_FALSE(b == mpiadvise::MemberBytes{512, 0, 0, UINT64_MAX - 1, std::nullopt});
 }
