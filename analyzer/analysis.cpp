@@ -87,8 +87,9 @@ namespace {
 // 5 bytes and its waits 40, 106 before its messages took 40 bytes, 115 before the replays held the state of the
 // messages in flight only, 134 before the gate's replays made their ops' times as they went, 164 before its
 // intervals took their times from the trace, 220 before the ranks' symbolizers shared the module files), 128 for an alltoall of 16 ranks x 1e5 (167
-// before its instances held a member's bytes in 8 bytes where optionals took 16 and the reading's memberships
-// took 48 bytes where they took 88; 191, 214, 220, 243, 258 before). Less than either: only a run that cannot
+// before its instances held a member's bytes in 8 bytes where optionals took 16, the reading's memberships
+// took 48 bytes where they took 88 and the replays held arrivals for the closed formula's instances alone;
+// 191, 214, 220, 243, 258 before). Less than either: only a run that cannot
 // fit is refused.
 constexpr double kBytesPerCall = 62;
 // And for each replay run beside the first (analysis_threads): its state; mpiadvise report --format json
@@ -107,7 +108,7 @@ constexpr double kBytesPerCallPerThread = 4;
 // 466 MiB (91 bytes a call beyond 24 MiB for 64 x 1e5); before the reading and the waits took less (kBytesPerCall), 44, 105 (113) and
 // 692 MiB for the first three. 24 MiB and 72 bytes a call are above each of them (bench/run.sh's line (g)
 // asks a run of 10^9 calls within 4 GiB). A run of collectives alone takes more: mpiadvise-synth's all-to-all
-// of 16 ranks x 1e5 calls needed 222 MiB (121 bytes a call beyond 24 MiB; 308 MiB before its instances and
+// of 16 ranks x 1e5 calls needed 208 MiB (121 bytes a call beyond 24 MiB; 294 MiB before its instances and
 // memberships were packed, trace.hpp's MemberBytes), each call's member of its instance held beside its op;
 // such a run can pass this count and end in the one-line out-of-memory message instead.
 constexpr double kAddressBytes = 24.0 * 1024 * 1024;

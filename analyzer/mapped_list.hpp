@@ -1,9 +1,10 @@
 // A list of plain values that is appended to, read, and then given up whole: what the reading of a rank's
-// log holds until the rank joins the trace (its sends, receives and links). A std::vector grown by doubling
-// holds up to twice its size, and while it grows its old and new arrays at once; the heap keeps what it
-// frees in its address space. Past kMapBytes this list lives in a mapping of its own instead: grown with
-// mremap, which moves pages rather than copying them (never the old and new arrays at once), cut to its
-// size in place (fit), and unmapped when freed, so that its address space is the system's again at once.
+// log holds until the rank joins the trace (its sends, receives, links and collective memberships). A
+// std::vector grown by doubling holds up to twice its size, and while it grows its old and new arrays at
+// once; the heap keeps what it frees in its address space. Past kMapBytes this list lives in a mapping of
+// its own instead: grown with mremap, which moves pages rather than copying them (never the old and new
+// arrays at once), cut to its size in place (fit), and unmapped when freed, so that its address space is
+// the system's again at once.
 // The address space is what ulimit -v limits: mpiadvise report --format json --threads 1 of mpiadvise-synth's
 // halo of 64 ranks x 10^5 calls needed a limit of 594 MiB while the reading held vectors (its peak where the
 // parts, at their capacity, were all held beside the trace's arrays), 407 MiB with these lists, about its
@@ -31,7 +32,8 @@ class MappedList {
 
  public:
   // Below this a list is a malloc'd array: a mapping is whole pages, and the kernel allows a process
-  // vm.max_map_count of them (65530 by default), which 10^5 ranks' lists of a few calls would pass. A
+  // vm.max_map_count of them (65530 by default), which 10^5 ranks' lists of a few calls would pass (a
+  // rank's reading holds five: its sends, receives, links' ids and kinds, and collective memberships). A
   // mapping the kernel refuses leaves the list in the heap, as a vector would be. (16 KiB: mpiadvise-synth's
   // halo of 1024 ranks x 5000 calls, whose lists are of 16 to 64 KiB, under ulimit -v 378 MiB, not 417 as
   // at 64 KiB.)

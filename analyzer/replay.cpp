@@ -594,6 +594,7 @@ class Simulation {
         wake_msg(u.id);
         break;
       case PeerUpdate::CollArrived: {
+        if (!coll_done_[u.id].empty()) break;  // timed already: its arrivals are given back
         auto& a = arrivals(u.id);
         if (u.a >= a.size() || a[u.a] != kUnknown) break;
         a[u.a] = u.t;
@@ -1095,7 +1096,7 @@ class Simulation {
 
   // The members' arrivals at an instance the closed formula times, made at the first (an algorithm's
   // members walk their steps instead): an instance's P doubles held by the replay for only the instances
-  // that need them, and given back once it is timed.
+  // that need them, and given back once it is timed (coll_done_ then set; each member arrives once).
   std::vector<double>& arrivals(uint32_t c_id) {
     auto& a = coll_arrive_[c_id];
     if (a.empty()) a.assign(t_.collectives[c_id].members.size(), kUnknown);

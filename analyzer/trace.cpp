@@ -112,9 +112,10 @@ struct Pending {
 // them. Ranks are read side by side and join the trace one after another in the job's order of its
 // logs, so the trace is the one a reading of the logs one after the other makes, whatever the threads.
 struct RankPart {
-  // The rank's part in one collective: 48 bytes, one per collective call (88 with its bytes as optionals
-  // and its counts array held in it, which held a trace of all-to-alls at 190 bytes of address space a
-  // call where the memory check counts 72).
+  // The rank's part in one collective: 48 bytes, one per collective call, and a v-collective's counts in
+  // vcounts besides (88 bytes with its bytes as optionals and its counts array held in it: with the
+  // instances' optionals, mpiadvise-synth's all-to-all of 16 ranks x 1e5 calls needed 294 MiB of address
+  // space beside the program's 14, where it needs 208; analysis.cpp's kAddressBytesPerCall).
   struct Membership {
     uint32_t comm, seq;  // the part's communicator; the rank's how-manieth collective on it
     uint32_t op;
@@ -153,7 +154,8 @@ struct RankPart {
   std::map<Channel, uint64_t> sent_before, received_before;
   std::set<std::pair<uint32_t, int>> unresolved_before;
   size_t bytes() const {
-    return sends.capacity_bytes() + recvs.capacity_bytes() + links.capacity_bytes() + colls.capacity_bytes();
+    return sends.capacity_bytes() + recvs.capacity_bytes() + links.capacity_bytes() + colls.capacity_bytes() +
+           vcounts.capacity() * sizeof(vcounts[0]);
   }
   // read: its lists cut to their size
   void fit() {
@@ -640,6 +642,7 @@ struct Builder {
         }
         place.instance.push_back(id);
       }
+      give_back.made(part.colls.capacity_bytes() + part.vcounts.capacity() * sizeof(part.vcounts[0]));
       part.colls.release();
       std::vector<std::pair<uint32_t, std::vector<uint64_t>>>().swap(part.vcounts);
       place.sends = static_cast<uint32_t>(n_sends);

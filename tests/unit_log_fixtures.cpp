@@ -231,6 +231,56 @@ TEST_CASE("threads: events of every thread in time order, each Waitall naming it
   }
 }
 
+// ---- every collective and its I- form (tests/programs/coll_all.c, 4 ranks) ------------------------------------
+TEST_CASE("coll_all: each collective instance holds every member's logged bytes and counts arrays", "[fixtures][coll]") {
+  JobLog job(fixture("coll-all"));
+  REQUIRE(job.ranks().size() == 4);
+  CHECK(job.problems().empty());
+  const Trace t = build_trace(job);
+  // each rank's collective calls in its order, as its log says them, against the instances its ops joined
+  // in the same order (a rank's k-th collective call is its k-th op entering one)
+  size_t vcounted = 0, in_place = 0;
+  for (const auto& log : job.ranks()) {
+    const int rank = log->rank();
+    std::vector<Event> logged;
+    log->for_each_event([&](const Event& e) {
+      if (is_collective_call(e.call) && e.has(MPA_F_COMM)) logged.push_back(e);
+    });
+    std::vector<uint32_t> joined;
+    for (const Op& op : t.ranks[rank].ops) {
+      const OpLinks links = t.links_of(op);
+      for (uint32_t k = 0; k < links.size(); k++)
+        if (links[k].kind == Link::PostColl) joined.push_back(links[k].id);
+    }
+    REQUIRE(joined.size() == logged.size());
+    for (size_t k = 0; k < logged.size(); k++) {
+      const Event& e = logged[k];
+      const CollectiveInstance& c = t.collectives.at(joined[k]);
+      INFO("rank " << rank << ": collective call " << k << ", " << call_name(e.call));
+      REQUIRE(call_name(static_cast<int>(c.call)) == std::string(call_name(e.call)));
+      size_t pos = c.members.size();
+      for (size_t p = 0; p < c.members.size(); p++)
+        if (c.members[p].first == rank) pos = p;
+      REQUIRE(pos < c.members.size());
+      CHECK(c.sent[pos] == (e.has(MPA_F_BYTES) ? std::optional<uint64_t>(e.bytes) : std::nullopt));
+      CHECK(c.received[pos] == (e.has(MPA_F_BYTES2) ? std::optional<uint64_t>(e.bytes2) : std::nullopt));
+      in_place += !e.has(MPA_F_BYTES);
+      // the counts arrays: one for every member once any member logged one, empty for those that did not
+      if (!c.each.empty()) {
+        REQUIRE(c.each.size() == c.members.size());
+        CHECK(c.each[pos] == e.vcounts);
+      } else {
+        CHECK(e.vcounts.empty());
+      }
+      vcounted += !e.vcounts.empty();
+    }
+  }
+  // what the program makes: v-collectives with counts at some members only (Gatherv's root), and calls
+  // with no send buffer (MPI_IN_PLACE, Barrier), so that both the cursor and the sentinel are exercised
+  CHECK(vcounted > 0);
+  CHECK(in_place > 0);
+}
+
 // ---- damaged logs (tests/fixtures/damage.py) ---------------------------------------------------------------
 TEST_CASE("damaged logs: what each damage costs, said once, and the rest read", "[fixtures][damage]") {
   JobLog intact(fixture("halo-procnull"));
