@@ -86,11 +86,11 @@ namespace {
 // before the trace's ops took 24 bytes, 97 before the trace's messages took 32 bytes, 103 before its links took
 // 5 bytes and its waits 40, 106 before its messages took 40 bytes, 115 before the replays held the state of the
 // messages in flight only, 134 before the gate's replays made their ops' times as they went, 164 before its
-// intervals took their times from the trace, 220 before the ranks' symbolizers shared the module files), 128 for an alltoall of 16 ranks x 1e5 (167
-// before its instances held a member's bytes in 8 bytes where optionals took 16, the reading's memberships
-// took 48 bytes where they took 88 and the replays held arrivals for the closed formula's instances alone;
-// 191, 214, 220, 243, 258 before). Less than either: only a run that cannot
-// fit is refused.
+// intervals took their times from the trace, 220 before the ranks' symbolizers shared the module files),
+// 128 for an alltoall of 16 ranks x 1e5 (167 before its instances held a member's bytes in 8 bytes where
+// optionals took 16, the reading's memberships took 48 bytes where they took 88 and the replays held
+// arrivals for the closed formula's instances alone; 191, 214, 220, 243, 258 before). Less than either:
+// only a run that cannot fit is refused.
 constexpr double kBytesPerCall = 62;
 // And for each replay run beside the first (analysis_threads): its state; mpiadvise report --format json
 // of a halo of 64 ranks x 2e4 calls peaked at 132 MiB with one thread and 146 MiB with two, 11-14

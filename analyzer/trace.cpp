@@ -153,10 +153,8 @@ struct RankPart {
   // leave the receives behind them that they could have matched unmatched, as in the whole run
   std::map<Channel, uint64_t> sent_before, received_before;
   std::set<std::pair<uint32_t, int>> unresolved_before;
-  size_t bytes() const {
-    return sends.capacity_bytes() + recvs.capacity_bytes() + links.capacity_bytes() + colls.capacity_bytes() +
-           vcounts.capacity() * sizeof(vcounts[0]);
-  }
+  size_t bytes() const { return sends.capacity_bytes() + recvs.capacity_bytes() + links.capacity_bytes() + colls_bytes(); }
+  size_t colls_bytes() const { return colls.capacity_bytes() + vcounts.capacity() * sizeof(vcounts[0]); }
   // read: its lists cut to their size
   void fit() {
     sends.fit();
@@ -642,9 +640,9 @@ struct Builder {
         }
         place.instance.push_back(id);
       }
-      give_back.made(part.colls.capacity_bytes() + part.vcounts.capacity() * sizeof(part.vcounts[0]));
+      give_back.made(part.colls_bytes());
       part.colls.release();
-      std::vector<std::pair<uint32_t, std::vector<uint64_t>>>().swap(part.vcounts);
+      decltype(part.vcounts)().swap(part.vcounts);
       place.sends = static_cast<uint32_t>(n_sends);
       place.recvs = static_cast<uint32_t>(n_recvs);
       place.links = static_cast<uint32_t>(n_links);

@@ -188,8 +188,8 @@ static_assert(sizeof(Message) == 32);
 
 // Each member's bytes of a collective as its call logged them, or none (MPI_IN_PLACE, or a side significant
 // only at the root): 8 bytes a member where a vector of optionals takes 16. An all-to-all trace's instances
-// hold one of each side for every call, most of their size. A logged count of 2^64 - 1 bytes, which no
-// buffer holds, is kept as 2^64 - 2: that value stands for none.
+// hold one of each side for every call, most of their size. 2^64 - 1 (kNoBytes) stands for none: a logged
+// count of 2^64 - 1 bytes, which no buffer holds, is kept as 2^64 - 2.
 class MemberBytes {
  public:
   MemberBytes() = default;
