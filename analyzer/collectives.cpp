@@ -113,33 +113,56 @@ void match(std::vector<std::vector<CollStep>>& ranks, const std::string& algorit
 
 }  // namespace
 
-std::optional<LoggedCollective> logged_collective(const Trace& trace, uint32_t instance, MpiLibrary library) {
+int CommLayout::position(int rank) const {
+  const auto it = std::lower_bound(by_rank.begin(), by_rank.end(), rank, [](const auto& e, int r) { return e.first < r; });
+  return it != by_rank.end() && it->first == rank ? it->second : -1;
+}
+
+CommLayout comm_layout(const Trace& trace, uint32_t comm_id) {
+  const auto& comm = trace.comms.at(comm_id).members;
+  CommLayout l;
+  l.by_rank.reserve(comm.size());
+  for (size_t i = 0; i < comm.size(); i++) l.by_rank.emplace_back(comm[i], static_cast<int>(i));
+  // a rank listed twice (a damaged log) is at its last place
+  std::stable_sort(l.by_rank.begin(), l.by_rank.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t kept = 0;
+  for (size_t i = 0; i < l.by_rank.size(); i++) {
+    if (kept > 0 && l.by_rank[kept - 1].first == l.by_rank[i].first) kept--;
+    l.by_rank[kept++] = l.by_rank[i];
+  }
+  l.by_rank.resize(kept);
+  std::map<std::string, int> hosts;
+  l.host.assign(comm.size(), 0);
+  for (size_t i = 0; i < comm.size(); i++) {
+    const std::string& h = comm[i] >= 0 && static_cast<size_t>(comm[i]) < trace.ranks.size() ? trace.ranks[comm[i]].hostname : "";
+    l.host[i] = hosts.try_emplace(h, static_cast<int>(hosts.size())).first->second;
+  }
+  return l;
+}
+
+std::optional<LoggedCollective> logged_collective(const Trace& trace, uint32_t instance, MpiLibrary library,
+                                                  const CommLayout* layout) {
   const CollectiveInstance& c = trace.collectives.at(instance);
   const auto& comm = trace.comms.at(c.comm).members;
   if (c.members.size() != comm.size() || comm.empty()) return std::nullopt;
+  CommLayout made;
+  if (!layout) layout = &(made = comm_layout(trace, c.comm));
   LoggedCollective out;
   CollectiveCall& call = out.call;
   call.library = library;
   call.call = c.call;
   call.size = static_cast<int>(comm.size());
-  std::map<int, int> position;
-  for (size_t i = 0; i < comm.size(); i++) position[comm[i]] = static_cast<int>(i);
+  out.member_position.reserve(c.members.size());
   for (const auto& [rank, op] : c.members) {
-    auto it = position.find(rank);
-    if (it == position.end()) return std::nullopt;
-    out.member_position.push_back(it->second);
+    const int pos = layout->position(rank);
+    if (pos < 0) return std::nullopt;
+    out.member_position.push_back(pos);
   }
   if (c.root >= 0) {
-    auto it = position.find(c.root);
-    if (it == position.end()) return std::nullopt;
-    call.root = it->second;
+    call.root = layout->position(c.root);
+    if (call.root < 0) return std::nullopt;
   }
-  std::map<std::string, int> hosts;
-  call.host.assign(call.size, 0);
-  for (size_t i = 0; i < comm.size(); i++) {
-    const std::string& h = comm[i] >= 0 && static_cast<size_t>(comm[i]) < trace.ranks.size() ? trace.ranks[comm[i]].hostname : "";
-    call.host[i] = hosts.try_emplace(h, static_cast<int>(hosts.size())).first->second;
-  }
+  call.host = layout->host;
   const uint32_t base = c.call >= MPA_CALL_Ibarrier ? c.call - (MPA_CALL_Ibarrier - MPA_CALL_Barrier) : c.call;
   call.bytes = c.bytes;
   // what each member logged, by position

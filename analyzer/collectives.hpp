@@ -125,9 +125,23 @@ struct LoggedCollective {
   std::string approximation;         // what the log did not say, where it matters; empty when it said all
 };
 
+// A communicator's members as its collectives place them: each member's position, found by its world
+// rank, and the host of each position (numbered in their order). The same for every instance on it: a
+// replay makes it once (for a communicator of P ranks, made at each instance it cost a map of P entries
+// and P hostnames looked up).
+struct CommLayout {
+  std::vector<std::pair<int, int>> by_rank;  // (world rank, position), in rank order
+  std::vector<int> host;                     // by position
+  // a world rank's position in the communicator; -1 where it is not a member
+  int position(int rank) const;
+};
+CommLayout comm_layout(const Trace& trace, uint32_t comm);
+
 // nullopt when the instance's members are not its whole communicator (a rank's log missing, an
-// intercommunicator) or its root is not one of them.
-std::optional<LoggedCollective> logged_collective(const Trace& trace, uint32_t instance, MpiLibrary library);
+// intercommunicator) or its root is not one of them. layout: its communicator's (comm_layout), made here
+// where none is given.
+std::optional<LoggedCollective> logged_collective(const Trace& trace, uint32_t instance, MpiLibrary library,
+                                                  const CommLayout* layout = nullptr);
 
 // One rank's steps as text, e.g. "irecv 1 8; send 1 8; wait 0+1; reduce 8", a new round starting with
 // "| ": what the tests compare against hand-computed schedules.

@@ -1103,8 +1103,13 @@ class Simulation {
     return a;
   }
 
+  // A rank's place among an instance's members, or -1. build_trace joins the members in rank order, so
+  // a bisection finds it (asked at each of a member's steps, a search through them made an instance of
+  // P ranks cost P^2); where the members are in another order, the search through them.
   int member_pos(uint32_t c_id, int rank) const {
     const auto& m = t_.collectives[c_id].members;
+    const auto it = std::lower_bound(m.begin(), m.end(), rank, [](const auto& a, int r) { return a.first < r; });
+    if (it != m.end() && it->first == rank) return static_cast<int>(it - m.begin());
     for (size_t i = 0; i < m.size(); i++)
       if (m[i].first == rank) return static_cast<int>(i);
     return -1;
@@ -1171,11 +1176,16 @@ class Simulation {
     size_t step = 0;
     double t = kUnknown;        // the rank's clock inside the collective
     bool step_posted = false;   // the blocking Send or Recv it is at has been posted
-    std::vector<uint32_t> requests;  // messages of its Isend/Irecv steps, in order
-    std::vector<uint8_t> request_sends;
+    // at a Wait step it parked in: the next request to look at, and when those before it completed (a
+    // request's completion, once known, stays as it is: the rank resumes where it stopped, not from the
+    // Wait's first request, which made an all-to-all's walks quadratic in its requests)
+    uint32_t wait_next = 0;
+    double wait_done = -std::numeric_limits<double>::infinity();
   };
+  struct Pairing;
   struct CollRun {
     std::shared_ptr<const CollSchedule> schedule;
+    std::shared_ptr<const Pairing> pairing;       // the schedule's (pairing_of)
     std::vector<std::vector<uint32_t>> step_msg;  // by position and step: its message, or kNone
     std::vector<CollMember> members;              // by position
     std::vector<int> position;                    // by member (CollectiveInstance::members): its position
@@ -1185,7 +1195,7 @@ class Simulation {
   };
   std::vector<std::unique_ptr<CollRun>> runs_;  // by instance, while it runs
   // runs done, kept for the next instances with their vectors' room: an instance would otherwise allocate
-  // a vector for each position's steps and requests
+  // a vector for each position's steps
   static constexpr size_t kFreeRuns = 64;
   std::vector<std::unique_ptr<CollRun>> free_runs_;
 
@@ -1199,15 +1209,7 @@ class Simulation {
     auto rank_at = std::move(run->rank_at);
     auto messages = std::move(run->messages);
     *run = CollRun{};
-    for (auto& m : members) {
-      auto requests = std::move(m.requests);
-      auto request_sends = std::move(m.request_sends);
-      m = CollMember{};
-      requests.clear();
-      request_sends.clear();
-      m.requests = std::move(requests);
-      m.request_sends = std::move(request_sends);
-    }
+    for (auto& m : members) m = CollMember{};
     messages.clear();
     run->step_msg = std::move(step_msg);
     run->members = std::move(members);
@@ -1231,7 +1233,7 @@ class Simulation {
     std::string not_split;
   };
   std::map<std::string, CachedSplit> split_cache_;
-  // The steps the schedule and split caches hold (their pairings take 4 to 8 bytes a step more), and the
+  // The steps the schedule and split caches hold (their pairings take 4 to 12 bytes a step more), and the
   // most they held at once. Loops repeat a few calls, so the caches keep what they made; a run of many
   // distinct large calls (counts varying from call to call) would keep GiBs: past the budget
   // (ReplayOptions::schedule_cache_steps) or 4097 entries in a cache, all three are emptied.
@@ -1270,6 +1272,7 @@ class Simulation {
   };
   std::unordered_map<uint64_t, FlagLine> flags_;
   std::unordered_map<uint32_t, uint32_t> node_calls_;  // per communicator: CollectiveCall::node_calls_before
+  std::vector<std::unique_ptr<const CommLayout>> layouts_;  // per communicator, once one of its instances is scheduled
   MpiLibrary library_ = MpiLibrary::Other;
   uint64_t coll_by_algorithm_ = 0, coll_approximate_ = 0, coll_closed_formula_ = 0, coll_messages_ = 0,
            coll_rendezvous_ = 0;
@@ -1314,7 +1317,10 @@ class Simulation {
   std::shared_ptr<const CollSchedule> schedule_of(uint32_t c_id, bool split, std::string* approximation,
                                                   std::vector<int>* positions, std::string* why_not) {
     if (library_ == MpiLibrary::Other) return nullptr;
-    auto logged = logged_collective(t_, c_id, library_);
+    const uint32_t comm = t_.collectives[c_id].comm;
+    if (layouts_.size() <= comm) layouts_.resize(comm + 1);
+    if (!layouts_[comm]) layouts_[comm] = std::make_unique<const CommLayout>(comm_layout(t_, comm));
+    auto logged = logged_collective(t_, c_id, library_, layouts_[comm].get());
     if (!logged) return nullptr;
     *positions = logged->member_position;
     uint32_t& node_calls = node_calls_[t_.collectives[c_id].comm];
@@ -1416,7 +1422,11 @@ class Simulation {
     if (!cmsg_free_.empty()) {
       uint32_t id = cmsg_free_.back();
       cmsg_free_.pop_back();
+      // as a new one, with its waiting list's room kept
+      std::vector<int> waiting = std::move(cmsg_[id].waiting);
+      waiting.clear();
       cmsg_[id] = CollMsg{};
+      cmsg_[id].waiting = std::move(waiting);
       return id;
     }
     cmsg_.emplace_back();
@@ -1430,13 +1440,16 @@ class Simulation {
     std::shared_ptr<const CollSchedule> schedule;  // held: its address names it in the cache
     std::vector<std::vector<uint32_t>> send_of;    // by position and step: a receive's send, else kNone
     std::vector<int> senders;                      // by send: the receives its receiver waits for together
-    std::vector<uint32_t> requests;                // by position: its Isend and Irecv steps
+    // by position and request number (CollStep::first_request): its Isend or Irecv step
+    std::vector<std::vector<uint32_t>> request_step;
   };
-  std::unordered_map<const CollSchedule*, Pairing> pairings_;
+  // held by the runs too: a cache emptied while an instance runs leaves its pairing to it
+  std::unordered_map<const CollSchedule*, std::shared_ptr<const Pairing>> pairings_;
 
-  const Pairing& pairing_of(const std::shared_ptr<const CollSchedule>& schedule) {
+  const std::shared_ptr<const Pairing>& pairing_of(const std::shared_ptr<const CollSchedule>& schedule) {
     if (auto it = pairings_.find(schedule.get()); it != pairings_.end()) return it->second;
-    Pairing p;
+    auto made = std::make_shared<Pairing>();
+    Pairing& p = *made;
     p.schedule = schedule;
     const auto& ranks = schedule->ranks;
     const size_t n = ranks.size();
@@ -1452,7 +1465,7 @@ class Simulation {
     std::vector<uint32_t> received(sends.size(), 0);  // by a pair's first place in sends: its sends met so far
     std::vector<uint32_t> irecvs;                     // request number -> send, for the receives' contention
     p.send_of.resize(n);
-    p.requests.assign(n, 0);
+    p.request_step.resize(n);
     for (size_t pos = 0; pos < n; pos++) {
       p.send_of[pos].assign(ranks[pos].size(), kNone);
       irecvs.clear();
@@ -1470,7 +1483,7 @@ class Simulation {
         }
         if (st.kind == CollStep::Isend || st.kind == CollStep::Irecv) {
           irecvs.push_back(st.kind == CollStep::Irecv ? p.send_of[pos][k] : kNone);
-          p.requests[pos]++;
+          p.request_step[pos].push_back(static_cast<uint32_t>(k));
         }
         if (st.kind == CollStep::Wait) {
           int together = 0;
@@ -1481,7 +1494,7 @@ class Simulation {
         }
       }
     }
-    return pairings_.emplace(schedule.get(), std::move(p)).first->second;
+    return pairings_.emplace(schedule.get(), std::move(made)).first->second;
   }
 
   // One message per send step, met by the receive step that matches it (the k-th from a to b).
@@ -1504,7 +1517,8 @@ class Simulation {
       for (size_t i = 0; i < members.size(); i++) run->unfinished += mine(members[i].first);
     }
     const bool count = counts_here(c_id);
-    const Pairing& pairing = pairing_of(run->schedule);
+    run->pairing = pairing_of(run->schedule);
+    const Pairing& pairing = *run->pairing;
     // a message for each send step, in the order the steps send
     auto& ids = scratch_ids_;
     ids.clear();
@@ -1533,8 +1547,6 @@ class Simulation {
       for (size_t k = 0; k < ranks[pos].size(); k++)
         if (ranks[pos][k].kind == CollStep::Recv || ranks[pos][k].kind == CollStep::Irecv)
           run->step_msg[pos][k] = ids[pairing.send_of[pos][k]];
-      run->members[pos].requests.reserve(pairing.requests[pos]);  // its walk's requests, made room for once
-      run->members[pos].request_sends.reserve(pairing.requests[pos]);
     }
     runs_[c_id] = std::move(run);
     if (peers_ && !pending_coll_[c_id].empty()) {  // told before it was set up here
@@ -1622,15 +1634,11 @@ class Simulation {
         case CollStep::Isend:  // (6)
           post_coll_send(id, m.t);
           tell_coll_post(c_id, run, st, id, true, m.t);
-          m.requests.push_back(id);
-          m.request_sends.push_back(1);
           m.t += model_.isend();
           break;
         case CollStep::Irecv:  // (10)
           post_coll_recv(id, m.t);
           tell_coll_post(c_id, run, st, id, false, m.t);
-          m.requests.push_back(id);
-          m.request_sends.push_back(0);
           m.t += model_.irecv();
           break;
         case CollStep::Reduce:
@@ -1684,17 +1692,20 @@ class Simulation {
         }
         case CollStep::Wait: {
           if (start_only) return Walk::Posted;
-          double end = m.t;
-          for (uint32_t q = st.first_request; q < st.first_request + st.requests; q++) {
-            const uint32_t req = m.requests[q];
-            double done = m.request_sends[q] ? coll_send_done(req) : coll_recv_done(req);
+          for (uint32_t q = std::max(m.wait_next, st.first_request); q < st.first_request + st.requests; q++) {
+            const uint32_t k = run.pairing->request_step[pos][q];  // the request's step: its message
+            const uint32_t req = run.step_msg[pos][k];
+            double done = steps[k].kind == CollStep::Isend ? coll_send_done(req) : coll_recv_done(req);
             if (done == kUnknown) {
+              m.wait_next = q;
               park_coll(req, rank);
               return Walk::Parked;
             }
-            end = std::max(end, done);
+            m.wait_done = std::max(m.wait_done, done);
           }
-          m.t = end;
+          m.t = std::max(m.t, m.wait_done);
+          m.wait_next = 0;
+          m.wait_done = -std::numeric_limits<double>::infinity();
           break;
         }
       }

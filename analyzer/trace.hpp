@@ -218,7 +218,7 @@ struct CollectiveInstance {
   uint32_t comm = 0;
   int root = -1;                      // world rank, or -1
   uint64_t bytes = 0;                 // largest per-rank send bytes
-  std::vector<std::pair<int, uint32_t>> members;  // (rank, op)
+  std::vector<std::pair<int, uint32_t>> members;  // (rank, op); build_trace's in rank order
   // each member's bytes as its call logged them (parallel to members); nullopt where the call had none
   // (MPI_IN_PLACE, or a side significant only at the root)
   MemberBytes sent, received;

@@ -77,10 +77,10 @@ constexpr uint64_t kLatencyNs = 2000;  // one way, any size
 constexpr uint64_t kEagerLimit = 65536, kEagerHeaders = 56;
 constexpr double kJitter = 0.02;  // computation varies by +-2% (by --seed)
 
-enum class Pattern { Halo, Pipeline, Alltoall, Imbalance };
+enum class Pattern { Halo, Pipeline, Alltoall, Allreduce, Imbalance };
 
 // ---- call sites ----------------------------------------------------------------------------------------------
-enum Site : int { kInit, kIrecvLeft, kIrecvRight, kIsendRight, kIsendLeft, kWaitall, kRecv, kSend, kAlltoall, kFinalize, kSites };
+enum Site : int { kInit, kIrecvLeft, kIrecvRight, kIsendRight, kIsendLeft, kWaitall, kRecv, kSend, kAlltoall, kAllreduce, kFinalize, kSites };
 
 }  // namespace
 
@@ -90,6 +90,7 @@ void synth_halo(uint64_t* site);
 void synth_imbalance(uint64_t* site);
 void synth_pipeline(uint64_t* site);
 void synth_alltoall(uint64_t* site);
+void synth_allreduce(uint64_t* site);
 }
 
 namespace {
@@ -311,8 +312,8 @@ size_t Generator::block_iterations() const {
 }
 
 // Phase A. t[(r * B + (k - k0)) * 4 + j]: halo, imbalance: j = 0 start (enter of the first Irecv),
-// 1 exit of the Waitall; pipeline: 0, 1 Recv enter and exit, 2, 3 Send enter and exit; alltoall: 0, 1
-// the call's enter and exit.
+// 1 exit of the Waitall; pipeline: 0, 1 Recv enter and exit, 2, 3 Send enter and exit; alltoall and
+// allreduce: 0, 1 the call's enter and exit.
 void Generator::times(uint64_t k0, uint64_t k1, std::vector<uint64_t>& t) {
   const size_t B = block_iterations();
   t.resize(static_cast<size_t>(n_) * B * 4);
@@ -378,6 +379,21 @@ void Generator::times(uint64_t k0, uint64_t k1, std::vector<uint64_t>& t) {
         const uint64_t steps = static_cast<uint64_t>(n_ - 1);
         const uint64_t depth = n_ > 1 ? static_cast<uint64_t>(std::ceil(std::log2(n_))) : 0;
         const uint64_t cost = kPostNs + steps * (kGapNs + c_.bytes) + depth * kLatencyNs;
+        for (int r = 0; r < n_; r++) {
+          at(r, k, 0) = start[r];
+          at(r, k, 1) = free_[r] = last_in + cost + static_cast<uint64_t>(r % 8) * 50;
+        }
+        break;
+      }
+      case Pattern::Allreduce: {
+        uint64_t last_in = 0;
+        for (int r = 0; r < n_; r++) {
+          start[r] = free_[r] + compute_ns(r, k);
+          last_in = std::max(last_in, start[r]);
+        }
+        // recursive doubling: a log-depth of exchanges of the whole vector, each reduced on arrival
+        const uint64_t depth = n_ > 1 ? static_cast<uint64_t>(std::ceil(std::log2(n_))) : 0;
+        const uint64_t cost = kPostNs + depth * (kLatencyNs + kGapNs + 2 * c_.bytes);
         for (int r = 0; r < n_; r++) {
           at(r, k, 0) = start[r];
           at(r, k, 1) = free_[r] = last_in + cost + static_cast<uint64_t>(r % 8) * 50;
@@ -525,6 +541,13 @@ void Generator::encode(RankOut& r, Compressor& z, uint64_t k0, uint64_t k1, cons
         put(r, z, ev, kAlltoall);
         break;
       }
+      case Pattern::Allreduce: {
+        mpa_event ev = event(MPA_CALL_Allreduce, tk[0], tk[1]);
+        ev.mask = MPA_F_COMM | MPA_F_BYTES | MPA_F_BYTES2;
+        ev.comm = 1, ev.bytes = c_.bytes, ev.bytes2 = c_.bytes;  // the vector's bytes, sent and received
+        put(r, z, ev, kAllreduce);
+        break;
+      }
     }
   }
   if (!last) return;
@@ -552,6 +575,7 @@ void Generator::assign_sites(RankOut& r) const {
       if (r.rank < n_ - 1) order.push_back(kSend);
       break;
     case Pattern::Alltoall: order.push_back(kAlltoall); break;
+    case Pattern::Allreduce: order.push_back(kAllreduce); break;
   }
   order.push_back(kFinalize);
   for (size_t i = 0; i < order.size(); i++) r.site_id[order[i]] = static_cast<uint32_t>(i + 1);
@@ -695,6 +719,7 @@ int Generator::run() {
     case Pattern::Imbalance: synth_imbalance(site_addr_); break;
     case Pattern::Pipeline: synth_pipeline(site_addr_); break;
     case Pattern::Alltoall: synth_alltoall(site_addr_); break;
+    case Pattern::Allreduce: synth_allreduce(site_addr_); break;
   }
 
   // the job: its identity, when each rank entered and left MPI_Init
@@ -830,8 +855,9 @@ int main(int argc, char** argv) {
   std::string ranks, events, bytes = "8192", compute = "10", seed = "1", threads;
   app.add_option("--ranks", ranks, "ranks of the run (1 to 65536)")->type_name("N")->required();
   app.add_option("--events", events, "MPI calls per rank, about (MPI_Init and MPI_Finalize included)")->type_name("E")->required();
-  app.add_option("--pattern", c.pattern_name, "halo, pipeline, alltoall or imbalance")->type_name("NAME")->required();
-  app.add_option("--bytes", bytes, "bytes of each message (alltoall: for each peer); default 8192")->type_name("B");
+  app.add_option("--pattern", c.pattern_name, "halo, pipeline, alltoall, allreduce or imbalance")->type_name("NAME")->required();
+  app.add_option("--bytes", bytes, "bytes of each message (alltoall: for each peer; allreduce: the vector reduced); default 8192")
+      ->type_name("B");
   app.add_option("--compute-us", compute, "microseconds of computation in each iteration; default 10")->type_name("C");
   app.add_option("--seed", seed, "seed of the computation's variation (+-2%); default 1")->type_name("S");
   app.add_option("--threads", threads, "threads encoding and compressing; default the CPUs")->type_name("T");
@@ -851,11 +877,15 @@ int main(int argc, char** argv) {
     if (c.pattern_name == "halo") c.pattern = Pattern::Halo;
     else if (c.pattern_name == "pipeline") c.pattern = Pattern::Pipeline;
     else if (c.pattern_name == "alltoall") c.pattern = Pattern::Alltoall;
+    else if (c.pattern_name == "allreduce") c.pattern = Pattern::Allreduce;
     else if (c.pattern_name == "imbalance") c.pattern = Pattern::Imbalance;
-    else throw UsageError(fmt::format("--pattern: '{}' is not halo, pipeline, alltoall or imbalance", c.pattern_name));
+    else
+      throw UsageError(fmt::format("--pattern: '{}' is not halo, pipeline, alltoall, allreduce or imbalance", c.pattern_name));
     c.ranks = static_cast<int>(parse_count("--ranks", ranks, 1, kMaxRanks, false));
     if (c.pattern == Pattern::Pipeline && c.ranks < 2) throw UsageError("--ranks: a pipeline needs at least 2 ranks");
-    c.calls_per_iteration = c.pattern == Pattern::Alltoall ? 1 : c.pattern == Pattern::Pipeline ? 2 : 5;
+    c.calls_per_iteration = c.pattern == Pattern::Alltoall || c.pattern == Pattern::Allreduce ? 1
+                            : c.pattern == Pattern::Pipeline                                   ? 2
+                                                                                               : 5;
     c.events = parse_count("--events", events, 2 + static_cast<uint64_t>(c.calls_per_iteration), kMaxEvents, false);
     c.iterations = (c.events - 2) / static_cast<uint64_t>(c.calls_per_iteration);
     c.bytes = parse_count("--bytes", bytes, 0, kMaxBytes, true);
@@ -939,4 +969,13 @@ extern "C" SYNTH_SITE_ATTR void synth_alltoall(uint64_t* site) {
   site[kInit] = synth_here();      /* MPI_Init(&argc, &argv); */
   site[kAlltoall] = synth_here();  /* MPI_Alltoall(out, n, MPI_BYTE, in, n, MPI_BYTE, MPI_COMM_WORLD); */
   site[kFinalize] = synth_here();  /* MPI_Finalize(); */
+}
+
+#line 1 "/synthetic/synth_allreduce.c"
+/* synth_allreduce.c: each iteration computes, then sums n bytes of doubles over every rank (the dot
+ * products of a conjugate-gradient solver) */
+extern "C" SYNTH_SITE_ATTR void synth_allreduce(uint64_t* site) {
+  site[kInit] = synth_here();       /* MPI_Init(&argc, &argv); */
+  site[kAllreduce] = synth_here();  /* MPI_Allreduce(mine, sum, n / 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); */
+  site[kFinalize] = synth_here();   /* MPI_Finalize(); */
 }

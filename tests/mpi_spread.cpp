@@ -113,7 +113,7 @@ TEST_CASE("spread over processes, ranks parked for a rank whose log is missing a
 }
 
 TEST_CASE("spread over processes, a synthetic run of 24 ranks replays as serially", "[spread]") {
-  for (const std::string pattern : {"halo", "alltoall", "pipeline", "imbalance"}) {
+  for (const std::string pattern : {"halo", "alltoall", "allreduce", "pipeline", "imbalance"}) {
     const fs::path dir = fresh_dir("spread-" + pattern);
     const auto made = run_command(build_dir().string() + "/bin/mpiadvise-synth --ranks 24 --events 400 --pattern " +
                                   pattern + " --bytes 20000 -o " + dir.string());

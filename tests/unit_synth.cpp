@@ -245,6 +245,28 @@ TEST_CASE("synth alltoall: one complete MPI_Alltoall per iteration", "[synth]") 
   for (const auto& rank : r.ranks) CHECK(rank.predicted.collectives > 0);
 }
 
+TEST_CASE("synth allreduce: one complete MPI_Allreduce per iteration, every one replayed by its algorithm", "[synth]") {
+  // 6 ranks: not a power of two, so that the algorithms' extra steps for the ranks beyond one are walked
+  fs::path dir = generate("allreduce", 6, 300, "--bytes 64");
+  JobLog job(dir);
+  auto counts = read_all(job, 6, "allreduce");
+  for (auto n : counts) CHECK(n == 300);
+  Trace t = build_trace(job);
+  check_matching(t);
+  require_same_trace_on_any_threads(job);
+  REQUIRE(t.collectives.size() == 298);
+  for (const auto& c : t.collectives) {
+    CHECK(c.call == MPA_CALL_Allreduce);
+    CHECK(c.members.size() == 6);
+    CHECK(c.bytes == 64);
+    for (size_t i = 0; i < c.members.size(); i++) CHECK((c.sent[i] == 64 && c.received[i] == 64));
+  }
+  ReplayResult r = replay_of(job, t);
+  CHECK(r.collectives_by_algorithm == 298);  // the approximate among them
+  CHECK(r.collectives_closed_formula == 0);
+  for (const auto& rank : r.ranks) CHECK(rank.predicted.collectives > 0);
+}
+
 TEST_CASE("synth imbalance: rank r computes 1 + (r % 4) / 4 times as long as rank 0", "[synth]") {
   // long computations: the program's own time between its calls (100 ns each) is then negligible
   fs::path dir = generate("imbalance", 8, 500, "--compute-us 1000 --seed 7");
