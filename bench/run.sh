@@ -14,7 +14,9 @@
 #   (e) mpiadvise replay of mpiadvise-synth's logs (a halo of 64 ranks x BENCH_REPORT_EVENTS, default 20000
 #       calls each): the log to prediction path, reading and matching included, in calls per second and
 #       bytes per call; then mpiadvise report --format json of them with one thread and with every CPU, side
-#       by side: time, peak memory, bytes per call, and whether the two reports are the same.
+#       by side: time, peak memory, bytes per call, and whether the two reports are the same; then mpiadvise
+#       replay of an all-to-all of 16 ranks x BENCH_COLL_EVENTS (100000) and an allreduce of 8 bytes on 1024
+#       ranks x BENCH_COLL_LARGE_EVENTS (1000): collectives walked as their algorithms run them.
 #   (f) the replay spread over 2 MPI processes (mpirun -np 2, analyzer/replay_peers.hpp) against the replay
 #       alone, side by side: speed-up, rounds of exchange, memory per process, and whether the results are
 #       the same (bench/spread_bench.cpp); on the ring of (d) and on mpiadvise-synth's logs.
@@ -193,6 +195,24 @@ print("  %d threads / 1: %.2fx the speed, %.2fx the memory; the reports %s" %
       (cpus, one[0] / many[0], many[1] / one[1], "are the same" if one[2] == many[2] else "DIFFER"))
 PY
 rm -rf "$synth_dir"
+# collectives, which the replay walks step by step as the library's algorithm runs them: an all-to-all of 16
+# ranks of 8 KiB for each (240 messages a call) and an allreduce of 1024 ranks of 8 bytes (a dot product:
+# a recursive doubling's 10 rounds)
+echo "replay of synthetic collectives from their logs (mpiadvise replay: reading, matching, one simulation):"
+for coll in "alltoall 16 ${BENCH_COLL_EVENTS:-100000} 8192" "allreduce 1024 ${BENCH_COLL_LARGE_EVENTS:-1000} 8"; do
+  set -- $coll
+  "$build_abs/bin/mpiadvise-synth" --ranks "$2" --events "$3" --pattern "$1" --bytes "$4" -o "$synth_dir" >/dev/null
+  "$PYTHON" - "$build_abs/bin/mpiadvise" "$synth_dir" "$1" "$2" "$3" "$4" <<'PY'
+import resource, subprocess, sys, time
+mpiadvise, logs, pattern, ranks, events = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+t = time.monotonic()
+subprocess.run([mpiadvise, "replay", logs], capture_output=True, check=True)
+s, kib, calls = time.monotonic() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, ranks * events
+print("  %-9s %4d ranks x %6d calls of %5d bytes: %6.2f s   %5.2f M calls/s   %7.1f MiB peak   %6.1f bytes per call" %
+      (pattern, ranks, events, int(sys.argv[6]), s, calls / s / 1e6, kib / 1024, kib * 1024 / calls))
+PY
+  rm -rf "$synth_dir"
+done
 
 # ---- (f) the replay spread over 2 MPI processes against the replay alone (bench/spread_bench.cpp) ----
 # The ring of (d) (BENCH_SPREAD_EVENTS per rank, default 300000), then mpiadvise-synth's halo, pipeline and
