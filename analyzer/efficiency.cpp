@@ -93,6 +93,7 @@ void phases(const Trace& t, const ReplayOptions& o, const PhaseMarks& pm, const 
   }
   if (ranks == 0) return;
   e->phases_from = pm.source;
+  e->phases.reserve(n + 1);  // one a phase: a loop of collectives alone has a phase for every call
   e->iterations = pm.iterations;
   for (size_t k = 0; k <= n; k++) {
     Efficiency::Phase ph;

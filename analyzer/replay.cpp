@@ -1104,7 +1104,7 @@ class Simulation {
   }
 
   // A rank's place among an instance's members, or -1. build_trace joins the members in rank order, so
-  // a bisection finds it (asked at each of a member's steps, a search through them made an instance of
+  // a bisection finds it (asked each time a member resumes, a search through them made an instance of
   // P ranks cost P^2); where the members are in another order, the search through them.
   int member_pos(uint32_t c_id, int rank) const {
     const auto& m = t_.collectives[c_id].members;

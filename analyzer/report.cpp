@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -207,9 +208,12 @@ struct Builder {
       for (const auto& ph : e.phases) x.phases.push_back(phase(ph));
     x.phases_note = e.phases_note;
     if (e.phases_from != PhaseMarks::Source::Iterations || e.phases.size() != e.iterations + 2) return;
-    const std::vector<Efficiency::Phase> loop(e.phases.begin() + 1, e.phases.end() - 1);
+    // the loop's phases, in place (a copy was the report's peak on a loop of one collective call)
+    const std::span<const Efficiency::Phase> loop(e.phases.data() + 1, e.phases.size() - 2);
+    std::vector<double> v;
+    v.reserve(loop.size());
     auto median = [&](auto field) {
-      std::vector<double> v;
+      v.clear();
       for (const auto& ph : loop) v.push_back(ph.*field);
       std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
       return v[v.size() / 2];

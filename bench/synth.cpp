@@ -976,6 +976,6 @@ extern "C" SYNTH_SITE_ATTR void synth_alltoall(uint64_t* site) {
  * products of a conjugate-gradient solver) */
 extern "C" SYNTH_SITE_ATTR void synth_allreduce(uint64_t* site) {
   site[kInit] = synth_here();       /* MPI_Init(&argc, &argv); */
-  site[kAllreduce] = synth_here();  /* MPI_Allreduce(mine, sum, n / 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); */
+  site[kAllreduce] = synth_here();  /* MPI_Allreduce(mine, sum, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD): n bytes */
   site[kFinalize] = synth_here();   /* MPI_Finalize(); */
 }

@@ -246,7 +246,7 @@ TEST_CASE("synth alltoall: one complete MPI_Alltoall per iteration", "[synth]") 
 }
 
 TEST_CASE("synth allreduce: one complete MPI_Allreduce per iteration, every one replayed by its algorithm", "[synth]") {
-  // 6 ranks: not a power of two, so that the algorithms' extra steps for the ranks beyond one are walked
+  // 6 ranks: not a power of two, so that the algorithms' extra steps for the ranks beyond a power of two are walked
   fs::path dir = generate("allreduce", 6, 300, "--bytes 64");
   JobLog job(dir);
   auto counts = read_all(job, 6, "allreduce");
