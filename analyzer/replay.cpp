@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <span>
 #include <stdexcept>
 #include <type_traits>
 #include <unordered_map>
@@ -163,15 +164,14 @@ class Simulation {
       : t_(t), o_(o), model_(effective_params(o)), p_(model_.params()), resent_(p_) {
     info_.resize(t.messages.size());
     marks_.resize(t.ranks.size());
-    coll_arrive_.resize(t.collectives.size());
-    coll_done_.assign(t.collectives.size(), {});
+    first_member_.resize(t.collectives.size() + 1);
+    for (size_t c = 0; c < t.collectives.size(); c++) first_member_[c + 1] = first_member_[c] + t.collectives[c].members.size();
+    member_t_.assign(first_member_.back(), kUnknown);
     next_msg_waiter_.assign(t.ranks.size(), -1);
     waits_on_msg_.assign(t.ranks.size(), kNone);
-    waiting_coll_.resize(t.collectives.size());
     ranks_.resize(t.ranks.size());
     site_index_.resize(t.ranks.size());
     runs_.resize(t.collectives.size());
-    member_done_.resize(t.collectives.size());
     run_state_.assign(t.collectives.size(), RunState::Undecided);
     library_ = mpi_library(o.mpi_library.empty() ? o.params.library : o.mpi_library);
     if (ReplayPeers* peers = replay_peers(); peers && peers->size() > 1 && !t.ranks.empty()) {
@@ -457,9 +457,18 @@ class Simulation {
     msg_pool_.give(k);
     k = kFreedMsg;
   }
-  std::vector<std::vector<double>> coll_arrive_;
-  std::vector<std::vector<double>> coll_done_;
-  std::vector<std::vector<int>> waiting_coll_, waiting_rank_;
+  // By instance (first_member_: where its members start; the members of all in a row, 8 bytes each where
+  // six lists an instance took 120 bytes and more): when each member's part completed (an algorithm's,
+  // as its walk ends; the closed formula's, all at once when it times the instance), and before that, at
+  // an instance the closed formula times, when each arrived.
+  std::vector<uint64_t> first_member_;
+  std::vector<double> member_t_;
+  std::span<double> members_t(uint32_t c_id) {
+    return {member_t_.data() + first_member_[c_id], first_member_[c_id + 1] - first_member_[c_id]};
+  }
+  double member_t(uint32_t c_id, int pos) const { return member_t_[first_member_[c_id] + static_cast<size_t>(pos)]; }
+  std::unordered_map<uint32_t, std::vector<int>> waiting_coll_;  // by closed formula's instance: ranks waiting
+  std::vector<std::vector<int>> waiting_rank_;
   std::vector<int32_t> next_msg_waiter_;  // by rank: the next rank in its message's list
   std::vector<uint32_t> waits_on_msg_;    // by rank: the message whose list it is in, or kNone
   std::vector<Channel> channels_;
@@ -594,8 +603,8 @@ class Simulation {
         wake_msg(u.id);
         break;
       case PeerUpdate::CollArrived: {
-        if (!coll_done_[u.id].empty()) break;  // timed already: its arrivals are given back
-        auto& a = arrivals(u.id);
+        if (run_state_[u.id] == RunState::Timed) break;  // its arrivals are its members' completions now
+        const auto a = members_t(u.id);
         if (u.a >= a.size() || a[u.a] != kUnknown) break;
         a[u.a] = u.t;
         if (std::none_of(a.begin(), a.end(), [](double x) { return x == kUnknown; })) finish_collective(u.id);
@@ -1032,7 +1041,7 @@ class Simulation {
   //   Scan, Exscan: a linear chain
   void finish_collective(uint32_t c_id) {
     const CollectiveInstance& c = t_.collectives[c_id];
-    const auto& arrive = coll_arrive_[c_id];
+    const auto arrive = members_t(c_id);
     size_t P = c.members.size();
     double last = *std::max_element(arrive.begin(), arrive.end());
     auto msg = [&](uint64_t k) { return model_.communication(k, 0, 0, 1); };
@@ -1088,19 +1097,12 @@ class Simulation {
       default:  // Allgather(v), Alltoall(v,w)
         for (auto& d : done) d = last + (P - 1) * msg(k);
     }
-    coll_done_[c_id] = done;
-    std::vector<double>().swap(coll_arrive_[c_id]);
-    for (int r : waiting_coll_[c_id]) make_ready(r);
-    waiting_coll_[c_id].clear();
-  }
-
-  // The members' arrivals at an instance the closed formula times, made at the first (an algorithm's
-  // members walk their steps instead): an instance's P doubles held by the replay for only the instances
-  // that need them, and given back once it is timed (coll_done_ then set; each member arrives once).
-  std::vector<double>& arrivals(uint32_t c_id) {
-    auto& a = coll_arrive_[c_id];
-    if (a.empty()) a.assign(t_.collectives[c_id].members.size(), kUnknown);
-    return a;
+    std::copy(done.begin(), done.end(), arrive.begin());
+    run_state_[c_id] = RunState::Timed;
+    if (auto w = waiting_coll_.find(c_id); w != waiting_coll_.end()) {
+      for (int r : w->second) make_ready(r);
+      waiting_coll_.erase(w);
+    }
   }
 
   // A rank's place among an instance's members, or -1. build_trace joins the members in rank order, so
@@ -1122,7 +1124,9 @@ class Simulation {
       start_member(c_id, pos, rank, at);
       return;
     }
-    arrivals(c_id)[pos] = at;
+    if (run_state_[c_id] == RunState::Timed) return;  // (each member arrives once)
+    const auto a = members_t(c_id);
+    a[pos] = at;
     if (peers_) {
       PeerUpdate u;
       u.kind = PeerUpdate::CollArrived;
@@ -1131,7 +1135,6 @@ class Simulation {
       u.t = at;
       tell_members(c_id, u);
     }
-    const auto& a = coll_arrive_[c_id];
     if (std::none_of(a.begin(), a.end(), [](double x) { return x == kUnknown; })) finish_collective(c_id);
   }
 
@@ -1141,12 +1144,11 @@ class Simulation {
     int pos = member_pos(c_id, rank);
     if (pos < 0) return kUnknown;
     if (run_state_[c_id] == RunState::Algorithm) {
-      if (member_done_[c_id].empty()) member_done_[c_id].assign(t_.collectives[c_id].members.size(), kUnknown);
-      if (member_done_[c_id][pos] != kUnknown) return member_done_[c_id][pos];
-      return walk(c_id, pos, rank, now, false) == Walk::Done ? member_done_[c_id][pos] : kUnknown;
+      if (member_t(c_id, pos) != kUnknown) return member_t(c_id, pos);
+      return walk(c_id, pos, rank, now, false) == Walk::Done ? member_t(c_id, pos) : kUnknown;
     }
-    if (coll_done_[c_id].empty()) return kUnknown;
-    return coll_done_[c_id][pos];
+    if (run_state_[c_id] != RunState::Timed) return kUnknown;
+    return member_t(c_id, pos);
   }
 
   // A rank whose collective is not done yet: an algorithm's rank is parked on the message it waits for
@@ -1162,7 +1164,8 @@ class Simulation {
   // its own steps and parks where one needs a time another rank has not reached, as point-to-point calls
   // do. A non-blocking collective posts its first steps at the I- call and walks on at the call that
   // completes it: Open MPI (libnbc) and MPICH progress a schedule only inside MPI calls.
-  enum class RunState : uint8_t { Undecided, Algorithm, ClosedFormula };
+  // ClosedFormula: its members' arrivals are being gathered; Timed: the closed formula timed it
+  enum class RunState : uint8_t { Undecided, Algorithm, ClosedFormula, Timed };
   enum class Walk : uint8_t { Done, Parked, Posted };
   struct CollMsg {
     uint64_t bytes = 0;
@@ -1218,7 +1221,6 @@ class Simulation {
     return run;
   }
   std::vector<RunState> run_state_;
-  std::vector<std::vector<double>> member_done_;  // by instance and member: when its part completed
   std::vector<CollMsg> cmsg_;
   std::vector<uint32_t> cmsg_free_;
   struct CachedSchedule {
@@ -1615,7 +1617,7 @@ class Simulation {
   double posted_until(uint32_t c_id, int rank) const {
     int pos = member_pos(c_id, rank);
     if (pos < 0 || run_state_[c_id] != RunState::Algorithm) return kUnknown;
-    if (!member_done_[c_id].empty() && member_done_[c_id][pos] != kUnknown) return member_done_[c_id][pos];
+    if (member_t(c_id, pos) != kUnknown) return member_t(c_id, pos);
     return runs_[c_id] ? runs_[c_id]->members[runs_[c_id]->position[pos]].t : kUnknown;
   }
 
@@ -1710,8 +1712,7 @@ class Simulation {
         }
       }
     }
-    if (member_done_[c_id].empty()) member_done_[c_id].assign(t_.collectives[c_id].members.size(), kUnknown);
-    member_done_[c_id][member] = m.t;
+    members_t(c_id)[member] = m.t;
     if (--run.unfinished == 0) {  // every member done: its messages are free again
       for (uint32_t id : run.messages) cmsg_free_.push_back(id);
       if (free_runs_.size() < kFreeRuns) free_runs_.push_back(std::move(runs_[c_id]));
