@@ -89,8 +89,8 @@ namespace {
 // intervals took their times from the trace, 220 before the ranks' symbolizers shared the module files),
 // 128 for an alltoall of 16 ranks x 1e5 (167 before its instances held a member's bytes in 8 bytes where
 // optionals took 16, the reading's memberships took 48 bytes where they took 88 and the replays held
-// arrivals for the closed formula's instances alone; 191, 214, 220, 243, 258 before). Less than either:
-// only a run that cannot fit is refused.
+// arrivals for the closed formula's instances alone; 191, 214, 220, 243, 258 before; 127 now, its collectives
+// counted beside it: kBytesPerCollectiveCall). Less than either: only a run that cannot fit is refused.
 constexpr double kBytesPerCall = 62;
 // And for each replay run beside the first (analysis_threads): its state; mpiadvise report --format json
 // of a halo of 64 ranks x 2e4 calls peaked at 132 MiB with one thread and 146 MiB with two, 11-14
@@ -107,10 +107,8 @@ constexpr double kBytesPerCallPerThread = 4;
 // the parts' vectors, grown by doubling, were all held beside the trace's arrays: 38, 84 (98, 84), 580 and
 // 466 MiB (91 bytes a call beyond 24 MiB for 64 x 1e5); before the reading and the waits took less (kBytesPerCall), 44, 105 (113) and
 // 692 MiB for the first three. 24 MiB and 72 bytes a call are above each of them (bench/run.sh's line (g)
-// asks a run of 10^9 calls within 4 GiB). A run of collectives alone takes more: mpiadvise-synth's all-to-all
-// of 16 ranks x 1e5 calls needed 208 MiB (121 bytes a call beyond 24 MiB; 294 MiB before its instances and
-// memberships were packed, trace.hpp's MemberBytes), each call's member of its instance held beside its op;
-// such a run can pass this count and end in the one-line out-of-memory message instead.
+// asks a run of 10^9 calls within 4 GiB). A run of collectives takes more, each call's member of its
+// instance held beside its op: counted once the reading has counted them (kBytesPerCollectiveCall).
 constexpr double kAddressBytes = 24.0 * 1024 * 1024;
 constexpr double kAddressBytesPerCall = 72;
 // And each replay run beside the first: its malloc arena, which glibc reserves 64 MiB of address space for
@@ -118,6 +116,18 @@ constexpr double kAddressBytesPerCall = 72;
 // from run to run with where the threads' arenas are made, were 16 to 73 MiB above those of one (the 64 x 1e5
 // halo's 73, where 64 MiB and its 4 bytes a call count 88).
 constexpr double kAddressBytesPerThread = 64.0 * 1024 * 1024;
+// Collectives, once the reading has counted them: each call of a collective is a member of its instance
+// in the trace and in the replays' state, and each instance holds its own lists. Peaks of memory and of
+// address space (VmHWM, VmPeak) of mpiadvise report --format json --threads 1 on mpiadvise-synth's logs,
+// beside its halo of 64 x 16000 calls (77 MiB, 90 MiB): allreduce of 2 ranks x 5e5 calls 243 MiB, 261 MiB
+// (an instance to every two calls); allreduce of 64 x 16000 122, 136; of 1024 x 1000 164, 178; all-to-all of
+// 16 x 1e5 194, 212. What these figures count for each is below it: of memory, 62 + 40 + 260 / P bytes a
+// call for instances of P ranks, 221 MiB for the first (243 taken), 104 (122), 100 (164), 180 (194); of
+// address space, 24 MiB and 72 + 20 + 260 / P bytes a call, 236 MiB (247 were needed beside the 14 MiB the
+// program had taken), 118 (122), 114 (164), 189 (198). Each replay beside the first holds 8 bytes a call of
+// a collective more, not counted here.
+constexpr double kBytesPerCollectiveCall = 40, kBytesPerInstance = 260;
+constexpr double kAddressBytesPerCollectiveCall = 20, kAddressBytesPerInstance = 260;
 
 uint64_t meminfo_available() {
   std::ifstream in("/proc/meminfo");
@@ -166,15 +176,27 @@ Room room_left() {
 
 // What an analysis of `calls` MPI calls with `threads` replays at once needs, `here` processes of it on
 // this node (spread over processes, each holds the whole trace; those of a node share its memory, each
-// has its own address space).
+// has its own address space). Collectives, where the reading has counted them: the share of the calls
+// that are collectives' and of the instances they make.
 struct Need {
   double memory = 0, address = 0;
 };
+struct Collectives {
+  double calls = 0, instances = 0;  // a call's share
+};
 
-Need need_of(uint64_t calls, unsigned threads, int here) {
+// Bytes a call, and beyond them what each call of a collective and each instance adds.
+double bytes_per_call(const Collectives& k) {
+  return kBytesPerCall + k.calls * kBytesPerCollectiveCall + k.instances * kBytesPerInstance;
+}
+double address_per_call(const Collectives& k) {
+  return kAddressBytesPerCall + k.calls * kAddressBytesPerCollectiveCall + k.instances * kAddressBytesPerInstance;
+}
+
+Need need_of(uint64_t calls, unsigned threads, int here, const Collectives& k = {}) {
   const double c = static_cast<double>(calls), more = threads > 1 ? threads - 1 : 0;
-  return {(c * kBytesPerCall + more * c * kBytesPerCallPerThread) * here,
-          kAddressBytes + c * kAddressBytesPerCall + more * (kAddressBytesPerThread + c * kBytesPerCallPerThread)};
+  return {(c * bytes_per_call(k) + more * c * kBytesPerCallPerThread) * here,
+          kAddressBytes + c * address_per_call(k) + more * (kAddressBytesPerThread + c * kBytesPerCallPerThread)};
 }
 
 bool fits(const Need& n, const Room& r) {
@@ -237,10 +259,15 @@ std::string part_text(const std::optional<double>& from_s, const std::optional<d
   return "the whole run";
 }
 
-void check_memory(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
-  uint64_t calls = 0;
-  for (const auto& r : job.ranks())
-    calls += until_ns == UINT64_MAX && from_ns == 0 ? r->calls_estimate() : r->calls_estimate(until_ns, from_ns);
+namespace {
+
+// What the analysis may take, found before it reads the logs, and how many processes of it this node holds.
+struct MemoryRoom {
+  Room room;
+  int here = 1;
+};
+
+MemoryRoom memory_room() {
   Room room = room_left();
   int here = 1;  // processes of the analysis on this node
   if (ReplayPeers* peers = replay_peers(); peers && peers->size() > 1) {
@@ -257,14 +284,25 @@ void check_memory(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
       room.address = std::min(room.address, r.address);
     }
   }
+  return {room, here};
+}
+
+// The check against the room found before the reading: of the calls alone, and once the reading has
+// counted them, of the calls with their collectives (k).
+void check_room(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const MemoryRoom& at, const Collectives& k) {
+  const Room& room = at.room;
+  const int here = at.here;
   if (room.memory == UINT64_MAX && room.address == UINT64_MAX) return;
-  const Need need = need_of(calls, 1, here);
+  uint64_t calls = 0;
+  for (const auto& r : job.ranks())
+    calls += until_ns == UINT64_MAX && from_ns == 0 ? r->calls_estimate() : r->calls_estimate(until_ns, from_ns);
+  const Need need = need_of(calls, 1, here, k);
   // replays at once: as many as fit beside the analysis itself
   const unsigned threads = analysis_threads();
-  if (threads > 1 && calls > 0 && fits(need, room) && !fits(need_of(calls, threads, here), room)) {
+  if (threads > 1 && calls > 0 && fits(need, room) && !fits(need_of(calls, threads, here, k), room)) {
     unsigned n = threads - 1;
-    while (n > 1 && !fits(need_of(calls, n, here), room)) n--;
-    const Need all = need_of(calls, threads, here);
+    while (n > 1 && !fits(need_of(calls, n, here, k), room)) n--;
+    const Need all = need_of(calls, threads, here, k);
     const bool address = all.address > static_cast<double>(room.address);
     std::fprintf(stderr, "mpiadvise: %s: %u replays at once would need about %s where %s %s: %u at once\n",
                  job.dir().c_str(), threads, gib(address ? all.address : all.memory).c_str(),
@@ -288,11 +326,18 @@ void check_memory(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
     for (const auto& r : job.ranks()) end = std::max(end, r->last_chunk_ns());
     end = std::min(end, until_ns);
     const uint64_t begin = std::max(*start, from_ns);
-    // the longest part from `begin` whose calls, as the logs' chunks count them, fit: found by bisection
+    // the longest part from `begin` whose calls, as the logs' chunks count them, fit: found by bisection.
+    // With collectives, in 85% of the room: their figures are below what runs of 10^6 calls took, and a
+    // shorter run takes more a call (the part first said of an allreduce of 2 ranks x 2e5 calls under
+    // ulimit -v 100 MiB, counted at 86 MiB, needed 108 to 112)
+    Room part_room = room;
+    if (k.calls > 0)
+      for (uint64_t* r : {&part_room.memory, &part_room.address})
+        if (*r != UINT64_MAX) *r = static_cast<uint64_t>(static_cast<double>(*r) * 0.85);
     const auto part_fits = [&](uint64_t until) {
       uint64_t n = 0;
       for (const auto& r : job.ranks()) n += r->calls_estimate(until, from_ns);
-      return fits(need_of(n, 1, here), room);
+      return fits(need_of(n, 1, here, k), part_room);
     };
     uint64_t lo = begin, hi = std::max(begin, end);
     while (hi - lo > 1000) {  // to a microsecond
@@ -314,8 +359,9 @@ void check_memory(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
       part = fmt::format(", or analyse only about {:g} s of the run, whose analysis fits (--from {:.9g} --until {:.9g}), "
                          "a shorter part", fit_s, from_s, from_s + fit_s);
   }
-  const std::string rate = address ? fmt::format("{} and {:.0f} bytes a call", gib(kAddressBytes), kAddressBytesPerCall)
-                                   : fmt::format("{:.0f} bytes a call", kBytesPerCall);
+  std::string rate = address ? fmt::format("{} and {:.0f} bytes a call", gib(kAddressBytes), address_per_call(k))
+                             : fmt::format("{:.0f} bytes a call", bytes_per_call(k));
+  if (k.calls > 0) rate += fmt::format(", {:.0f}% of them calls of collectives", 100 * k.calls);
   throw MemoryError(fmt::format(
       "{}: the logs of {} ranks hold {} MPI calls{}, and their analysis needs about {}{} ({}{}) where {} {}; analyse "
       "them {}{}{}, or trace only the part of the run that matters (MPI_Pcontrol(0) pauses tracing, MPI_Pcontrol(1) "
@@ -330,6 +376,12 @@ void check_memory(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
       gib(left), address ? "is left under its limit (ulimit -v)" : "is available",
       address ? "under a higher limit" : "on a machine with that memory", here > 1 && !address ? " or with fewer processes on it" : "",
       part));
+}
+
+}  // namespace
+
+void check_memory(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
+  check_room(job, until_ns, from_ns, memory_room(), {});
 }
 
 // Spread over processes, every process must have read the same logs (a path that names other files on
@@ -374,8 +426,17 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
     if (part.until_s) until_ns = at(*part.until_s);
     if (part.from_s) from_ns = at(*part.from_s);
   }
-  check_memory(*a.job, until_ns, from_ns);
-  a.trace = build_trace(*a.job, until_ns, from_ns);
+  // the calls' need first, with the room there is before the reading; then, the reading done, the
+  // collectives' need beside it against the same room (a run of collectives alone needs twice a halo's
+  // bytes a call, and more where its instances have few members)
+  const MemoryRoom room = memory_room();
+  check_room(*a.job, until_ns, from_ns, room, {});
+  a.trace = build_trace(*a.job, until_ns, from_ns, [&](const ReadCounts& n) {
+    if (n.calls == 0 || n.collective_calls == 0) return;
+    const double calls = static_cast<double>(n.calls);
+    check_room(*a.job, until_ns, from_ns, room,
+               {static_cast<double>(n.collective_calls) / calls, static_cast<double>(n.instances) / calls});
+  });
   a.part = part;
   const auto& ranks = a.trace.ranks;
   if (part.from_s && std::all_of(ranks.begin(), ranks.end(), [](const RankTrace& r) { return r.ops.empty(); }))

@@ -69,7 +69,8 @@ struct Analysis {
 // this process may still take (the system's, its cgroup's, its address-space limit); where it fits but
 // not with analysis_threads() replays at once, lowers them to as many as fit, and says so on stderr.
 // until_ns, from_ns: only the calls entered before until_ns and at or after from_ns are to be analysed
-// (build_trace).
+// (build_trace). analyse() checks so before it reads the logs, and again once it has read them, where
+// they hold collectives, with these counted.
 void check_memory(const JobLog& job, uint64_t until_ns = UINT64_MAX, uint64_t from_ns = 0);
 // The memory the cgroups of this process still let it take (UINT64_MAX: none limits it): of its cgroup
 // and each above it (under cgroup v2, or v1's memory controller, as self lists them: /proc/self/cgroup)

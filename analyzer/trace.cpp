@@ -854,7 +854,7 @@ std::optional<uint64_t> run_start_ns(const JobLog& job) {
   return start;
 }
 
-Trace build_trace(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
+Trace build_trace(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const std::function<void(const ReadCounts&)>& after_read) {
   Trace t;
   t.cut_ns = until_ns;
   t.from_ns = from_ns;
@@ -874,6 +874,26 @@ Trace build_trace(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
     parts[i].fit();
     give_back.made(parts[i].bytes());
   });
+  if (after_read) {
+    ReadCounts n;
+    std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> seqs;  // by communicator: its collectives' span
+    for (size_t i = 0; i < parts.size(); i++) {
+      n.calls += t.ranks[ranks[i]].calls;
+      n.collective_calls += parts[i].colls.size();
+      std::vector<std::pair<uint32_t, uint32_t>> span(parts[i].comms.size(), {UINT32_MAX, 0});  // by the part's communicator
+      for (size_t k = 0; k < parts[i].colls.size(); k++) {
+        const RankPart::Membership& m = parts[i].colls[k];
+        span[m.comm] = {std::min(span[m.comm].first, m.seq), std::max(span[m.comm].second, m.seq)};
+      }
+      for (size_t c = 0; c < span.size(); c++) {
+        if (span[c].first == UINT32_MAX) continue;
+        auto [it, fresh] = seqs.try_emplace(parts[i].comms[c]->gid, span[c]);
+        if (!fresh) it->second = {std::min(it->second.first, span[c].first), std::max(it->second.second, span[c].second)};
+      }
+    }
+    for (const auto& [gid, span] : seqs) n.instances += uint64_t{span.second} - span.first + 1;
+    after_read(n);
+  }
   Builder b(t, give_back);
   b.join(parts, ranks);
   b.match();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -327,7 +328,15 @@ std::vector<uint32_t> done_ops(const Trace& t, Link::Kind side);
 // calls entered at or after it, as if every rank had started there: the calls before are read and counted,
 // not held (a channel's sends and receives, each communicator's collectives), so that the part's messages
 // pair as they did in the whole run, and one whose other side is before the part has lost that side.
-Trace build_trace(const JobLog& job, uint64_t until_ns = UINT64_MAX, uint64_t from_ns = 0);
+// after_read: told what the ranks read hold before they join (where a check of the memory the rest needs
+// may refuse them, by throwing).
+struct ReadCounts {
+  uint64_t calls = 0;             // the MPI calls read (RankTrace::calls)
+  uint64_t collective_calls = 0;  // of them, calls of collectives: each a member of an instance
+  uint64_t instances = 0;         // the collective instances they make, about (each communicator's span of them)
+};
+Trace build_trace(const JobLog& job, uint64_t until_ns = UINT64_MAX, uint64_t from_ns = 0,
+                  const std::function<void(const ReadCounts&)>& after_read = {});
 // Where a run starts: MPI_Init's return (the first call's entry without one) on the lowest rank whose log
 // has an event, rank 0 in a whole run; ns on rank 0's clock; nullopt without any event. --until counts from there.
 std::optional<uint64_t> run_start_ns(const JobLog& job);

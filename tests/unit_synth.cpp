@@ -399,6 +399,40 @@ TEST_CASE("report says, in one line, when the logs cannot be analysed in the mem
   CHECK(second.out.find("(--from") != std::string::npos);  // --until beyond the run's end cuts nothing
 }
 
+TEST_CASE("report says, in one line, when a run of collectives cannot be analysed in the memory there is, once its "
+          "logs are read", "[synth]") {
+#ifdef MPA_TEST_ASAN
+  WARN("not run under AddressSanitizer: its shadow memory needs more address space than ulimit -v leaves");
+  return;
+#endif
+  // 2 ranks x 2e5 calls of MPI_Allreduce: an instance to every two calls. Counted as calls alone before
+  // the reading (24 MiB + 400000 x 72 B = 51 MiB) they fit in the 88 MiB ulimit -v 100 MiB leaves; read,
+  // the collectives count too: 24 MiB + 400000 x (72 + 20 for a collective's call + 260 / 2 for an
+  // instance of 2 ranks) = 109 MiB, which does not (the analysis needs about 110 MiB and more: without
+  // this count it ran out of memory partway)
+  fs::path dir = generate("allreduce", 2, 200000, "--bytes 8");
+  const auto under_limit = [&](const std::string& args) {
+    return run_command(fmt::format("ulimit -v 102400; '{}' report --threads 1 {} '{}'", mpiadvise_cmd(), args, dir.string()));
+  };
+  auto r = under_limit("");
+  INFO(r.err);
+  CHECK(r.status == 2);
+  CHECK(r.out.empty());
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find("out of memory") == std::string::npos);
+  CHECK(r.err.find("bad_alloc") == std::string::npos);
+  CHECK(r.err.find("hold 400000 MPI calls") != std::string::npos);
+  CHECK(r.err.find("needs about 109 MiB of address space (24 MiB and 222 bytes a call, 100% of them calls of "
+                   "collectives)") != std::string::npos);
+  // the part it names is analysed under the same limit
+  std::smatch m;
+  REQUIRE(std::regex_search(r.err, m, std::regex(R"(\(--until ([0-9.e+-]+)\))")));
+  auto part = under_limit("--until " + m[1].str());
+  INFO(part.err);
+  CHECK(part.status <= 1);
+  CHECK(part.out.find("(--until)") != std::string::npos);
+}
+
 // Under a batch system the limit is the job's cgroup's (SLURM's task/cgroup, a container's), and not at
 // the top of /sys/fs/cgroup: the check reads /proc/self/cgroup and takes the least room left of the
 // process's cgroup and each above it, its use without the inactive files (the logs just read sit in page
