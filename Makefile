@@ -26,6 +26,11 @@ ifneq ($(WERROR),)
 WARN_C    += -Werror
 WARN_CXX  += -Werror
 endif
+# The analyzer's code aligned: the replay's speed swung by a third with where its hot loops and branches
+# fell, from one build to the next of code the replay of point-to-point calls does not run (make bench
+# (d), the simulation of a ring: 14 to 19 M events/s without, 19.3 to 21.3 with, over three versions of
+# analyzer/replay.cpp). clang has no -falign-jumps.
+ALIGN_CXX := -falign-functions=64 -falign-loops=32 $(if $(findstring clang,$(notdir $(CXX))),,-falign-jumps=32)
 ifneq ($(SANITIZE),)
 SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 SAN_LDFLAGS := $(SAN_FLAGS)
@@ -156,7 +161,7 @@ $(BUILD)/obj/analyzer/codec.o: libtrace/codec.c libtrace/codec.h libtrace/format
 
 $(BUILD)/obj/analyzer/%.o: analyzer/%.cpp $(wildcard analyzer/*.hpp) libtrace/format.h libtrace/codec.h $(BUILD)/gen/call_ids.h
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++20 $(CXXFLAGS) $(SAN_FLAGS) $(WARN_CXX) $(CXX_INC) -DMPIADVISE_PREFIX='"$(PREFIX)"' -c $< -o $@
+	$(CXX) -std=c++20 $(CXXFLAGS) $(ALIGN_CXX) $(SAN_FLAGS) $(WARN_CXX) $(CXX_INC) -DMPIADVISE_PREFIX='"$(PREFIX)"' -c $< -o $@
 
 $(ANALYZER_LIB): $(ANALYZER_OBJ)
 	@mkdir -p $(dir $@)
