@@ -117,17 +117,19 @@ constexpr double kAddressBytesPerCall = 72;
 // halo's 73, where 64 MiB and its 4 bytes a call count 88).
 constexpr double kAddressBytesPerThread = 64.0 * 1024 * 1024;
 // Collectives, once the reading has counted them: each call of a collective is a member of its instance
-// in the trace and in the replays' state, and each instance holds its own lists. Peaks of memory and of
-// address space (VmHWM, VmPeak) of mpiadvise report --format json --threads 1 on mpiadvise-synth's logs,
-// beside its halo of 64 x 16000 calls (77 MiB, 90 MiB): allreduce of 2 ranks x 5e5 calls 243 MiB, 261 MiB
-// (an instance to every two calls); allreduce of 64 x 16000 122, 136; of 1024 x 1000 164, 178; all-to-all of
-// 16 x 1e5 194, 212. What these figures count for each is below it: of memory, 62 + 40 + 260 / P bytes a
-// call for instances of P ranks, 221 MiB for the first (243 taken), 104 (122), 100 (164), 180 (194); of
-// address space, 24 MiB and 72 + 20 + 260 / P bytes a call, 236 MiB (247 were needed beside the 14 MiB the
-// program had taken), 118 (122), 114 (164), 189 (198). Each replay beside the first holds 8 bytes a call of
-// a collective more, not counted here.
-constexpr double kBytesPerCollectiveCall = 40, kBytesPerInstance = 260;
-constexpr double kAddressBytesPerCollectiveCall = 20, kAddressBytesPerInstance = 260;
+// in the trace (24 bytes) and in the replays' state, and each instance has a record of its own (24 bytes in
+// the trace, and the replays'). Peaks of memory and of address space (VmHWM, VmPeak) of mpiadvise report
+// --format json --threads 1 on mpiadvise-synth's logs, beside its halo of 64 x 16000 calls (77 MiB, 90
+// MiB): allreduce of 2 ranks x 5e5 calls 172 MiB, 189 MiB (an instance to every two calls; 243 and 261
+// while an instance held three vectors of its own, trace.hpp's CollectiveList); allreduce of 64 x 16000
+// 120, 134; of 1024 x 1000 164, 179; all-to-all of 16 x 1e5 179, 196. What these figures count for each is
+// below it: of memory, 62 + 40 + 120 / P bytes a call for instances of P ranks, 155 MiB for the first (172
+// taken), 101 (120), 100 (164), 167 (179); of address space, 24 MiB and 72 + 20 + 120 / P bytes a call,
+// 169 MiB (the least ulimit -v it ran under left 171 to 174 beside the 14 MiB the program had taken), 116
+// (120), 114 (165), 176 (182). Each replay beside the first holds 8 bytes a call of a collective more, not
+// counted here.
+constexpr double kBytesPerCollectiveCall = 40, kBytesPerInstance = 120;
+constexpr double kAddressBytesPerCollectiveCall = 20, kAddressBytesPerInstance = 120;
 
 uint64_t meminfo_available() {
   std::ifstream in("/proc/meminfo");

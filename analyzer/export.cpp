@@ -342,7 +342,7 @@ class Otf2Writer {
           check(OTF2_EvtWriter_MpiRecv(w, nullptr, exit, *from, m.comm + comm_offset, static_cast<uint32_t>(m.tag), m.bytes),
                 "an MpiRecv record");
       } else if ((l.kind == Link::PostColl && op.kind == OpKind::Collective) || l.kind == Link::DoneColl) {
-        const CollectiveInstance& c = t_.collectives[l.id];
+        const CollectiveInstance c = t_.collectives[l.id];
         if (c.comm == kNone || c.comm >= t_.comms.size()) continue;
         uint64_t sent = 0, received = 0;
         for (size_t p = 0; p < c.members.size(); p++)

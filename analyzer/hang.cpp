@@ -49,7 +49,7 @@ void waits_of(const Trace& t, const Completions& done, int r, const Op& op, Hang
       case Link::PostColl:
       case Link::DoneColl: {
         // the members of its communicator that never entered this collective
-        const CollectiveInstance& c = t.collectives[links[l].id];
+        const CollectiveInstance c = t.collectives[links[l].id];
         std::set<int> in;
         for (const auto& [m, o] : c.members) in.insert(m);
         for (int m : t.comms[c.comm].members)

@@ -165,7 +165,7 @@ class Simulation {
     info_.resize(t.messages.size());
     marks_.resize(t.ranks.size());
     first_member_.resize(t.collectives.size() + 1);
-    for (size_t c = 0; c < t.collectives.size(); c++) first_member_[c + 1] = first_member_[c] + t.collectives[c].members.size();
+    for (size_t c = 0; c < t.collectives.size(); c++) first_member_[c + 1] = first_member_[c] + t.collectives.members_of(c);
     member_t_.assign(first_member_.back(), kUnknown);
     next_msg_waiter_.assign(t.ranks.size(), -1);
     waits_on_msg_.assign(t.ranks.size(), kNone);
@@ -544,7 +544,7 @@ class Simulation {
   bool round_full() const { return outgoing_ >= kRoundUpdates; }
   // the other processes owning members of the instance's communicator
   const std::vector<int>& coll_owners(uint32_t c_id) {
-    const uint32_t comm = t_.collectives[c_id].comm;
+    const uint32_t comm = t_.collectives.comm(c_id);
     auto& owners = comm_owners_[comm];
     if (owners.empty()) {
       std::vector<char> seen(static_cast<size_t>(peers_->size()), 0);
@@ -556,7 +556,7 @@ class Simulation {
       };
       for (int r : t_.comms[comm].members) add_rank(r);
       for (int r : t_.comms[comm].remote) add_rank(r);
-      for (const auto& m : t_.collectives[c_id].members) add_rank(m.first);
+      for (const auto& m : t_.collectives.members(c_id)) add_rank(m.first);
       if (owners.empty()) owners.push_back(-1);  // none: computed once
     }
     return owners;
@@ -570,7 +570,7 @@ class Simulation {
   }
   // Whether this process counts the instance in the result's figures (each instance once over processes:
   // where its first member is).
-  bool counts_here(uint32_t c_id) const { return mine(t_.collectives[c_id].members.front().first); }
+  bool counts_here(uint32_t c_id) const { return mine(t_.collectives.members(c_id).front().first); }
 
   // One round: returns whether any process told another anything (then ranks may have been woken here).
   bool exchange() {
@@ -1040,7 +1040,7 @@ class Simulation {
   //   Allgather(v), Alltoall(v,w): P-1 pairwise rounds; Reduce_scatter: reduce then scatter
   //   Scan, Exscan: a linear chain
   void finish_collective(uint32_t c_id) {
-    const CollectiveInstance& c = t_.collectives[c_id];
+    const CollectiveInstance c = t_.collectives[c_id];
     const auto arrive = members_t(c_id);
     size_t P = c.members.size();
     double last = *std::max_element(arrive.begin(), arrive.end());
@@ -1109,7 +1109,7 @@ class Simulation {
   // a bisection finds it (asked each time a member resumes, a search through them made an instance of
   // P ranks cost P^2); where the members are in another order, the search through them.
   int member_pos(uint32_t c_id, int rank) const {
-    const auto& m = t_.collectives[c_id].members;
+    const auto m = t_.collectives.members(c_id);
     const auto it = std::lower_bound(m.begin(), m.end(), rank, [](const auto& a, int r) { return a.first < r; });
     if (it != m.end() && it->first == rank) return static_cast<int>(it - m.begin());
     for (size_t i = 0; i < m.size(); i++)
@@ -1283,7 +1283,7 @@ class Simulation {
   // Decides once per instance whether its algorithm can be followed, and sets up its messages.
   bool by_algorithm(uint32_t c_id) {
     if (run_state_[c_id] == RunState::Undecided) {
-      const CollectiveInstance& c = t_.collectives[c_id];
+      const CollectiveInstance c = t_.collectives[c_id];
       const Op& first = t_.op(c.members.front().first, c.members.front().second);
       std::string approximation, why_not = "no algorithm to follow";
       std::vector<int> positions;
@@ -1319,13 +1319,13 @@ class Simulation {
   std::shared_ptr<const CollSchedule> schedule_of(uint32_t c_id, bool split, std::string* approximation,
                                                   std::vector<int>* positions, std::string* why_not) {
     if (library_ == MpiLibrary::Other) return nullptr;
-    const uint32_t comm = t_.collectives[c_id].comm;
+    const uint32_t comm = t_.collectives.comm(c_id);
     if (layouts_.size() <= comm) layouts_.resize(comm + 1);
     if (!layouts_[comm]) layouts_[comm] = std::make_unique<const CommLayout>(comm_layout(t_, comm));
     auto logged = logged_collective(t_, c_id, library_, layouts_[comm].get());
     if (!logged) return nullptr;
     *positions = logged->member_position;
-    uint32_t& node_calls = node_calls_[t_.collectives[c_id].comm];
+    uint32_t& node_calls = node_calls_[t_.collectives.comm(c_id)];
     // calls past the threshold all run alike: one schedule in the cache for them
     constexpr uint32_t kPast = CollectiveCall::kNodeCallsFallingBack;
     logged->call.node_calls_before = node_calls < kPast ? node_calls : UINT32_MAX;
@@ -1416,7 +1416,7 @@ class Simulation {
 
   // a position's flag of a stream on the instance's communicator
   FlagLine& flag(uint32_t c_id, uint8_t stream, int pos) {
-    const uint64_t key = (uint64_t{t_.collectives[c_id].comm} << 24) | (uint64_t{stream} << 23) | static_cast<uint64_t>(pos);
+    const uint64_t key = (uint64_t{t_.collectives.comm(c_id)} << 24) | (uint64_t{stream} << 23) | static_cast<uint64_t>(pos);
     return flags_[key];
   }
 
@@ -1509,7 +1509,7 @@ class Simulation {
     run->step_msg.resize(n);
     run->members.resize(n);
     run->rank_at.assign(n, -1);
-    const auto& members = t_.collectives[c_id].members;
+    const auto members = t_.collectives.members(c_id);
     for (size_t i = 0; i < run->position.size() && i < members.size(); i++)
       if (run->position[i] >= 0 && static_cast<size_t>(run->position[i]) < n) run->rank_at[run->position[i]] = members[i].first;
     // the members this process walks: the run is freed when they are done
@@ -1610,7 +1610,7 @@ class Simulation {
   void start_member(uint32_t c_id, int pos, int rank, double at) {
     CollRun& run = *runs_[c_id];
     run.members[run.position[pos]].t = at;
-    if (t_.collectives[c_id].call >= MPA_CALL_Ibarrier) walk(c_id, pos, rank, at, true);
+    if (t_.collectives.call(c_id) >= MPA_CALL_Ibarrier) walk(c_id, pos, rank, at, true);
   }
 
   // when a non-blocking collective's I- call returns: after posting its first steps

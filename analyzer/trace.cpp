@@ -604,41 +604,37 @@ struct Builder {
     for (size_t p = 0; p < parts.size(); p++)
       for (const RankPart::Membership& m : parts[p].colls)
         first_seq[at[p].comm[m.comm]] = std::min(first_seq[at[p].comm[m.comm]], m.seq);
+    // the instances, and how many members each has; then each member in its place
+    std::vector<uint32_t> n_members;
     for (size_t p = 0; p < parts.size(); p++) {
-      RankPart& part = parts[p];
       Place& place = at[p];
-      auto vcounts = part.vcounts.begin();
-      for (uint32_t k = 0; k < part.colls.size(); k++) {
-        const RankPart::Membership& m = part.colls[k];
+      place.instance.reserve(parts[p].colls.size());
+      for (const RankPart::Membership& m : parts[p].colls) {
         const uint32_t comm = place.comm[m.comm], seq = m.seq - first_seq[comm];
         if (coll_index.size() <= comm) coll_index.resize(comm + 1);
         std::vector<uint32_t>& seqs = coll_index[comm];
         if (seqs.size() <= seq) seqs.resize(seq + 1, kNone);
         uint32_t& id = seqs[seq];
         if (id == kNone) {
-          id = static_cast<uint32_t>(t.collectives.size());
-          CollectiveInstance c;
-          c.call = m.call;
-          c.comm = comm;
-          // room for every member at once: most instances have all their communicator's ranks
-          const size_t members = t.comms[comm].members.size() + t.comms[comm].remote.size();
-          c.members.reserve(members);
-          c.sent.reserve(members);
-          c.received.reserve(members);
-          t.collectives.push_back(std::move(c));
+          id = t.collectives.add(m.call, comm);
+          n_members.push_back(0);
         }
-        CollectiveInstance& c = t.collectives[id];
-        if (m.root >= 0) c.root = m.root;
-        c.bytes = std::max(c.bytes, m.bytes);
-        c.members.emplace_back(ranks[p], m.op);
-        c.sent.push_held(m.sent);
-        c.received.push_held(m.received);
-        const bool counted = vcounts != part.vcounts.end() && vcounts->first == k;
-        if (counted || !c.each.empty()) {
-          c.each.resize(c.members.size());
-          if (counted) c.each.back() = std::move((vcounts++)->second);
-        }
+        t.collectives.note(id, m.root, m.bytes);
+        n_members[id]++;
         place.instance.push_back(id);
+      }
+    }
+    t.collectives.layout(n_members);
+    std::fill(n_members.begin(), n_members.end(), 0);  // now: the members in place
+    for (size_t p = 0; p < parts.size(); p++) {
+      RankPart& part = parts[p];
+      Place& place = at[p];
+      auto vcounts = part.vcounts.begin();
+      for (uint32_t k = 0; k < part.colls.size(); k++) {
+        const RankPart::Membership& m = part.colls[k];
+        const uint32_t id = place.instance[k], member = n_members[id]++;
+        t.collectives.set_member(id, member, ranks[p], m.op, m.sent, m.received);
+        if (vcounts != part.vcounts.end() && vcounts->first == k) t.collectives.set_each(id, member, std::move((vcounts++)->second));
       }
       give_back.made(part.colls_bytes());
       part.colls.release();
@@ -1018,6 +1014,39 @@ std::vector<uint32_t> done_ops(const Trace& t, Link::Kind side) {
       }
     }
   return done;
+}
+
+void CollectiveList::push_back(const NewCollective& c) {
+  if (members_.size() + c.members.size() > UINT32_MAX)
+    throw std::length_error(fmt::format("{} members of collectives: more than a trace can number", members_.size() + c.members.size()));
+  const uint32_t id = add(c.call, c.comm);
+  head_[id].root = c.root;
+  head_[id].bytes = c.bytes;
+  head_[id].first = static_cast<uint32_t>(members_.size());
+  for (size_t k = 0; k < c.members.size(); k++) {
+    members_.push_back(c.members[k]);
+    sent_.push_back(k < c.sent.size() ? MemberBytes::held(c.sent[k]) : MemberBytes::kNoBytes);
+    received_.push_back(k < c.received.size() ? MemberBytes::held(c.received[k]) : MemberBytes::kNoBytes);
+  }
+  if (!c.each.empty()) {
+    auto& e = each_[id];
+    e = c.each;
+    e.resize(c.members.size());
+    head_[id].counted = true;
+  }
+}
+
+void CollectiveList::layout(const std::vector<uint32_t>& members) {
+  uint64_t n = 0;
+  for (size_t c = 0; c < head_.size(); c++) {
+    head_[c].first = static_cast<uint32_t>(n);
+    head_[c].padded = members[c] >= kPadFrom;
+    n += members[c] + head_[c].padded;
+    if (n > UINT32_MAX) throw std::length_error(fmt::format("{} members of collectives: more than a trace can number", n));
+  }
+  members_.assign(n, {-1, kNone});
+  sent_.assign(n, MemberBytes::kNoBytes);
+  received_.assign(n, MemberBytes::kNoBytes);
 }
 
 SiteKey Trace::site(int rank, uint32_t callsite) const {

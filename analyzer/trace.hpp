@@ -6,8 +6,11 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <map>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -188,8 +191,8 @@ struct Message {
 static_assert(sizeof(Message) == 32);
 
 // Each member's bytes of a collective as its call logged them, or none (MPI_IN_PLACE, or a side significant
-// only at the root): 8 bytes a member where a vector of optionals takes 16. An all-to-all trace's instances
-// hold one of each side for every call, most of their size. 2^64 - 1 (kNoBytes) stands for none: a logged
+// only at the root): 8 bytes a member where a vector of optionals takes 16, as a new instance gives them
+// (NewCollective) and the trace holds them (CollectiveList). 2^64 - 1 (kNoBytes) stands for none: a logged
 // count of 2^64 - 1 bytes, which no buffer holds, is kept as 2^64 - 2.
 class MemberBytes {
  public:
@@ -214,18 +217,163 @@ class MemberBytes {
   std::vector<uint64_t> v_;
 };
 
+// A member's bytes of a collective as the trace holds them: a view of MemberBytes' held values, one per member.
+class HeldBytes {
+ public:
+  HeldBytes() = default;
+  HeldBytes(const uint64_t* v, uint32_t n) : v_(v), n_(n) {}
+  std::optional<uint64_t> operator[](size_t i) const {
+    return v_[i] == MemberBytes::kNoBytes ? std::nullopt : std::optional(v_[i]);
+  }
+  size_t size() const { return n_; }
+  bool operator==(const HeldBytes& o) const { return std::equal(v_, v_ + n_, o.v_, o.v_ + o.n_); }
+
+ private:
+  const uint64_t* v_ = nullptr;
+  uint32_t n_ = 0;
+};
+
+// A collective instance of the trace, read by value while the trace is (Trace::collectives[c]): what its
+// members' calls said, and each member, world rank and op, build_trace's in rank order.
 struct CollectiveInstance {
   uint32_t call = 0;
   uint32_t comm = 0;
-  int root = -1;                      // world rank, or -1
-  uint64_t bytes = 0;                 // largest per-rank send bytes
-  std::vector<std::pair<int, uint32_t>> members;  // (rank, op); build_trace's in rank order
+  int root = -1;     // world rank, or -1
+  uint64_t bytes = 0;  // largest per-rank send bytes
+  std::span<const std::pair<int, uint32_t>> members;  // (rank, op)
   // each member's bytes as its call logged them (parallel to members); nullopt where the call had none
   // (MPI_IN_PLACE, or a side significant only at the root)
-  MemberBytes sent, received;
+  HeldBytes sent, received;
   // each member's bytes for every rank of the communicator (MPA_F_VCOUNTS, log format 3: what a
   // v-collective's counts arrays said), parallel to members once any member has them; empty otherwise
+  std::span<const std::vector<uint64_t>> each;
+  // the same instance: its fields and what the spans hold
+  bool operator==(const CollectiveInstance& o) const {
+    return std::tie(call, comm, root, bytes, sent, received) == std::tie(o.call, o.comm, o.root, o.bytes, o.sent, o.received) &&
+           std::ranges::equal(members, o.members) && std::ranges::equal(each, o.each);
+  }
+};
+
+// An instance as a trace is given one (CollectiveList::push_back): the tests' hand-made traces'.
+struct NewCollective {
+  uint32_t call = 0;
+  uint32_t comm = 0;
+  int root = -1;
+  uint64_t bytes = 0;
+  std::vector<std::pair<int, uint32_t>> members;
+  MemberBytes sent, received;  // shorter than members: none for the rest
   std::vector<std::vector<uint64_t>> each;
+};
+
+// The trace's collective instances, packed: 24 bytes an instance and 24 a member (rank and op, the bytes
+// sent and received) in four arrays, where an instance of its own with three vectors took 120 bytes and
+// three heap blocks (216 bytes an instance of 2 ranks, the bulk of an allreduce-heavy run of 2 ranks).
+// The v-collectives' counts arrays, rare, are held apart by instance.
+class CollectiveList {
+ public:
+  size_t size() const { return head_.size(); }
+  bool empty() const { return head_.empty(); }
+  CollectiveInstance operator[](size_t c) const {
+    const Head& h = head_[c];
+    const uint32_t n = members_of(c);
+    CollectiveInstance i;
+    i.call = h.call;
+    i.comm = h.comm;
+    i.root = h.root;
+    i.bytes = h.bytes;
+    i.members = {members_.data() + h.first, n};
+    i.sent = {sent_.data() + h.first, n};
+    i.received = {received_.data() + h.first, n};
+    if (h.counted) {
+      const auto& e = each_.at(static_cast<uint32_t>(c));
+      i.each = {e.data(), e.size()};
+    }
+    return i;
+  }
+  CollectiveInstance at(size_t c) const {
+    if (c >= size()) throw std::out_of_range("collective instance " + std::to_string(c) + " of " + std::to_string(size()));
+    return (*this)[c];
+  }
+  // parts of one, for the replay's inner loops
+  std::span<const std::pair<int, uint32_t>> members(size_t c) const { return {members_.data() + head_[c].first, members_of(c)}; }
+  uint32_t comm(size_t c) const { return head_[c].comm; }
+  uint32_t call(size_t c) const { return head_[c].call; }
+  uint32_t members_of(size_t c) const {
+    return (c + 1 < head_.size() ? head_[c + 1].first : static_cast<uint32_t>(members_.size())) - head_[c].first -
+           head_[c].padded;
+  }
+  void push_back(const NewCollective& c);
+  void clear() { *this = CollectiveList(); }
+
+  class iterator {
+   public:
+    using value_type = CollectiveInstance;
+    using reference = CollectiveInstance;
+    using pointer = void;
+    using difference_type = std::ptrdiff_t;
+    using iterator_category = std::input_iterator_tag;
+    iterator(const CollectiveList* l, size_t i) : l_(l), i_(i) {}
+    CollectiveInstance operator*() const { return (*l_)[i_]; }
+    iterator& operator++() { return ++i_, *this; }
+    iterator operator++(int) { return iterator(l_, i_++); }
+    bool operator==(const iterator& o) const { return i_ == o.i_; }
+
+   private:
+    const CollectiveList* l_;
+    size_t i_;
+  };
+  iterator begin() const { return {this, 0}; }
+  iterator end() const { return {this, size()}; }
+
+  // build_trace's, in two passes over the ranks' memberships: the instances, then each instance's number
+  // of members (layout), then every member in its place (set_member: k of the instance's) and its counts
+  uint32_t add(uint32_t call, uint32_t comm) {
+    head_.push_back(Head{0, comm, -1, 0, static_cast<uint16_t>(call), false, false});
+    return static_cast<uint32_t>(head_.size() - 1);
+  }
+  void note(uint32_t c, int root, uint64_t bytes) {
+    if (root >= 0) head_[c].root = root;
+    head_[c].bytes = std::max(head_[c].bytes, bytes);
+  }
+  void layout(const std::vector<uint32_t>& members);  // by instance: its number of members
+  static constexpr uint32_t kPadFrom = 16;  // instances of this many members or more are Head::padded
+  void set_member(uint32_t c, uint32_t k, int rank, uint32_t op, uint64_t sent_held, uint64_t received_held) {
+    const size_t at = head_[c].first + k;
+    members_[at] = {rank, op};
+    sent_[at] = sent_held;
+    received_[at] = received_held;
+  }
+  // member k's counts array; the instance's others have none until given theirs
+  void set_each(uint32_t c, uint32_t k, std::vector<uint64_t> counts) {
+    auto& e = each_[c];
+    e.resize(members_of(c));
+    e[k] = std::move(counts);
+    head_[c].counted = true;
+  }
+  size_t capacity_bytes() const {
+    return head_.capacity() * sizeof(Head) + members_.capacity() * sizeof(members_[0]) +
+           (sent_.capacity() + received_.capacity()) * sizeof(uint64_t);
+  }
+
+ private:
+  struct Head {
+    uint64_t bytes;
+    uint32_t comm;
+    int32_t root;
+    uint32_t first;  // its members' place in the arrays
+    uint16_t call;
+    bool counted;    // has counts arrays (each_)
+    // one place left empty after its members (layout): build_trace fills the instances' members rank by
+    // rank, each rank's collectives one after the other, a write an instance apart; where the instances
+    // were 2^k members apart (1024 ranks) those writes fell in the same few sets of the cache, which evicted
+    // each other, and joining the ranks took 2.5 times as long
+    bool padded;
+  };
+  static_assert(sizeof(Head) == 24);
+  std::vector<Head> head_;
+  std::vector<std::pair<int, uint32_t>> members_;
+  std::vector<uint64_t> sent_, received_;  // MemberBytes::held
+  std::unordered_map<uint32_t, std::vector<std::vector<uint64_t>>> each_;
 };
 
 struct TraceComm {
@@ -264,7 +412,7 @@ struct Trace {
   // build_trace's: one for each send (but those MPI_Cancel undid), by sender (world rank) and each rank's
   // order of sending; then one for each receive no send matched, by receiver and in its order
   std::vector<Message> messages;
-  std::vector<CollectiveInstance> collectives;
+  CollectiveList collectives;
   std::vector<TraceComm> comms;
   LinkList links;
   SpilledLinks spilled_links;

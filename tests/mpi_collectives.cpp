@@ -236,12 +236,12 @@ TEST_CASE("the trace's collective instances keep each member's logged bytes and 
     for (const auto& call : {spec.call, immediate(spec.call)}) {
       INFO(call << " #" << spec.occurrence);
       // the instances of the call on MPI_COMM_WORLD, in the order the program made them
-      std::vector<const mpiadvise::CollectiveInstance*> on_world;
+      std::vector<mpiadvise::CollectiveInstance> on_world;  // views into the trace
       for (const auto& c : trace.collectives)
         if (call == mpiadvise::call_name(static_cast<int>(c.call)) && trace.comms[c.comm].gid == world_gid)
-          on_world.push_back(&c);
+          on_world.push_back(c);
       REQUIRE(on_world.size() > spec.occurrence);
-      const auto& c = *on_world[spec.occurrence];
+      const auto& c = on_world[spec.occurrence];
       REQUIRE(c.members.size() == kRanks);
       REQUIRE(c.sent.size() == kRanks);
       REQUIRE(c.received.size() == kRanks);

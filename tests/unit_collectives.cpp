@@ -544,7 +544,7 @@ TEST_CASE("a v-collective's counts come from each rank's log, and what the log l
   t.world_size = 3;
   t.ranks.resize(3);
   t.comms.push_back(TraceComm{1, {0, 1, 2}, {}});
-  CollectiveInstance c;
+  NewCollective c;
   c.call = MPA_CALL_Gatherv;
   c.comm = 0;
   c.root = 2;
@@ -564,18 +564,22 @@ TEST_CASE("a v-collective's counts come from each rank's log, and what the log l
   CHECK(describe_steps(s->ranks[2]) == "recv 0 4; recv 1 8");
   CHECK_FALSE(logged->call.in_place);
   // the root in place logs no sendcount; its counts (VCOUNTS, log format 3) still name every block
-  t.collectives[0].sent = {4, 8, std::nullopt};
-  t.collectives[0].each = {{}, {}, {4, 8, 12}};
+  c.sent = {4, 8, std::nullopt};
+  c.each = {{}, {}, {4, 8, 12}};
+  t.collectives.clear();
+  t.collectives.push_back(c);  // the instance as changed
   logged = logged_collective(t, 0, MpiLibrary::OpenMPI);
   REQUIRE(logged);
   CHECK(logged->call.in_place);
   CHECK(logged->call.rank_bytes == std::vector<uint64_t>{4, 8, 12});
   CHECK(logged->approximation.empty());
   // an Alltoallv: each rank's counts for every peer make the matrix the schedule follows
-  t.collectives[0].call = MPA_CALL_Alltoallv;
-  t.collectives[0].root = -1;
-  t.collectives[0].sent = {6, 15, 24};
-  t.collectives[0].each = {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}};
+  c.call = MPA_CALL_Alltoallv;
+  c.root = -1;
+  c.sent = {6, 15, 24};
+  c.each = {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}};
+  t.collectives.clear();
+  t.collectives.push_back(c);  // the instance as changed
   logged = logged_collective(t, 0, MpiLibrary::OpenMPI);
   REQUIRE(logged);
   CHECK_FALSE(logged->call.in_place);
@@ -585,17 +589,21 @@ TEST_CASE("a v-collective's counts come from each rank's log, and what the log l
   REQUIRE(s);
   CHECK(s->approximation.empty());
   CHECK(describe_steps(s->ranks[0]) == "irecv 2 7; send 1 2; wait 0+1 | irecv 1 4; send 2 3; wait 1+1");
-  t.collectives[0].each.clear();
+  c.each.clear();
   // an Allreduce in place everywhere logs no size
-  t.collectives[0].call = MPA_CALL_Allreduce;
-  t.collectives[0].root = -1;
-  t.collectives[0].sent = {std::nullopt, std::nullopt, std::nullopt};
-  t.collectives[0].received = t.collectives[0].sent;
+  c.call = MPA_CALL_Allreduce;
+  c.root = -1;
+  c.sent = {std::nullopt, std::nullopt, std::nullopt};
+  c.received = c.sent;
+  t.collectives.clear();
+  t.collectives.push_back(c);  // the instance as changed
   logged = logged_collective(t, 0, MpiLibrary::OpenMPI);
   REQUIRE(logged);
   CHECK(logged->approximation.find("MPI_IN_PLACE") != std::string::npos);
   // a member missing from the logs: no schedule to follow
-  t.collectives[0].members.pop_back();
+  c.members.pop_back();
+  t.collectives.clear();
+  t.collectives.push_back(c);
   CHECK_FALSE(logged_collective(t, 0, MpiLibrary::OpenMPI));
 }
 
@@ -609,7 +617,7 @@ Trace one_bcast(uint64_t bytes, int late, uint64_t late_ns) {
   t.ranks.resize(4);
   t.site_keys.resize(4);
   t.comms.push_back(TraceComm{1, {0, 1, 2, 3}, {}});
-  CollectiveInstance c;
+  NewCollective c;
   c.call = MPA_CALL_Bcast;
   c.comm = 0;
   c.root = 0;
@@ -693,7 +701,7 @@ TEST_CASE("a replay falls back to the closed formula where the logged counts do 
   t.ranks.resize(2);
   t.site_keys.resize(2);
   t.comms.push_back(TraceComm{1, {0, 1}, {}});
-  CollectiveInstance c;
+  NewCollective c;
   c.call = MPA_CALL_Alltoallv;
   c.comm = 0;
   for (int r = 0; r < 2; r++) {
@@ -716,8 +724,10 @@ TEST_CASE("a replay falls back to the closed formula where the logged counts do 
   REQUIRE(r.collective_algorithms.size() == 1);
   CHECK(r.collective_algorithms.begin()->first.find("closed formula (its sends and receives do not pair for these counts: ") == 0);
   // both counts meant: the algorithm is followed
-  t.collectives[0].each[1] = {512, 0};
-  t.collectives[0].received.set(1, 512);
+  c.each[1] = {512, 0};
+  c.received.set(1, 512);
+  t.collectives.clear();
+  t.collectives.push_back(c);
   r = replay(t, simple_model(65536));
   CHECK(r.collectives_by_algorithm == 1);
 }
@@ -737,7 +747,7 @@ Trace allreduces(const std::vector<uint64_t>& bytes) {
     t.ranks[r].ops.push_back(op_at(0, 0, 0, 0, 0, MPA_CALL_Init, OpKind::Other));
   }
   for (uint32_t k = 0; k < bytes.size(); k++) {
-    CollectiveInstance c;
+    NewCollective c;
     c.call = MPA_CALL_Allreduce;
     c.comm = 0;
     c.bytes = bytes[k];
@@ -831,7 +841,7 @@ TEST_CASE("two collectives alike but for MPI_IN_PLACE are replayed by their own 
     t.site_keys.resize(4);
     t.comms.push_back(TraceComm{1, {0, 1, 2, 3}, {}});
     for (int k = 0; k < 2; k++) {
-      CollectiveInstance c;
+      NewCollective c;
       c.call = MPA_CALL_Alltoall;
       c.comm = 0;
       c.bytes = 1024;
@@ -926,7 +936,7 @@ TEST_CASE("a non-blocking collective posts its first round at the I- call and ru
   t.ranks.resize(4);
   t.site_keys.resize(4);
   t.comms.push_back(TraceComm{1, {0, 1, 2, 3}, {}});
-  CollectiveInstance c;
+  NewCollective c;
   c.call = MPA_CALL_Ibarrier;
   c.comm = 0;
   for (int r = 0; r < 4; r++) {
@@ -1045,7 +1055,7 @@ Trace reduce_loop(int calls) {
     t.ranks[r].ops.push_back(op_at(0, 0, 0, 0, 0, MPA_CALL_Init, OpKind::Other));
   }
   for (int k = 0; k < calls; k++) {
-    CollectiveInstance c;
+    NewCollective c;
     c.call = MPA_CALL_Reduce;
     c.comm = 0;
     c.root = 0;
@@ -1130,4 +1140,66 @@ TEST_CASE("a collective's member bytes keep none apart from every count, 8 bytes
   CHECK(b[2] == std::nullopt);
   CHECK(b == mpiadvise::MemberBytes{512, 0, std::nullopt, UINT64_MAX - 1, std::nullopt});
   CHECK_FALSE(b == mpiadvise::MemberBytes{512, 0, 0, UINT64_MAX - 1, std::nullopt});
+}
+
+// The trace holds its instances packed (CollectiveList): what an instance is given, whether by hand
+// (push_back) or by build_trace's two passes (layout, then each member in its place, an instance of 16
+// members or more with a place left empty after them), it gives back, members, bytes and counts, and no
+// instance reads another's members.
+TEST_CASE("the trace's collective instances give back what they were given, packed", "[coll][trace]") {
+  CollectiveList list;
+  NewCollective a;
+  a.call = MPA_CALL_Gatherv;
+  a.comm = 2;
+  a.root = 1;
+  a.bytes = 24;
+  a.members = {{0, 5}, {1, 7}, {2, 9}};
+  a.sent = {4, 8};  // shorter than members: none for the third
+  a.each = {{}, {4, 8, 12}};
+  list.push_back(a);
+  CollectiveInstance got = list[0];
+  CHECK(std::tie(got.call, got.comm, got.root, got.bytes) == std::tie(a.call, a.comm, a.root, a.bytes));
+  CHECK(std::vector<std::pair<int, uint32_t>>(got.members.begin(), got.members.end()) == a.members);
+  REQUIRE(got.sent.size() == 3);
+  CHECK(got.sent[0] == 4);
+  CHECK(got.sent[1] == 8);
+  CHECK_FALSE(got.sent[2]);
+  CHECK_FALSE(got.received[0]);
+  REQUIRE(got.each.size() == 3);  // parallel to members once any member has them
+  CHECK(got.each[1] == std::vector<uint64_t>{4, 8, 12});
+  CHECK(got.each[2].empty());
+  CHECK_THROWS_AS(list.at(1), std::out_of_range);
+
+  // build_trace's way: instances of 20, 3 and 16 members, filled member by member in an order of its own
+  CollectiveList built;
+  const std::vector<uint32_t> sizes{20, 3, 16};
+  for (uint32_t c = 0; c < sizes.size(); c++) REQUIRE(built.add(MPA_CALL_Allreduce, c) == c);
+  built.layout(sizes);
+  for (uint32_t k = 0; k < 20; k++)
+    for (uint32_t c = 0; c < sizes.size(); c++)
+      if (k < sizes[c]) built.set_member(c, k, static_cast<int>(k), 100 * c + k, c * 1000 + k, MemberBytes::kNoBytes);
+  built.note(1, 2, 64);
+  built.set_each(2, 15, {1, 2});
+  REQUIRE(built.size() == 3);
+  for (uint32_t c = 0; c < sizes.size(); c++) {
+    INFO("instance " << c);
+    const CollectiveInstance i = built[c];
+    REQUIRE(i.members.size() == sizes[c]);
+    REQUIRE(built.members_of(c) == sizes[c]);
+    for (uint32_t k = 0; k < sizes[c]; k++) {
+      CHECK(i.members[k] == std::pair<int, uint32_t>(static_cast<int>(k), 100 * c + k));
+      CHECK(i.sent[k] == c * 1000 + k);
+      CHECK_FALSE(i.received[k]);
+    }
+    CHECK(i.comm == c);
+    CHECK(i.each.size() == (c == 2 ? 16u : 0u));
+  }
+  CHECK(built[1].root == 2);
+  CHECK(built[1].bytes == 64);
+  CHECK(built[0].root == -1);
+  CHECK(built[2].each[15] == std::vector<uint64_t>{1, 2});
+  // a trace's copy holds its own: the same instances
+  const CollectiveList copy = built;
+  for (uint32_t c = 0; c < sizes.size(); c++) CHECK(copy[c] == built[c]);
+  CHECK_FALSE(copy[0] == copy[2]);
 }

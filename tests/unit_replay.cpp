@@ -43,7 +43,7 @@ void add_op(Trace& t, int rank, uint64_t enter, uint64_t exit, uint32_t call, Op
 Trace barriers_only(int ranks, int n) {
   Trace t = empty_trace(ranks);
   for (int c = 0; c < n; c++) {
-    CollectiveInstance inst;
+    NewCollective inst;
     inst.call = MPA_CALL_Barrier;
     for (int r = 0; r < ranks; r++) {
       inst.members.emplace_back(r, static_cast<uint32_t>(t.ranks[r].ops.size()));

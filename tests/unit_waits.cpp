@@ -85,7 +85,7 @@ TEST_CASE("waiting at a collective is charged to the waiting ranks, and no site 
   // three ranks enter an Allreduce at 0, 100 and 1000 us: ranks 0 and 1 wait for rank 2; the site of the
   // Allreduce did not make them wait (rank 2's computation did)
   Builder b(3);
-  CollectiveInstance c;
+  NewCollective c;
   c.call = MPA_CALL_Allreduce;
   const uint64_t enter[] = {0, 100'000, 1'000'000};
   for (int r = 0; r < 3; r++)
