@@ -119,17 +119,18 @@ constexpr double kAddressBytesPerThread = 64.0 * 1024 * 1024;
 // Collectives, once the reading has counted them: each call of a collective is a member of its instance
 // in the trace (24 bytes) and in the replays' state, and each instance has a record of its own (24 bytes in
 // the trace, and the replays'). Peaks of memory and of address space (VmHWM, VmPeak) of mpiadvise report
-// --format json --threads 1 on mpiadvise-synth's logs, beside its halo of 64 x 16000 calls (77 MiB, 90
-// MiB): allreduce of 2 ranks x 5e5 calls 172 MiB, 189 MiB (an instance to every two calls; 243 and 261
-// while an instance held three vectors of its own, trace.hpp's CollectiveList); allreduce of 64 x 16000
-// 120, 134; of 1024 x 1000 164, 179; all-to-all of 16 x 1e5 179, 196. What these figures count for each is
-// below it: of memory, 62 + 40 + 120 / P bytes a call for instances of P ranks, 155 MiB for the first (172
-// taken), 101 (120), 100 (164), 167 (179); of address space, 24 MiB and 72 + 20 + 120 / P bytes a call,
-// 169 MiB (the least ulimit -v it ran under left 171 to 174 beside the 14 MiB the program had taken), 116
-// (120), 114 (165), 176 (182). Each replay beside the first holds 8 bytes a call of a collective more, not
-// counted here.
-constexpr double kBytesPerCollectiveCall = 40, kBytesPerInstance = 120;
-constexpr double kAddressBytesPerCollectiveCall = 20, kAddressBytesPerInstance = 120;
+// --format json --threads 1 on mpiadvise-synth's logs, beside its halo of 64 x 16000 calls (74 MiB, 89
+// MiB): allreduce of 2 ranks x 5e5 calls 129 MiB, 146 MiB (an instance to every two calls, and a phase of
+// the main loop's to each instance; 171 and 188 while a phase held its factors and its sums, efficiency.hpp,
+// 243 and 261 while an instance held three vectors of its own, trace.hpp's CollectiveList); allreduce of
+// 64 x 16000 120, 134; of 1024 x 1000 171, 186; all-to-all of 16 x 1e5 182, 197. What these figures count
+// for each is below it: of memory, 62 + 40 + 48 / P bytes a call for instances of P ranks, 120 MiB for the
+// first (129 taken), 98 (120), 98 (171), 160 (182); of address space, 24 MiB and 72 + 20 + 32 / P bytes a
+// call, 127 MiB (the least ulimit -v it ran under, 147 MiB, left 133 beside the 14 MiB the program had
+// taken), 115 (120), 114 (165), 173 (182). Each replay beside the first holds 8 bytes a call of a
+// collective more, not counted here.
+constexpr double kBytesPerCollectiveCall = 40, kBytesPerInstance = 48;
+constexpr double kAddressBytesPerCollectiveCall = 20, kAddressBytesPerInstance = 32;
 
 uint64_t meminfo_available() {
   std::ifstream in("/proc/meminfo");

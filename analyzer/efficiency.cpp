@@ -36,70 +36,76 @@ void EfficiencyFactors::compute() {
   serialisation = transfer > 0 ? std::min(1.0, communication / transfer) : 1.0;
 }
 
+EfficiencyFactors Efficiency::Phase::factors() const {
+  EfficiencyFactors f;
+  f.run_ns = run_ns, f.model_ns = model_ns, f.ideal_ns = ideal_ns;
+  f.mean_computation_ns = mean_computation_ns, f.max_computation_ns = max_computation_ns;
+  f.compute();
+  return f;
+}
+
 namespace {
 
-// The factors of each phase, from the measured times and both replays' marks. One pass over each rank:
-// a phase opens where a computation starts or ends, so each computation lies in one phase.
+// The times of each phase, from the measured run and both replays' marks, a phase at a time across the
+// ranks: each rank keeps its place in its ops, so that nothing is held a phase but the phase itself. A
+// phase opens where a computation starts or ends, so each computation lies in one phase.
 void phases(const Trace& t, const ReplayOptions& o, const PhaseMarks& pm, const ReplayResult& model,
             const ReplayResult& ideal, Efficiency* e) {
   e->phases_note = pm.note;
   if (pm.source == PhaseMarks::Source::None) return;
   const size_t P = t.ranks.size();
   std::vector<ReplayWindow> w(P);
-  for (size_t r = 0; r < P; r++) w[r] = replay_window(t.ranks[r]);
-  size_t n = SIZE_MAX;
+  std::vector<size_t> ranks;  // those with a window
   for (size_t r = 0; r < P; r++) {
-    if (w[r].end <= w[r].first) continue;
-    if (n == SIZE_MAX) n = pm.opens[r].size();
-    if (pm.opens[r].size() != n || model.marks[r].size() != n || ideal.marks[r].size() != n) return;
+    w[r] = replay_window(t.ranks[r]);
+    if (w[r].end > w[r].first) ranks.push_back(r);
   }
-  if (n == SIZE_MAX) return;
+  if (ranks.empty()) return;
+  const size_t n = pm.opens[ranks.front()].size();
+  for (const size_t r : ranks)
+    if (pm.opens[r].size() != n || model.marks[r].size() != n || ideal.marks[r].size() != n) return;
   struct Span {
     double lo = 1e300, hi = -1e300;
     void add(double a, double b) { lo = std::min(lo, a), hi = std::max(hi, b); }
     double length() const { return hi > lo ? hi - lo : 0; }
   };
-  std::vector<Span> measured(n + 1), modelled(n + 1), on_ideal(n + 1);
-  std::vector<double> sum_c(n + 1, 0), max_c(n + 1, 0);
-  size_t ranks = 0;
-  for (size_t r = 0; r < P; r++) {
-    const ReplayWindow& wr = w[r];
-    if (wr.end <= wr.first) continue;
-    ranks++;
-    const auto& ops = t.ranks[r].ops;
-    const auto& opens = pm.opens[r];
-    const bool at_entry = r < pm.at_entry.size() && pm.at_entry[r];
-    for (size_t k = 0; k <= n; k++) {
+  // the op whose computation before it (the tail for the window's end) each rank counts next
+  std::vector<uint32_t> next(P);
+  for (const size_t r : ranks) next[r] = w[r].first;
+  e->phases_from = pm.source;
+  e->phases.reserve(n + 1);
+  e->iterations = pm.iterations;
+  for (size_t k = 0; k <= n; k++) {
+    Span measured, modelled, on_ideal;
+    double sum_c = 0, max_c = 0;
+    for (const size_t r : ranks) {
+      const ReplayWindow& wr = w[r];
       const double start = k == 0 ? static_cast<double>(wr.start_ns) : static_cast<double>(pm.opening_ns(t.ranks[r], wr, r, k));
       const double stop = k == n ? static_cast<double>(wr.stop_ns) : static_cast<double>(pm.opening_ns(t.ranks[r], wr, r, k + 1));
-      measured[k].add(start, stop);
+      measured.add(start, stop);
       auto sim = [&](const ReplayResult& res, size_t at) {
         return at == 0 ? 0.0 : at > n ? res.ranks[r].predicted_ns : res.marks[r][at - 1];
       };
-      modelled[k].add(sim(model, k), sim(model, k + 1));
-      on_ideal[k].add(sim(ideal, k), sim(ideal, k + 1));
+      modelled.add(sim(model, k), sim(model, k + 1));
+      on_ideal.add(sim(ideal, k), sim(ideal, k + 1));
+      // the computation before op i is in the last phase opened at an op up to i (before i where phases
+      // open at the op's entry)
+      const auto& ops = t.ranks[r].ops;
+      const auto& opens = pm.opens[r];
+      const bool at_entry = r < pm.at_entry.size() && pm.at_entry[r];
+      double c = 0;
+      uint32_t i = next[r];
+      for (; i <= wr.end && (k == n || (at_entry ? opens[k] >= i : opens[k] > i)); i++) {
+        const double left = i == wr.first ? static_cast<double>(wr.start_ns) : static_cast<double>(ops[i - 1].t_exit());
+        const double right = i < wr.end ? static_cast<double>(ops[i].t_enter) : static_cast<double>(wr.stop_ns);
+        c += std::max(0.0, right - left) * o.compute_factor;
+      }
+      next[r] = i;
+      sum_c += c, max_c = std::max(max_c, c);
     }
-    // the computation before op i (the tail for i = end) is in the last phase opened at an op up to i
-    // (before i where phases open at the op's entry)
-    std::vector<double> c(n + 1, 0);
-    size_t k = 0;
-    for (uint32_t i = wr.first; i <= wr.end; i++) {
-      while (k < n && (at_entry ? opens[k] < i : opens[k] <= i)) k++;
-      const double left = i == wr.first ? static_cast<double>(wr.start_ns) : static_cast<double>(ops[i - 1].t_exit());
-      const double right = i < wr.end ? static_cast<double>(ops[i].t_enter) : static_cast<double>(wr.stop_ns);
-      c[k] += std::max(0.0, right - left) * o.compute_factor;
-    }
-    for (size_t q = 0; q <= n; q++) sum_c[q] += c[q], max_c[q] = std::max(max_c[q], c[q]);
-  }
-  if (ranks == 0) return;
-  e->phases_from = pm.source;
-  e->phases.reserve(n + 1);  // one a phase: a loop of collectives alone has a phase for every call
-  e->iterations = pm.iterations;
-  for (size_t k = 0; k <= n; k++) {
     Efficiency::Phase ph;
-    ph.run_ns = measured[k].length(), ph.model_ns = modelled[k].length(), ph.ideal_ns = on_ideal[k].length();
-    ph.mean_computation_ns = sum_c[k] / static_cast<double>(ranks), ph.max_computation_ns = max_c[k];
-    ph.compute();
+    ph.run_ns = measured.length(), ph.model_ns = modelled.length(), ph.ideal_ns = on_ideal.length();
+    ph.mean_computation_ns = sum_c / static_cast<double>(ranks.size()), ph.max_computation_ns = max_c;
     ph.opened_by_rank0_op = k == 0 || pm.rank0_names.size() < k || pm.rank0_names[k - 1] >= t.ranks[0].ops.size()
                                 ? -1
                                 : static_cast<int>(pm.rank0_names[k - 1]);

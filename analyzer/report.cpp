@@ -200,7 +200,7 @@ struct Builder {
     x.slowest_rank = e.slowest_rank;
     auto phase = [&](const Efficiency::Phase& ph) {
       report::Phase p;
-      static_cast<report::Factors&>(p) = factors_of(ph);
+      static_cast<report::Factors&>(p) = factors_of(ph.factors());
       if (ph.opened_by_rank0_op >= 0) p.opened_at = at(0, t.op(0, static_cast<uint32_t>(ph.opened_by_rank0_op)).callsite);
       return p;
     };
@@ -214,7 +214,7 @@ struct Builder {
     v.reserve(loop.size());
     auto median = [&](auto field) {
       v.clear();
-      for (const auto& ph : loop) v.push_back(ph.*field);
+      for (const auto& ph : loop) v.push_back(field(ph));
       std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
       return v[v.size() / 2];
     };
@@ -224,15 +224,18 @@ struct Builder {
     it.opened_at = phase(loop.front()).opened_at;
     it.before = phase(e.phases.front());
     it.after = phase(e.phases.back());
-    it.run_ns_median = median(&Efficiency::Phase::run_ns);
-    it.model_ns_median = median(&Efficiency::Phase::model_ns);
-    it.parallel_median = median(&Efficiency::Phase::parallel);
-    it.load_balance_median = median(&Efficiency::Phase::load_balance);
-    it.communication_median = median(&Efficiency::Phase::communication);
+    it.run_ns_median = median([](const Efficiency::Phase& ph) { return ph.run_ns; });
+    it.model_ns_median = median([](const Efficiency::Phase& ph) { return ph.model_ns; });
+    it.parallel_median = median([](const Efficiency::Phase& ph) { return ph.factors().parallel; });
+    it.load_balance_median = median([](const Efficiency::Phase& ph) { return ph.factors().load_balance; });
+    it.communication_median = median([](const Efficiency::Phase& ph) { return ph.factors().communication; });
     static_cast<report::Phase&>(it.slowest) = phase(*slowest);
     it.slowest.iteration = static_cast<uint64_t>(slowest - loop.begin() + 1);
     if (loop.size() <= kIterationsListed)
-      for (const auto& ph : loop) it.each.push_back({ph.run_ns, ph.model_ns, ph.parallel, ph.load_balance});
+      for (const auto& ph : loop) {
+        const EfficiencyFactors f = ph.factors();
+        it.each.push_back({ph.run_ns, ph.model_ns, f.parallel, f.load_balance});
+      }
     x.iterations = it;
   }
 

@@ -405,12 +405,12 @@ TEST_CASE("report says, in one line, when a run of collectives cannot be analyse
   WARN("not run under AddressSanitizer: its shadow memory needs more address space than ulimit -v leaves");
   return;
 #endif
-  // 2 ranks x 3e5 calls of MPI_Allreduce: an instance to every two calls. Counted as calls alone before
-  // the reading (24 MiB + 600000 x 72 B = 65 MiB) they fit in the 88 MiB ulimit -v 100 MiB leaves; read,
-  // the collectives count too: 24 MiB + 600000 x (72 + 20 for a collective's call + 120 / 2 for an
-  // instance of 2 ranks) = 111 MiB, which does not (the analysis needs more, about 118 MiB: without this
+  // 2 ranks x 4e5 calls of MPI_Allreduce: an instance to every two calls. Counted as calls alone before
+  // the reading (24 MiB + 800000 x 72 B = 79 MiB) they fit in the 88 MiB ulimit -v 100 MiB leaves; read,
+  // the collectives count too: 24 MiB + 800000 x (72 + 20 for a collective's call + 32 / 2 for an
+  // instance of 2 ranks) = 106 MiB, which does not (the analysis needs more, about 110 MiB: without this
   // count it ran out of memory partway)
-  fs::path dir = generate("allreduce", 2, 300000, "--bytes 8");
+  fs::path dir = generate("allreduce", 2, 400000, "--bytes 8");
   const auto under_limit = [&](const std::string& args) {
     return run_command(fmt::format("ulimit -v 102400; '{}' report --threads 1 {} '{}'", mpiadvise_cmd(), args, dir.string()));
   };
@@ -421,8 +421,8 @@ TEST_CASE("report says, in one line, when a run of collectives cannot be analyse
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK(r.err.find("out of memory") == std::string::npos);
   CHECK(r.err.find("bad_alloc") == std::string::npos);
-  CHECK(r.err.find("hold 600000 MPI calls") != std::string::npos);
-  CHECK(r.err.find("needs about 111 MiB of address space (24 MiB and 152 bytes a call, 100% of them calls of "
+  CHECK(r.err.find("hold 800000 MPI calls") != std::string::npos);
+  CHECK(r.err.find("needs about 106 MiB of address space (24 MiB and 108 bytes a call, 100% of them calls of "
                    "collectives)") != std::string::npos);
   // the part it names is analysed under the same limit
   std::smatch m;
