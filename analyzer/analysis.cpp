@@ -125,10 +125,10 @@ constexpr double kAddressBytesPerThread = 64.0 * 1024 * 1024;
 // 243 and 261 while an instance held three vectors of its own, trace.hpp's CollectiveList); allreduce of
 // 64 x 16000 120, 134; of 1024 x 1000 171, 186; all-to-all of 16 x 1e5 182, 197. What these figures count
 // for each is below it: of memory, 62 + 40 + 48 / P bytes a call for instances of P ranks, 120 MiB for the
-// first (129 taken), 98 (120), 98 (171), 160 (182); of address space, 24 MiB and 72 + 20 + 32 / P bytes a
-// call, 127 MiB (the least ulimit -v it ran under, 147 MiB, left 133 beside the 14 MiB the program had
-// taken), 115 (120), 114 (165), 173 (182). Each replay beside the first holds 8 bytes a call of a
-// collective more, not counted here.
+// first (129 taken), 100 (120), 100 (171), 160 (182); of address space, 24 MiB and 72 + 20 + 32 / P bytes
+// a call, 127 MiB (the least ulimit -v it ran under, 147 MiB, left 133 beside the 14 MiB the program had
+// taken), 114 (134 at its peak), 114 (186), 167 (197). Each replay beside the first holds 8 bytes a call
+// of a collective more, not counted here.
 constexpr double kBytesPerCollectiveCall = 40, kBytesPerInstance = 48;
 constexpr double kAddressBytesPerCollectiveCall = 20, kAddressBytesPerInstance = 32;
 
