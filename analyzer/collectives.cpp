@@ -113,7 +113,7 @@ void match(std::vector<std::vector<CollStep>>& ranks, const std::string& algorit
 
 }  // namespace
 
-int CommLayout::position(int rank) const {
+int CommLayout::position_by_bisection(int rank) const {
   const auto it = std::lower_bound(by_rank.begin(), by_rank.end(), rank, [](const auto& e, int r) { return e.first < r; });
   return it != by_rank.end() && it->first == rank ? it->second : -1;
 }
@@ -131,6 +131,14 @@ CommLayout comm_layout(const Trace& trace, uint32_t comm_id) {
     l.by_rank[kept++] = l.by_rank[i];
   }
   l.by_rank.resize(kept);
+  if (!l.by_rank.empty()) {
+    const int64_t from = l.by_rank.front().first, span = static_cast<int64_t>(l.by_rank.back().first) - from + 1;
+    if (span <= 2 * static_cast<int64_t>(l.by_rank.size()) + 64) {
+      l.dense_from = static_cast<int>(from);
+      l.dense.assign(static_cast<size_t>(span), -1);
+      for (const auto& [rank, pos] : l.by_rank) l.dense[static_cast<size_t>(rank - from)] = pos;
+    }
+  }
   std::map<std::string, int> hosts;
   l.host.assign(comm.size(), 0);
   for (size_t i = 0; i < comm.size(); i++) {

@@ -132,8 +132,21 @@ struct LoggedCollective {
 struct CommLayout {
   std::vector<std::pair<int, int>> by_rank;  // (world rank, position), in rank order
   std::vector<int> host;                     // by position
+  // the positions by world rank from dense_from, where the members' ranks are about as many as the ranks
+  // between the least and the greatest (a world, a split of it into blocks): each instance of a
+  // communicator's collective asks every member's place, which by_rank's bisection made 5% of a report
+  // of an allreduce on 1024 ranks
+  std::vector<int> dense;
+  int dense_from = 0;
   // a world rank's position in the communicator; -1 where it is not a member
-  int position(int rank) const;
+  int position(int rank) const {
+    if (!dense.empty()) {
+      const int64_t k = static_cast<int64_t>(rank) - dense_from;
+      return k >= 0 && k < static_cast<int64_t>(dense.size()) ? dense[static_cast<size_t>(k)] : -1;
+    }
+    return position_by_bisection(rank);
+  }
+  int position_by_bisection(int rank) const;
 };
 CommLayout comm_layout(const Trace& trace, uint32_t comm);
 

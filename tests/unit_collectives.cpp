@@ -1203,3 +1203,39 @@ TEST_CASE("the trace's collective instances give back what they were given, pack
   for (uint32_t c = 0; c < sizes.size(); c++) CHECK(copy[c] == built[c]);
   CHECK_FALSE(copy[0] == copy[2]);
 }
+
+// A communicator's layout answers a member's place from a table by rank where its ranks are dense, by
+// bisection where they are not: both give each member its place in the communicator, a rank listed twice
+// (a damaged log) its last place, and -1 to a rank that is not a member.
+TEST_CASE("a communicator's layout places each member, its ranks dense or sparse", "[coll][trace]") {
+  const std::vector<std::vector<int32_t>> comms = {
+      {3, 1, 2, 0},                 // a world, reordered: dense
+      {8, 10, 12, 14, 9},           // a block of a split: dense
+      {5, 1000000, 77, -1},         // sparse, and a rank the log does not know
+      {4, 6, 4, 5},                 // rank 4 twice: its last place
+  };
+  for (const auto& members : comms) {
+    Trace t;
+    t.world_size = 1000001;
+    t.ranks.resize(1);
+    t.comms.push_back(TraceComm{1, members, {}});
+    const CommLayout l = comm_layout(t, 0);
+    INFO(fmt::format("members {}", fmt::join(members, " ")));
+    std::map<int, int> expected;
+    for (size_t i = 0; i < members.size(); i++) expected[members[i]] = static_cast<int>(i);
+    for (const auto& [rank, pos] : expected) {
+      CHECK(l.position(rank) == pos);
+      CHECK(l.position_by_bisection(rank) == pos);
+    }
+    for (const int other : {-2, 2000000, 11, 13, 3000}) {
+      if (expected.count(other)) continue;
+      CHECK(l.position(other) == -1);
+    }
+  }
+  Trace t;
+  t.ranks.resize(1);
+  t.comms.push_back(TraceComm{1, {8, 10, 12, 14, 9}, {}});
+  CHECK_FALSE(comm_layout(t, 0).dense.empty());
+  t.comms.push_back(TraceComm{1, {5, 1000000, 77}, {}});
+  CHECK(comm_layout(t, 1).dense.empty());
+}
