@@ -322,7 +322,7 @@ void check_room(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const Me
   const double needed = address ? need.address : need.memory, left = static_cast<double>(address ? room.address : room.memory);
   const double fixed = address ? kAddressBytes : 0;  // what does not grow with the calls
   // the part of the run that fits: the longest from the run's start (or from --from) whose calls fit, as
-  // the check counts them; as long a part elsewhere fits where the run's calls are as dense
+  // the check counts them; and the longest that fits elsewhere, where the run's calls are as dense
   std::string part;
   if (const auto start = run_start_ns(job); start && left > fixed) {
     uint64_t end = 0;
@@ -337,28 +337,53 @@ void check_room(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const Me
     if (k.calls > 0)
       for (uint64_t* r : {&part_room.memory, &part_room.address})
         if (*r != UINT64_MAX) *r = static_cast<uint64_t>(static_cast<double>(*r) * 0.85);
-    const auto part_fits = [&](uint64_t until) {
-      uint64_t n = 0;
-      for (const auto& r : job.ranks()) n += r->calls_estimate(until, from_ns);
-      return fits(need_of(n, 1, here, k), part_room);
+    // The longest part that fits, in three significant digits, rounded down, found by bisection on its
+    // length: from `begin` (with from_ns, as the check counts it), or, with `anywhere`, from each of 8
+    // places spread over the run. Where a part starts and ends against each rank's chunks moves its count
+    // by up to a chunk of each thread's calls (the count takes a chunk's calls as spread evenly over its
+    // time, and counts one chunk beyond the part's end whole), so as long a part as from the start may
+    // not fit elsewhere: the part said for anywhere fits at each of those places.
+    const auto longest = [&](bool anywhere) {
+      constexpr int kPlaces = 8;
+      const auto fits_len = [&](uint64_t len) {
+        if (!anywhere) {
+          uint64_t n = 0;
+          for (const auto& r : job.ranks()) n += r->calls_estimate(begin + len, from_ns);
+          return fits(need_of(n, 1, here, k), part_room);
+        }
+        const uint64_t span = end > begin + len ? end - begin - len : 0;
+        for (int j = 0; j < kPlaces; j++) {
+          const uint64_t from = begin + span / (kPlaces - 1) * j;
+          uint64_t n = 0;
+          for (const auto& r : job.ranks()) n += r->calls_estimate(from + len, from);
+          if (!fits(need_of(n, 1, here, k), part_room)) return false;
+        }
+        return true;
+      };
+      uint64_t lo = 0, hi = end > begin ? end - begin : 0;
+      while (hi - lo > 1000) {  // to a microsecond
+        const uint64_t mid = lo + (hi - lo) / 2;
+        (fits_len(mid) ? lo : hi) = mid;
+      }
+      double s = static_cast<double>(lo) * 1e-9;
+      if (s > 0) {
+        const double unit = std::pow(10.0, std::floor(std::log10(s)) - 2);
+        s = std::floor(s / unit) * unit;
+      }
+      return s;
     };
-    uint64_t lo = begin, hi = std::max(begin, end);
-    while (hi - lo > 1000) {  // to a microsecond
-      const uint64_t mid = lo + (hi - lo) / 2;
-      (part_fits(mid) ? lo : hi) = mid;
-    }
-    // in three significant digits, as said, rounded down
-    double fit_s = static_cast<double>(lo - begin) * 1e-9;
-    if (fit_s > 0) {
-      const double unit = std::pow(10.0, std::floor(std::log10(fit_s)) - 2);
-      fit_s = std::floor(fit_s / unit) * unit;
-    }
+    const double fit_s = longest(false);
     const double from_s = static_cast<double>(begin - *start) * 1e-9;
-    if (fit_s >= 0.001 && from_ns == 0)
-      part = fmt::format(", or analyse only about {:g} s of the run, whose analysis fits: its first (--until {:g}), or "
-                         "as long a part S seconds after its start (--from S --until S+{:g}){}",
-                         fit_s, fit_s, fit_s, until_ns == UINT64_MAX ? "" : ", a shorter part");
-    else if (fit_s >= 0.001)
+    if (fit_s >= 0.001 && from_ns == 0) {
+      const double later_s = std::min(fit_s, longest(true));
+      if (later_s >= 0.001)
+        part = fmt::format(", or analyse only about {:g} s of the run, whose analysis fits: its first (--until {:g}), or "
+                           "a part of {:g} s S seconds after its start (--from S --until S+{:g}){}",
+                           fit_s, fit_s, later_s, later_s, until_ns == UINT64_MAX ? "" : ", a shorter part");
+      else
+        part = fmt::format(", or analyse only about {:g} s of the run, whose analysis fits: its first (--until {:g}){}",
+                           fit_s, fit_s, until_ns == UINT64_MAX ? "" : ", a shorter part");
+    } else if (fit_s >= 0.001)
       part = fmt::format(", or analyse only about {:g} s of the run, whose analysis fits (--from {:.9g} --until {:.9g}), "
                          "a shorter part", fit_s, from_s, from_s + fit_s);
   }

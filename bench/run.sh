@@ -24,9 +24,9 @@
 #       10^9 calls in all (BENCH_LARGE_CALLS), and mpiadvise report --format json runs on them with its address
 #       space limited to 4 GiB (BENCH_LARGE_LIMIT_MIB, as ulimit -v does): its time and peak, or its refusal,
 #       which names the memory it would need and the part of the run that fits (--until T); then the report
-#       of as long a part ten times T into the run (--from 10T --until 11T), as a user who wants the steady
-#       state rather than the start would run it, under the same limit (where that is refused, the shorter
-#       part the refusal names).
+#       of the part of X seconds it names elsewhere (--from S --until S+X) ten times T into the run (--from
+#       10T --until 10T+X), as a user who wants the steady state rather than the start would run it, under
+#       the same limit (where that is refused, the shorter part the refusal names).
 #
 # (a)-(c) run under the MPI named by BENCH_MPI (openmpi or mpich; `make bench` runs them under each MPI
 # built), with the tracing library built for it; BENCH_REPLAY=0 leaves (d), (e), (f) and (g) out.
@@ -276,7 +276,10 @@ else:
     fit = re.search(r"\(--until ([0-9.e+-]+)\)", stderr)
     if fit:
         t_fit = float(fit.group(1))
-        part = ["--from", "%.6g" % (10 * t_fit), "--until", "%.6g" % (11 * t_fit)]
+        # the part it names elsewhere in the run: X seconds, a little less than T (--from S --until S+X)
+        later = re.search(r"\(--from S --until S\+([0-9.e+-]+)\)", stderr)
+        x_fit = float(later.group(1)) if later else t_fit
+        part = ["--from", "%.6g" % (10 * t_fit), "--until", "%.6g" % (10 * t_fit + x_fit)]
         for attempt in range(2):
             out = subprocess.run([sys.executable, "-c", code, os.path.join(bindir, "mpiadvise"), "report", "--format", "json"] +
                                  part + [logs], capture_output=True, check=True, text=True).stdout
