@@ -101,9 +101,19 @@ void RankLog::for_each_event(const std::function<void(const Event&)>& fn) const 
 }
 
 bool RankLog::for_each_event_until(uint64_t until_ns, const std::function<bool(const Event&)>& fn) const {
-  std::map<uint16_t, ThreadStream> streams;
-  for (size_t i = 0; i < chunks_.size(); i++)
-    if (chunks_[i].type == MPA_CHUNK_EVENTS) streams[chunks_[i].thread].chunks.push_back(i);
+  // the threads' streams in thread order, and each one's thread
+  std::vector<ThreadStream> streams;
+  std::vector<uint16_t> threads;
+  {
+    std::map<uint16_t, std::vector<size_t>> by_thread;
+    for (size_t i = 0; i < chunks_.size(); i++)
+      if (chunks_[i].type == MPA_CHUNK_EVENTS) by_thread[chunks_[i].thread].push_back(i);
+    streams.resize(by_thread.size());
+    for (auto& [thread, chunks] : by_thread) {
+      streams[threads.size()].chunks = std::move(chunks);
+      threads.push_back(thread);
+    }
+  }
 
   const std::string name = path_.string();
   std::set<uint64_t> reported_chunks;
@@ -162,9 +172,15 @@ bool RankLog::for_each_event_until(uint64_t until_ns, const std::function<bool(c
   DecodeBuffers buffers;
   mpa_decoded d{};
 
+  // the communicator last asked for is asked for again, as a rule
+  uint32_t last_comm = 0;
+  const Communicator* last = nullptr;
   auto comm_of = [&](uint32_t id) -> const Communicator* {
+    if (last && id == last_comm) return last;
     auto it = comms_.find(id);
-    return it == comms_.end() ? nullptr : &it->second;
+    if (it == comms_.end()) return nullptr;
+    last_comm = id;
+    return last = &it->second;
   };
   auto world = [&](uint32_t comm, int32_t local) {
     if (local < 0) return special_or_undefined(local);
@@ -208,7 +224,7 @@ bool RankLog::for_each_event_until(uint64_t until_ns, const std::function<bool(c
     ev.tag2 = d.tag2;
     ev.bytes2 = d.bytes2;
     ev.handles.assign(d.reqs, d.reqs + d.nreq);
-    ev.vcounts.assign(d.vcounts, d.vcounts + d.nvcounts);
+    if (d.nvcounts || !ev.vcounts.empty()) ev.vcounts.assign(d.vcounts, d.vcounts + d.nvcounts);
     ev.requests.clear();
     ev.statuses.resize(d.nstat);
     for (uint32_t i = 0; i < d.nstat; i++)
@@ -216,7 +232,7 @@ bool RankLog::for_each_event_until(uint64_t until_ns, const std::function<bool(c
     for (uint32_t i = 0; i < d.ncancelled; i++) ev.statuses[d.cancelled[i]].cancelled = true;
     ev.count = (d.mask & MPA_F_COUNT) ? d.count : 1;
     ev.newcomm = d.newcomm;
-    ev.papi.assign(d.papi, d.papi + d.npapi);
+    if (d.npapi || !ev.papi.empty()) ev.papi.assign(d.papi, d.papi + d.npapi);
     // The tracer keeps the time inside within the run's span in ticks; the span's ends convert to ns on the
     // fitted line and the time inside by the rate alone, so their roundings can differ by a nanosecond.
     ev.incall_ns = (d.mask & MPA_F_INCALL) ? std::min(ticks_to_ns(d.incall), ev.t_exit_ns - ev.t_enter_ns) : 0;
@@ -229,6 +245,7 @@ bool RankLog::for_each_event_until(uint64_t until_ns, const std::function<bool(c
   };
 
   // Request identities and status sources (ranks of the request's communicator -> world ranks).
+  std::vector<std::optional<Request>> found;  // a completion's requests
   auto resolve = [&]() {
     const ReqRole role = role_of(ev.call);
     ev.requests.assign(ev.handles.size(), 0);
@@ -271,7 +288,7 @@ bool RankLog::for_each_event_until(uint64_t until_ns, const std::function<bool(c
         break;
       case ReqRole::Start:
       case ReqRole::Free: {
-        auto found = requests.resolve(ev.handles, th);
+        requests.resolve(ev.handles, th, found);
         for (size_t i = 0; i < found.size(); i++) {
           if (!found[i]) continue;
           ev.requests[i] = found[i]->id;
@@ -280,7 +297,7 @@ bool RankLog::for_each_event_until(uint64_t until_ns, const std::function<bool(c
         break;
       }
       case ReqRole::Complete: {
-        auto found = requests.resolve(ev.handles, th);
+        requests.resolve(ev.handles, th, found);
         for (size_t i = 0; i < found.size(); i++)
           if (found[i]) ev.requests[i] = found[i]->id;
         for (auto& st : ev.statuses) {
@@ -308,19 +325,10 @@ bool RankLog::for_each_event_until(uint64_t until_ns, const std::function<bool(c
     for (auto& st : ev.statuses) st.source = world(status_comm, st.source);
   };
 
-  // Merge the threads by enter time.
-  using Item = std::pair<uint64_t, uint16_t>;
-  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
-  for (auto& [thread, s] : streams) {
-    advance(s);
-    if (s.has_event) heap.emplace(s.next_enter_tick, thread);
-  }
-  while (!heap.empty()) {
-    if (until_ns != UINT64_MAX && to_ns(heap.top().first) >= until_ns) return true;
-    const uint16_t thread = heap.top().second;
-    heap.pop();
-    ThreadStream& s = streams[thread];
-    const bool decoded = decode(s, thread);
+  // Passes the event of stream i under the cursor on, and moves past it: false where fn said stop.
+  const auto take = [&](size_t i) {
+    ThreadStream& s = streams[i];
+    const bool decoded = decode(s, threads[i]);
     const uint64_t enter_tick = d.t_enter;
     advance(s);
     // an unfinished call that returned after the signal (the rank survived it) is written again when
@@ -328,9 +336,34 @@ bool RankLog::for_each_event_until(uint64_t until_ns, const std::function<bool(c
     const bool superseded = decoded && ev.unfinished && s.has_event && s.next_enter_tick == enter_tick;
     if (decoded && !superseded) {
       resolve();
-      if (!fn(ev)) return s.has_event || heap.size() > 0;
+      return fn(ev);
     }
-    if (s.has_event) heap.emplace(s.next_enter_tick, thread);
+    return true;
+  };
+
+  // One thread (the rule): its events in their order.
+  if (streams.size() == 1) {
+    ThreadStream& s = streams[0];
+    for (advance(s); s.has_event;) {
+      if (until_ns != UINT64_MAX && to_ns(s.next_enter_tick) >= until_ns) return true;
+      if (!take(0)) return s.has_event;
+    }
+    return false;
+  }
+
+  // Merge the threads by enter time, the lower thread first at the same tick.
+  using Item = std::pair<uint64_t, uint32_t>;  // enter tick, stream
+  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
+  for (size_t i = 0; i < streams.size(); i++) {
+    advance(streams[i]);
+    if (streams[i].has_event) heap.emplace(streams[i].next_enter_tick, static_cast<uint32_t>(i));
+  }
+  while (!heap.empty()) {
+    if (until_ns != UINT64_MAX && to_ns(heap.top().first) >= until_ns) return true;
+    const uint32_t i = heap.top().second;
+    heap.pop();
+    if (!take(i)) return streams[i].has_event || heap.size() > 0;
+    if (streams[i].has_event) heap.emplace(streams[i].next_enter_tick, i);
   }
   return false;
 }

@@ -91,12 +91,6 @@ constexpr uint64_t kMaxChunkRatio = 1024;
 constexpr uint64_t kMaxCallSiteDepth = 64;
 constexpr uint64_t kMaxPathBytes = 4096;
 
-uint64_t clamp_to_u64(double v) {
-  if (!(v > 0)) return 0;  // and NaN
-  if (v >= 18446744073709549568.0) return UINT64_MAX;
-  return static_cast<uint64_t>(v);
-}
-
 }  // namespace
 
 // ---- RankLog ---------------------------------------------------------------------------------------------
@@ -354,6 +348,11 @@ void RankLog::fit_clock() {
     offset_final_ns_ = trailer_["clock_offset_finalize_ns"].get<int64_t>();
     has_final_offset_ = true;
   }
+  // to_ns's terms, as doubles once
+  base_ns_d_ = static_cast<double>(base_ns_);
+  base_tick_d_ = static_cast<double>(base_tick_);
+  offset_d_ = static_cast<double>(offset_init_ns_);
+  if (has_final_offset_) offset_d_ = (offset_d_ + static_cast<double>(offset_final_ns_)) / 2;
 }
 
 // A problem found while decoding events is found again on every pass over them: say it once.
@@ -363,12 +362,6 @@ void RankLog::add_problem(ReadProblem p) const {
   problems_.push_back(std::move(p));
 }
 
-uint64_t RankLog::to_ns(uint64_t tick) const {
-  double local = static_cast<double>(base_ns_) + (static_cast<double>(tick) - static_cast<double>(base_tick_)) * slope_;
-  double offset = static_cast<double>(offset_init_ns_);
-  if (has_final_offset_) offset = (offset + static_cast<double>(offset_final_ns_)) / 2;
-  return clamp_to_u64(local - offset + 0.5);
-}
 
 uint64_t RankLog::calls_estimate() const {
   if (trailer_.is_object()) {
@@ -411,7 +404,7 @@ uint64_t RankLog::last_chunk_ns() const {
   return last;
 }
 
-uint64_t RankLog::ticks_to_ns(uint64_t ticks) const { return clamp_to_u64(static_cast<double>(ticks) * slope_ + 0.5); }
+uint64_t RankLog::ticks_to_ns(uint64_t ticks) const { return detail::clamp_to_u64(static_cast<double>(ticks) * slope_ + 0.5); }
 
 // ---- JobLog -----------------------------------------------------------------------------------------------
 JobLog::JobLog(const fs::path& dir) : dir_(dir) {

@@ -23,6 +23,15 @@ extern "C" {
 
 namespace mpiadvise {
 
+namespace detail {
+// A time in ns as a double to uint64_t: 0 for anything not above 0 (NaN too), UINT64_MAX beyond it
+inline uint64_t clamp_to_u64(double v) {
+  if (!(v > 0)) return 0;
+  if (v >= 18446744073709549568.0) return UINT64_MAX;
+  return static_cast<uint64_t>(v);
+}
+}  // namespace detail
+
 // A log that cannot be read (or read further), naming the file and the byte offset.
 class LogError : public std::runtime_error {
  public:
@@ -154,7 +163,11 @@ class RankLog {
   bool for_each_event_until(uint64_t until_ns, const std::function<bool(const Event&)>& fn) const;
 
   // Ticks of the event clock to ns on rank 0's clock; a duration in ticks to ns.
-  uint64_t to_ns(uint64_t tick) const;
+  uint64_t to_ns(uint64_t tick) const {
+    // ns = base_ns + (tick - base_tick) * slope - offset: on rank 0's clock, offset the mean of the offsets
+    // measured at MPI_Init and MPI_Finalize (the first alone without the second)
+    return detail::clamp_to_u64(base_ns_d_ + (static_cast<double>(tick) - base_tick_d_) * slope_ - offset_d_ + 0.5);
+  }
   uint64_t ticks_to_ns(uint64_t ticks) const;
 
  private:
@@ -193,6 +206,7 @@ class RankLog {
   uint64_t base_tick_ = 0, base_ns_ = 0;
   int64_t offset_init_ns_ = 0, offset_final_ns_ = 0;
   bool has_final_offset_ = false;
+  double base_ns_d_ = 0, base_tick_d_ = 0, offset_d_ = 0;  // the same, as to_ns takes them
 };
 
 // A job directory: rank-NNNNN.mpa files.

@@ -34,9 +34,9 @@ std::optional<Request> RequestTable::find(uint64_t handle, uint16_t thread) cons
   return entries.back().request;
 }
 
-std::vector<std::optional<Request>> RequestTable::resolve(const std::vector<uint64_t>& handles,
-                                                          uint16_t thread) const {
-  std::vector<std::optional<Request>> out(handles.size());
+void RequestTable::resolve(const std::vector<uint64_t>& handles, uint16_t thread,
+                           std::vector<std::optional<Request>>& out) const {
+  out.assign(handles.size(), std::nullopt);
   // handles all different (as a rule): each names its newest live request, the thread's own first
   bool distinct = true;
   if (handles.size() <= 16) {
@@ -49,7 +49,7 @@ std::vector<std::optional<Request>> RequestTable::resolve(const std::vector<uint
   }
   if (distinct) {
     for (size_t i = 0; i < handles.size(); i++) out[i] = find(handles[i], thread);
-    return out;
+    return;
   }
   std::unordered_map<uint64_t, std::vector<size_t>> occurrences;  // positions of each handle in the call
   for (size_t i = 0; i < handles.size(); i++) occurrences[handles[i]].push_back(i);
@@ -64,7 +64,6 @@ std::vector<std::optional<Request>> RequestTable::resolve(const std::vector<uint
               [&entries](size_t a, size_t b) { return entries[a].request.id < entries[b].request.id; });
     for (size_t k = 0; k < chosen.size(); k++) out[positions[k]] = entries[chosen[k]].request;
   }
-  return out;
 }
 
 void RequestTable::erase(uint64_t handle, uint64_t id) {

@@ -33,7 +33,13 @@ class RequestTable {
   std::optional<Request> find(uint64_t handle, uint16_t thread) const;
   // The requests a call naming `handles` refers to, one per position: each occurrence of a handle its
   // own live request, the newest ones, in the order they were made.
-  std::vector<std::optional<Request>> resolve(const std::vector<uint64_t>& handles, uint16_t thread) const;
+  std::vector<std::optional<Request>> resolve(const std::vector<uint64_t>& handles, uint16_t thread) const {
+    std::vector<std::optional<Request>> out;
+    resolve(handles, thread, out);
+    return out;
+  }
+  // The same into out (its room reused: the reader resolves a completion's handles at every one)
+  void resolve(const std::vector<uint64_t>& handles, uint16_t thread, std::vector<std::optional<Request>>& out) const;
   void erase(uint64_t handle, uint64_t id);
   size_t size() const { return size_; }
 

@@ -8,7 +8,17 @@ typedef struct cursor {
   int error; /* first mpa_decode_result other than OK */
 } cursor;
 
-static uint64_t get_varint(cursor *c)
+static uint64_t get_varint_long(cursor *c);
+
+/* Most values fit in one byte (a call's gap and duration in ticks, a call site, a handle's delta): read
+ * inline, the rest out of line. */
+static inline uint64_t get_varint(cursor *c)
+{
+  if (__builtin_expect(c->p < c->end && !(*c->p & 0x80), 1)) return *c->p++;
+  return get_varint_long(c);
+}
+
+static uint64_t get_varint_long(cursor *c)
 {
   uint64_t v = 0;
   for (int shift = 0; shift < 64; shift += 7) {
