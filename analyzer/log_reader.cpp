@@ -315,8 +315,8 @@ void RankLog::fit_clock() {
   bool tsc = clk.value("source", "monotonic") == "tsc";
   if (!pairs.empty()) {
     auto [lo, hi] = std::minmax_element(pairs.begin(), pairs.end());
-    base_tick_ = lo->first;
-    base_ns_ = lo->second;
+    base_tick_ = static_cast<double>(lo->first);
+    base_ns_ = static_cast<double>(lo->second);
     // pairs good to a few ns give the slope once they span kClockFitNs; a shorter run takes the rate the
     // tracer measured at MPI_Init (clock.tick_hz; tsc_ghz in logs before it)
     if (tsc && hi->first > lo->first && hi->second >= lo->second + kClockFitNs)
@@ -329,8 +329,7 @@ void RankLog::fit_clock() {
     // a counter that jumped (a virtual machine suspended, restored or moved) leaves pairs off the line
     double strayed = 0;
     for (const auto& [tick, ns] : pairs)
-      strayed = std::max(strayed, std::fabs(static_cast<double>(base_ns_) +
-                                            (static_cast<double>(tick) - static_cast<double>(base_tick_)) * slope_ -
+      strayed = std::max(strayed, std::fabs(base_ns_ + (static_cast<double>(tick) - base_tick_) * slope_ -
                                             static_cast<double>(ns)));
     const double span = static_cast<double>(std::max_element(pairs.begin(), pairs.end(), [](const auto& x, const auto& y) {
                                               return x.second < y.second;
@@ -343,16 +342,10 @@ void RankLog::fit_clock() {
                                        strayed / 1e6),
                            false});
   }
-  offset_init_ns_ = clk.value("offset_to_rank0_ns", int64_t{0});
-  if (trailer_.is_object() && trailer_.contains("clock_offset_finalize_ns")) {
-    offset_final_ns_ = trailer_["clock_offset_finalize_ns"].get<int64_t>();
-    has_final_offset_ = true;
-  }
-  // to_ns's terms, as doubles once
-  base_ns_d_ = static_cast<double>(base_ns_);
-  base_tick_d_ = static_cast<double>(base_tick_);
-  offset_d_ = static_cast<double>(offset_init_ns_);
-  if (has_final_offset_) offset_d_ = (offset_d_ + static_cast<double>(offset_final_ns_)) / 2;
+  // the offset to rank 0's clock measured at MPI_Init, averaged with the one at MPI_Finalize where there is one
+  offset_ns_ = static_cast<double>(clk.value("offset_to_rank0_ns", int64_t{0}));
+  if (trailer_.is_object() && trailer_.contains("clock_offset_finalize_ns"))
+    offset_ns_ = (offset_ns_ + static_cast<double>(trailer_["clock_offset_finalize_ns"].get<int64_t>())) / 2;
 }
 
 // A problem found while decoding events is found again on every pass over them: say it once.
@@ -361,7 +354,6 @@ void RankLog::add_problem(ReadProblem p) const {
     if (q.offset == p.offset && q.message == p.message) return;
   problems_.push_back(std::move(p));
 }
-
 
 uint64_t RankLog::calls_estimate() const {
   if (trailer_.is_object()) {

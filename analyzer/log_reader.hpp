@@ -164,9 +164,7 @@ class RankLog {
 
   // Ticks of the event clock to ns on rank 0's clock; a duration in ticks to ns.
   uint64_t to_ns(uint64_t tick) const {
-    // ns = base_ns + (tick - base_tick) * slope - offset: on rank 0's clock, offset the mean of the offsets
-    // measured at MPI_Init and MPI_Finalize (the first alone without the second)
-    return detail::clamp_to_u64(base_ns_d_ + (static_cast<double>(tick) - base_tick_d_) * slope_ - offset_d_ + 0.5);
+    return detail::clamp_to_u64(base_ns_ + (static_cast<double>(tick) - base_tick_) * slope_ - offset_ns_ + 0.5);
   }
   uint64_t ticks_to_ns(uint64_t ticks) const;
 
@@ -201,12 +199,9 @@ class RankLog {
   std::vector<int> call_map_;  // file's call id -> this build's id
   uint64_t file_bytes_ = 0;
   uint32_t format_version_ = MPA_FORMAT_VERSION;
-  // tick -> ns: ns = base_ns + (tick - base_tick) * slope - offset(t)
+  // tick -> ns (to_ns): ns = base_ns + (tick - base_tick) * slope - offset, as doubles
   double slope_ = 1.0;
-  uint64_t base_tick_ = 0, base_ns_ = 0;
-  int64_t offset_init_ns_ = 0, offset_final_ns_ = 0;
-  bool has_final_offset_ = false;
-  double base_ns_d_ = 0, base_tick_d_ = 0, offset_d_ = 0;  // the same, as to_ns takes them
+  double base_tick_ = 0, base_ns_ = 0, offset_ns_ = 0;
 };
 
 // A job directory: rank-NNNNN.mpa files.
