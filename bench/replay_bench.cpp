@@ -2,8 +2,11 @@
 // ring exchange: Irecv from the left, Isend to the right, Waitall, computation; every fourth message
 // above S so that a quarter are rendezvous), replayed in the simulation and in the paper's mode.
 // Prints events per second, memory per million events (the trace's, and the peak of its replays), and what
-// the report's advice costs in replays of the trace, with its own peak. Asserts nothing.
+// the report's advice costs in replays of the trace, with its own peak; and the trace's ops as compact op
+// streams (analyzer/op_stream.hpp, docs/streaming.md): their bytes an op and how fast a cursor reads them,
+// beside the simulation's speed. Asserts nothing.
 //   replay_bench [ranks] [events per rank] [repeats]   (defaults 64, 1000000 and 3)
+//   replay_bench LOGDIR [- repeats]                     the trace of a traced run's logs in place of the ring
 // Each mode is replayed `repeats` times: the median and the range (a machine shared with other jobs moved
 // one simulation of the same trace between 6 and 10 M events/s from one run to the next).
 #include <sys/resource.h>
@@ -12,11 +15,15 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include <zstd.h>
+
 #include "advice.hpp"
+#include "op_stream.hpp"
 #include "replay.hpp"
 #include "ring_trace.hpp"
 
@@ -37,23 +44,33 @@ static long vm_rss_kib() {
 }
 
 int main(int argc, char** argv) {
-  int P = argc > 1 ? std::atoi(argv[1]) : 64;
-  long per_rank = argc > 2 ? std::atol(argv[2]) : 1000000;
+  // a directory: its logs read and matched (build_trace) in place of the ring
+  const bool logs = argc > 1 && std::filesystem::is_directory(argv[1]);
+  int P = argc > 1 && !logs ? std::atoi(argv[1]) : 64;
+  long per_rank = argc > 2 && !logs ? std::atol(argv[2]) : 1000000;
   const int repeats = std::max(1, argc > 3 ? std::atoi(argv[3]) : 3);
   long rounds = per_rank / 3;  // Irecv, Isend, Waitall
   long before = vm_rss_kib();
   auto t_build = std::chrono::steady_clock::now();
-  Trace t = bench::ring_trace(P, rounds);
+  Trace t = logs ? build_trace(JobLog(argv[1])) : bench::ring_trace(P, rounds);
   double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_build).count();
   long trace_kib = vm_rss_kib() - before;
   double events = static_cast<double>(P) * rounds * 3;
+  if (logs) {
+    P = t.world_size;
+    events = 0;
+    for (const RankTrace& r : t.ranks) events += static_cast<double>(r.ops.size());
+  }
 
   ReplayOptions o;
   o.params = find_params("openmpi-tcp-loopback", default_params_dir());
-  std::printf("replay bench: %d ranks x %ld events = %.0f events (a ring of Irecv/Isend/Waitall, 1 in 4 messages above S)\n",
-              P, rounds * 3, events);
-  std::printf("  trace built in memory in %.1f s: %.1f MiB, %.1f MiB per million events\n", build_s, trace_kib / 1024.0,
-              trace_kib / 1024.0 / (events / 1e6));
+  if (logs)
+    std::printf("replay bench: the logs of %s, %d ranks, %.0f events\n", argv[1], P, events);
+  else
+    std::printf("replay bench: %d ranks x %ld events = %.0f events (a ring of Irecv/Isend/Waitall, 1 in 4 messages above S)\n",
+                P, rounds * 3, events);
+  std::printf("  trace %s in %.1f s: %.1f MiB, %.1f MiB per million events\n", logs ? "read and matched" : "built in memory",
+              build_s, trace_kib / 1024.0, trace_kib / 1024.0 / (events / 1e6));
   double simulate_s = 0;
   uint64_t held = 0, messages = t.messages.size();
   for (auto mode : {ReplayMode::Simulate, ReplayMode::Paper}) {
@@ -82,6 +99,47 @@ int main(int argc, char** argv) {
               (replay_hwm - before - trace_kib) * 1024.0 / events);
   std::printf("  the simulation held at most %llu of the %llu messages' states at once (those in flight)\n",
               static_cast<unsigned long long>(held), static_cast<unsigned long long>(messages));
+  // the ops as compact streams (before the advice, whose peak would hide theirs): bytes an op against the
+  // trace's Op and links, encoding once, and reading every rank's stream through a cursor, best of 3
+  {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<OpStream> streams;
+    streams.reserve(P);
+    size_t stream_bytes = 0;
+    for (int r = 0; r < P; r++) stream_bytes += streams.emplace_back(OpStream::encode(t, r)).bytes();
+    const double encode_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double best = 1e300;
+    uint64_t sum = 0, read = 0;
+    for (int k = 0; k < 3; k++) {
+      auto t1 = std::chrono::steady_clock::now();
+      StreamOp op;
+      for (const OpStream& s : streams)
+        for (OpCursor c(s); c.next(op); read++) sum += op.duration + op.links.size();
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+    }
+    // compressed as the logs are, zstd level 1 in chunks of 64 KiB (docs/streaming.md's step 3), and read
+    // back: the bytes an op and how fast zstd gives them back
+    size_t packed = 0;
+    double unpack_s = 0;
+    {
+      std::vector<uint8_t> z(ZSTD_compressBound(size_t{1} << 16)), back(size_t{1} << 16);
+      for (const OpStream& s : streams)
+        for (size_t at = 0; at < s.data().size(); at += back.size()) {
+          const size_t n = std::min(back.size(), s.data().size() - at), c = ZSTD_compress(z.data(), z.size(), s.data().data() + at, n, 1);
+          auto t1 = std::chrono::steady_clock::now();
+          if (ZSTD_isError(c) || ZSTD_decompress(back.data(), back.size(), z.data(), c) != n) packed = SIZE_MAX / 2;
+          unpack_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+          packed += c;
+        }
+    }
+    const double links_bytes = static_cast<double>(t.links.capacity_bytes());
+    std::printf("  compact op streams %.2f bytes an op (the trace's ops %.1f and links %.1f) [docs/streaming.md: 6-8]; "
+                "encoded at %.1f M ops/s, read through a cursor at %.1f M ops/s on one core (best of 3; %s)\n",
+                stream_bytes / events, sizeof(Op) * 1.0, links_bytes / events, events / encode_s / 1e6, events / best / 1e6,
+                read == 3 * static_cast<uint64_t>(events) && sum ? "every op read" : "OPS MISSING");
+    std::printf("  the streams compressed (zstd level 1, chunks of 64 KiB) %.2f bytes an op, decompressed at %.0f M ops/s\n",
+                packed / events, events / unpack_s / 1e6);
+  }
   // the report's advice: wait states, then every what-if it tries (the eager-limit sweep and the
   // candidate sites), in units of one simulation of the trace as measured
   {

@@ -1,0 +1,117 @@
+// A rank's ops as a compact stream of bytes, and the cursor that reads them back in order: the first
+// step of docs/streaming.md's design, measured by `make bench` (d) beside the trace's 24-byte Op.
+//
+// Most of a rank's ops repeat a few shapes: the call, its call site, the op's kind and its links' kinds
+// (a halo's MPI_Isend from one line, the MPI_Waitall after it). The stream numbers each shape once, in
+// the rank's table, and writes an op as a varint of its shape, its entry as the zigzag varint of ns since
+// the previous op's exit (negative where a rank's threads overlap), its duration as a varint of ns, and
+// each link's id as the zigzag varint of its difference from the id the same link of the op's shape had
+// last: build_trace numbers messages by sender, each sender's in its order of sending, so that a halo's
+// MPI_Irecv from its left neighbour at one line names the next message of that neighbour each time,
+// one more than the last, and most links take a byte. An op of more than kShapeLinks links spells its
+// count and kinds out after its times, and its ids as differences from the rank's previous link of the
+// same kind. Nothing is lost: the cursor gives back every field of the op and its links as the trace held them.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "trace.hpp"
+
+namespace mpiadvise {
+
+// An op as the cursor gives it back: the trace's Op fields, its links by value (the trace's links_of).
+struct StreamOp {
+  uint64_t t_enter = 0, duration = 0;
+  uint32_t callsite = 0;
+  uint8_t call = 0;
+  OpKind kind = OpKind::Other;
+  bool unfinished = false;
+  std::vector<Link> links;  // kept from op to op by the caller's StreamOp: no allocation once large enough
+  uint64_t t_exit() const { return t_enter + duration; }
+};
+
+class OpStream {
+ public:
+  static constexpr uint32_t kShapeLinks = 4;  // links whose kinds a shape holds; more are in the stream
+  // The rank's ops, in order, with their links as the trace gives them.
+  static OpStream encode(const Trace& t, int rank);
+  uint64_t ops() const { return ops_; }
+  // what it holds: its bytes and its table of shapes
+  size_t bytes() const { return bytes_.size() + shapes_.size() * sizeof(Shape); }
+  size_t shapes() const { return shapes_.size(); }
+  std::span<const uint8_t> data() const { return bytes_; }  // the ops' bytes, without the shapes
+
+ private:
+  friend class OpCursor;
+  struct Shape {
+    uint32_t callsite;
+    uint8_t call;
+    OpKind kind;
+    bool unfinished;
+    uint8_t n_links;  // kShapeLinks + 1: more, count and kinds in the stream
+    uint8_t link_kinds[kShapeLinks];
+  };
+  std::vector<uint8_t> bytes_;
+  std::vector<Shape> shapes_;
+  uint64_t ops_ = 0;
+};
+
+// Reads an OpStream's ops in order. The stream must outlive it.
+class OpCursor {
+ public:
+  explicit OpCursor(const OpStream& s)
+      : s_(&s), p_(s.bytes_.data()), end_(s.bytes_.data() + s.bytes_.size()), prev_slot_(s.shapes_.size() * OpStream::kShapeLinks) {}
+  // the next op into `op`; false, `op` unchanged, past the last
+  bool next(StreamOp& op) {
+    if (p_ == end_) return false;
+    const uint64_t shape = varint();
+    const OpStream::Shape& sh = s_->shapes_[shape];
+    op.callsite = sh.callsite;
+    op.call = sh.call;
+    op.kind = sh.kind;
+    op.unfinished = sh.unfinished;
+    op.t_enter = static_cast<uint64_t>(static_cast<int64_t>(prev_exit_) + unzigzag(varint()));
+    op.duration = varint();
+    prev_exit_ = op.t_enter + op.duration;
+    op.links.clear();
+    if (sh.n_links <= OpStream::kShapeLinks) {
+      uint32_t* prev = &prev_slot_[shape * OpStream::kShapeLinks];
+      for (uint32_t k = 0; k < sh.n_links; k++) {
+        prev[k] = step(prev[k]);
+        op.links.push_back(Link{static_cast<Link::Kind>(sh.link_kinds[k]), prev[k]});
+      }
+    } else {
+      const uint64_t n = varint();
+      for (uint64_t k = 0; k < n; k++) {
+        const auto kind = static_cast<Link::Kind>(*p_++);
+        prev_kind_[kind] = step(prev_kind_[kind]);
+        op.links.push_back(Link{kind, prev_kind_[kind]});
+      }
+    }
+    return true;
+  }
+
+ private:
+  uint64_t varint() {
+    uint64_t v = *p_++;
+    if (v < 0x80) return v;  // most: a shape, a gap, a duration, a link's step
+    v &= 0x7f;
+    for (int shift = 7;; shift += 7) {
+      const uint64_t b = *p_++;
+      v |= (b & 0x7f) << shift;
+      if (b < 0x80) return v;
+    }
+  }
+  static int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+  uint32_t step(uint32_t prev) { return static_cast<uint32_t>(static_cast<int64_t>(prev) + unzigzag(varint())); }
+  const OpStream* s_;
+  const uint8_t* p_;
+  const uint8_t* end_;
+  uint64_t prev_exit_ = 0;
+  std::vector<uint32_t> prev_slot_;                // by shape and link: the id it had last (0 at first)
+  uint32_t prev_kind_[Link::DoneColl + 1] = {};  // by kind, for the ops of more links than a shape holds
+};
+
+}  // namespace mpiadvise

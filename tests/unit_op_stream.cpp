@@ -1,0 +1,138 @@
+// The compact op streams (analyzer/op_stream.hpp): a rank's ops read back through the cursor are the
+// trace's, every field and link, on the benches' ring, on the logs of real traced runs and of
+// mpiadvise-synth, and on the edges a hand-made trace reaches (times at their limits, threads whose calls
+// overlap, a Waitall of hundreds of requests, a call a signal interrupted).
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "../bench/ring_trace.hpp"
+#include "op_stream.hpp"
+#include "support.hpp"
+
+using namespace mpiadvise;
+using namespace mpa_test;
+
+namespace {
+
+fs::path fixture(const std::string& name) { return fs::path(MPA_SOURCE_DIR) / "tests" / "fixtures" / name; }
+
+// Every rank's stream gives back its ops as the trace holds them; the ops compared.
+uint64_t check_streams(const Trace& t) {
+  uint64_t compared = 0;
+  StreamOp got;
+  for (int r = 0; r < static_cast<int>(t.ranks.size()); r++) {
+    const OpStream s = OpStream::encode(t, r);
+    const std::vector<Op>& ops = t.ranks[r].ops;
+    REQUIRE(s.ops() == ops.size());
+    OpCursor c(s);
+    for (size_t i = 0; i < ops.size(); i++) {
+      INFO("rank " << r << ", op " << i << " of " << ops.size());
+      REQUIRE(c.next(got));
+      const Op& op = ops[i];
+      CHECK(got.t_enter == op.t_enter);
+      CHECK(got.duration == op.duration);
+      CHECK(got.callsite == op.callsite);
+      CHECK(got.call == op.call);
+      CHECK(got.kind == op.kind);
+      CHECK(got.unfinished == op.unfinished);
+      const OpLinks links = t.links_of(op);
+      REQUIRE(got.links.size() == links.size());
+      for (uint32_t k = 0; k < links.size(); k++) CHECK(got.links[k] == links[k]);
+      compared++;
+    }
+    StreamOp after = got;
+    CHECK_FALSE(c.next(got));  // the end, and the op left as it was
+    CHECK(got.t_enter == after.t_enter);
+  }
+  return compared;
+}
+
+}  // namespace
+
+TEST_CASE("the benches' ring reads back op for op, in fewer bytes than the trace's ops", "[op_stream]") {
+  const Trace t = bench::ring_trace(8, 2000);
+  CHECK(check_streams(t) == 8u * 2000 * 3);
+  // an Irecv, an Isend and a Waitall a round, each one shape: their times and links' steps take a few
+  // bytes where an Op takes 24 (and its Waitall's two links 10 more in Trace::links)
+  for (int r = 0; r < 8; r++) {
+    const OpStream s = OpStream::encode(t, r);
+    CHECK(s.shapes() == 3);
+    CHECK(s.bytes() < s.ops() * sizeof(Op) / 2);
+  }
+}
+
+TEST_CASE("the logs of traced runs read back op for op", "[op_stream]") {
+  // point to point of every kind, collectives of every kind, a rank of several threads, a damaged log
+  for (const char* name : {"p2p-all", "coll-all", "threads", "halo-procnull", "halo-damaged"}) {
+    INFO(name);
+    const Trace t = build_trace(JobLog(fixture(name)));
+    CHECK(check_streams(t) > 0);
+  }
+}
+
+TEST_CASE("mpiadvise-synth's logs read back op for op, and the parts --from and --until name", "[op_stream]") {
+  for (const char* pattern : {"halo", "pipeline", "alltoall", "allreduce", "imbalance"}) {
+    INFO(pattern);
+    const fs::path dir = fresh_dir(std::string("op-stream-") + pattern);
+    auto r = run_command(fmt::format("'{}' --ranks 6 --events 3000 --pattern {} -o '{}'",
+                                     (build_dir() / "bin" / "mpiadvise-synth").string(), pattern, dir.string()));
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const JobLog job(dir);
+    const Trace whole = build_trace(job);
+    CHECK(check_streams(whole) >= 6u * 1000);  // a run of unsuccessful polls is one op
+    // the run's middle half: its first op's entry is far from 0, its messages' ids start where it does
+    const uint64_t start = *run_start_ns(job);
+    uint64_t end = start;
+    for (const RankTrace& rank : whole.ranks)
+      if (!rank.ops.empty()) end = std::max(end, rank.ops.back().t_exit());
+    const Trace part = build_trace(job, start + (end - start) * 3 / 4, start + (end - start) / 4);
+    CHECK(check_streams(part) >= 6u * 300);
+  }
+}
+
+TEST_CASE("ops at the edges read back as they were", "[op_stream]") {
+  Trace t;
+  t.world_size = 2;
+  t.ranks.resize(2);
+  auto add = [&](int rank, uint64_t enter, uint64_t exit, uint8_t call, OpKind kind, uint32_t site,
+                 std::vector<Link> links) {
+    Op op;
+    REQUIRE(op.set_times(enter, exit));
+    op.call = call;
+    op.kind = kind;
+    op.callsite = site;
+    const uint32_t first = static_cast<uint32_t>(t.links.size());
+    for (Link l : links) t.links.push_back(l);
+    t.set_links(op, first, static_cast<uint32_t>(links.size()));
+    t.ranks[rank].ops.push_back(op);
+    return &t.ranks[rank].ops.back();
+  };
+  // rank 0: the largest times an op holds, then one entered long before its predecessor's exit (another
+  // thread's), a message id that falls back, kNone, and a Waitall of 300 requests
+  add(0, kMaxOpEnter - kMaxOpDuration, kMaxOpEnter, 7, OpKind::Completion, UINT32_MAX, {{Link::DoneRecv, 5}});
+  add(0, 1000, 1000, 0, OpKind::Other, 0, {});
+  add(0, 2000, 900'000, 3, OpKind::PostSend, 12, {{Link::PostSend, UINT32_MAX - 1}});
+  add(0, 1500, 1600, 3, OpKind::PostSend, 12, {{Link::PostSend, 0}});
+  add(0, 1700, 1800, 4, OpKind::PostRecv, 13, {{Link::PostRecv, kNone}});
+  std::vector<Link> many;
+  for (uint32_t k = 0; k < 300; k++) many.push_back(Link{k % 2 ? Link::DoneSend : Link::DoneRecv, 300 - k});
+  add(0, 5000, 9000, 9, OpKind::Completion, 14, many);
+  // five links: one more than a shape holds; a collective's two
+  add(0, 9000, 9100, 9, OpKind::Completion, 14,
+      {{Link::DoneSend, 1}, {Link::DoneRecv, 2}, {Link::DoneSend, 3}, {Link::DoneRecv, 4}, {Link::DoneColl, 0}});
+  add(0, 9100, 9200, 20, OpKind::Collective, 15, {{Link::PostColl, 3}, {Link::PostColl, 2}});
+  // rank 1: a call a signal ended, and the same call completed, two shapes
+  add(1, 10, 20, 7, OpKind::Completion, 1, {{Link::DoneRecv, 0}})->unfinished = true;
+  add(1, 30, 40, 7, OpKind::Completion, 1, {{Link::DoneRecv, 0}});
+  CHECK(check_streams(t) == 10);
+  CHECK(OpStream::encode(t, 1).shapes() == 2);
+  // a rank without ops: a stream of none
+  t.ranks.emplace_back();
+  t.world_size = 3;
+  const OpStream empty = OpStream::encode(t, 2);
+  CHECK(empty.ops() == 0);
+  StreamOp op;
+  CHECK_FALSE(OpCursor(empty).next(op));
+}
