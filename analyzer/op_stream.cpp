@@ -10,14 +10,39 @@ namespace mpiadvise {
 namespace {
 
 // a shape as one word, for the table's index: call site (32 bits), call (8), kind (4), unfinished (1),
-// the number of links up to kShapeLinks + 1 (3) and their kinds (3 bits each, 12)
-uint64_t shape_word(uint32_t callsite, uint8_t call, OpKind kind, bool unfinished, uint32_t n, OpLinks links) {
-  static_assert(OpStream::kShapeLinks + 1 < 8 && Link::DoneColl < 8);
+// the number of links up to kShapeLinks + 1 (3) and their kinds with kCarries (4 bits each, 16)
+uint64_t shape_word(uint32_t callsite, uint8_t call, OpKind kind, bool unfinished, uint32_t n, const uint8_t* kinds) {
+  static_assert(OpStream::kShapeLinks + 1 < 8 && (Link::DoneColl | OpStream::kCarries) < 16 && Link::DoneColl < OpStream::kCarries);
   uint64_t w = uint64_t{callsite} | uint64_t{call} << 32 | uint64_t{static_cast<uint8_t>(kind)} << 40 |
                uint64_t{unfinished} << 44 | uint64_t{std::min(n, OpStream::kShapeLinks + 1)} << 45;
   if (n <= OpStream::kShapeLinks)
-    for (uint32_t k = 0; k < n; k++) w |= uint64_t{links[k].kind} << (48 + 3 * k);
+    for (uint32_t k = 0; k < n; k++) w |= uint64_t{kinds[k]} << (48 + 4 * k);
   return w;
+}
+
+// a message's fields but its ops, as the second table's index
+struct MessageKey {
+  uint64_t ranks, word, bytes;
+  explicit MessageKey(const Message& m)
+      : ranks(uint64_t{static_cast<uint32_t>(m.src)} | uint64_t{static_cast<uint32_t>(m.dst)} << 32),
+        word(uint64_t{m.comm} | uint64_t{m.synchronous} << 29 | uint64_t{m.resent} << 30 | uint64_t{m.cached} << 31 |
+             uint64_t{static_cast<uint32_t>(m.tag)} << 32),
+        bytes(m.bytes) {}
+  bool operator==(const MessageKey&) const = default;
+};
+struct MessageKeyHash {
+  size_t operator()(const MessageKey& k) const {
+    return std::hash<uint64_t>()(k.ranks * 0x9e3779b97f4a7c15ull ^ k.word * 0xc2b2ae3d27d4eb4full ^ k.bytes);
+  }
+};
+
+// whether the op `i` of `rank` is the owner of the message its link names: posted its send, or its receive
+// where no send of the trace matched it
+bool carries(const Trace& t, int rank, uint32_t i, Link l) {
+  if (l.id >= t.messages.size()) return false;
+  const Message& m = t.messages[l.id];
+  if (l.kind == Link::PostSend) return m.src == rank && m.send_op == i;
+  return l.kind == Link::PostRecv && m.send_op == kNone && m.dst == rank && m.recv_op == i;
 }
 
 }  // namespace
@@ -26,6 +51,8 @@ OpStream OpStream::encode(const Trace& t, int rank) {
   OpStream s;
   const std::vector<Op>& ops = t.ranks[rank].ops;
   std::unordered_map<uint64_t, uint32_t> index;
+  std::unordered_map<MessageKey, uint32_t, MessageKeyHash> message_index;
+  std::vector<uint8_t> kinds;  // the op's links' kinds, with kCarries
   std::vector<uint32_t> prev_slot;  // as OpCursor's
   uint32_t prev_kind[Link::DoneColl + 1] = {};
   uint64_t prev_exit = 0;
@@ -33,10 +60,14 @@ OpStream OpStream::encode(const Trace& t, int rank) {
   auto put = [&](uint64_t v) { s.bytes_.insert(s.bytes_.end(), buf, mpa_put_varint(buf, v)); };
   auto put_signed = [&](int64_t v) { put(mpa_zigzag(v)); };
   s.bytes_.reserve(ops.size() * 6);
-  for (const Op& op : ops) {
+  for (uint32_t i = 0; i < ops.size(); i++) {
+    const Op& op = ops[i];
     const OpLinks links = t.links_of(op);
     const uint32_t n = links.size();
-    const uint64_t word = shape_word(op.callsite, op.call, op.kind, op.unfinished, n, links);
+    kinds.clear();
+    for (uint32_t k = 0; k < n; k++)
+      kinds.push_back(static_cast<uint8_t>(links[k].kind | (carries(t, rank, i, links[k]) ? kCarries : 0)));
+    const uint64_t word = shape_word(op.callsite, op.call, op.kind, op.unfinished, n, kinds.data());
     auto [at, added] = index.try_emplace(word, static_cast<uint32_t>(s.shapes_.size()));
     const uint32_t shape = at->second;
     if (added) {
@@ -44,24 +75,32 @@ OpStream OpStream::encode(const Trace& t, int rank) {
       Shape sh{op.callsite, op.call, op.kind, static_cast<bool>(op.unfinished),
                static_cast<uint8_t>(std::min(n, kShapeLinks + 1)), {}};
       if (n <= kShapeLinks)
-        for (uint32_t k = 0; k < n; k++) sh.link_kinds[k] = links[k].kind;
+        for (uint32_t k = 0; k < n; k++) sh.link_kinds[k] = kinds[k];
       s.shapes_.push_back(sh);
     }
     put(shape);
     put_signed(static_cast<int64_t>(op.t_enter) - static_cast<int64_t>(prev_exit));
     put(op.duration);
     prev_exit = op.t_exit();
-    auto put_step = [&](uint32_t& prev, uint32_t id) {
+    // a link's id as its step from the previous, then the message it carries
+    auto put_link = [&](uint32_t& prev, uint32_t k) {
+      const uint32_t id = links[k].id;
       put_signed(static_cast<int64_t>(id) - static_cast<int64_t>(prev));
       prev = id;
+      if (!(kinds[k] & kCarries)) return;
+      Message fields = t.messages[id];
+      fields.send_op = fields.recv_op = kNone;
+      auto [m, added_m] = message_index.try_emplace(MessageKey(fields), static_cast<uint32_t>(s.messages_.size()));
+      if (added_m) s.messages_.push_back(fields);
+      put(m->second);
     };
     if (n <= kShapeLinks) {
-      for (uint32_t k = 0; k < n; k++) put_step(prev_slot[shape * kShapeLinks + k], links[k].id);
+      for (uint32_t k = 0; k < n; k++) put_link(prev_slot[shape * kShapeLinks + k], k);
     } else {
       put(n);
       for (uint32_t k = 0; k < n; k++) {
-        s.bytes_.push_back(links[k].kind);
-        put_step(prev_kind[links[k].kind], links[k].id);
+        s.bytes_.push_back(kinds[k]);
+        put_link(prev_kind[links[k].kind], k);
       }
     }
   }

@@ -10,7 +10,12 @@
 // MPI_Irecv from its left neighbour at one line names the next message of that neighbour each time,
 // one more than the last, and most links take a byte. An op of more than kShapeLinks links spells its
 // count and kinds out after its times, and its ids as differences from the rank's previous link of the
-// same kind. Nothing is lost: the cursor gives back every field of the op and its links as the trace held them.
+// same kind.
+//
+// A message's own fields (its ranks, communicator, tag, bytes and flags: what the simulation needs of it
+// beyond its ops) travel in the stream of the op that posted it, as a varint of their number in the rank's
+// second table: the sender's for a send, the receiver's for a receive no send matched. A halo's messages
+// take a byte each there. The link that carries them says so in its kind (kCarries). Nothing is lost: the cursor gives back every field of the op and its links as the trace held them.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +34,13 @@ struct StreamOp {
   OpKind kind = OpKind::Other;
   bool unfinished = false;
   std::vector<Link> links;  // kept from op to op by the caller's StreamOp: no allocation once large enough
+  // the messages the op posted as their owner (see above): the id and the trace's Message but for its
+  // ops (send_op and recv_op kNone), which the streams say in their links
+  struct Posted {
+    uint32_t id;
+    Message fields;
+  };
+  std::vector<Posted> posted;
   uint64_t t_exit() const { return t_enter + duration; }
 };
 
@@ -39,8 +51,10 @@ class OpStream {
   static OpStream encode(const Trace& t, int rank);
   uint64_t ops() const { return ops_; }
   // what it holds: its bytes and its table of shapes
-  size_t bytes() const { return bytes_.size() + shapes_.size() * sizeof(Shape); }
+  size_t bytes() const { return bytes_.size() + shapes_.size() * sizeof(Shape) + messages_.size() * sizeof(Message); }
   size_t shapes() const { return shapes_.size(); }
+  size_t message_shapes() const { return messages_.size(); }
+  static constexpr uint8_t kCarries = 8;  // on a link's kind: the message's fields follow its id
   std::span<const uint8_t> data() const { return bytes_; }  // the ops' bytes, without the shapes
 
  private:
@@ -55,6 +69,7 @@ class OpStream {
   };
   std::vector<uint8_t> bytes_;
   std::vector<Shape> shapes_;
+  std::vector<Message> messages_;  // the messages' fields, each different once
   uint64_t ops_ = 0;
 };
 
@@ -63,6 +78,7 @@ class OpCursor {
  public:
   explicit OpCursor(const OpStream& s)
       : s_(&s), p_(s.bytes_.data()), end_(s.bytes_.data() + s.bytes_.size()), prev_slot_(s.shapes_.size() * OpStream::kShapeLinks) {}
+  explicit OpCursor(const OpStream&&) = delete;  // a temporary would not outlive it
   // the next op into `op`; false, `op` unchanged, past the last
   bool next(StreamOp& op) {
     if (p_ == end_) return false;
@@ -76,18 +92,20 @@ class OpCursor {
     op.duration = varint();
     prev_exit_ = op.t_enter + op.duration;
     op.links.clear();
+    op.posted.clear();
     if (sh.n_links <= OpStream::kShapeLinks) {
       uint32_t* prev = &prev_slot_[shape * OpStream::kShapeLinks];
       for (uint32_t k = 0; k < sh.n_links; k++) {
         prev[k] = step(prev[k]);
-        op.links.push_back(Link{static_cast<Link::Kind>(sh.link_kinds[k]), prev[k]});
+        link(op, sh.link_kinds[k], prev[k]);
       }
     } else {
       const uint64_t n = varint();
       for (uint64_t k = 0; k < n; k++) {
-        const auto kind = static_cast<Link::Kind>(*p_++);
-        prev_kind_[kind] = step(prev_kind_[kind]);
-        op.links.push_back(Link{kind, prev_kind_[kind]});
+        const uint8_t kind = *p_++;
+        uint32_t& prev = prev_kind_[kind & (OpStream::kCarries - 1)];
+        prev = step(prev);
+        link(op, kind, prev);
       }
     }
     return true;
@@ -105,6 +123,10 @@ class OpCursor {
     }
   }
   static int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+  void link(StreamOp& op, uint8_t kind, uint32_t id) {
+    op.links.push_back(Link{static_cast<Link::Kind>(kind & (OpStream::kCarries - 1)), id});
+    if (kind & OpStream::kCarries) op.posted.push_back({id, s_->messages_[varint()]});
+  }
   uint32_t step(uint32_t prev) { return static_cast<uint32_t>(static_cast<int64_t>(prev) + unzigzag(varint())); }
   const OpStream* s_;
   const uint8_t* p_;

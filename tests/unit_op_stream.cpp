@@ -17,10 +17,12 @@ namespace {
 
 fs::path fixture(const std::string& name) { return fs::path(MPA_SOURCE_DIR) / "tests" / "fixtures" / name; }
 
-// Every rank's stream gives back its ops as the trace holds them; the ops compared.
+// Every rank's stream gives back its ops as the trace holds them, and each message's fields once, in the
+// stream of the op that posted it (its send; its receive where no send matched); the ops compared.
 uint64_t check_streams(const Trace& t) {
   uint64_t compared = 0;
   StreamOp got;
+  std::vector<int> posted(t.messages.size());
   for (int r = 0; r < static_cast<int>(t.ranks.size()); r++) {
     const OpStream s = OpStream::encode(t, r);
     const std::vector<Op>& ops = t.ranks[r].ops;
@@ -39,11 +41,26 @@ uint64_t check_streams(const Trace& t) {
       const OpLinks links = t.links_of(op);
       REQUIRE(got.links.size() == links.size());
       for (uint32_t k = 0; k < links.size(); k++) CHECK(got.links[k] == links[k]);
+      for (const StreamOp::Posted& p : got.posted) {
+        REQUIRE(p.id < t.messages.size());
+        const Message& m = t.messages[p.id];
+        // its owner's op: the sender's, or the receiver's where there is no send
+        const bool owner = m.send_op == kNone ? m.recv_op == i && m.dst == r : m.send_op == i && m.src == r;
+        CHECK(owner);
+        CHECK(std::tie(p.fields.src, p.fields.dst, p.fields.tag, p.fields.bytes) == std::tie(m.src, m.dst, m.tag, m.bytes));
+        CHECK((p.fields.comm == m.comm && p.fields.synchronous == m.synchronous && p.fields.resent == m.resent &&
+               p.fields.cached == m.cached));
+        posted[p.id]++;
+      }
       compared++;
     }
     StreamOp after = got;
     CHECK_FALSE(c.next(got));  // the end, and the op left as it was
     CHECK(got.t_enter == after.t_enter);
+  }
+  for (size_t id = 0; id < t.messages.size(); id++) {
+    INFO("message " << id << ": send op " << t.messages[id].send_op << ", receive op " << t.messages[id].recv_op);
+    CHECK(posted[id] == 1);
   }
   return compared;
 }
@@ -126,13 +143,26 @@ TEST_CASE("ops at the edges read back as they were", "[op_stream]") {
   // rank 1: a call a signal ended, and the same call completed, two shapes
   add(1, 10, 20, 7, OpKind::Completion, 1, {{Link::DoneRecv, 0}})->unfinished = true;
   add(1, 30, 40, 7, OpKind::Completion, 1, {{Link::DoneRecv, 0}});
-  CHECK(check_streams(t) == 10);
-  CHECK(OpStream::encode(t, 1).shapes() == 2);
+  // a send of rank 0 (op 3) to no receive, its fields at their limits; a receive of rank 1 no send matched
+  Message sent;
+  sent.src = 0, sent.dst = 1, sent.comm = kMaxComms - 1, sent.synchronous = sent.resent = sent.cached = true;
+  sent.tag = -5, sent.bytes = UINT64_MAX, sent.send_op = 3;
+  Message received;
+  received.dst = 1, received.tag = 7, received.bytes = 0, received.recv_op = 2;
+  t.messages = {sent, received};
+  add(1, 50, 60, 4, OpKind::PostRecv, 2, {{Link::PostRecv, 1}});
+  CHECK(check_streams(t) == 11);
+  StreamOp op;
+  const OpStream zero_stream = OpStream::encode(t, 0);
+  OpCursor zero(zero_stream);
+  for (int k = 0; k < 4; k++) REQUIRE(zero.next(op));
+  REQUIRE(op.posted.size() == 1);
+  CHECK(op.posted[0].fields.bytes == UINT64_MAX);
+  CHECK(OpStream::encode(t, 1).shapes() == 3);
   // a rank without ops: a stream of none
   t.ranks.emplace_back();
   t.world_size = 3;
   const OpStream empty = OpStream::encode(t, 2);
   CHECK(empty.ops() == 0);
-  StreamOp op;
   CHECK_FALSE(OpCursor(empty).next(op));
 }
