@@ -15,7 +15,9 @@
 // A message's own fields (its ranks, communicator, tag, bytes and flags: what the simulation needs of it
 // beyond its ops) travel in the stream of the op that posted it, as a varint of their number in the rank's
 // second table: the sender's for a send, the receiver's for a receive no send matched. A halo's messages
-// take a byte each there. The link that carries them says so in its kind (kCarries). Nothing is lost: the cursor gives back every field of the op and its links as the trace held them.
+// take a byte each there. The link that carries them says so in its kind (kCarries).
+//
+// Nothing is lost: the cursor gives back every field of the op and its links as the trace held them.
 #pragma once
 
 #include <cstdint>
