@@ -12,7 +12,8 @@ namespace {
 // a shape as one word, for the table's index: call site (32 bits), call (8), kind (4), unfinished (1),
 // the number of links up to kShapeLinks + 1 (3) and their kinds with kCarries (4 bits each, 16)
 uint64_t shape_word(uint32_t callsite, uint8_t call, OpKind kind, bool unfinished, uint32_t n, const uint8_t* kinds) {
-  static_assert(OpStream::kShapeLinks + 1 < 8 && (Link::DoneColl | OpStream::kCarries) < 16 && Link::DoneColl < OpStream::kCarries);
+  static_assert(OpStream::kShapeLinks + 1 < 8);
+  static_assert(Link::DoneColl < OpStream::kCarries && (Link::DoneColl | OpStream::kCarries) < 16);
   uint64_t w = uint64_t{callsite} | uint64_t{call} << 32 | uint64_t{static_cast<uint8_t>(kind)} << 40 |
                uint64_t{unfinished} << 44 | uint64_t{std::min(n, OpStream::kShapeLinks + 1)} << 45;
   if (n <= OpStream::kShapeLinks)

@@ -79,7 +79,10 @@ class OpStream {
 class OpCursor {
  public:
   explicit OpCursor(const OpStream& s)
-      : s_(&s), p_(s.bytes_.data()), end_(s.bytes_.data() + s.bytes_.size()), prev_slot_(s.shapes_.size() * OpStream::kShapeLinks) {}
+      : s_(&s),
+        p_(s.bytes_.data()),
+        end_(s.bytes_.data() + s.bytes_.size()),
+        prev_slot_(s.shapes_.size() * OpStream::kShapeLinks) {}
   explicit OpCursor(const OpStream&&) = delete;  // a temporary would not outlive it
   // the next op into `op`; false, `op` unchanged, past the last
   bool next(StreamOp& op) {

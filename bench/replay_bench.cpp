@@ -125,7 +125,8 @@ int main(int argc, char** argv) {
       std::vector<uint8_t> z(ZSTD_compressBound(size_t{1} << 16)), back(size_t{1} << 16);
       for (const OpStream& s : streams)
         for (size_t at = 0; at < s.data().size(); at += back.size()) {
-          const size_t n = std::min(back.size(), s.data().size() - at), c = ZSTD_compress(z.data(), z.size(), s.data().data() + at, n, 1);
+          const size_t n = std::min(back.size(), s.data().size() - at);
+          const size_t c = ZSTD_compress(z.data(), z.size(), s.data().data() + at, n, 1);
           auto t1 = std::chrono::steady_clock::now();
           if (ZSTD_isError(c) || ZSTD_decompress(back.data(), back.size(), z.data(), c) != n) packed = SIZE_MAX / 2;
           unpack_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
