@@ -62,6 +62,18 @@ LogGPSParams LogGPSParams::scaled(double f) const {
   return p;
 }
 
+double log_speed_at(double k, const std::vector<uint64_t>& sizes, const std::vector<double>& log_ratio) {
+  const auto x = [](double b) { return std::log1p(b); };
+  if (k <= static_cast<double>(sizes.front())) return log_ratio.front();
+  for (size_t i = 1; i < sizes.size(); i++)
+    if (k <= static_cast<double>(sizes[i])) {
+      const double a = x(static_cast<double>(sizes[i - 1])), b = x(static_cast<double>(sizes[i]));
+      const double t = b > a ? (x(k) - a) / (b - a) : 1;
+      return log_ratio[i - 1] + t * (log_ratio[i] - log_ratio[i - 1]);
+    }
+  return log_ratio.back();
+}
+
 LogGPSParams LogGPSParams::resent(double f, bool rendezvous) const {
   LogGPSParams p = *this;
   for (double LogGPSParams::*x : {&LogGPSParams::Oss, &LogGPSParams::Ors, &LogGPSParams::Osl, &LogGPSParams::Orl,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -14,6 +15,10 @@
 #include <vector>
 
 namespace mpiadvise {
+
+// A speed measured at some message sizes, at size k: the logs of the factors (log_ratio, by sizes
+// ascending) interpolated over log(1 + size) between the sizes either side, held at the ends.
+double log_speed_at(double k, const std::vector<uint64_t>& sizes, const std::vector<double>& log_ratio);
 
 // A parameter set (share/params/*.toml). Per-byte costs in ns per byte.
 struct LogGPSParams {
@@ -128,6 +133,19 @@ struct LogGPSParams {
   double slow_share = 0;
   // each speed the calibration saw, as a factor on the set's times (below 1: faster than the set's)
   std::vector<double> speeds;
+  // Not of the files: the run's speed by message size, against the one factor its times were scaled by
+  // (the report's probe of the run's own round trips, model_fit.hpp: probe_speed). That factor is weighted
+  // by the sizes the run sends; a what-if that sends other sizes prices them at their own speed. Over
+  // shared memory here one run's 0-byte round trips went at x0.78 the set's and its 256 KiB ones at x1.67:
+  // its 128 KiB messages scaled the set by 1.49, and the split what-if priced its 256-byte chunks at that
+  // (+12-19% predicted where the split program ran 2-4% slower). By size (ascending), the log of the
+  // factor; empty: one speed for every size.
+  std::vector<uint64_t> speed_bytes;
+  std::vector<double> speed_log;
+  // the factor at k bytes (log_speed_at); 1 where there is none
+  double speed_at(uint64_t k) const {
+    return speed_bytes.empty() ? 1 : std::exp(log_speed_at(static_cast<double>(k), speed_bytes, speed_log));
+  }
   static constexpr uint64_t kInfinite = std::numeric_limits<uint64_t>::max();
 
   // Throws ParamError naming what is wrong (negative values, s > S, ...).

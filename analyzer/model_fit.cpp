@@ -105,19 +105,6 @@ std::vector<std::pair<double, double>> message_weights(const Trace& trace, const
   return w;
 }
 
-// log(measured / model) at size k: the probe's ratios interpolated over log(1 + size), held at the ends.
-double log_ratio_at(double k, const std::vector<uint64_t>& sizes, const std::vector<double>& log_ratio) {
-  const auto x = [](double b) { return std::log1p(b); };
-  if (k <= static_cast<double>(sizes.front())) return log_ratio.front();
-  for (size_t i = 1; i < sizes.size(); i++)
-    if (k <= static_cast<double>(sizes[i])) {
-      const double a = x(static_cast<double>(sizes[i - 1])), b = x(static_cast<double>(sizes[i]));
-      const double t = b > a ? (x(k) - a) / (b - a) : 1;
-      return log_ratio[i - 1] + t * (log_ratio[i] - log_ratio[i - 1]);
-    }
-  return log_ratio.back();
-}
-
 // The factor for the run: the probe's ratios weighted by where the run's messages spend the set's time;
 // their geometric mean where the run sends no point-to-point message.
 std::optional<double> weighted_factor(const std::optional<std::vector<double>>& measured, const ProbeSpeed& s,
@@ -129,7 +116,7 @@ std::optional<double> weighted_factor(const std::optional<std::vector<double>>& 
     log_ratio.push_back(std::log((*measured)[i] / s.model_ns[i]));
   }
   double sum = 0, total = 0;
-  for (const auto& [k, w] : weights) sum += w * log_ratio_at(k, s.bytes, log_ratio), total += w;
+  for (const auto& [k, w] : weights) sum += w * log_speed_at(k, s.bytes, log_ratio), total += w;
   if (total <= 0) {
     for (double l : log_ratio) sum += l;
     total = static_cast<double>(log_ratio.size());

@@ -161,7 +161,8 @@ class Simulation {
   Simulation(const Simulation&) = delete;  // together_ may point into it
   Simulation& operator=(const Simulation&) = delete;
   Simulation(const Trace& t, const ReplayOptions& o)
-      : t_(t), o_(o), model_(effective_params(o)), p_(model_.params()), resent_(p_) {
+      : t_(t), o_(o), model_(effective_params(o)), p_(model_.params()), resent_(p_),
+        chunk_model_(p_.scaled(p_.speed_at(p_.S))), chunk_resent_(chunk_model_.params()) {
     info_.resize(t.messages.size());
     marks_.resize(t.ranks.size());
     first_member_.resize(t.collectives.size() + 1);
@@ -410,8 +411,12 @@ class Simulation {
   LogGPS model_;
   const LogGPSParams& p_;
   const ResentModels resent_;
+  // a split message's chunks, at the run's speed for messages of S bytes (LogGPSParams::speed_at)
+  const LogGPS chunk_model_;
+  const ResentModels chunk_resent_;
   const LogGPS& model_of(const Message& m, const MsgState& s) const {
-    return m.cached ? resent_.of(model_, m.bytes, true, splits(m, s)) : model_;  // splits() asked of cached messages only
+    if (splits(m, s)) return m.cached ? chunk_resent_.of(chunk_model_, m.bytes, true, true) : chunk_model_;
+    return m.cached ? resent_.of(model_, m.bytes, true) : model_;
   }
   // every computation gap takes ReplayOptions::compute_factor (no ranks or sites chosen): asked once a gap
   const bool uniform_compute_ = o_.compute_ranks.empty() && o_.compute_sites.empty();

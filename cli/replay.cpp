@@ -290,6 +290,10 @@ int run_replay(const ReplayCommand& c, bool whatif) {
                was.rendezvous_messages + was.collective_rendezvous_messages,
                r.rendezvous_messages + r.collective_rendezvous_messages, duration_text(LogGPS(was.params).handshake()),
                duration_text(LogGPS(r.params).handshake()), duration_text(sync_of(was)), duration_text(sync_of(r)));
+    if (r.split_messages > 0 && !r.params.speed_bytes.empty())
+      fmt::print("  split into chunks of {} B, priced at x{:.2f} the times of the run's messages: the run's own round trips "
+                 "at that size\n",
+                 r.params.S, r.params.speed_at(r.params.S));
     return status;
   }
   // --sweep S=FROM..TO: powers of two, the log loaded once

@@ -469,7 +469,9 @@ TEST_CASE("over shared memory a split is priced as the real split run goes: no g
           "[report][eager-buffer][openmpi-only]") {
   // Without the eager buffer the model predicted 27% off for 256-byte chunks, and the real split run
   // was 8% slower (Open MPI's vader lets 4 KiB of eager data wait at a late receiver, then each send
-  // waits for it to enter MPI).
+  // waits for it to enter MPI). The chunks go at the run's speed for 256 bytes, not at that of its
+  // 128 KiB messages (LogGPSParams::speed_at): with the one factor, runs whose large round trips went at
+  // x2.1-2.3 the set's predicted +17-19% (and a CI run +13%) where the split program ran 2-4% slower.
   auto pipeline = [&](const std::vector<std::string>& extra, bool traced = true) {
     JobSpec s;
     s.program = example_path("pipeline").string();

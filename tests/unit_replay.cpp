@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <stdexcept>
 
 #include "../bench/ring_trace.hpp"
@@ -467,4 +468,40 @@ TEST_CASE("the receive side prices an eager message sent again unchanged as the 
   // a message not sent again is priced as fresh whatever the factor
   t.messages[0].cached = false;
   CHECK(receive_side(t, LogGPS(p)).posted_early == 1);
+}
+
+TEST_CASE("a split message's chunks go at the run's speed for their size, every other message at the run's own",
+          "[replay][split]") {
+  // The report scales a set by the speed of the sizes a run sends (its 128 KiB messages at x1.5 in one run
+  // over shared memory), and the split what-if sends chunks of S bytes, which that run's round trips
+  // showed at x0.8: the chunks take params.speed_at(S) on top.
+  Trace t = five_sends_to_a_late_receiver();  // 100-byte messages
+  ReplayOptions o;
+  o.params = some_params();
+  o.params.s = o.params.S = 32;  // each message 4 chunks
+  o.params.speed_bytes = {0, 1024, 65536};
+  o.params.speed_log = {std::log(0.5), std::log(0.5), std::log(2.0)};
+  CHECK(o.params.speed_at(32) == Approx(0.5));
+  CHECK(o.params.speed_at(0) == Approx(0.5));
+  CHECK(o.params.speed_at(1u << 20) == Approx(2));  // held at the ends
+  // halfway between 1024 and 65536 bytes over log(1 + size): the geometric mean of 0.5 and 2
+  CHECK(o.params.speed_at(8196) == Approx(1).epsilon(1e-3));
+
+  // unsplit, the sizes' speeds change nothing
+  ReplayOptions one_speed = o;
+  one_speed.params.speed_bytes.clear(), one_speed.params.speed_log.clear();
+  CHECK(replay(t, o).predicted_ns == replay(t, one_speed).predicted_ns);
+
+  // split, every message is chunks: the replay is that of the set at the chunks' speed, exactly
+  o.split_everywhere = one_speed.split_everywhere = true;
+  ReplayOptions at_chunks = one_speed;
+  at_chunks.params = one_speed.params.scaled(o.params.speed_at(32));
+  const ReplayResult split = replay(t, o), expected = replay(t, at_chunks), unscaled = replay(t, one_speed);
+  REQUIRE(split.split_messages == 5);
+  CHECK(split.predicted_ns == expected.predicted_ns);
+  for (int r = 0; r < 2; r++) {
+    CHECK(split.ranks[r].predicted.send_overhead == expected.ranks[r].predicted.send_overhead);
+    CHECK(split.ranks[r].predicted.recv_overhead == expected.ranks[r].predicted.recv_overhead);
+  }
+  CHECK(split.ranks[1].predicted.recv_overhead < unscaled.ranks[1].predicted.recv_overhead);
 }
