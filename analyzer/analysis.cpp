@@ -495,12 +495,14 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
     a.probe_applied = true;
     a.chosen.params = a.chosen.params.scaled(a.probe->factor);
     for (double& f : a.chosen.params.speeds) f /= a.probe->factor;
-    // each size's own speed against the factor applied: a what-if that splits messages prices its
-    // chunks at theirs
+    // each size's own speed against the factor applied (a size's beyond what the factor may be held to
+    // it, as one noisy size's would be): a what-if that splits messages prices its chunks at theirs
     a.chosen.params.speed_bytes = a.probe->bytes;
     a.chosen.params.speed_log.clear();
-    for (size_t i = 0; i < a.probe->bytes.size(); i++)
-      a.chosen.params.speed_log.push_back(std::log(a.probe->measured_ns[i] / a.probe->model_ns[i] / a.probe->factor));
+    for (size_t i = 0; i < a.probe->bytes.size(); i++) {
+      const double ratio = std::clamp(a.probe->measured_ns[i] / a.probe->model_ns[i], kProbeFactorMin, kProbeFactorMax);
+      a.chosen.params.speed_log.push_back(std::log(ratio / a.probe->factor));
+    }
     std::string sizes;
     for (size_t i = 0; i < a.probe->bytes.size(); i++)
       sizes += fmt::format("{}{} B x{:.2f}", i ? ", " : "", a.probe->bytes[i], a.probe->measured_ns[i] / a.probe->model_ns[i]);

@@ -134,12 +134,14 @@ struct LogGPSParams {
   // each speed the calibration saw, as a factor on the set's times (below 1: faster than the set's)
   std::vector<double> speeds;
   // Not of the files: the run's speed by message size, against the one factor its times were scaled by
-  // (the report's probe of the run's own round trips, model_fit.hpp: probe_speed). That factor is weighted
-  // by the sizes the run sends; a what-if that sends other sizes prices them at their own speed. Over
-  // shared memory here one run's 0-byte round trips went at x0.78 the set's and its 256 KiB ones at x1.67:
-  // its 128 KiB messages scaled the set by 1.49, and the split what-if priced its 256-byte chunks at that
-  // (+12-19% predicted where the split program ran 2-4% slower). By size (ascending), the log of the
-  // factor; empty: one speed for every size.
+  // (the report's probe of the run's own round trips, model_fit.hpp: probe_speed; filled where analyse()
+  // applies it, each size's ratio held to kProbeFactorMin..kProbeFactorMax). That factor is weighted by
+  // the sizes the run sends; a split what-if's point-to-point chunks take the speed of their own size (a
+  // collective's parts, split to S, stay at the factor). Over shared memory here one run's 0-byte round
+  // trips went at x0.78 the set's and its 256 KiB ones at x1.67: its 128 KiB messages scaled the set by
+  // 1.49, and the split what-if priced its 256-byte chunks at that (+12-19% predicted in four runs here,
+  // +13% in one on CI, where the split program ran 2-4% slower). By size (ascending), the log of the
+  // factor, the two of one length; empty: one speed for every size.
   std::vector<uint64_t> speed_bytes;
   std::vector<double> speed_log;
   // the factor at k bytes (log_speed_at); 1 where there is none

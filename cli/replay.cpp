@@ -291,8 +291,8 @@ int run_replay(const ReplayCommand& c, bool whatif) {
                r.rendezvous_messages + r.collective_rendezvous_messages, duration_text(LogGPS(was.params).handshake()),
                duration_text(LogGPS(r.params).handshake()), duration_text(sync_of(was)), duration_text(sync_of(r)));
     if (r.split_messages > 0 && !r.params.speed_bytes.empty())
-      fmt::print("  split into chunks of {} B, priced at x{:.2f} the times of the run's messages: the run's own round trips "
-                 "at that size\n",
+      fmt::print("  point-to-point messages split into chunks of {} B, priced at x{:.2f} the times of the run's messages: the "
+                 "run's own round trips at that size (a collective's parts at the run's)\n",
                  r.params.S, r.params.speed_at(r.params.S));
     return status;
   }

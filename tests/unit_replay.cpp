@@ -475,33 +475,44 @@ TEST_CASE("a split message's chunks go at the run's speed for their size, every 
   // The report scales a set by the speed of the sizes a run sends (its 128 KiB messages at x1.5 in one run
   // over shared memory), and the split what-if sends chunks of S bytes, which that run's round trips
   // showed at x0.8: the chunks take params.speed_at(S) on top.
-  Trace t = five_sends_to_a_late_receiver();  // 100-byte messages
-  ReplayOptions o;
-  o.params = some_params();
-  o.params.s = o.params.S = 32;  // each message 4 chunks
-  o.params.speed_bytes = {0, 1024, 65536};
-  o.params.speed_log = {std::log(0.5), std::log(0.5), std::log(2.0)};
-  CHECK(o.params.speed_at(32) == Approx(0.5));
-  CHECK(o.params.speed_at(0) == Approx(0.5));
-  CHECK(o.params.speed_at(1u << 20) == Approx(2));  // held at the ends
-  // halfway between 1024 and 65536 bytes over log(1 + size): the geometric mean of 0.5 and 2
-  CHECK(o.params.speed_at(8196) == Approx(1).epsilon(1e-3));
+  for (const bool cached : {false, true}) {
+    DYNAMIC_SECTION((cached ? "data sent again" : "data just written")) {
+      Trace t = five_sends_to_a_late_receiver();  // 100-byte messages
+      for (auto& m : t.messages) m.cached = cached;
+      ReplayOptions o;
+      o.params = some_params();
+      o.params.s = o.params.S = 32;  // each message 4 chunks
+      o.params.resend_buffered = 0.7;
+      // chunks of 32 bytes at half the times, the 100-byte messages at twice
+      o.params.speed_bytes = {32, 100, 65536};
+      o.params.speed_log = {std::log(0.5), std::log(2.0), std::log(2.0)};
+      CHECK(o.params.speed_at(32) == Approx(0.5));
+      CHECK(o.params.speed_at(100) == Approx(2));
+      CHECK(o.params.speed_at(0) == Approx(0.5));        // held at the ends
+      CHECK(o.params.speed_at(1u << 20) == Approx(2));
+      // between 32 and 100 bytes over log(1 + size): the geometric mean of 0.5 and 2 at sqrt(33 x 101) - 1
+      CHECK(o.params.speed_at(57) == Approx(1).epsilon(0.02));
 
-  // unsplit, the sizes' speeds change nothing
-  ReplayOptions one_speed = o;
-  one_speed.params.speed_bytes.clear(), one_speed.params.speed_log.clear();
-  CHECK(replay(t, o).predicted_ns == replay(t, one_speed).predicted_ns);
+      // unsplit, the sizes' speeds change nothing
+      ReplayOptions one_speed = o;
+      one_speed.params.speed_bytes.clear(), one_speed.params.speed_log.clear();
+      CHECK(replay(t, o).predicted_ns == replay(t, one_speed).predicted_ns);
 
-  // split, every message is chunks: the replay is that of the set at the chunks' speed, exactly
-  o.split_everywhere = one_speed.split_everywhere = true;
-  ReplayOptions at_chunks = one_speed;
-  at_chunks.params = one_speed.params.scaled(o.params.speed_at(32));
-  const ReplayResult split = replay(t, o), expected = replay(t, at_chunks), unscaled = replay(t, one_speed);
-  REQUIRE(split.split_messages == 5);
-  CHECK(split.predicted_ns == expected.predicted_ns);
-  for (int r = 0; r < 2; r++) {
-    CHECK(split.ranks[r].predicted.send_overhead == expected.ranks[r].predicted.send_overhead);
-    CHECK(split.ranks[r].predicted.recv_overhead == expected.ranks[r].predicted.recv_overhead);
+      // split, every message is chunks: the replay is that of the set at the chunks' speed, exactly, and
+      // not at the messages' own size's
+      o.split_everywhere = one_speed.split_everywhere = true;
+      ReplayOptions at_chunks = one_speed, at_messages = one_speed;
+      at_chunks.params = one_speed.params.scaled(o.params.speed_at(32));
+      at_messages.params = one_speed.params.scaled(o.params.speed_at(100));
+      const ReplayResult split = replay(t, o), expected = replay(t, at_chunks), unscaled = replay(t, one_speed);
+      REQUIRE(split.split_messages == 5);
+      CHECK(split.predicted_ns == expected.predicted_ns);
+      for (int r = 0; r < 2; r++) {
+        CHECK(split.ranks[r].predicted.send_overhead == expected.ranks[r].predicted.send_overhead);
+        CHECK(split.ranks[r].predicted.recv_overhead == expected.ranks[r].predicted.recv_overhead);
+      }
+      CHECK(split.ranks[1].predicted.recv_overhead < unscaled.ranks[1].predicted.recv_overhead);
+      CHECK(split.ranks[1].predicted.recv_overhead < replay(t, at_messages).ranks[1].predicted.recv_overhead);
+    }
   }
-  CHECK(split.ranks[1].predicted.recv_overhead < unscaled.ranks[1].predicted.recv_overhead);
 }
