@@ -1,7 +1,12 @@
 #include "op_stream.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <optional>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "codec.h"
 
@@ -37,9 +42,23 @@ struct MessageKeyHash {
   }
 };
 
+// op `i` of `rank`'s place among the members of collective instance c, if it is one: build_trace lists
+// them in rank order (bisected), a trace made otherwise is searched through
+std::optional<uint32_t> member_place(const Trace& t, int rank, uint32_t i, uint32_t c) {
+  if (c >= t.collectives.size()) return std::nullopt;
+  const auto ms = t.collectives.members(c);
+  auto it = std::lower_bound(ms.begin(), ms.end(), rank, [](const auto& m, int r) { return m.first < r; });
+  for (; it != ms.end() && it->first == rank; ++it)
+    if (it->second == i) return static_cast<uint32_t>(it - ms.begin());
+  for (it = ms.begin(); it != ms.end(); ++it)
+    if (it->first == rank && it->second == i) return static_cast<uint32_t>(it - ms.begin());
+  return std::nullopt;
+}
+
 // whether the op `i` of `rank` is the owner of the message its link names: posted its send, or its receive
-// where no send of the trace matched it
+// where no send of the trace matched it; or a member of the collective instance it names
 bool carries(const Trace& t, int rank, uint32_t i, Link l) {
+  if (l.kind == Link::PostColl) return member_place(t, rank, i, l.id).has_value();
   if (l.id >= t.messages.size()) return false;
   const Message& m = t.messages[l.id];
   if (l.kind == Link::PostSend) return m.src == rank && m.send_op == i;
@@ -53,6 +72,7 @@ OpStream OpStream::encode(const Trace& t, int rank) {
   const std::vector<Op>& ops = t.ranks[rank].ops;
   std::unordered_map<uint64_t, uint32_t> index;
   std::unordered_map<MessageKey, uint32_t, MessageKeyHash> message_index;
+  std::map<decltype(std::declval<Member>().key()), uint32_t> member_index;  // keys into members_
   std::vector<uint8_t> kinds;  // the op's links' kinds, with kCarries
   std::vector<uint32_t> prev_slot;  // as OpCursor's
   uint32_t prev_kind[Link::DoneColl + 1] = {};
@@ -89,6 +109,27 @@ OpStream OpStream::encode(const Trace& t, int rank) {
       put_signed(static_cast<int64_t>(id) - static_cast<int64_t>(prev));
       prev = id;
       if (!(kinds[k] & kCarries)) return;
+      if (links[k].kind == Link::PostColl) {
+        const uint32_t place = *member_place(t, rank, i, id);
+        const CollectiveInstance c = t.collectives[id];
+        Member m{};
+        m.sent = MemberBytes::held(c.sent[place]), m.received = MemberBytes::held(c.received[place]);
+        m.k = place, m.head = place == 0;
+        if (m.head) {
+          m.bytes = c.bytes, m.call = c.call, m.comm = c.comm, m.members = static_cast<uint32_t>(c.members.size());
+          m.root = c.root, m.counted = !c.each.empty();
+        }
+        const std::vector<uint64_t>* counts = c.each.empty() ? nullptr : &c.each[place];
+        m.has_counts = counts && !counts->empty();
+        auto [at, added_m] = member_index.try_emplace(m.key(), static_cast<uint32_t>(s.members_.size()));
+        if (added_m) s.members_.push_back(m);
+        put(at->second);
+        if (m.has_counts) {
+          put(counts->size());
+          for (uint64_t v : *counts) put(v);
+        }
+        return;
+      }
       Message fields = t.messages[id];
       fields.send_op = fields.recv_op = kNone;
       auto [m, added_m] = message_index.try_emplace(MessageKey(fields), static_cast<uint32_t>(s.messages_.size()));

@@ -17,11 +17,19 @@
 // second table: the sender's for a send, the receiver's for a receive no send matched. A halo's messages
 // take a byte each there. The link that carries them says so in its kind (kCarries).
 //
+// A collective instance's members travel the same way, each in its own rank's stream: the op that
+// entered the collective carries, after its link's id, a varint of its number in the rank's third table:
+// its place among the instance's members, the bytes it sent and received, and with the instance's first
+// member the instance's own fields (call, communicator, root, largest bytes, number of members). An
+// allreduce on the world at one call site takes a byte a member there, where the trace holds 24 bytes a
+// member and 24 an instance. A v-collective's counts array follows as a count and a varint each.
+//
 // Nothing is lost: the cursor gives back every field of the op and its links as the trace held them.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "trace.hpp"
@@ -43,6 +51,20 @@ struct StreamOp {
     Message fields;
   };
   std::vector<Posted> posted;
+  // the collective instances the op entered as a member (its PostColl links'), and the instance's own
+  // fields with its first member
+  struct Joined {
+    uint32_t instance = 0;
+    uint32_t k = 0;                // its place among the instance's members (CollectiveInstance::members)
+    uint64_t sent = 0, received = 0;  // MemberBytes::held
+    std::vector<uint64_t> counts;  // its counts array (CollectiveInstance::each), empty where it has none
+    bool head = false;             // k == 0: the fields below are the instance's
+    bool counted = false;
+    uint32_t call = 0, comm = 0, members = 0;
+    int root = -1;
+    uint64_t bytes = 0;
+  };
+  std::vector<Joined> joined;
   uint64_t t_exit() const { return t_enter + duration; }
 };
 
@@ -53,10 +75,15 @@ class OpStream {
   static OpStream encode(const Trace& t, int rank);
   uint64_t ops() const { return ops_; }
   // what it holds: its bytes and its table of shapes
-  size_t bytes() const { return bytes_.size() + shapes_.size() * sizeof(Shape) + messages_.size() * sizeof(Message); }
+  size_t bytes() const {
+    return bytes_.size() + shapes_.size() * sizeof(Shape) + messages_.size() * sizeof(Message) +
+           members_.size() * sizeof(Member);
+  }
   size_t shapes() const { return shapes_.size(); }
   size_t message_shapes() const { return messages_.size(); }
-  static constexpr uint8_t kCarries = 8;  // on a link's kind: the message's fields follow its id
+  size_t member_shapes() const { return members_.size(); }
+  // on a link's kind: the message's fields follow its id (PostSend, PostRecv), or the member's (PostColl)
+  static constexpr uint8_t kCarries = 8;
   std::span<const uint8_t> data() const { return bytes_; }  // the ops' bytes, without the shapes
 
  private:
@@ -72,6 +99,16 @@ class OpStream {
   std::vector<uint8_t> bytes_;
   std::vector<Shape> shapes_;
   std::vector<Message> messages_;  // the messages' fields, each different once
+  struct Member {
+    uint64_t sent, received, bytes;  // bytes: the instance's, where head
+    uint32_t k, call, comm, members;
+    int32_t root;
+    bool head, counted, has_counts;  // has_counts: its counts array follows in the stream
+    auto key() const {
+      return std::make_tuple(sent, received, bytes, k, call, comm, members, root, head, counted, has_counts);
+    }
+  };
+  std::vector<Member> members_;  // the collectives' members' fields, each different once
   uint64_t ops_ = 0;
 };
 
@@ -98,6 +135,7 @@ class OpCursor {
     prev_exit_ = op.t_enter + op.duration;
     op.links.clear();
     op.posted.clear();
+    op.joined.clear();
     if (sh.n_links <= OpStream::kShapeLinks) {
       uint32_t* prev = &prev_slot_[shape * OpStream::kShapeLinks];
       for (uint32_t k = 0; k < sh.n_links; k++) {
@@ -129,8 +167,22 @@ class OpCursor {
   }
   static int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
   void link(StreamOp& op, uint8_t kind, uint32_t id) {
-    op.links.push_back(Link{static_cast<Link::Kind>(kind & (OpStream::kCarries - 1)), id});
-    if (kind & OpStream::kCarries) op.posted.push_back({id, s_->messages_[varint()]});
+    const auto k = static_cast<Link::Kind>(kind & (OpStream::kCarries - 1));
+    op.links.push_back(Link{k, id});
+    if (!(kind & OpStream::kCarries)) return;
+    if (k != Link::PostColl) {
+      op.posted.push_back({id, s_->messages_[varint()]});
+      return;
+    }
+    const OpStream::Member& m = s_->members_[varint()];
+    StreamOp::Joined& j = op.joined.emplace_back();
+    j.instance = id, j.k = m.k, j.sent = m.sent, j.received = m.received;
+    j.head = m.head, j.counted = m.counted, j.call = m.call, j.comm = m.comm, j.members = m.members;
+    j.root = m.root, j.bytes = m.bytes;
+    if (m.has_counts) {
+      j.counts.resize(varint());
+      for (uint64_t& c : j.counts) c = varint();
+    }
   }
   uint32_t step(uint32_t prev) { return static_cast<uint32_t>(static_cast<int64_t>(prev) + unzigzag(varint())); }
   const OpStream* s_;

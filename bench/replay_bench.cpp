@@ -135,10 +135,12 @@ int main(int argc, char** argv) {
     }
     const double links_bytes = static_cast<double>(t.links.capacity_bytes());
     const double messages_bytes = static_cast<double>(t.messages.capacity() * sizeof(Message));
-    std::printf("  compact op streams %.2f bytes an op with the messages' fields (the trace's ops %.1f, links %.1f and "
-                "messages %.1f) [docs/streaming.md: 6-8]; "
+    const double collectives_bytes = static_cast<double>(t.collectives.capacity_bytes());
+    std::printf("  compact op streams %.2f bytes an op with the messages' and collectives' fields (the trace's ops %.1f, "
+                "links %.1f, messages %.1f and collectives %.1f) [docs/streaming.md: 6-9]; "
                 "encoded at %.1f M ops/s, read through a cursor at %.1f M ops/s on one core (best of 3; %s)\n",
                 stream_bytes / events, sizeof(Op) * 1.0, links_bytes / events, messages_bytes / events,
+                collectives_bytes / events,
                 events / encode_s / 1e6, events / best / 1e6,
                 read == 3 * static_cast<uint64_t>(events) && sum ? "every op read" : "OPS MISSING");
     std::printf("  the streams compressed (zstd level 1, chunks of 64 KiB) %.2f bytes an op, decompressed at %.0f M ops/s\n",

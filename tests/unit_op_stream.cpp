@@ -17,12 +17,28 @@ namespace {
 
 fs::path fixture(const std::string& name) { return fs::path(MPA_SOURCE_DIR) / "tests" / "fixtures" / name; }
 
-// Every rank's stream gives back its ops as the trace holds them, and each message's fields once, in the
-// stream of the op that posted it (its send; its receive where no send matched); the ops compared.
+// Every rank's stream gives back its ops as the trace holds them, each message's fields once, in the
+// stream of the op that posted it (its send; its receive where no send matched), and each collective
+// instance's members in their own ops, the instance's fields with its first; the ops compared.
 uint64_t check_streams(const Trace& t) {
   uint64_t compared = 0;
   StreamOp got;
   std::vector<int> posted(t.messages.size());
+  // the instances as the streams give them: each member (rank, op), bytes and counts, by its place
+  struct Rebuilt {
+    std::vector<std::pair<int, uint32_t>> members;
+    MemberBytes sent, received;
+    std::vector<std::vector<uint64_t>> each;
+    std::vector<int> seen;
+    int heads = 0;
+    StreamOp::Joined head;
+  };
+  std::vector<Rebuilt> rebuilt(t.collectives.size());
+  for (size_t c = 0; c < t.collectives.size(); c++) {
+    const size_t n = t.collectives.members_of(c);
+    rebuilt[c].members.resize(n), rebuilt[c].each.resize(n), rebuilt[c].seen.resize(n);
+    for (size_t k = 0; k < n; k++) rebuilt[c].sent.push_back(0), rebuilt[c].received.push_back(0);
+  }
   for (int r = 0; r < static_cast<int>(t.ranks.size()); r++) {
     const OpStream s = OpStream::encode(t, r);
     const std::vector<Op>& ops = t.ranks[r].ops;
@@ -52,6 +68,17 @@ uint64_t check_streams(const Trace& t) {
                p.fields.cached == m.cached));
         posted[p.id]++;
       }
+      for (const StreamOp::Joined& j : got.joined) {
+        REQUIRE(j.instance < rebuilt.size());
+        Rebuilt& b = rebuilt[j.instance];
+        REQUIRE(j.k < b.members.size());
+        b.members[j.k] = {r, static_cast<uint32_t>(i)};
+        b.sent.set(j.k, j.sent == MemberBytes::kNoBytes ? std::nullopt : std::optional(j.sent));
+        b.received.set(j.k, j.received == MemberBytes::kNoBytes ? std::nullopt : std::optional(j.received));
+        b.each[j.k] = j.counts;
+        b.seen[j.k]++;
+        if (j.head) b.heads++, b.head = j;
+      }
       compared++;
     }
     StreamOp after = got;
@@ -61,6 +88,22 @@ uint64_t check_streams(const Trace& t) {
   for (size_t id = 0; id < t.messages.size(); id++) {
     INFO("message " << id << ": send op " << t.messages[id].send_op << ", receive op " << t.messages[id].recv_op);
     CHECK(posted[id] == 1);
+  }
+  for (size_t c = 0; c < t.collectives.size(); c++) {
+    INFO("collective instance " << c);
+    const CollectiveInstance want = t.collectives[c];
+    const Rebuilt& b = rebuilt[c];
+    CHECK(std::count(b.seen.begin(), b.seen.end(), 1) == static_cast<long>(b.seen.size()));  // each member once
+    REQUIRE(b.heads == 1);
+    CHECK(std::tie(b.head.call, b.head.comm, b.head.root, b.head.bytes) == std::tie(want.call, want.comm, want.root, want.bytes));
+    CHECK(b.head.members == want.members.size());
+    CHECK(std::ranges::equal(b.members, want.members));
+    for (size_t k = 0; k < b.members.size(); k++) {
+      CHECK(b.sent[k] == want.sent[k]);
+      CHECK(b.received[k] == want.received[k]);
+    }
+    CHECK(b.head.counted == !want.each.empty());
+    if (!want.each.empty()) CHECK(std::ranges::equal(b.each, want.each));
   }
   return compared;
 }
@@ -159,6 +202,31 @@ TEST_CASE("ops at the edges read back as they were", "[op_stream]") {
   REQUIRE(op.posted.size() == 1);
   CHECK(op.posted[0].fields.bytes == UINT64_MAX);
   CHECK(OpStream::encode(t, 1).shapes() == 3);
+  // collectives: an allreduce of both ranks twice; one with counts arrays (rank 1's empty), and rank 0's
+  // op 7 a member of two instances, one of them alone, its bytes none (MPI_IN_PLACE) and the largest held
+  auto coll = [&](uint32_t call, int root, uint64_t bytes, std::vector<std::pair<int, uint32_t>> members,
+                  MemberBytes sent, MemberBytes received, std::vector<std::vector<uint64_t>> each = {}) {
+    NewCollective c;
+    c.call = call, c.comm = 1, c.root = root, c.bytes = bytes, c.members = std::move(members);
+    c.sent = std::move(sent), c.received = std::move(received), c.each = std::move(each);
+    t.collectives.push_back(c);
+  };
+  coll(21, -1, 8, {{0, 8}, {1, 3}}, {8, 8}, {8, 8});
+  coll(22, -1, 24, {{0, 9}, {1, 4}}, {16, 24}, {8, 16}, {{1, 2, 3}, {}});
+  coll(23, 0, 0, {{0, 7}}, {std::nullopt}, {MemberBytes::kNoBytes - 1});
+  coll(21, -1, 8, {{0, 7}, {1, 5}}, {8, 8}, {8, 8});
+  add(0, 10'000, 10'100, 21, OpKind::Collective, 16, {{Link::PostColl, 0}});
+  add(0, 10'200, 10'300, 22, OpKind::Collective, 17, {{Link::PostColl, 1}});
+  add(1, 10'000, 10'100, 21, OpKind::Collective, 16, {{Link::PostColl, 0}});
+  add(1, 10'200, 10'300, 22, OpKind::Collective, 17, {{Link::PostColl, 1}});
+  add(1, 10'400, 10'500, 20, OpKind::Collective, 15, {{Link::PostColl, 3}});
+  CHECK(check_streams(t) == 16);
+  const OpStream ones = OpStream::encode(t, 1);
+  OpCursor one(ones);
+  for (int k = 0; k < 5; k++) REQUIRE(one.next(op));
+  REQUIRE(op.joined.size() == 1);
+  CHECK(op.joined[0].counts.empty());  // rank 1's counts array, empty in a counted instance
+  CHECK_FALSE(op.joined[0].head);
   // a rank without ops: a stream of none
   t.ranks.emplace_back();
   t.world_size = 3;
