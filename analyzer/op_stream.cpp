@@ -56,9 +56,8 @@ std::optional<uint32_t> member_place(const Trace& t, int rank, uint32_t i, uint3
 }
 
 // whether the op `i` of `rank` is the owner of the message its link names: posted its send, or its receive
-// where no send of the trace matched it; or a member of the collective instance it names
+// where no send of the trace matched it
 bool carries(const Trace& t, int rank, uint32_t i, Link l) {
-  if (l.kind == Link::PostColl) return member_place(t, rank, i, l.id).has_value();
   if (l.id >= t.messages.size()) return false;
   const Message& m = t.messages[l.id];
   if (l.kind == Link::PostSend) return m.src == rank && m.send_op == i;
@@ -74,6 +73,7 @@ OpStream OpStream::encode(const Trace& t, int rank) {
   std::unordered_map<MessageKey, uint32_t, MessageKeyHash> message_index;
   std::map<decltype(std::declval<Member>().key()), uint32_t> member_index;  // keys into members_
   std::vector<uint8_t> kinds;  // the op's links' kinds, with kCarries
+  std::vector<std::optional<uint32_t>> places;  // by link: the op's place among a collective's members
   std::vector<uint32_t> prev_slot;  // as OpCursor's
   uint32_t prev_kind[Link::DoneColl + 1] = {};
   uint64_t prev_exit = 0;
@@ -85,9 +85,12 @@ OpStream OpStream::encode(const Trace& t, int rank) {
     const Op& op = ops[i];
     const OpLinks links = t.links_of(op);
     const uint32_t n = links.size();
-    kinds.clear();
-    for (uint32_t k = 0; k < n; k++)
-      kinds.push_back(static_cast<uint8_t>(links[k].kind | (carries(t, rank, i, links[k]) ? kCarries : 0)));
+    kinds.clear(), places.clear();
+    for (uint32_t k = 0; k < n; k++) {
+      places.push_back(links[k].kind == Link::PostColl ? member_place(t, rank, i, links[k].id) : std::nullopt);
+      const bool carried = links[k].kind == Link::PostColl ? places.back().has_value() : carries(t, rank, i, links[k]);
+      kinds.push_back(static_cast<uint8_t>(links[k].kind | (carried ? kCarries : 0)));
+    }
     const uint64_t word = shape_word(op.callsite, op.call, op.kind, op.unfinished, n, kinds.data());
     auto [at, added] = index.try_emplace(word, static_cast<uint32_t>(s.shapes_.size()));
     const uint32_t shape = at->second;
@@ -110,7 +113,7 @@ OpStream OpStream::encode(const Trace& t, int rank) {
       prev = id;
       if (!(kinds[k] & kCarries)) return;
       if (links[k].kind == Link::PostColl) {
-        const uint32_t place = *member_place(t, rank, i, id);
+        const uint32_t place = *places[k];
         const CollectiveInstance c = t.collectives[id];
         Member m{};
         m.sent = MemberBytes::held(c.sent[place]), m.received = MemberBytes::held(c.received[place]);
