@@ -69,6 +69,7 @@ bool carries(const Trace& t, int rank, uint32_t i, Link l) {
 OpStream OpStream::encode(const Trace& t, int rank) {
   OpStream s;
   const std::vector<Op>& ops = t.ranks[rank].ops;
+  s.window_ = replay_window(t.ranks[rank]);
   std::unordered_map<uint64_t, uint32_t> index;
   std::unordered_map<MessageKey, uint32_t, MessageKeyHash> message_index;
   std::map<decltype(std::declval<Member>().key()), uint32_t> member_index;  // keys into members_

@@ -36,14 +36,17 @@
 
 namespace mpiadvise {
 
-// An op as the cursor gives it back: the trace's Op fields, its links by value (the trace's links_of).
+// An op as the cursor gives it back: the trace's Op fields, its links as the trace's links_of gives them.
 struct StreamOp {
   uint64_t t_enter = 0, duration = 0;
   uint32_t callsite = 0;
   uint8_t call = 0;
   OpKind kind = OpKind::Other;
   bool unfinished = false;
-  std::vector<Link> links;  // kept from op to op by the caller's StreamOp: no allocation once large enough
+  // its links' ids and kinds, kept from op to op by the caller's StreamOp: no allocation once large enough
+  std::vector<uint32_t> link_ids;
+  std::vector<uint8_t> link_kinds;
+  OpLinks links() const { return {link_ids.data(), link_kinds.data(), static_cast<uint32_t>(link_ids.size())}; }
   // the messages the op posted as their owner (see above): the id and the trace's Message but for its
   // ops (send_op and recv_op kNone), which the streams say in their links
   struct Posted {
@@ -74,6 +77,9 @@ class OpStream {
   // The rank's ops, in order, with their links as the trace gives them.
   static OpStream encode(const Trace& t, int rank);
   uint64_t ops() const { return ops_; }
+  // the ops a replay runs and when they start and stop (replay_window of the rank's trace): a replay
+  // reading the stream knows them before it reaches the last op
+  const ReplayWindow& window() const { return window_; }
   // what it holds: its bytes and its table of shapes
   size_t bytes() const {
     return bytes_.size() + shapes_.size() * sizeof(Shape) + messages_.size() * sizeof(Message) +
@@ -110,6 +116,7 @@ class OpStream {
   };
   std::vector<Member> members_;  // the collectives' members' fields, each different once
   uint64_t ops_ = 0;
+  ReplayWindow window_;
 };
 
 // Reads an OpStream's ops in order. The stream must outlive it.
@@ -133,7 +140,8 @@ class OpCursor {
     op.t_enter = static_cast<uint64_t>(static_cast<int64_t>(prev_exit_) + unzigzag(varint()));
     op.duration = varint();
     prev_exit_ = op.t_enter + op.duration;
-    op.links.clear();
+    op.link_ids.clear();
+    op.link_kinds.clear();
     op.posted.clear();
     op.joined.clear();
     if (sh.n_links <= OpStream::kShapeLinks) {
@@ -168,7 +176,8 @@ class OpCursor {
   static int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
   void link(StreamOp& op, uint8_t kind, uint32_t id) {
     const auto k = static_cast<Link::Kind>(kind & (OpStream::kCarries - 1));
-    op.links.push_back(Link{k, id});
+    op.link_ids.push_back(id);
+    op.link_kinds.push_back(k);
     if (!(kind & OpStream::kCarries)) return;
     if (k != Link::PostColl) {
       op.posted.push_back({id, s_->messages_[varint()]});

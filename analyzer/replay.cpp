@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "collectives.hpp"
+#include "op_stream.hpp"
 #include "replay_peers.hpp"
 #include "steady_trace.hpp"
 
@@ -211,10 +212,16 @@ class Simulation {
       if (ranks_[r].w.end > ranks_[r].w.first) t0 = std::min(t0, ranks_[r].w.start_ns);
     }
     next_op_.resize(t_.ranks.size());
+    if (o_.streams) streamed_.resize(t_.ranks.size());
     for (size_t r = 0; r < t_.ranks.size(); r++) {
       RankState& s = ranks_[r];
       s.i = s.w.first;
-      next_op_[r] = t_.ranks[r].ops.data() + s.i;
+      if (!o_.streams) {
+        next_op_[r] = t_.ranks[r].ops.data() + s.i;
+      } else if (mine(static_cast<int>(r))) {
+        StreamedRank& q = streamed_[r].emplace((*o_.streams)[r]);
+        for (uint32_t i = 0; i < s.w.first; i++) q.advance();
+      }
       s.now = s.w.end > s.w.first ? static_cast<double>(s.w.start_ns - t0) : 0;
       if (mine(static_cast<int>(r))) ready_.push_back(static_cast<int>(r));
     }
@@ -222,7 +229,7 @@ class Simulation {
     if (o_.record_spans) {
       spans_.resize(t_.ranks.size());
       for (size_t r = 0; r < t_.ranks.size(); r++) {
-        const size_t n = t_.ranks[r].ops.size();
+        const size_t n = ops_of(static_cast<int>(r));
         spans_[r].resize(o_.span_ops.empty() ? n : r < o_.span_ops.size() ? std::min<size_t>(o_.span_ops[r], n) : 0);
       }
     }
@@ -385,6 +392,27 @@ class Simulation {
     enum class Parked { None, Message, Rank, Collective } parked = Parked::None;
     uint32_t parked_id = 0;
   };
+  // The op a rank is at, as a step reads it: the trace's, or its op stream's (ReplayOptions::streams).
+  struct Here {
+    uint64_t t_enter, t_exit;
+    uint32_t callsite;
+    uint8_t call;
+    OpKind kind;
+    OpLinks links;
+  };
+  // A rank's ops read from its op stream: the op it is at (the last once past it) and the exit of the one
+  // before.
+  struct StreamedRank {
+    explicit StreamedRank(const OpStream& s) : cursor(s) { cursor.next(op); }
+    OpCursor cursor;
+    StreamOp op;
+    uint64_t exit_before = 0;
+    // to the next op; at the last, it stays (its exit the one before)
+    void advance() {
+      exit_before = op.t_exit();
+      cursor.next(op);
+    }
+  };
   // The eager messages from one rank to another, in the sender's order as it posts them, and the first of
   // them that may still be in the receiver's eager buffer. A message's place counts from the channel's
   // first; those before head go from the list now and then (base: the place of its first entry).
@@ -516,7 +544,18 @@ class Simulation {
   // message, and the waker's state, still in the cache (first made ready first, 64 ranks of the ring in
   // bench/replay_bench.cpp ran 11.5 M events/s instead of 13.5). The order does not change a time.
   std::vector<int> ready_;
-  std::vector<const Op*> next_op_;  // by rank: its op ranks_[r].i, for make_ready to prefetch
+  std::vector<const Op*> next_op_;  // by rank: its op ranks_[r].i, for make_ready to prefetch (the trace's ops)
+  // with ReplayOptions::streams: by rank (this process's ranks only), its walk through its stream
+  std::vector<std::optional<StreamedRank>> streamed_;
+  Here here(int r, uint32_t i) const {
+    if (streamed_.empty()) {
+      const Op& op = t_.ranks[r].ops[i];
+      return {op.t_enter, op.t_exit(), op.callsite, op.call, op.kind, t_.links_of(op)};
+    }
+    const StreamOp& op = streamed_[r]->op;
+    return {op.t_enter, op.t_exit(), op.callsite, op.call, op.kind, op.links()};
+  }
+  size_t ops_of(int r) const { return o_.streams ? (*o_.streams)[r].ops() : t_.ranks[r].ops.size(); }
   // the sites' figures, in the order first met; by rank, a call site id's index into them (ids are
   // numbered from 0 on each rank: a dense table, but an id far beyond the sites met goes to the map)
   std::vector<SiteReplay> sites_;
@@ -893,10 +932,11 @@ class Simulation {
   [[gnu::noinline]] double chosen_computation_factor(int r, uint32_t i) const {
     if (!o_.compute_ranks.empty() && !o_.compute_ranks.count(r)) return 1.0;
     if (o_.compute_sites.empty()) return o_.compute_factor;
-    const auto& ops = t_.ranks[r].ops;
-    if (ops.empty()) return 1.0;
-    const Op& op = ops[std::min<size_t>(i, ops.size() - 1)];
-    return at(o_.compute_sites, r, op.callsite) ? o_.compute_factor : 1.0;
+    const size_t n = ops_of(r);
+    if (n == 0) return 1.0;
+    // streamed, the op it is at: op i, or the last past the last
+    const uint32_t callsite = streamed_.empty() ? t_.ranks[r].ops[std::min<size_t>(i, n - 1)].callsite : streamed_[r]->op.callsite;
+    return at(o_.compute_sites, r, callsite) ? o_.compute_factor : 1.0;
   }
 
   // An op's entry and exit as replayed: the retiming's where given (ReplayOptions::retiming: a rank's ops
@@ -917,19 +957,28 @@ class Simulation {
   // The rank's replay window; retimed, its start as retimed, and its stop once the replay is past its ops
   // (tail_of())
   ReplayWindow window(int r) const {
-    ReplayWindow w = replay_window(t_.ranks[r]);
-    if (o_.retiming && !t_.ranks[r].ops.empty()) w.start_ns = w.first ? exit_ns(r, 0) : enter_ns(r, 0);
+    ReplayWindow w = o_.streams ? (*o_.streams)[r].window() : replay_window(t_.ranks[r]);
+    if (o_.retiming && ops_of(r) != 0) w.start_ns = w.first ? exit_ns(r, 0) : enter_ns(r, 0);
     return w;
   }
   // The computation after the rank's last replayed call (its window's stop set first where retimed).
   double tail_of(int r, ReplayWindow& w) const {
-    const auto& ops = t_.ranks[r].ops;
-    if (ops.empty()) return 0;
-    const uint64_t last_exit = w.end > w.first ? exit_ns(r, w.end - 1) : 0;
-    if (o_.retiming) w.stop_ns = w.end < ops.size() ? enter_ns(r, w.end) : exit_ns(r, static_cast<uint32_t>(ops.size() - 1));
+    const size_t n = ops_of(r);
+    if (n == 0) return 0;
+    // streamed, the rank is past its window's last op: the exit before the op it is at is that op's
+    const uint64_t last_exit = w.end > w.first ? exit_before(r, w.end) : 0;
+    if (o_.retiming) w.stop_ns = w.end < n ? enter_ns(r, w.end) : exit_ns(r, static_cast<uint32_t>(n - 1));
     return tail_gap(w, last_exit);
   }
   double measured(int r, uint32_t i) const { return static_cast<double>(exit_ns(r, i) - enter_ns(r, i)); }
+  // The same of the op a rank is at (op i, h): read from h where not retimed, streamed from the stream.
+  uint64_t entered(int r, uint32_t i, const Here& h) const { return o_.retiming ? enter_ns(r, i) : h.t_enter; }
+  uint64_t exit_before(int r, uint32_t i) const {
+    return o_.retiming || streamed_.empty() ? exit_ns(r, i - 1) : streamed_[r]->exit_before;
+  }
+  double took(int r, uint32_t i, const Here& h) const {
+    return o_.retiming ? measured(r, i) : static_cast<double>(h.t_exit - h.t_enter);
+  }
 
   // Whether a rank's call site is one of the option's sites. A site's key holds strings: each answer is
   // kept by rank and call site id, for each of the options' sets. Asked several times an op, mostly of
@@ -1743,8 +1792,8 @@ class Simulation {
     return Walk::Done;
   }
 
-  void post_links(int r, const Op& op, double when) {
-    const OpLinks links = t_.links_of(op);
+  void post_links(int r, const Here& op, double when) {
+    const OpLinks& links = op.links;
     for (uint32_t k = 0; k < links.size(); k++) {
       const Link l = links[k];
       if (l.id == kNone) continue;
@@ -1805,12 +1854,11 @@ class Simulation {
     if (s.i >= s.w.end) return false;
     s.parked = RankState::Parked::None;
     running_ = r;
-    const auto& ops = t_.ranks[r].ops;
-    const Op& op = ops[s.i];
+    const Here op = here(r, s.i);
     if (!s.gap_done) {
       if (o_.marks) mark(r, s.i, false);
-      double prev_exit = s.i > s.w.first ? static_cast<double>(exit_ns(r, s.i - 1)) : static_cast<double>(s.w.start_ns);
-      double gap = static_cast<double>(enter_ns(r, s.i)) - prev_exit;
+      double prev_exit = s.i > s.w.first ? static_cast<double>(exit_before(r, s.i)) : static_cast<double>(s.w.start_ns);
+      double gap = static_cast<double>(entered(r, s.i, op)) - prev_exit;
       gap = std::max(gap, 0.0) * computation_factor(r, s.i);
       s.now += gap;
       s.b.computation += gap;
@@ -1855,7 +1903,7 @@ class Simulation {
                           (o_.nonblocking_everywhere || at(o_.nonblocking_sites, r, op.callsite));
         end = s.now + (as_wait ? p_.o : 0);
         if (as_wait) parts.recv_overhead += p_.o;
-        const OpLinks links = t_.links_of(op);
+        const OpLinks& links = op.links;
         for (uint32_t k = 0; k < links.size() && end != kUnknown; k++) {
           const Link l = links[k];
           if (l.id == kNone) continue;
@@ -1951,7 +1999,7 @@ class Simulation {
           s.posted = true;
         }
         // (6): o', or the time to post the algorithm's first steps
-        uint32_t c = op.has_links() ? t_.links_of(op)[0].id : kNone;
+        uint32_t c = op.links.size() ? op.links[0].id : kNone;
         double posted = c == kNone ? kUnknown : posted_until(c, r);
         end = std::max(s.now + p_.o, posted == kUnknown ? 0.0 : posted);
         parts.collectives += end - s.now;
@@ -1962,7 +2010,7 @@ class Simulation {
           post_links(r, op, s.now);
           s.posted = true;
         }
-        uint32_t c = op.has_links() ? t_.links_of(op)[0].id : kNone;
+        uint32_t c = op.links.size() ? op.links[0].id : kNone;
         double done = c == kNone ? kUnknown : collective_done(c, r, s.now);
         if (done == kUnknown && !s.force && c != kNone) {
           wait_for_collective(c, r);
@@ -1975,14 +2023,14 @@ class Simulation {
       case OpKind::Probe:
       case OpKind::Polling:
       case OpKind::Other:
-        end = s.now + measured(r, s.i);
+        end = s.now + took(r, s.i, op);
         parts.other += end - s.now;
         break;
     }
     if (end == kUnknown) {  // forced: a partner is missing from the logs; keep the measured time
       unresolved_++;
       parts = Breakdown{};
-      end = s.now + measured(r, s.i);
+      end = s.now + took(r, s.i, op);
       parts.other += end - s.now;
     }
     if (!o_.persistent_sites.empty() && p_.persistent_saving &&
@@ -2015,8 +2063,13 @@ class Simulation {
       wake_rank(r);
     }
     s.i++;
-    next_op_[r] = &op + 1;
     s.gap_done = s.posted = s.force = s.preposted_now = false;
+    if (!streamed_.empty()) {
+      streamed_[r]->advance();
+      return true;
+    }
+    const auto& ops = t_.ranks[r].ops;
+    next_op_[r] = ops.data() + s.i;
     if (s.i + kPrefetchOps < s.w.end) prefetch_ahead(ops[s.i + kPrefetchOps]);
     return true;
   }
@@ -2093,7 +2146,7 @@ class Simulation {
     // fetched meanwhile. A walk through an instance of 1024 members takes more than the cache holds, and
     // in a report of an allreduce on 1024 ranks the load of the op a rank resumed at took half of step()'s
     // time. (Its state and the op step() looks ahead to, fetched here too, gained nothing measurable.)
-    __builtin_prefetch(next_op_[r]);
+    if (streamed_.empty()) __builtin_prefetch(next_op_[r]);
   }
   void leave_msg_list(int r) {
     Waiters& w = msg(waits_on_msg_[r]).waiters;
@@ -2114,7 +2167,7 @@ class Simulation {
   }
 
   // An op's site's figures: met before, but for an op's first call there (inlined: asked once an op).
-  SiteReplay& site(int r, const Op& op, bool count_call) {
+  SiteReplay& site(int r, const Here& op, bool count_call) {
     const auto& index = site_index_[r];
     SiteReplay& s = op.callsite < index.size() && index[op.callsite] != kNone ? sites_[index[op.callsite]] : site_by_lookup(r, op);
     if (count_call) s.calls++;
@@ -2122,7 +2175,7 @@ class Simulation {
   }
   // the others (kept out of line, so that the path above inlines): an op's first call at its site, or a
   // call site id beyond the dense tables
-  [[gnu::noinline]] SiteReplay& site_by_lookup(int r, const Op& op) {
+  [[gnu::noinline]] SiteReplay& site_by_lookup(int r, const Here& op) {
     uint32_t* slot = nullptr;
     if (op.callsite < kDenseCallsites) {
       auto& index = site_index_[r];
@@ -2276,6 +2329,11 @@ ReplayResult replay(const Trace& trace, const ReplayOptions& options) {
     throw std::invalid_argument("replay: retimed ops (ReplayOptions::retiming) are for the simulation mode");
   if (options.retiming && &options.retiming->trace() != &trace)
     throw std::invalid_argument("replay: ReplayOptions::retiming retimes another trace");
+  if (options.streams && options.mode == ReplayMode::Paper)
+    throw std::invalid_argument("replay: op streams (ReplayOptions::streams) are for the simulation mode");
+  if (options.streams && options.streams->size() != trace.ranks.size())
+    throw std::invalid_argument(fmt::format("replay: {} op streams (ReplayOptions::streams) for a trace of {} ranks",
+                                            options.streams->size(), trace.ranks.size()));
   if (options.mode == ReplayMode::Paper) return paper_replay(trace, options);
   Simulation sim(trace, options);
   return sim.run();

@@ -18,6 +18,7 @@ namespace mpiadvise {
 
 
 class Retiming;  // steady_trace.hpp
+class OpStream;  // op_stream.hpp
 
 enum class ReplayMode { Simulate, Paper };
 enum class ModelKind { LogGPS, LogGP };
@@ -59,6 +60,10 @@ struct ReplayOptions {
   // each op (the gate's retimed runs, analyzer/steady_trace.hpp: nothing held for each op, where a retimed
   // copy of the trace took 32 bytes an op, and the times alone 16). Null: as measured.
   std::shared_ptr<const Retiming> retiming;
+  // Simulation mode: each rank's ops read in order from its op stream (analyzer/op_stream.hpp,
+  // OpStream::encode of this trace, one a rank) instead of from Trace::ranks[r].ops; the results are the
+  // same, the walk touches no rank's ops in the trace. Null: the trace's ops.
+  std::shared_ptr<const std::vector<OpStream>> streams;
   // Simulation mode: the most steps the collectives' schedules kept for reuse may hold (the replay
   // builds a schedule again once emptied; the results are the same). 0: twice max_schedule_steps of the
   // trace's world: 2^23 steps (256 MiB), 8 x ranks^2 past 1024 ranks, 2^26 (2 GiB) at most.

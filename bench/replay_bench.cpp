@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -114,7 +115,7 @@ int main(int argc, char** argv) {
       auto t1 = std::chrono::steady_clock::now();
       StreamOp op;
       for (const OpStream& s : streams)
-        for (OpCursor c(s); c.next(op); read++) sum += op.duration + op.links.size();
+        for (OpCursor c(s); c.next(op); read++) sum += op.duration + op.links().size();
       best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
     }
     // compressed as the logs are, zstd level 1 in chunks of 64 KiB (docs/streaming.md's step 3), and read
@@ -145,6 +146,32 @@ int main(int argc, char** argv) {
                 read == 3 * static_cast<uint64_t>(events) && sum ? "every op read" : "OPS MISSING");
     std::printf("  the streams compressed (zstd level 1, chunks of 64 KiB) %.2f bytes an op, decompressed at %.0f M ops/s\n",
                 packed / events, events / unpack_s / 1e6);
+    // the simulation walking the streams instead of the trace's ops (ReplayOptions::streams), each way in
+    // turn, the median of each: the same prediction, at what speed beside the trace's
+    o.mode = ReplayMode::Simulate;
+    auto shared = std::make_shared<const std::vector<OpStream>>(std::move(streams));
+    std::vector<double> from_trace, from_streams;
+    bool same = true;
+    double first = 0;  // the trace's prediction
+    for (int k = 0; k < repeats; k++) {
+      for (bool streamed : {false, true}) {
+        o.streams = streamed ? shared : nullptr;
+        auto t1 = std::chrono::steady_clock::now();
+        const ReplayResult r = replay(t, o);
+        (streamed ? from_streams : from_trace).push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+        if (!streamed) first = r.predicted_ns;
+        else same = same && r.predicted_ns == first;
+      }
+    }
+    o.streams = nullptr;
+    std::sort(from_trace.begin(), from_trace.end());
+    std::sort(from_streams.begin(), from_streams.end());
+    const double a = from_trace[from_trace.size() / 2], b = from_streams[from_streams.size() / 2];
+    std::printf("  simulation walking the streams %.2f M events/s (%.2f..%.2f), from the trace's ops %.2f (%.2f..%.2f) "
+                "in the same %d rounds: x%.2f; %s\n",
+                events / b / 1e6, events / from_streams.back() / 1e6, events / from_streams.front() / 1e6, events / a / 1e6,
+                events / from_trace.back() / 1e6, events / from_trace.front() / 1e6, repeats, a / b,
+                same ? "the same prediction" : "PREDICTIONS DIFFER");
   }
   // the report's advice: wait states, then every what-if it tries (the eager-limit sweep and the
   // candidate sites), in units of one simulation of the trace as measured

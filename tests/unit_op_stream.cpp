@@ -6,8 +6,15 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstring>
+#include <memory>
+
 #include "../bench/ring_trace.hpp"
 #include "op_stream.hpp"
+#include "phases.hpp"
+#include "replay.hpp"
+#include "steady_trace.hpp"
 #include "support.hpp"
 
 using namespace mpiadvise;
@@ -55,8 +62,8 @@ uint64_t check_streams(const Trace& t) {
       CHECK(got.kind == op.kind);
       CHECK(got.unfinished == op.unfinished);
       const OpLinks links = t.links_of(op);
-      REQUIRE(got.links.size() == links.size());
-      for (uint32_t k = 0; k < links.size(); k++) CHECK(got.links[k] == links[k]);
+      REQUIRE(got.links().size() == links.size());
+      for (uint32_t k = 0; k < links.size(); k++) CHECK(got.links()[k] == links[k]);
       for (const StreamOp::Posted& p : got.posted) {
         REQUIRE(p.id < t.messages.size());
         const Message& m = t.messages[p.id];
@@ -103,6 +110,125 @@ uint64_t check_streams(const Trace& t) {
     }
     CHECK(b.head.counted == !want.each.empty());
     if (!want.each.empty()) CHECK(std::ranges::equal(b.each, want.each));
+  }
+  return compared;
+}
+
+// mpiadvise-synth's logs of a pattern, `ranks` x `events`, in a fresh directory
+fs::path synth(const std::string& pattern, int ranks, int events, const std::string& more = "") {
+  const fs::path dir = fresh_dir("op-stream-" + pattern + more);
+  auto r = run_command(fmt::format("'{}' --ranks {} --events {} --pattern {} {} -o '{}'",
+                                   (build_dir() / "bin" / "mpiadvise-synth").string(), ranks, events, pattern, more,
+                                   dir.string()));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return dir;
+}
+
+// Two doubles the same bit for bit (NaN, an op outside the window's span, too)
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same(const Breakdown& a, const Breakdown& b) {
+  return same_bits(a.computation, b.computation) && same_bits(a.send_overhead, b.send_overhead) &&
+         same_bits(a.recv_overhead, b.recv_overhead) && same_bits(a.send_wait, b.send_wait) &&
+         same_bits(a.recv_wait, b.recv_wait) && same_bits(a.synchronisation, b.synchronisation) &&
+         same_bits(a.collectives, b.collectives) && same_bits(a.other, b.other);
+}
+
+// Every figure of two replays' results the same, bit for bit: the ranks', the sites', the counts, the
+// stalls, the phases' marks, the spans and what the simulation held.
+void require_same(const ReplayResult& a, const ReplayResult& b) {
+  CHECK(same_bits(a.predicted_ns, b.predicted_ns));
+  CHECK(same_bits(a.measured_ns, b.measured_ns));
+  CHECK(a.origin_ns == b.origin_ns);
+  REQUIRE(a.ranks.size() == b.ranks.size());
+  for (size_t r = 0; r < a.ranks.size(); r++) {
+    INFO("rank " << r);
+    CHECK(a.ranks[r].rank == b.ranks[r].rank);
+    CHECK(same_bits(a.ranks[r].predicted_ns, b.ranks[r].predicted_ns));
+    CHECK(same_bits(a.ranks[r].measured_ns, b.ranks[r].measured_ns));
+    CHECK(same(a.ranks[r].predicted, b.ranks[r].predicted));
+  }
+  REQUIRE(a.sites.size() == b.sites.size());
+  for (size_t k = 0; k < a.sites.size(); k++) {
+    INFO("site " << k);
+    CHECK(std::tie(a.sites[k].rank, a.sites[k].callsite, a.sites[k].call, a.sites[k].calls) ==
+          std::tie(b.sites[k].rank, b.sites[k].callsite, b.sites[k].call, b.sites[k].calls));
+    CHECK(same(a.sites[k].predicted, b.sites[k].predicted));
+  }
+  CHECK(std::tie(a.rendezvous_messages, a.rendezvous_bytes, a.split_messages, a.unresolved_ops) ==
+        std::tie(b.rendezvous_messages, b.rendezvous_bytes, b.split_messages, b.unresolved_ops));
+  CHECK(std::tie(a.collectives_by_algorithm, a.collectives_approximate, a.collectives_closed_formula,
+                 a.collective_messages, a.collective_rendezvous_messages) ==
+        std::tie(b.collectives_by_algorithm, b.collectives_approximate, b.collectives_closed_formula,
+                 b.collective_messages, b.collective_rendezvous_messages));
+  CHECK(a.collective_algorithms == b.collective_algorithms);
+  CHECK(a.collective_approximations == b.collective_approximations);
+  REQUIRE(a.stalls.size() == b.stalls.size());
+  for (size_t k = 0; k < a.stalls.size(); k++) {
+    CHECK(a.stalls[k].released == b.stalls[k].released);
+    REQUIRE(a.stalls[k].ranks.size() == b.stalls[k].ranks.size());
+    for (size_t q = 0; q < a.stalls[k].ranks.size(); q++)
+      CHECK((a.stalls[k].ranks[q].rank == b.stalls[k].ranks[q].rank && a.stalls[k].ranks[q].op == b.stalls[k].ranks[q].op &&
+             same_bits(a.stalls[k].ranks[q].at_ns, b.stalls[k].ranks[q].at_ns)));
+  }
+  CHECK(a.marks == b.marks);
+  REQUIRE(a.spans.size() == b.spans.size());
+  for (size_t r = 0; r < a.spans.size(); r++) {
+    REQUIRE(a.spans[r].size() == b.spans[r].size());
+    for (size_t i = 0; i < a.spans[r].size(); i++)
+      if (!same_bits(a.spans[r][i].enter, b.spans[r][i].enter) || !same_bits(a.spans[r][i].exit, b.spans[r][i].exit))
+        FAIL_CHECK("rank " << r << ", op " << i << ": span " << a.spans[r][i].enter << ".." << a.spans[r][i].exit
+                           << " where the other replay's is " << b.spans[r][i].enter << ".." << b.spans[r][i].exit);
+  }
+  CHECK(std::tie(a.messages_held, a.schedule_steps_held, a.schedule_cache_clears) ==
+        std::tie(b.messages_held, b.schedule_steps_held, b.schedule_cache_clears));
+}
+
+// The simulation of t under o, and under o walking t's op streams, figure for figure; under every
+// transformation, with the ops' times retimed, the phases marked and every span recorded. Returns the
+// replays compared.
+int check_streamed_replays(const Trace& t, ReplayOptions o) {
+  auto streams = std::make_shared<std::vector<OpStream>>();
+  for (int r = 0; r < static_cast<int>(t.ranks.size()); r++) streams->push_back(OpStream::encode(t, r));
+  // the transformations' sites: every call site of rank 0, and one of every rank
+  std::set<SiteKey> rank0, one_each;
+  for (int r = 0; r < static_cast<int>(t.ranks.size()); r++)
+    for (size_t i = 0; i < t.ranks[r].ops.size(); i++) {
+      if (r == 0) rank0.insert(t.site(r, t.ranks[r].ops[i].callsite));
+      if (i == t.ranks[r].ops.size() / 2) one_each.insert(t.site(r, t.ranks[r].ops[i].callsite));
+    }
+  const SteadyIntervals steady = steady_intervals(t);
+  int compared = 0;
+  for (int variant = 0; variant < 10; variant++) {
+    ReplayOptions v = o;
+    switch (variant) {
+      case 1: v.split_everywhere = true, v.params.S = std::min<double>(v.params.S, 512); break;
+      case 2: v.nonblocking_everywhere = true; break;
+      case 3: v.prepost_everywhere = true; break;
+      case 4: v.persistent_sites = rank0, v.params.persistent_saving = 40; break;
+      case 5: v.compute_factor = 0.5, v.compute_ranks = {0, 2}, v.compute_sites = one_each; break;
+      case 6: v.model = ModelKind::LogGP, v.split_sites = one_each, v.nonblocking_sites = rank0; break;
+      case 7:
+        v.marks = std::make_shared<const PhaseMarks>(phase_marks(t));
+        v.record_spans = true;
+        break;
+      case 8:
+        v.record_spans = true;
+        for (const RankTrace& rank : t.ranks) v.span_ops.push_back(static_cast<uint32_t>(rank.ops.size() / 3));
+        break;
+      case 9:
+        if (steady.measured == 0) continue;  // no steady intervals to retime
+        v.retiming = std::make_shared<const Retiming>(t, steady, RetimingDraw{RetimingDraw::Noisy, 7, 0.03, 250});
+        v.prepost_sites = one_each;
+        break;
+      default: break;
+    }
+    INFO("variant " << variant);
+    const ReplayResult from_trace = replay(t, v);
+    v.streams = streams;
+    const ReplayResult from_streams = replay(t, v);
+    require_same(from_trace, from_streams);
+    compared++;
   }
   return compared;
 }
@@ -232,4 +358,38 @@ TEST_CASE("ops at the edges read back as they were", "[op_stream]") {
   const OpStream empty = OpStream::encode(t, 2);
   CHECK(empty.ops() == 0);
   CHECK_FALSE(OpCursor(empty).next(op));
+}
+
+TEST_CASE("a simulation walking the op streams is the trace's, figure for figure", "[op_stream][replay]") {
+  const fs::path params = fs::path(MPA_SOURCE_DIR) / "share" / "params";
+  ReplayOptions o;
+  SECTION("traced runs: every kind of call, a damaged log whose ranks stall, threads") {
+    for (const char* name : {"p2p-all", "coll-all", "threads", "halo-procnull", "halo-damaged"}) {
+      INFO(name);
+      const Trace t = build_trace(JobLog(fixture(name)));
+      for (const char* set : {"openmpi-vader", "openmpi-tcp-loopback", "mpich-ucx-sm"}) {
+        INFO(set);
+        o.params = find_params(set, params);
+        o.mpi_library.clear();
+        CHECK(check_streamed_replays(t, o) == 10);
+      }
+    }
+  }
+  SECTION("mpiadvise-synth's patterns, eager messages through vader's limited buffers and rendezvous ones") {
+    for (const char* pattern : {"halo", "pipeline", "alltoall", "allreduce", "imbalance"})
+      for (const char* bytes : {"--bytes 1024", "--bytes 65536"}) {
+        INFO(pattern << " " << bytes);
+        const Trace t = build_trace(JobLog(synth(pattern, 6, 1500, bytes)));
+        o.params = find_params("openmpi-vader", params);
+        CHECK(check_streamed_replays(t, o) >= 9);
+      }
+  }
+  SECTION("the ring of the benches, and a stream for each rank asked for") {
+    const Trace t = bench::ring_trace(8, 500);
+    CHECK(check_streamed_replays(t, o) >= 9);
+    o.streams = std::make_shared<std::vector<OpStream>>(std::vector<OpStream>{OpStream::encode(t, 0)});
+    CHECK_THROWS_WITH(replay(t, o), Catch::Contains("1 op streams") && Catch::Contains("trace of 8 ranks"));
+    o.mode = ReplayMode::Paper;
+    CHECK_THROWS_WITH(replay(t, o), Catch::Contains("for the simulation mode"));
+  }
 }
