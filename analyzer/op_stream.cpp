@@ -119,6 +119,7 @@ OpStream OpStream::encode(const Trace& t, int rank) {
         Member m{};
         m.sent = MemberBytes::held(c.sent[place]), m.received = MemberBytes::held(c.received[place]);
         m.k = place, m.head = place == 0;
+        m.head_site = t.op(c.members.front().first, c.members.front().second).callsite;
         if (m.head) {
           m.bytes = c.bytes, m.call = c.call, m.comm = c.comm, m.members = static_cast<uint32_t>(c.members.size());
           m.root = c.root, m.counted = !c.each.empty();

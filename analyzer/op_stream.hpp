@@ -20,7 +20,9 @@
 // A collective instance's members travel the same way, each in its own rank's stream: the op that
 // entered the collective carries, after its link's id, a varint of its number in the rank's third table:
 // its place among the instance's members, the bytes it sent and received, and with the instance's first
-// member the instance's own fields (call, communicator, root, largest bytes, number of members). An
+// member the instance's own fields (call, communicator, root, largest bytes, number of members); and with
+// every member the call site of the first member's op, which the replay asks about at whichever member
+// arrives first (a split to S at that site, ReplayOptions::split_sites). An
 // allreduce on the world at one call site takes a byte a member there, where the trace holds 24 bytes a
 // member and 24 an instance. A v-collective's counts array follows as a count and a varint each.
 //
@@ -60,6 +62,7 @@ struct StreamOp {
     uint32_t instance = 0;
     uint32_t k = 0;                // its place among the instance's members (CollectiveInstance::members)
     uint64_t sent = 0, received = 0;  // MemberBytes::held
+    uint32_t head_site = 0;           // the call site of the first member's op (in its own rank's numbering)
     std::vector<uint64_t> counts;  // its counts array (CollectiveInstance::each), empty where it has none
     bool head = false;             // k == 0: the fields below are the instance's
     bool counted = false;
@@ -107,11 +110,11 @@ class OpStream {
   std::vector<Message> messages_;  // the messages' fields, each different once
   struct Member {
     uint64_t sent, received, bytes;  // bytes: the instance's, where head
-    uint32_t k, call, comm, members;
+    uint32_t k, call, comm, members, head_site;
     int32_t root;
     bool head, counted, has_counts;  // has_counts: its counts array follows in the stream
     auto key() const {
-      return std::make_tuple(sent, received, bytes, k, call, comm, members, root, head, counted, has_counts);
+      return std::make_tuple(sent, received, bytes, k, call, comm, members, head_site, root, head, counted, has_counts);
     }
   };
   std::vector<Member> members_;  // the collectives' members' fields, each different once
@@ -185,7 +188,7 @@ class OpCursor {
     }
     const OpStream::Member& m = s_->members_[varint()];
     StreamOp::Joined& j = op.joined.emplace_back();
-    j.instance = id, j.k = m.k, j.sent = m.sent, j.received = m.received;
+    j.instance = id, j.k = m.k, j.sent = m.sent, j.received = m.received, j.head_site = m.head_site;
     j.head = m.head, j.counted = m.counted, j.call = m.call, j.comm = m.comm, j.members = m.members;
     j.root = m.root, j.bytes = m.bytes;
     if (m.has_counts) {

@@ -399,6 +399,7 @@ class Simulation {
     uint8_t call;
     OpKind kind;
     OpLinks links;
+    const StreamOp* streamed;  // streamed: the op with what its links carry; null from the trace
   };
   // A rank's ops read from its op stream: the op it is at (the last once past it) and the exit of the one
   // before.
@@ -550,10 +551,10 @@ class Simulation {
   Here here(int r, uint32_t i) const {
     if (streamed_.empty()) {
       const Op& op = t_.ranks[r].ops[i];
-      return {op.t_enter, op.t_exit(), op.callsite, op.call, op.kind, t_.links_of(op)};
+      return {op.t_enter, op.t_exit(), op.callsite, op.call, op.kind, t_.links_of(op), nullptr};
     }
     const StreamOp& op = streamed_[r]->op;
-    return {op.t_enter, op.t_exit(), op.callsite, op.call, op.kind, op.links()};
+    return {op.t_enter, op.t_exit(), op.callsite, op.call, op.kind, op.links(), &op};
   }
   size_t ops_of(int r) const { return o_.streams ? (*o_.streams)[r].ops() : t_.ranks[r].ops.size(); }
   // the sites' figures, in the order first met; by rank, a call site id's index into them (ids are
@@ -1188,10 +1189,10 @@ class Simulation {
   // wait_for_collective and posted_until): inlined, how much of them step() took in moved with their size,
   // and the ring of bench/replay_bench.cpp, which has no collective, replayed at 19.5 M events/s instead of
   // 21.5 after member_pos kept its last answer.
-  [[gnu::noinline]] void arrive_collective(uint32_t c_id, int rank, double at) {
+  [[gnu::noinline]] void arrive_collective(uint32_t c_id, int rank, double at, const StreamOp* streamed) {
     int pos = member_pos(c_id, rank);
     if (pos < 0) return;
-    if (by_algorithm(c_id)) {
+    if (by_algorithm(c_id, streamed)) {
       start_member(c_id, pos, rank, at);
       return;
     }
@@ -1351,14 +1352,24 @@ class Simulation {
            coll_rendezvous_ = 0;
   std::map<std::string, uint64_t> coll_algorithms_, coll_approximations_;
 
-  // Decides once per instance whether its algorithm can be followed, and sets up its messages.
-  bool by_algorithm(uint32_t c_id) {
+  // Decides once per instance whether its algorithm can be followed, and sets up its messages. Streamed:
+  // the op of the member arriving first, which carries the call site of the first member's op.
+  bool by_algorithm(uint32_t c_id, const StreamOp* streamed) {
     if (run_state_[c_id] == RunState::Undecided) {
       const CollectiveInstance c = t_.collectives[c_id];
-      const Op& first = t_.op(c.members.front().first, c.members.front().second);
+      uint32_t first_site = 0;
+      if (!streamed) {
+        first_site = t_.op(c.members.front().first, c.members.front().second).callsite;
+      } else {
+        const auto j = std::ranges::find(streamed->joined, c_id, &StreamOp::Joined::instance);
+        if (j == streamed->joined.end())  // a member's op carries its place in the instance (OpStream::encode)
+          throw std::logic_error(fmt::format("replay: collective instance {} entered by an op of its stream that does "
+                                             "not carry it", c_id));
+        first_site = j->head_site;
+      }
       std::string approximation, why_not = "no algorithm to follow";
       std::vector<int> positions;
-      auto schedule = schedule_of(c_id, o_.split_everywhere || at(o_.split_sites, c.members.front().first, first.callsite),
+      auto schedule = schedule_of(c_id, o_.split_everywhere || at(o_.split_sites, c.members.front().first, first_site),
                                   &approximation, &positions, &why_not);
       const bool count = counts_here(c_id);
       if (!schedule) {
@@ -1832,7 +1843,7 @@ class Simulation {
           tell(m.src, u);
         }
       } else if (l.kind == Link::PostColl) {
-        arrive_collective(l.id, r, when);
+        arrive_collective(l.id, r, when, op.streamed);
       }
     }
   }

@@ -9,6 +9,7 @@
 //   replay_bench LOGDIR [- repeats]                     the trace of a traced run's logs in place of the ring
 // Each mode is replayed `repeats` times: the median and the range (a machine shared with other jobs moved
 // one simulation of the same trace between 6 and 10 M events/s from one run to the next).
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -102,6 +103,8 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(held), static_cast<unsigned long long>(messages));
   // the ops as compact streams (before the advice, whose peak would hide theirs): bytes an op against the
   // trace's Op and links, encoding once, and reading every rank's stream through a cursor, best of 3
+  std::shared_ptr<const std::vector<OpStream>> shared;
+  double streams_bytes = 0;
   {
     auto t0 = std::chrono::steady_clock::now();
     std::vector<OpStream> streams;
@@ -149,7 +152,8 @@ int main(int argc, char** argv) {
     // the simulation walking the streams instead of the trace's ops (ReplayOptions::streams), each way in
     // turn, the median of each: the same prediction, at what speed beside the trace's
     o.mode = ReplayMode::Simulate;
-    auto shared = std::make_shared<const std::vector<OpStream>>(std::move(streams));
+    shared = std::make_shared<const std::vector<OpStream>>(std::move(streams));
+    streams_bytes = static_cast<double>(stream_bytes);
     std::vector<double> from_trace, from_streams;
     bool same = true;
     double first = 0;  // the trace's prediction
@@ -196,5 +200,25 @@ int main(int argc, char** argv) {
   std::printf("  peak memory with the advice %.1f MiB: %.1f bytes per event (the wait states and the advice's replays "
               "besides the trace)\n",
               vm_hwm_kib() / 1024.0, vm_hwm_kib() * 1024.0 / events);
+  // the simulation walking the streams with the trace's ops and links let go (the receives together
+  // counted first, from them): what the process holds at the replay's peak, above what it held before the
+  // trace, the peak reset once they are gone (clear_refs)
+  {
+    const double predicted = replay(t, o).predicted_ns;
+    if (!t.receives_together) t.receives_together = receives_together(t);
+    for (RankTrace& rank : t.ranks) std::vector<Op>().swap(rank.ops);
+    t.links = LinkList{};
+    t.spilled_links.clear();
+    malloc_trim(0);
+    std::ofstream("/proc/self/clear_refs") << "5";
+    o.streams = shared;
+    const bool same = replay(t, o).predicted_ns == predicted;
+    const double held = static_cast<double>(vm_hwm_kib() - before) * 1024.0;
+    std::printf("  walking the streams, the trace's ops and links let go: %.1f bytes per event at the replay's peak "
+                "[target at most 16], of which the streams %.1f, the messages %.1f and the collectives %.1f; %s\n",
+                held / events, streams_bytes / events, static_cast<double>(t.messages.capacity() * sizeof(Message)) / events,
+                static_cast<double>(t.collectives.capacity_bytes()) / events,
+                same ? "the same prediction" : "PREDICTIONS DIFFER");
+  }
   return 0;
 }
