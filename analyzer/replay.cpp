@@ -2345,6 +2345,21 @@ ReplayResult replay(const Trace& trace, const ReplayOptions& options) {
   if (options.streams && options.streams->size() != trace.ranks.size())
     throw std::invalid_argument(fmt::format("replay: {} op streams (ReplayOptions::streams) for a trace of {} ranks",
                                             options.streams->size(), trace.ranks.size()));
+  if (options.streams) {
+    // a rank's ops in the trace, where it still has them, are its stream's; where one has let them go, the
+    // receives together (counted from them) must have been counted before
+    bool let_go = false;
+    for (size_t r = 0; r < trace.ranks.size(); r++) {
+      const uint64_t n = (*options.streams)[r].ops(), held = trace.ranks[r].ops.size();
+      if (held == 0 && n > 0) let_go = true;
+      else if (held != n)
+        throw std::invalid_argument(fmt::format("replay: the op stream of rank {} holds {} ops where the trace holds {}", r, n, held));
+    }
+    const auto& together = trace.receives_together;
+    if (let_go && (!together || (!together->empty() && together->size() != trace.messages.size())))
+      throw std::invalid_argument("replay: a trace without its ops replayed from op streams needs its receives together "
+                                  "(Trace::receives_together) counted before they went");
+  }
   if (options.mode == ReplayMode::Paper) return paper_replay(trace, options);
   Simulation sim(trace, options);
   return sim.run();

@@ -62,7 +62,9 @@ struct ReplayOptions {
   std::shared_ptr<const Retiming> retiming;
   // Simulation mode: each rank's ops read in order from its op stream (analyzer/op_stream.hpp,
   // OpStream::encode of this trace, one a rank) instead of from Trace::ranks[r].ops; the results are the
-  // same, the walk touches no rank's ops in the trace. Null: the trace's ops.
+  // same. The walk touches no rank's ops or links in the trace: a trace may let them go, once its
+  // receives together are counted (Trace::receives_together, as build_trace does; else std::invalid_argument),
+  // but for a retimed replay, whose times are made from them. Null: the trace's ops.
   std::shared_ptr<const std::vector<OpStream>> streams;
   // Simulation mode: the most steps the collectives' schedules kept for reuse may hold (the replay
   // builds a schedule again once emptied; the results are the same). 0: twice max_schedule_steps of the

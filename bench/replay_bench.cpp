@@ -201,8 +201,8 @@ int main(int argc, char** argv) {
               "besides the trace)\n",
               vm_hwm_kib() / 1024.0, vm_hwm_kib() * 1024.0 / events);
   // the simulation walking the streams with the trace's ops and links let go (the receives together
-  // counted first, from them): what the process holds at the replay's peak, above what it held before the
-  // trace, the peak reset once they are gone (clear_refs)
+  // counted first, from them): the process's peak during the replay, reset once they are gone (clear_refs),
+  // as the first replays' peak above is the process's
   {
     const double predicted = replay(t, o).predicted_ns;
     if (!t.receives_together) t.receives_together = receives_together(t);
@@ -213,8 +213,8 @@ int main(int argc, char** argv) {
     std::ofstream("/proc/self/clear_refs") << "5";
     o.streams = shared;
     const bool same = replay(t, o).predicted_ns == predicted;
-    const double held = static_cast<double>(vm_hwm_kib() - before) * 1024.0;
-    std::printf("  walking the streams, the trace's ops and links let go: %.1f bytes per event at the replay's peak "
+    const double held = static_cast<double>(vm_hwm_kib()) * 1024.0;
+    std::printf("  walking the streams, the trace's ops and links let go: peak memory %.1f bytes per event "
                 "[target at most 16], of which the streams %.1f, the messages %.1f and the collectives %.1f; %s\n",
                 held / events, streams_bytes / events, static_cast<double>(t.messages.capacity() * sizeof(Message)) / events,
                 static_cast<double>(t.collectives.capacity_bytes()) / events,

@@ -195,11 +195,12 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
   for (int r = 0; r < static_cast<int>(t.ranks.size()); r++) streams->push_back(OpStream::encode(t, r));
   // the transformations' sites: every call site of rank 0, one of every rank, and the sites of the
   // collectives' first members (the replay splits an instance where its first member's site is chosen)
-  std::set<SiteKey> rank0, one_each, first_members;
+  std::set<SiteKey> rank0, one_each, first_members, last_two;  // last_two: each rank's last two ops' sites
   for (int r = 0; r < static_cast<int>(t.ranks.size()); r++)
     for (size_t i = 0; i < t.ranks[r].ops.size(); i++) {
       if (r == 0) rank0.insert(t.site(r, t.ranks[r].ops[i].callsite));
       if (i == t.ranks[r].ops.size() / 2) one_each.insert(t.site(r, t.ranks[r].ops[i].callsite));
+      if (i + 2 >= t.ranks[r].ops.size()) last_two.insert(t.site(r, t.ranks[r].ops[i].callsite));
     }
   for (const CollectiveInstance c : t.collectives)
     first_members.insert(t.site(c.members.front().first, t.op(c.members.front().first, c.members.front().second).callsite));
@@ -212,7 +213,7 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
   bare.links = LinkList{};
   bare.spilled_links.clear();
   int compared = 0;
-  for (int variant = 0; variant < 11; variant++) {
+  for (int variant = 0; variant < 12; variant++) {
     ReplayOptions v = o;
     switch (variant) {
       case 1: v.split_everywhere = true, v.params.S = std::min<double>(v.params.S, 512); break;
@@ -237,6 +238,9 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
       case 10:
         if (first_members.empty()) continue;
         v.split_sites = first_members, v.params.S = std::min<double>(v.params.S, 512);
+        break;
+      case 11:  // the computation before the last op replayed, and the tail's (before MPI_Finalize, or after the last op)
+        v.compute_factor = 0.25, v.compute_sites = last_two;
         break;
       default: break;
     }
@@ -392,7 +396,7 @@ TEST_CASE("a simulation walking the op streams is the trace's, figure for figure
         INFO(set);
         o.params = find_params(set, params);
         o.mpi_library.clear();
-        CHECK(check_streamed_replays(t, o) >= 10);
+        CHECK(check_streamed_replays(t, o) >= 11);
       }
     }
   }
@@ -405,12 +409,49 @@ TEST_CASE("a simulation walking the op streams is the trace's, figure for figure
         CHECK(check_streamed_replays(t, o) >= 9);
       }
   }
-  SECTION("the ring of the benches, and a stream for each rank asked for") {
-    const Trace t = bench::ring_trace(8, 500);
-    CHECK(check_streamed_replays(t, o) >= 9);
-    o.streams = std::make_shared<std::vector<OpStream>>(std::vector<OpStream>{OpStream::encode(t, 0)});
-    CHECK_THROWS_WITH(replay(t, o), Catch::Contains("1 op streams") && Catch::Contains("trace of 8 ranks"));
+  SECTION("the ring of the benches, ranks of no op or none to replay, and streams that are not the trace's") {
+    Trace t = bench::ring_trace(8, 500);
+    CHECK(check_streamed_replays(t, o) >= 10);
+    // three ranks more: one of a single MPI_Init, one of MPI_Init and MPI_Finalize, one of none (windows
+    // empty, and tails)
+    const Trace ring = t;
+    auto bare_op = [](uint8_t call, uint64_t enter) {
+      Op op;
+      op.call = call;
+      REQUIRE(op.set_times(enter, enter + 100));
+      return op;
+    };
+    t.world_size = 11;
+    t.ranks.resize(11);
+    t.site_keys.resize(11);
+    for (int r : {8, 9, 10}) t.ranks[r].rank = r;
+    t.ranks[8].ops = {bare_op(MPA_CALL_Init, 0)};
+    t.ranks[9].ops = {bare_op(MPA_CALL_Init, 0), bare_op(MPA_CALL_Finalize, 5000)};
+    t.receives_together = receives_together(t);
+    o.compute_factor = 0.5;  // the tails' computation
+    CHECK(check_streamed_replays(t, o) >= 10);
+    o.compute_factor = 1;
+    // one stream of 8 ranks; streams of another trace; a trace without its ops nor its receives together
+    auto streams_of = [](const Trace& of, int n) {
+      auto s = std::make_shared<std::vector<OpStream>>();
+      for (int r = 0; r < n; r++) s->push_back(OpStream::encode(of, r));
+      return s;
+    };
+    o.streams = streams_of(ring, 1);
+    CHECK_THROWS_WITH(replay(ring, o), Catch::Contains("1 op streams") && Catch::Contains("trace of 8 ranks"));
+    o.streams = streams_of(t, 11);
+    t.ranks[9].ops.pop_back();
+    CHECK_THROWS_WITH(replay(t, o), Catch::Contains("the op stream of rank 9 holds 2 ops where the trace holds 1"));
+    o.streams = streams_of(ring, 8);
+    Trace bare = ring;
+    for (RankTrace& rank : bare.ranks) rank.ops.clear();
+    bare.receives_together.reset();
+    CHECK_THROWS_WITH(replay(bare, o), Catch::Contains("needs its receives together"));
+    bare.receives_together = receives_together(ring);
+    ReplayOptions from_trace = o;
+    from_trace.streams = nullptr;
+    CHECK(replay(bare, o).predicted_ns == replay(ring, from_trace).predicted_ns);
     o.mode = ReplayMode::Paper;
-    CHECK_THROWS_WITH(replay(t, o), Catch::Contains("for the simulation mode"));
+    CHECK_THROWS_WITH(replay(ring, o), Catch::Contains("for the simulation mode"));
   }
 }
