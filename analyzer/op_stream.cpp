@@ -26,22 +26,6 @@ uint64_t shape_word(uint32_t callsite, uint8_t call, OpKind kind, bool unfinishe
   return w;
 }
 
-// a message's fields but its ops, as the second table's index
-struct MessageKey {
-  uint64_t ranks, word, bytes;
-  explicit MessageKey(const Message& m)
-      : ranks(uint64_t{static_cast<uint32_t>(m.src)} | uint64_t{static_cast<uint32_t>(m.dst)} << 32),
-        word(uint64_t{m.comm} | uint64_t{m.synchronous} << 29 | uint64_t{m.resent} << 30 | uint64_t{m.cached} << 31 |
-             uint64_t{static_cast<uint32_t>(m.tag)} << 32),
-        bytes(m.bytes) {}
-  bool operator==(const MessageKey&) const = default;
-};
-struct MessageKeyHash {
-  size_t operator()(const MessageKey& k) const {
-    return std::hash<uint64_t>()(k.ranks * 0x9e3779b97f4a7c15ull ^ k.word * 0xc2b2ae3d27d4eb4full ^ k.bytes);
-  }
-};
-
 // op `i` of `rank`'s place among the members of collective instance c, if it is one: build_trace lists
 // them in rank order (bisected), a trace made otherwise is searched through
 std::optional<uint32_t> member_place(const Trace& t, int rank, uint32_t i, uint32_t c) {
@@ -67,11 +51,30 @@ bool carries(const Trace& t, int rank, uint32_t i, Link l) {
 }  // namespace
 
 OpStream OpStream::encode(const Trace& t, int rank) {
+  if (t.receives_together && (t.receives_together->empty() || t.receives_together->size() == t.messages.size()))
+    return encode(t, rank, *t.receives_together);
+  return encode(t, rank, receives_together(t));
+}
+
+std::vector<OpStream> OpStream::encode_all(const Trace& t) {
+  std::vector<int32_t> counted;
+  const std::vector<int32_t>* together = &counted;
+  if (t.receives_together && (t.receives_together->empty() || t.receives_together->size() == t.messages.size()))
+    together = &*t.receives_together;
+  else
+    counted = receives_together(t);
+  std::vector<OpStream> all;
+  all.reserve(t.ranks.size());
+  for (int r = 0; r < static_cast<int>(t.ranks.size()); r++) all.push_back(encode(t, r, *together));
+  return all;
+}
+
+OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& together) {
   OpStream s;
   const std::vector<Op>& ops = t.ranks[rank].ops;
   s.window_ = replay_window(t.ranks[rank]);
   std::unordered_map<uint64_t, uint32_t> index;
-  std::unordered_map<MessageKey, uint32_t, MessageKeyHash> message_index;
+  std::map<decltype(std::declval<StreamMessage>().key()), uint32_t> message_index;  // keys into messages_
   std::map<decltype(std::declval<Member>().key()), uint32_t> member_index;  // keys into members_
   std::vector<uint8_t> kinds;  // the op's links' kinds, with kCarries
   std::vector<std::optional<uint32_t>> places;  // by link: the op's place among a collective's members
@@ -88,6 +91,8 @@ OpStream OpStream::encode(const Trace& t, int rank) {
     const uint32_t n = links.size();
     kinds.clear(), places.clear();
     for (uint32_t k = 0; k < n; k++) {
+      if (links[k].id != kNone && links[k].kind != Link::PostColl && links[k].kind != Link::DoneColl)
+        s.message_ids_ = std::max(s.message_ids_, links[k].id + 1);
       places.push_back(links[k].kind == Link::PostColl ? member_place(t, rank, i, links[k].id) : std::nullopt);
       const bool carried = links[k].kind == Link::PostColl ? places.back().has_value() : carries(t, rank, i, links[k]);
       kinds.push_back(static_cast<uint8_t>(links[k].kind | (carried ? kCarries : 0)));
@@ -135,11 +140,18 @@ OpStream OpStream::encode(const Trace& t, int rank) {
         }
         return;
       }
-      Message fields = t.messages[id];
-      fields.send_op = fields.recv_op = kNone;
-      auto [m, added_m] = message_index.try_emplace(MessageKey(fields), static_cast<uint32_t>(s.messages_.size()));
-      if (added_m) s.messages_.push_back(fields);
+      StreamMessage carried;
+      carried.fields = t.messages[id];
+      carried.sent = links[k].kind == Link::PostSend;
+      carried.answered = carried.sent && carried.fields.recv_op != kNone;
+      if (id < together.size()) carried.together = together[id];
+      carried.fields.send_op = carried.fields.recv_op = kNone;
+      auto [m, added_m] = message_index.try_emplace(carried.key(), static_cast<uint32_t>(s.messages_.size()));
+      if (added_m) s.messages_.push_back(carried);
       put(m->second);
+      if (!carried.sent) return;
+      if (!s.sent_.empty() && s.sent_.back().second == id) s.sent_.back().second++;
+      else s.sent_.emplace_back(id, id + 1);
     };
     if (n <= kShapeLinks) {
       for (uint32_t k = 0; k < n; k++) put_link(prev_slot[shape * kShapeLinks + k], k);
@@ -153,6 +165,7 @@ OpStream OpStream::encode(const Trace& t, int rank) {
   }
   s.ops_ = ops.size();
   s.bytes_.shrink_to_fit();
+  s.sent_.shrink_to_fit();
   return s;
 }
 

@@ -12,10 +12,14 @@
 // count and kinds out after its times, and its ids as differences from the rank's previous link of the
 // same kind.
 //
-// A message's own fields (its ranks, communicator, tag, bytes and flags: what the simulation needs of it
-// beyond its ops) travel in the stream of the op that posted it, as a varint of their number in the rank's
-// second table: the sender's for a send, the receiver's for a receive no send matched. A halo's messages
-// take a byte each there. The link that carries them says so in its kind (kCarries).
+// A message's own fields (its ranks, communicator, tag, bytes and flags, and what the simulation needs of
+// its other side before reaching it: whether a receive of the trace matched a send, and how many receives
+// its receiver's completing op completes together) travel in the stream of the op that posted it, as a
+// varint of their number in the rank's second table: the sender's for a send, the receiver's for a receive
+// no send matched. A halo's messages take a byte each there. The link that carries them says so in its
+// kind (kCarries). Each stream also keeps the ids of the messages its rank sent, as runs of consecutive
+// ids (build_trace numbers them by sender: one run a rank), which names a message's sender where only its
+// receive has been read.
 //
 // A collective instance's members travel the same way, each in its own rank's stream: the op that
 // entered the collective carries, after its link's id, a varint of its number in the rank's third table:
@@ -38,6 +42,18 @@
 
 namespace mpiadvise {
 
+// A message's fields as the stream of the op that posted it carries them.
+struct StreamMessage {
+  Message fields;           // but its ops: send_op and recv_op kNone, which the two next say
+  bool sent = false;        // posted by its send (else by a receive no send of the trace matched)
+  bool answered = false;    // sent, and a receive of the trace matched it
+  int32_t together = 1;     // the receives its receiver's completing op completes together (receives_together)
+  auto key() const {
+    return std::make_tuple(fields.src, fields.dst, fields.comm, fields.synchronous, fields.resent, fields.cached,
+                           fields.tag, fields.bytes, sent, answered, together);
+  }
+};
+
 // An op as the cursor gives it back: the trace's Op fields, its links as the trace's links_of gives them.
 struct StreamOp {
   uint64_t t_enter = 0, duration = 0;
@@ -49,11 +65,10 @@ struct StreamOp {
   std::vector<uint32_t> link_ids;
   std::vector<uint8_t> link_kinds;
   OpLinks links() const { return {link_ids.data(), link_kinds.data(), static_cast<uint32_t>(link_ids.size())}; }
-  // the messages the op posted as their owner (see above): the id and the trace's Message but for its
-  // ops (send_op and recv_op kNone), which the streams say in their links
+  // the messages the op posted as their owner (see above): the id and its fields, in the stream's table
   struct Posted {
     uint32_t id;
-    Message fields;
+    const StreamMessage* m;
   };
   std::vector<Posted> posted;
   // the collective instances the op entered as a member (its PostColl links'), and the instance's own
@@ -78,16 +93,26 @@ class OpStream {
  public:
   static constexpr uint32_t kShapeLinks = 4;  // links whose kinds a shape holds; more are in the stream
   // The rank's ops, in order, with their links as the trace gives them.
+  // The receives together are the trace's (Trace::receives_together), or counted from its ops where it
+  // has none: encode_all counts them once for all ranks.
   static OpStream encode(const Trace& t, int rank);
+  static OpStream encode(const Trace& t, int rank, const std::vector<int32_t>& together);
+  static std::vector<OpStream> encode_all(const Trace& t);
   uint64_t ops() const { return ops_; }
   // the ops a replay runs and when they start and stop (replay_window of the rank's trace): a replay
   // reading the stream knows them before it reaches the last op
   const ReplayWindow& window() const { return window_; }
   // what it holds: its bytes and its table of shapes
   size_t bytes() const {
-    return bytes_.size() + shapes_.size() * sizeof(Shape) + messages_.size() * sizeof(Message) +
-           members_.size() * sizeof(Member);
+    return bytes_.size() + shapes_.size() * sizeof(Shape) + messages_.size() * sizeof(StreamMessage) +
+           members_.size() * sizeof(Member) + sent_.size() * sizeof(sent_[0]);
   }
+  // one more than the highest message id its links name (0: none)
+  uint32_t message_ids() const { return message_ids_; }
+  // the ids of the messages its rank sent, as runs [first, end) in the order of its sends
+  const std::vector<std::pair<uint32_t, uint32_t>>& sent() const { return sent_; }
+  // its table of messages' fields: each different message posted by this rank's ops, once
+  std::span<const StreamMessage> message_table() const { return messages_; }
   size_t shapes() const { return shapes_.size(); }
   size_t message_shapes() const { return messages_.size(); }
   size_t member_shapes() const { return members_.size(); }
@@ -107,7 +132,9 @@ class OpStream {
   };
   std::vector<uint8_t> bytes_;
   std::vector<Shape> shapes_;
-  std::vector<Message> messages_;  // the messages' fields, each different once
+  std::vector<StreamMessage> messages_;  // the messages' fields, each different once
+  std::vector<std::pair<uint32_t, uint32_t>> sent_;
+  uint32_t message_ids_ = 0;
   struct Member {
     uint64_t sent, received, bytes;  // bytes: the instance's, where head
     uint32_t k, call, comm, members, head_site;
@@ -183,7 +210,7 @@ class OpCursor {
     op.link_kinds.push_back(k);
     if (!(kind & OpStream::kCarries)) return;
     if (k != Link::PostColl) {
-      op.posted.push_back({id, s_->messages_[varint()]});
+      op.posted.push_back({id, &s_->messages_[varint()]});
       return;
     }
     const OpStream::Member& m = s_->members_[varint()];

@@ -164,7 +164,19 @@ class Simulation {
   Simulation(const Trace& t, const ReplayOptions& o)
       : t_(t), o_(o), model_(effective_params(o)), p_(model_.params()), resent_(p_),
         chunk_model_(p_.scaled(p_.speed_at(p_.S))), chunk_resent_(chunk_model_.params()) {
-    info_.resize(t.messages.size());
+    if (o.streams) {
+      // the messages are the streams': as many as their links name, their senders by their runs of ids
+      uint32_t ids = 0;
+      for (size_t r = 0; r < o.streams->size(); r++) {
+        const OpStream& s = (*o.streams)[r];
+        ids = std::max(ids, s.message_ids());
+        for (const auto& [first, end] : s.sent()) sent_runs_.push_back({first, end, static_cast<int>(r)});
+      }
+      info_.resize(ids);
+      std::sort(sent_runs_.begin(), sent_runs_.end(), [](const SentRun& a, const SentRun& b) { return a.first < b.first; });
+    } else {
+      info_.resize(t.messages.size());
+    }
     marks_.resize(t.ranks.size());
     first_member_.resize(t.collectives.size() + 1);
     for (size_t c = 0; c < t.collectives.size(); c++) first_member_[c + 1] = first_member_[c] + t.collectives.members_of(c);
@@ -177,7 +189,7 @@ class Simulation {
     runs_.resize(t.collectives.size());
     run_state_.assign(t.collectives.size(), RunState::Undecided);
     library_ = mpi_library(o.mpi_library.empty() ? o.params.library : o.mpi_library);
-    if (ReplayPeers* peers = replay_peers(); peers && peers->size() > 1 && !t.ranks.empty()) {
+    if (ReplayPeers* peers = o.peers ? o.peers : replay_peers(); peers && peers->size() > 1 && !t.ranks.empty()) {
       peers_ = peers;
       me_ = peers->index();
       owner_.resize(t.ranks.size());
@@ -189,7 +201,7 @@ class Simulation {
     }
     if (const auto& counted = t.receives_together; counted && (counted->empty() || counted->size() == t.messages.size()))
       together_ = &*counted;
-    else
+    else if (!o.streams)
       own_together_ = receives_together(t);
     if (model_.eager_buffer_limited()) scan_channels();
     if (o.marks)  // at their number: grown by doubling they took up to twice as much, in every what-if's replay
@@ -330,17 +342,28 @@ class Simulation {
   // room goes to the next message posted (MsgPool): the simulation holds the messages in flight, where a
   // state for every message of the trace took 40 bytes a message.
   enum : uint8_t { kSentSide = 1, kReceivedSide = 2, kBothSides = 3 };
+  //
+  // It holds the message's own fields, beside the times: from the trace's table as it is made (fill), or
+  // walking op streams from the stream of the op that posted it (the sender's; the receiver's where no send
+  // matched it), a receive's post saying only that its send is in the trace, and its sender where asked
+  // (sender_of). No call reads a field before the post that fills it: a sender's calls follow its post, a
+  // receiver's wait for the send's (ts).
   struct MsgState {
     double ts = kUnknown, tr = kUnknown;  // send and receive post times
     double start = kUnknown;              // an eager send's start: ts, or later when the eager buffer was full
+    uint64_t bytes = 0;
+    int32_t src = -1, dst = -1;           // src -1 where only a receive of it was read yet (sender_of)
+    int32_t senders = 1;                  // messages sharing the receiver's bandwidth (receives together)
     bool split = false, counted = false;
     uint8_t done = 0;                     // the sides whose ops are done (kSentSide, kReceivedSide)
-    int senders = 1;                      // messages sharing the receiver's bandwidth (together_'s, beside the times)
+    bool synchronous : 1 = false, cached : 1 = false;
+    bool has_send : 1 = false, has_recv : 1 = false;  // the trace has its send, its receive
     Waiters waiters;                      // beside the times they wait for: one cache line to post and wake
     // eager under a limited eager buffer, its receiver here: its sender-receiver pair's channel and its
     // place in it, from its post (kNone: none)
     uint32_t channel = kNone, pos = 0;
   };
+  static_assert(sizeof(MsgState) == 64);
   // The states' room, in chunks that never move (a state is referred to while others are made) and reused
   // once freed.
   class MsgPool {
@@ -443,9 +466,9 @@ class Simulation {
   // a split message's chunks, at the run's speed for messages of S bytes (LogGPSParams::speed_at)
   const LogGPS chunk_model_;
   const ResentModels chunk_resent_;
-  const LogGPS& model_of(const Message& m, const MsgState& s) const {
-    if (splits(m, s)) return m.cached ? chunk_resent_.of(chunk_model_, m.bytes, true, true) : chunk_model_;
-    return m.cached ? resent_.of(model_, m.bytes, true) : model_;
+  const LogGPS& model_of(const MsgState& s) const {
+    if (splits(s)) return s.cached ? chunk_resent_.of(chunk_model_, s.bytes, true, true) : chunk_model_;
+    return s.cached ? resent_.of(model_, s.bytes, true) : model_;
   }
   // every computation gap takes ReplayOptions::compute_factor (no ranks or sites chosen): asked once a gap
   const bool uniform_compute_ = o_.compute_ranks.empty() && o_.compute_sites.empty();
@@ -458,7 +481,7 @@ class Simulation {
     uint32_t slot = kNone;
   };
   // MsgState::senders by message: the trace's receives_together, or counted here for a trace without it
-  // (empty: 1 for every message)
+  // (empty: 1 for every message); walking op streams, none (the senders' streams carry it)
   std::vector<int32_t> own_together_;
   const std::vector<int32_t>* together_ = &own_together_;
   mutable std::vector<MsgInfo> info_;
@@ -474,8 +497,43 @@ class Simulation {
     i.slot = msg_pool_.take();
     MsgState& s = msg_pool_[i.slot];
     s = MsgState{};
-    if (!together_->empty()) s.senders = (*together_)[m];
+    if (!o_.streams) fill(s, t_.messages[m], together_->empty() ? 1 : (*together_)[m]);
   }
+  static void fill(MsgState& s, const Message& m, int32_t senders) {
+    s.bytes = m.bytes, s.src = m.src, s.dst = m.dst, s.senders = senders;
+    s.synchronous = m.synchronous, s.cached = m.cached;
+    s.has_send = m.send_op != kNone, s.has_recv = m.recv_op != kNone;
+  }
+  // Walking op streams, the message's fields from the op that posted it (its send; its receive where no
+  // send matched it), or where the op is a receive's and carries none, what it says: its send is in the trace.
+  void fill_posted(MsgState& s, int r, uint32_t id, const Here& op, bool send) {
+    for (const StreamOp::Posted& p : op.streamed->posted)
+      if (p.id == id) {
+        fill(s, p.m->fields, p.m->together);
+        s.has_send = p.m->sent, s.has_recv = !p.m->sent || p.m->answered;
+        return;
+      }
+    if (send)
+      throw std::runtime_error(fmt::format("replay: message {} is posted by a send of rank {} whose op stream does not "
+                                           "carry its fields", id, r));
+    s.has_send = s.has_recv = true;
+    s.dst = r;
+  }
+  // The sender of message id, of its state s: the state's, or walking op streams where only its receive
+  // was read, the rank whose stream's sends name it (OpStream::sent; -1: none).
+  int sender_of(uint32_t id, const MsgState& s) const {
+    if (s.src >= 0 || streamed_.empty() || !s.has_send) return s.src;
+    const auto& runs = sent_runs_;
+    auto it = std::upper_bound(runs.begin(), runs.end(), id, [](uint32_t x, const SentRun& run) { return x < run.first; });
+    if (it == runs.begin() || id >= (--it)->end) return -1;
+    return it->src;
+  }
+  // walking op streams: every stream's runs of its sends' ids, by first id
+  struct SentRun {
+    uint32_t first, end;
+    int src;
+  };
+  std::vector<SentRun> sent_runs_;
   // The op completing a side of message m is done: no call of that side reads the message again. Freed
   // once both are, unless it is eager and its receiver has not taken it yet as far as the replay worked
   // out (Channel::head not past it): the sender's next messages still ask when it was taken (eager_start).
@@ -514,7 +572,7 @@ class Simulation {
   std::vector<std::vector<std::pair<int, uint32_t>>> channels_from_;
   const std::vector<std::pair<int, uint32_t>> no_channels_;  // per sender: (receiver, channel), by receiver
   // An eager message under a limited eager buffer: it goes through its pair's channel, where its receiver is.
-  bool channelled(const Message& m) const {
+  bool channelled(const MsgState& m) const {
     return !channels_from_.empty() && !rendezvous(m) && m.dst >= 0 && m.dst < static_cast<int>(t_.ranks.size());
   }
   // The channel's list keeps what is not taken yet (out of line: eager_start's pop inlines without it).
@@ -523,13 +581,13 @@ class Simulation {
     c.base = c.head;
   }
   // Message m joins its pair's channel, in the order its sender posts: before its post time is set. Its
-  // channel is there when the message is a send (send_op) of its sender (src), as build_trace's are.
-  void join_channel(uint32_t m_id, const Message& m, MsgState& s) {
-    const auto& from = m.src >= 0 && static_cast<size_t>(m.src) < channels_from_.size() ? channels_from_[m.src] : no_channels_;
-    const auto it = std::lower_bound(from.begin(), from.end(), std::pair<int, uint32_t>{m.dst, 0});
-    if (it == from.end() || it->first != m.dst)
+  // channel is there when the message is a send of its sender (src), as build_trace's are.
+  void join_channel(uint32_t m_id, MsgState& s) {
+    const auto& from = s.src >= 0 && static_cast<size_t>(s.src) < channels_from_.size() ? channels_from_[s.src] : no_channels_;
+    const auto it = std::lower_bound(from.begin(), from.end(), std::pair<int, uint32_t>{s.dst, 0});
+    if (it == from.end() || it->first != s.dst)
       throw std::logic_error(fmt::format("replay: message {} from rank {} to {} is posted, but no send of its sender's "
-                                         "names it (send_op {})", m_id, m.src, m.dst, m.send_op));
+                                         "names it", m_id, s.src, s.dst));
     const uint32_t c_id = it->second;
     Channel& c = channels_[c_id];
     s.channel = c_id;
@@ -635,13 +693,19 @@ class Simulation {
 
   void apply(const PeerUpdate& u) {
     switch (u.kind) {
+      case PeerUpdate::SendBytes:  // walking op streams, before its SendPosted
+        msg(u.id).bytes = u.bytes();
+        msg(u.id).senders = static_cast<int32_t>(u.a);
+        break;
       case PeerUpdate::SendPosted: {  // to the receiver's process
         MsgState& s = msg(u.id);
-        s.split = u.flag;
-        const Message& m = t_.messages[u.id];
-        const bool channel = channelled(m);
-        if (channel) join_channel(u.id, m, s);
-        set_ts(u.id, u.t);
+        s.split = u.flag & PeerUpdate::kSplit;
+        s.synchronous = (u.flag & PeerUpdate::kSynchronous) != 0, s.cached = (u.flag & PeerUpdate::kCached) != 0;
+        s.has_send = true, s.has_recv = (u.flag & PeerUpdate::kAnswered) != 0;
+        s.src = static_cast<int32_t>(u.a), s.dst = static_cast<int32_t>(u.b);
+        const bool channel = channelled(s);
+        if (channel) join_channel(u.id, s);
+        set_ts(s, u.t);
         if (channel) eager_starts_.push_back(u.id);
         break;
       }
@@ -690,7 +754,7 @@ class Simulation {
       u.kind = PeerUpdate::EagerStart;
       u.id = m;
       u.t = start;
-      tell(t_.messages[m].src, u);
+      tell(msg(m).src, u);
     }
     eager_starts_.resize(keep);
   }
@@ -787,10 +851,13 @@ class Simulation {
   // messages join it as they are posted: join_channel), by sender. One pass over the messages, which a
   // built trace numbers by sender and its order of sending (those no send posted, after them, have none);
   // a trace made otherwise is taken by sender all the same: the pass starts over in that order at the
-  // first message out of it (a first pass only to find out took most of a simulation's set-up).
+  // first message out of it (a first pass only to find out took most of a simulation's set-up). Walking
+  // op streams, the pairs are those of the messages' fields each sender's stream carries (its table).
   void scan_channels() {
     waiting_rank_.resize(t_.ranks.size());
-    if (!scan_channels_in({})) {
+    if (o_.streams) {
+      scan_stream_channels();
+    } else if (!scan_channels_in({})) {
       std::vector<uint32_t> order(t_.messages.size());  // the messages by sender
       std::iota(order.begin(), order.end(), 0u);
       std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return t_.messages[a].src < t_.messages[b].src; });
@@ -843,16 +910,35 @@ class Simulation {
     return true;
   }
 
+  void scan_stream_channels() {
+    const int world = static_cast<int>(t_.ranks.size());
+    channels_.clear();
+    channels_into_.assign(t_.ranks.size(), {});
+    channels_from_.assign(t_.ranks.size(), {});
+    for (int src = 0; src < world; src++) {
+      auto& from = channels_from_[src];
+      for (const StreamMessage& m : (*o_.streams)[src].message_table()) {
+        const Message& f = m.fields;
+        if (!m.sent || f.src != src || rendezvous(f) || f.dst < 0 || f.dst >= world) continue;
+        const auto it = std::lower_bound(from.begin(), from.end(), std::pair<int, uint32_t>{f.dst, 0});
+        if (it != from.end() && it->first == f.dst) continue;
+        const auto c = static_cast<uint32_t>(channels_.size());
+        channels_.emplace_back().src = src;
+        channels_into_[f.dst].push_back(c);
+        from.insert(it, {f.dst, c});
+      }
+    }
+  }
+
   // When an eager message is taken out of the receiver's buffer: the receiver drains it whenever it is
   // in MPI, so at its arrival if the receiver is in a call then, else at the receiver's next call. kUnknown
   // (and blocked_on_ set) while the receiver's replay has not reached that time. A receiver parked in a
   // call since before the arrival, for a message this sender has yet to post or in a collective, is in
   // that call when the message arrives (it cannot leave it before the sender goes on).
   double taken(uint32_t m_id) {
-    const Message& m = t_.messages[m_id];
-    const MsgState& s = msg(m_id);
-    const double arrival = model_of(m, s).eager_arrival(m.bytes, s.start, s.senders);
-    if (m.recv_op == kNone) return arrival;  // no receiver in the logs
+    const MsgState& m = msg(m_id);
+    const double arrival = model_of(m).eager_arrival(m.bytes, m.start, m.senders);
+    if (!m.has_recv) return arrival;  // no receiver in the logs
     const RankState& d = ranks_[m.dst];
     // the first span ending at or after the arrival: the spans end in order, and an arrival is mostly
     // among the last few, so the search goes back from the end in doubling steps before it bisects (a
@@ -873,7 +959,7 @@ class Simulation {
     if (d.gap_done && m.dst == running_) return arrival;  // the receiver asks, in a call that needs this message or a later one
     if (d.gap_done && (d.parked == RankState::Parked::Collective ||
                        (d.parked == RankState::Parked::Message && msg(d.parked_id).ts == kUnknown &&
-                        t_.messages[d.parked_id].src == m.src)))
+                        sender_of(d.parked_id, msg(d.parked_id)) == m.src)))
       return arrival;
     blocked_on_ = {true, static_cast<uint32_t>(m.dst)};
     return kUnknown;
@@ -890,9 +976,8 @@ class Simulation {
       blocked_on_ = {false, m_id};
       return kUnknown;
     }
-    const Message& m = t_.messages[m_id];
-    if (!channelled(m)) return s.start = s.ts;
-    if (remote(m.dst)) {  // computed where the receiver is, and told (PeerUpdate::EagerStart)
+    if (!channelled(s)) return s.start = s.ts;
+    if (remote(s.dst)) {  // computed where the receiver is, and told (PeerUpdate::EagerStart)
       blocked_on_ = {false, m_id};
       return kUnknown;
     }
@@ -902,7 +987,7 @@ class Simulation {
       if (eager_start(c.at(c.computed)) == kUnknown) return kUnknown;
     auto pop = [&](double when) {
       const uint32_t taken_id = c.at(c.head);
-      c.bytes -= model_.buffered_bytes(t_.messages[taken_id].bytes);
+      c.bytes -= model_.buffered_bytes(msg(taken_id).bytes);
       c.count--;
       c.head_taken = std::max(c.head_taken, when);
       c.head++;
@@ -914,7 +999,7 @@ class Simulation {
       if (when == kUnknown || when > s.ts) break;
       pop(when);
     }
-    const uint64_t own = model_.buffered_bytes(t_.messages[m_id].bytes);
+    const uint64_t own = model_.buffered_bytes(s.bytes);
     while (c.head < pos && !model_.eager_buffer_holds(c.bytes + own, c.count + 1)) {  // room made by waiting
       double when = taken(c.at(c.head));
       if (when == kUnknown) return kUnknown;
@@ -1020,16 +1105,15 @@ class Simulation {
     s.ts = ts;
     wake(s.waiters);
   }
-  void set_tr(uint32_t m, double tr) {
-    MsgState& s = msg(m);
+  void set_tr(uint32_t m, double tr) { set_tr(msg(m), tr); }
+  void set_tr(MsgState& s, double tr) {
     s.tr = tr;
     wake(s.waiters);
   }
 
+  bool rendezvous(const MsgState& m) const { return model_.send_waits_for_receive(m.bytes, m.synchronous); }
   bool rendezvous(const Message& m) const { return model_.send_waits_for_receive(m.bytes, m.synchronous); }
-  bool splits(const Message& m, const MsgState& s) const {
-    return s.split && !m.synchronous && !model_.eager(m.bytes) && p_.S > 0;
-  }
+  bool splits(const MsgState& s) const { return s.split && !s.synchronous && !model_.eager(s.bytes) && p_.S > 0; }
 
   static void add(Breakdown* parts, const SideCost& c, bool send) {
     if (!parts) return;
@@ -1041,48 +1125,46 @@ class Simulation {
   // Time the send side completes (the blocking send had it been called at ts), or kUnknown (and
   // blocked_on_ says what it needs). Fills the parts of that time when asked.
   double send_done(uint32_t m_id, Breakdown* parts) {
-    const Message& m = t_.messages[m_id];
     MsgState& s = msg(m_id);
-    const LogGPS& model = model_of(m, s);
+    const LogGPS& model = model_of(s);
     blocked_on_ = {false, m_id};
-    if (splits(m, s)) {
-      if (model.split_waits_for_receive(m.bytes, p_.S) && m.recv_op != kNone && s.tr == kUnknown) return kUnknown;
-      SideCost c = model.split_send_side(m.bytes, p_.S, s.ts, m.recv_op == kNone ? s.ts : s.tr, s.senders);
+    if (splits(s)) {
+      if (model.split_waits_for_receive(s.bytes, p_.S) && s.has_recv && s.tr == kUnknown) return kUnknown;
+      SideCost c = model.split_send_side(s.bytes, p_.S, s.ts, s.has_recv ? s.tr : s.ts, s.senders);
       add(parts, c, true);
       return c.done;
     }
-    if (!rendezvous(m)) {
+    if (!rendezvous(s)) {
       double start = eager_start(m_id);
       if (start == kUnknown) return kUnknown;
-      SideCost c = model.send_side(m.bytes, start, kUnknown, s.senders, false);  // (4)
+      SideCost c = model.send_side(s.bytes, start, kUnknown, s.senders, false);  // (4)
       c.wait += start - s.ts;  // for room in the receiver's eager buffer
       add(parts, c, true);
       return c.done;
     }
-    if (m.recv_op == kNone) return s.ts + model.T1p(m.bytes, s.senders);  // no receiver in the logs
+    if (!s.has_recv) return s.ts + model.T1p(s.bytes, s.senders);  // no receiver in the logs
     if (s.tr == kUnknown) return kUnknown;
-    SideCost c = model.send_side(m.bytes, s.ts, s.tr, s.senders, m.synchronous);  // (5)
+    SideCost c = model.send_side(s.bytes, s.ts, s.tr, s.senders, s.synchronous);  // (5)
     add(parts, c, true);
     return c.done;
   }
 
   // Time the receive side completes (the blocking receive had it been called at tr), or kUnknown.
   double recv_done(uint32_t m_id, Breakdown* parts) {
-    const Message& m = t_.messages[m_id];
     MsgState& s = msg(m_id);
-    const LogGPS& model = model_of(m, s);
     blocked_on_ = {false, m_id};
-    if (m.send_op == kNone) return kUnknown;
-    if (s.ts == kUnknown) return kUnknown;
+    if (!s.has_send) return kUnknown;
+    if (s.ts == kUnknown) return kUnknown;  // the fields below are known from the send's post
+    const LogGPS& model = model_of(s);
     SideCost c;
-    if (splits(m, s)) {
-      c = model.split_recv_side(m.bytes, p_.S, s.ts, s.tr, s.senders);
-    } else if (!rendezvous(m)) {
+    if (splits(s)) {
+      c = model.split_recv_side(s.bytes, p_.S, s.ts, s.tr, s.senders);
+    } else if (!rendezvous(s)) {
       double start = eager_start(m_id);
       if (start == kUnknown) return kUnknown;
-      c = model.recv_side(m.bytes, start, s.tr, s.senders, false);  // (7), (8)
+      c = model.recv_side(s.bytes, start, s.tr, s.senders, false);  // (7), (8)
     } else {
-      c = model.recv_side(m.bytes, s.ts, s.tr, s.senders, m.synchronous);  // (9)
+      c = model.recv_side(s.bytes, s.ts, s.tr, s.senders, s.synchronous);  // (9)
     }
     add(parts, c, false);
     return c.done;
@@ -1809,38 +1891,50 @@ class Simulation {
       const Link l = links[k];
       if (l.id == kNone) continue;
       if (l.kind == Link::PostSend) {
-        const Message& m = t_.messages[l.id];
-        MsgState& st = msg(l.id);
-        st.split = o_.split_everywhere || at(o_.split_sites, r, op.callsite);
-        if (!st.counted) {
-          st.counted = true;
-          if (splits(m, st)) split_messages_++;
+        MsgState& m = msg(l.id);
+        if (op.streamed) fill_posted(m, r, l.id, op, true);
+        m.split = o_.split_everywhere || at(o_.split_sites, r, op.callsite);
+        if (!m.counted) {
+          m.counted = true;
+          if (splits(m)) split_messages_++;
           else if (rendezvous(m)) {
             rendezvous_messages_++;
             rendezvous_bytes_ += m.bytes;
           }
         }
         const bool channel = channelled(m);
-        if (channel && !remote(m.dst)) join_channel(l.id, m, st);
-        set_ts(st, when);
-        // the receiver's process: where its receive is, or where the message's eager start is computed
-        if (remote(m.dst) && (m.recv_op != kNone || channel)) {
+        if (channel && !remote(m.dst)) join_channel(l.id, m);
+        set_ts(m, when);
+        // the receiver's process: where its receive is, or where the message's eager start is computed;
+        // walking op streams, with the fields its process cannot read in its own ranks' streams
+        if (remote(m.dst) && (m.has_recv || channel)) {
           PeerUpdate u;
-          u.kind = PeerUpdate::SendPosted;
           u.id = l.id;
-          u.flag = msg(l.id).split;
+          if (op.streamed) {
+            u.kind = PeerUpdate::SendBytes;
+            u.set_bytes(m.bytes);
+            u.a = static_cast<uint32_t>(m.senders);
+            tell(m.dst, u);
+          }
+          u.kind = PeerUpdate::SendPosted;
+          u.flag = static_cast<uint8_t>((m.split ? PeerUpdate::kSplit : 0) | (m.synchronous ? PeerUpdate::kSynchronous : 0) |
+                                        (m.cached ? PeerUpdate::kCached : 0) | (m.has_recv ? PeerUpdate::kAnswered : 0));
+          u.a = static_cast<uint32_t>(m.src), u.b = static_cast<uint32_t>(m.dst);
           u.t = when;
           tell(m.dst, u);
         }
       } else if (l.kind == Link::PostRecv) {
-        set_tr(l.id, when);
-        const Message& m = t_.messages[l.id];
-        if (remote(m.src) && m.send_op != kNone) {
-          PeerUpdate u;
-          u.kind = PeerUpdate::RecvPosted;
-          u.id = l.id;
-          u.t = when;
-          tell(m.src, u);
+        MsgState& m = msg(l.id);
+        if (op.streamed) fill_posted(m, r, l.id, op, false);
+        set_tr(m, when);
+        if (peers_ && m.has_send) {
+          if (const int src = sender_of(l.id, m); remote(src)) {
+            PeerUpdate u;
+            u.kind = PeerUpdate::RecvPosted;
+            u.id = l.id;
+            u.t = when;
+            tell(src, u);
+          }
         }
       } else if (l.kind == Link::PostColl) {
         arrive_collective(l.id, r, when, op.streamed);
@@ -2346,19 +2440,12 @@ ReplayResult replay(const Trace& trace, const ReplayOptions& options) {
     throw std::invalid_argument(fmt::format("replay: {} op streams (ReplayOptions::streams) for a trace of {} ranks",
                                             options.streams->size(), trace.ranks.size()));
   if (options.streams) {
-    // a rank's ops in the trace, where it still has them, are its stream's; where one has let them go, the
-    // receives together (counted from them) must have been counted before
-    bool let_go = false;
+    // a rank's ops in the trace, where it still has them, are its stream's
     for (size_t r = 0; r < trace.ranks.size(); r++) {
       const uint64_t n = (*options.streams)[r].ops(), held = trace.ranks[r].ops.size();
-      if (held == 0 && n > 0) let_go = true;
-      else if (held != n)
+      if (held != 0 && held != n)
         throw std::invalid_argument(fmt::format("replay: the op stream of rank {} holds {} ops where the trace holds {}", r, n, held));
     }
-    const auto& together = trace.receives_together;
-    if (let_go && (!together || (!together->empty() && together->size() != trace.messages.size())))
-      throw std::invalid_argument("replay: a trace without its ops replayed from op streams needs its receives together "
-                                  "(Trace::receives_together) counted before they went");
   }
   if (options.mode == ReplayMode::Paper) return paper_replay(trace, options);
   Simulation sim(trace, options);

@@ -19,6 +19,7 @@ namespace mpiadvise {
 
 class Retiming;  // steady_trace.hpp
 class OpStream;  // op_stream.hpp
+class ReplayPeers;  // replay_peers.hpp
 
 enum class ReplayMode { Simulate, Paper };
 enum class ModelKind { LogGPS, LogGP };
@@ -62,10 +63,15 @@ struct ReplayOptions {
   std::shared_ptr<const Retiming> retiming;
   // Simulation mode: each rank's ops read in order from its op stream (analyzer/op_stream.hpp,
   // OpStream::encode of this trace, one a rank) instead of from Trace::ranks[r].ops; the results are the
-  // same. The walk touches no rank's ops or links in the trace: a trace may let them go, once its
-  // receives together are counted (Trace::receives_together, as build_trace does; else std::invalid_argument),
-  // but for a retimed replay, whose times are made from them. Null: the trace's ops.
+  // same. The walk touches no rank's ops or links in the trace, nor its messages (Trace::messages: each
+  // message's fields travel in the stream of the op that posted it, with what the replay asks of its other
+  // side, and the simulation holds them only while the message is in flight): a trace may let them go,
+  // but for a retimed replay, whose times are made from the ops. Null: the trace's ops.
   std::shared_ptr<const std::vector<OpStream>> streams;
+  // Simulation mode: the processes this replay is spread over, this process's part of them; null: the
+  // process's (replay_peers(), set by the command under a launcher), none alone. Every process replays the
+  // same trace under the same options but these.
+  ReplayPeers* peers = nullptr;
   // Simulation mode: the most steps the collectives' schedules kept for reuse may hold (the replay
   // builds a schedule again once emptied; the results are the same). 0: twice max_schedule_steps of the
   // trace's world: 2^23 steps (256 MiB), 8 x ranks^2 past 1024 ranks, 2^26 (2 GiB) at most.

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace mpiadvise {
@@ -22,7 +23,10 @@ namespace mpiadvise {
 // One thing a process's ranks made known, for another process (24 bytes).
 struct PeerUpdate {
   enum Kind : uint8_t {
-    SendPosted,      // id: message; t: its send posted (ts); flag: the sender splits it
+    SendPosted,      // id: message; t: its send posted (ts); a, b: its sender and receiver; flag: kSplit and
+                     // its fields' flags below
+    SendBytes,       // walking op streams, just before its SendPosted: id: message; bytes(); a: the receives
+                     // completing together with it (the receiver's process reads only its own ranks' streams)
     RecvPosted,      // id: message; t: its receive posted (tr)
     EagerStart,      // id: message; t: when the eager send started (the receiver's process computes it)
     CollArrived,     // id: collective instance; a: the member's index; t: its arrival (closed formula)
@@ -35,6 +39,15 @@ struct PeerUpdate {
   uint8_t unused[2] = {};  // every byte set: they travel as they are
   uint32_t id = 0, a = 0, b = 0;
   double t = 0;
+  // SendPosted's flags
+  static constexpr uint8_t kSplit = 1, kSynchronous = 2, kCached = 4, kAnswered = 8;  // kAnswered: it has a receive
+  // SendBytes: the message's bytes, in t's room
+  uint64_t bytes() const {
+    uint64_t n;
+    std::memcpy(&n, &t, sizeof n);
+    return n;
+  }
+  void set_bytes(uint64_t n) { std::memcpy(&t, &n, sizeof n); }
 };
 
 class ReplayPeers {

@@ -107,10 +107,10 @@ int main(int argc, char** argv) {
   double streams_bytes = 0;
   {
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<OpStream> streams;
-    streams.reserve(P);
+    if (!t.receives_together) t.receives_together = receives_together(t);  // as build_trace counts them
+    std::vector<OpStream> streams = OpStream::encode_all(t);
     size_t stream_bytes = 0;
-    for (int r = 0; r < P; r++) stream_bytes += streams.emplace_back(OpStream::encode(t, r)).bytes();
+    for (const OpStream& s : streams) stream_bytes += s.bytes();
     const double encode_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double best = 1e300;
     uint64_t sum = 0, read = 0;
@@ -200,25 +200,27 @@ int main(int argc, char** argv) {
   std::printf("  peak memory with the advice %.1f MiB: %.1f bytes per event (the wait states and the advice's replays "
               "besides the trace)\n",
               vm_hwm_kib() / 1024.0, vm_hwm_kib() * 1024.0 / events);
-  // the simulation walking the streams with the trace's ops and links let go (the receives together
-  // counted first, from them): the process's peak during the replay, reset once they are gone (clear_refs),
-  // as the first replays' peak above is the process's
+  // the simulation walking the streams with the trace's ops, links, messages and receives together let
+  // go: the process's peak during the replay, reset once they are gone (clear_refs), as the first replays'
+  // peak above is the process's
   {
     const double predicted = replay(t, o).predicted_ns;
-    if (!t.receives_together) t.receives_together = receives_together(t);
     for (RankTrace& rank : t.ranks) std::vector<Op>().swap(rank.ops);
     t.links = LinkList{};
     t.spilled_links.clear();
+    std::vector<Message>().swap(t.messages);
+    t.receives_together.reset();
     malloc_trim(0);
     std::ofstream("/proc/self/clear_refs") << "5";
     o.streams = shared;
-    const bool same = replay(t, o).predicted_ns == predicted;
+    const ReplayResult r = replay(t, o);
     const double held = static_cast<double>(vm_hwm_kib()) * 1024.0;
-    std::printf("  walking the streams, the trace's ops and links let go: peak memory %.1f bytes per event "
-                "[target at most 16], of which the streams %.1f, the messages %.1f and the collectives %.1f; %s\n",
-                held / events, streams_bytes / events, static_cast<double>(t.messages.capacity() * sizeof(Message)) / events,
-                static_cast<double>(t.collectives.capacity_bytes()) / events,
-                same ? "the same prediction" : "PREDICTIONS DIFFER");
+    std::printf("  walking the streams, the trace's ops, links and messages let go: peak memory %.1f bytes per event "
+                "[target at most 16], of which the streams %.1f, the messages in flight (at most %llu states of 64 "
+                "bytes) %.2f and the collectives %.1f; %s\n",
+                held / events, streams_bytes / events, static_cast<unsigned long long>(r.messages_held),
+                static_cast<double>(r.messages_held) * 64 / events, static_cast<double>(t.collectives.capacity_bytes()) / events,
+                r.predicted_ns == predicted ? "the same prediction" : "PREDICTIONS DIFFER");
   }
   return 0;
 }

@@ -6,14 +6,18 @@
 
 #include <fmt/format.h>
 
+#include <barrier>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "../bench/ring_trace.hpp"
 #include "op_stream.hpp"
 #include "phases.hpp"
 #include "replay.hpp"
+#include "replay_peers.hpp"
 #include "steady_trace.hpp"
 #include "support.hpp"
 
@@ -31,6 +35,9 @@ uint64_t check_streams(const Trace& t) {
   uint64_t compared = 0;
   StreamOp got;
   std::vector<int> posted(t.messages.size());
+  std::vector<int> sent_by(t.messages.size(), -1);  // as the streams' posts say
+  const std::vector<int32_t> together = receives_together(t);
+  uint32_t message_ids = 0;
   // the instances as the streams give them: each member (rank, op), bytes and counts, by its place
   struct Rebuilt {
     std::vector<std::pair<int, uint32_t>> members;
@@ -71,9 +78,14 @@ uint64_t check_streams(const Trace& t) {
         // its owner's op: the sender's, or the receiver's where there is no send
         const bool owner = m.send_op == kNone ? m.recv_op == i && m.dst == r : m.send_op == i && m.src == r;
         CHECK(owner);
-        CHECK(std::tie(p.fields.src, p.fields.dst, p.fields.tag, p.fields.bytes) == std::tie(m.src, m.dst, m.tag, m.bytes));
-        CHECK((p.fields.comm == m.comm && p.fields.synchronous == m.synchronous && p.fields.resent == m.resent &&
-               p.fields.cached == m.cached));
+        const Message& f = p.m->fields;
+        CHECK(std::tie(f.src, f.dst, f.tag, f.bytes) == std::tie(m.src, m.dst, m.tag, m.bytes));
+        CHECK((f.comm == m.comm && f.synchronous == m.synchronous && f.resent == m.resent && f.cached == m.cached));
+        // what the simulation asks of its other side before it reaches it
+        CHECK(p.m->sent == (m.send_op != kNone));
+        CHECK(p.m->answered == (m.send_op != kNone && m.recv_op != kNone));
+        CHECK(p.m->together == (together.empty() ? 1 : together[p.id]));
+        if (p.m->sent) sent_by[p.id] = r;
         posted[p.id]++;
       }
       for (const StreamOp::Joined& j : got.joined) {
@@ -91,7 +103,29 @@ uint64_t check_streams(const Trace& t) {
     StreamOp after = got;
     CHECK_FALSE(c.next(got));  // the end, and the op left as it was
     CHECK(got.t_enter == after.t_enter);
+    // the runs of its sends' ids name each message it sent, once
+    for (const auto& [first, end] : s.sent()) {
+      REQUIRE(first < end);
+      for (uint32_t id = first; id < end; id++) {
+        REQUIRE(id < t.messages.size());
+        CHECK(sent_by[id] == r);
+        sent_by[id] = -2;
+      }
+    }
+    message_ids = std::max(message_ids, s.message_ids());
   }
+  CHECK(std::count(sent_by.begin(), sent_by.end(), -2) ==
+        std::count_if(t.messages.begin(), t.messages.end(), [](const Message& m) { return m.send_op != kNone; }));
+  // the highest id a link names, over the streams: the trace's last message where a link names it
+  uint32_t named = 0;
+  for (const RankTrace& rank : t.ranks)
+    for (const Op& op : rank.ops) {
+      const OpLinks links = t.links_of(op);
+      for (uint32_t k = 0; k < links.size(); k++)
+        if (links[k].kind != Link::PostColl && links[k].kind != Link::DoneColl && links[k].id != kNone)
+          named = std::max(named, links[k].id + 1);
+    }
+  CHECK(message_ids == named);
   for (size_t id = 0; id < t.messages.size(); id++) {
     INFO("message " << id << ": send op " << t.messages[id].send_op << ", receive op " << t.messages[id].recv_op);
     CHECK(posted[id] == 1);
@@ -138,8 +172,9 @@ bool same(const Breakdown& a, const Breakdown& b) {
 }
 
 // Every figure of two replays' results the same, bit for bit: the ranks', the sites', the counts, the
-// stalls, the phases' marks, the spans and what the simulation held.
-void require_same(const ReplayResult& a, const ReplayResult& b) {
+// stalls, the phases' marks, the spans and what the simulation held (held: false, a spread replay's, the
+// most any process held).
+void require_same(const ReplayResult& a, const ReplayResult& b, bool held = true) {
   CHECK(same_bits(a.predicted_ns, b.predicted_ns));
   CHECK(same_bits(a.measured_ns, b.measured_ns));
   CHECK(a.origin_ns == b.origin_ns);
@@ -183,16 +218,85 @@ void require_same(const ReplayResult& a, const ReplayResult& b) {
         FAIL_CHECK("rank " << r << ", op " << i << ": span " << a.spans[r][i].enter << ".." << a.spans[r][i].exit
                            << " where the other replay's is " << b.spans[r][i].enter << ".." << b.spans[r][i].exit);
   }
-  CHECK(std::tie(a.messages_held, a.schedule_steps_held, a.schedule_cache_clears) ==
-        std::tie(b.messages_held, b.schedule_steps_held, b.schedule_cache_clears));
+  if (held)
+    CHECK(std::tie(a.messages_held, a.schedule_steps_held, a.schedule_cache_clears) ==
+          std::tie(b.messages_held, b.schedule_steps_held, b.schedule_cache_clears));
+}
+
+// The processes of a spread replay as threads of this one (ReplayOptions::peers): each exchange and
+// allgather meets the others at a barrier, where the command's MPI processes meet in their collectives
+// (cli/mpi_peers.cpp); what a process tells another reaches it in the order told.
+class ThreadPeers final : public ReplayPeers {
+ public:
+  struct Shared {
+    explicit Shared(int k) : k(k), sync(k), box(k, std::vector<std::vector<PeerUpdate>>(k)), counts(k), parts(k) {}
+    const int k;
+    std::barrier<> sync;
+    std::vector<std::vector<std::vector<PeerUpdate>>> box;  // [to][from]: a round's updates
+    std::vector<uint64_t> counts;                           // by process: the updates it told in the round
+    std::vector<std::vector<uint8_t>> parts;                // allgather's
+  };
+  ThreadPeers(Shared& s, int me) : s_(s), me_(me) {}
+  int size() const override { return s_.k; }
+  int index() const override { return me_; }
+  int on_node() const override { return s_.k; }
+  uint64_t exchange(std::vector<std::vector<PeerUpdate>>& out, std::vector<PeerUpdate>& in) override {
+    uint64_t told = 0;
+    for (int p = 0; p < s_.k; p++) {
+      told += out[p].size();
+      s_.box[p][me_] = std::move(out[p]);
+      out[p].clear();
+    }
+    s_.counts[me_] = told;
+    s_.sync.arrive_and_wait();
+    uint64_t all = 0;
+    for (uint64_t n : s_.counts) all += n;
+    for (const auto& part : s_.box[me_]) in.insert(in.end(), part.begin(), part.end());
+    s_.sync.arrive_and_wait();  // every process has read its box before the next round fills it
+    return all;
+  }
+  std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine) override {
+    s_.parts[me_] = mine;
+    s_.sync.arrive_and_wait();
+    std::vector<std::vector<uint8_t>> all = s_.parts;
+    s_.sync.arrive_and_wait();
+    return all;
+  }
+
+ private:
+  Shared& s_;
+  int me_;
+};
+
+// t replayed under o spread over k processes, threads here: each gives the whole result (the first's).
+// A process that throws ends the test where the others would wait for it forever.
+ReplayResult spread_replay(const Trace& t, const ReplayOptions& o, int k) {
+  ThreadPeers::Shared shared(k);
+  std::vector<ReplayResult> results(static_cast<size_t>(k));
+  std::vector<std::thread> processes;
+  for (int p = 0; p < k; p++)
+    processes.emplace_back([&, p] {
+      ThreadPeers peers(shared, p);
+      ReplayOptions mine = o;
+      mine.peers = &peers;
+      try {
+        results[static_cast<size_t>(p)] = replay(t, mine);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "spread replay, process %d of %d: %s\n", p, k, e.what());
+        std::abort();
+      }
+    });
+  for (std::thread& p : processes) p.join();
+  for (int p = 1; p < k; p++) require_same(results[0], results[static_cast<size_t>(p)], false);
+  CHECK(results[0].processes == k);
+  return results[0];
 }
 
 // The simulation of t under o, and under o walking t's op streams, figure for figure; under every
 // transformation, with the ops' times retimed, the phases marked and every span recorded. Returns the
 // replays compared.
 int check_streamed_replays(const Trace& t, ReplayOptions o) {
-  auto streams = std::make_shared<std::vector<OpStream>>();
-  for (int r = 0; r < static_cast<int>(t.ranks.size()); r++) streams->push_back(OpStream::encode(t, r));
+  auto streams = std::make_shared<std::vector<OpStream>>(OpStream::encode_all(t));
   // the transformations' sites: every call site of rank 0, one of every rank, and the sites of the
   // collectives' first members (the replay splits an instance where its first member's site is chosen)
   std::set<SiteKey> rank0, one_each, first_members, last_two;  // last_two: each rank's last two ops' sites
@@ -205,13 +309,14 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
   for (const CollectiveInstance c : t.collectives)
     first_members.insert(t.site(c.members.front().first, t.op(c.members.front().first, c.members.front().second).callsite));
   const SteadyIntervals steady = steady_intervals(t);
-  // the trace without its ops and their links (its messages, collective instances and call sites kept, and
-  // the receives together, counted from the ops): a walk that reads the streams alone replays it alike
+  // the trace without its ops, their links, its messages and its receives together (its collective
+  // instances and call sites kept): a walk that reads the streams alone replays it alike
   Trace bare = t;
-  bare.receives_together = receives_together(t);
+  bare.receives_together.reset();
   for (RankTrace& rank : bare.ranks) std::vector<Op>().swap(rank.ops);
   bare.links = LinkList{};
   bare.spilled_links.clear();
+  std::vector<Message>().swap(bare.messages);
   int compared = 0;
   for (int variant = 0; variant < 12; variant++) {
     ReplayOptions v = o;
@@ -249,9 +354,15 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
     v.streams = streams;
     const ReplayResult from_streams = replay(t, v);
     require_same(from_trace, from_streams);
+    {
+      INFO("spread over 2 processes");
+      require_same(from_trace, spread_replay(t, v, 2), false);
+    }
     if (!v.retiming) {  // the retiming makes its times from the trace's ops
       INFO("the trace without its ops");
       require_same(from_trace, replay(bare, v));
+      INFO("spread over 3 processes");
+      require_same(from_trace, spread_replay(bare, v, 3), false);
     }
     compared++;
   }
@@ -350,7 +461,7 @@ TEST_CASE("ops at the edges read back as they were", "[op_stream]") {
   OpCursor zero(zero_stream);
   for (int k = 0; k < 4; k++) REQUIRE(zero.next(op));
   REQUIRE(op.posted.size() == 1);
-  CHECK(op.posted[0].fields.bytes == UINT64_MAX);
+  CHECK(op.posted[0].m->fields.bytes == UINT64_MAX);
   CHECK(OpStream::encode(t, 1).shapes() == 3);
   // collectives: an allreduce of both ranks twice; one with counts arrays (rank 1's empty), and rank 0's
   // op 7 a member of two instances, one of them alone, its bytes none (MPI_IN_PLACE) and the largest held
@@ -409,6 +520,59 @@ TEST_CASE("a simulation walking the op streams is the trace's, figure for figure
         CHECK(check_streamed_replays(t, o) >= 9);
       }
   }
+  SECTION("sends no receive matched, eager into a full eager buffer and rendezvous, their receiver on another process") {
+    // rank 0 sends 4 KiB messages eagerly, one every 1.2 us: the first 40 to no receive while rank 1
+    // computes 200 us, then 60 that rank 1 receives one every 20 us, but for every tenth, 64 KiB sent by
+    // rendezvous to no receive. Each eager message no receive takes leaves MPICH's eager buffer (35
+    // messages) at its arrival, where a received one waits for its receive: taken at rank 1's next call,
+    // the 36th would wait 160 us for room.
+    Trace t;
+    t.world_size = 2;
+    t.ranks.resize(2);
+    t.site_keys.resize(2);
+    uint64_t now[2] = {0, 0};
+    auto add = [&](int rank, uint64_t gap, uint64_t took, uint8_t call, OpKind kind, uint32_t site, std::vector<Link> links) {
+      Op op;
+      now[rank] += gap;
+      REQUIRE(op.set_times(now[rank], now[rank] + took));
+      now[rank] += took;
+      op.call = call, op.kind = kind, op.callsite = site;
+      const auto first = static_cast<uint32_t>(t.links.size());
+      for (Link l : links) t.links.push_back(l);
+      t.set_links(op, first, static_cast<uint32_t>(links.size()));
+      t.ranks[rank].ops.push_back(op);
+      return static_cast<uint32_t>(t.ranks[rank].ops.size() - 1);
+    };
+    for (int r : {0, 1}) {
+      t.ranks[r].rank = r;
+      add(r, 0, 100, MPA_CALL_Init, OpKind::Other, 0, {});
+    }
+    for (uint32_t k = 0; k < 100; k++) {
+      Message m;
+      m.src = 0, m.dst = 1, m.bytes = k >= 40 && k % 10 == 9 ? 65536 : 4096;
+      m.send_op = add(0, 1000, 150, MPA_CALL_Isend, OpKind::PostSend, 1, {{Link::PostSend, k}});
+      add(0, 0, 50, MPA_CALL_Wait, OpKind::Completion, 2, {{Link::DoneSend, k}});
+      if (k >= 40 && m.bytes == 4096)
+        m.recv_op = add(1, k == 40 ? 200000 : 20000, 300, MPA_CALL_Recv, OpKind::Recv, 3, {{Link::PostRecv, k}, {Link::DoneRecv, k}});
+      t.messages.push_back(m);
+    }
+    for (int r : {0, 1}) add(r, 500, 100, MPA_CALL_Finalize, OpKind::Other, 4, {});
+    o.params = find_params("mpich-ucx-sm", params);
+    REQUIRE(LogGPS(o.params).eager_buffer_limited());
+    CHECK(check_streams(t) == 2 + 200 + 54 + 2);
+    CHECK(check_streamed_replays(t, o) >= 10);
+    // the first 40 sends wait for no room: the MPI_Wait of the 40th (op 80) ends 60 us from the start,
+    // where a buffer keeping them until rank 1's first call held it to 207 us; the 36th eager message rank
+    // 1 receives (the 79th sent, op 158) waits for room until rank 1's first receive, past 200 us
+    ReplayOptions spans = o;
+    spans.record_spans = true;
+    const ReplayResult r = replay(t, spans);
+    REQUIRE(r.spans.size() == 2);
+    REQUIRE(r.spans[0].size() == 202);
+    CHECK(r.spans[0][80].exit < 100000);
+    CHECK(r.spans[0][158].exit > 200000);
+    CHECK(r.spans[0][156].exit < 200000);
+  }
   SECTION("the ring of the benches, ranks of no op or none to replay, and streams that are not the trace's") {
     Trace t = bench::ring_trace(8, 500);
     CHECK(check_streamed_replays(t, o) >= 10);
@@ -431,7 +595,7 @@ TEST_CASE("a simulation walking the op streams is the trace's, figure for figure
     o.compute_factor = 0.5;  // the tails' computation
     CHECK(check_streamed_replays(t, o) >= 10);
     o.compute_factor = 1;
-    // one stream of 8 ranks; streams of another trace; a trace without its ops nor its receives together
+    // one stream of 8 ranks; streams of another trace; a trace without its ops, messages or receives together
     auto streams_of = [](const Trace& of, int n) {
       auto s = std::make_shared<std::vector<OpStream>>();
       for (int r = 0; r < n; r++) s->push_back(OpStream::encode(of, r));
@@ -445,9 +609,8 @@ TEST_CASE("a simulation walking the op streams is the trace's, figure for figure
     o.streams = streams_of(ring, 8);
     Trace bare = ring;
     for (RankTrace& rank : bare.ranks) rank.ops.clear();
+    bare.messages.clear();
     bare.receives_together.reset();
-    CHECK_THROWS_WITH(replay(bare, o), Catch::Contains("needs its receives together"));
-    bare.receives_together = receives_together(ring);
     ReplayOptions from_trace = o;
     from_trace.streams = nullptr;
     CHECK(replay(bare, o).predicted_ns == replay(ring, from_trace).predicted_ns);
