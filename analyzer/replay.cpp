@@ -348,7 +348,7 @@ class Simulation {
   // matched it), a receive's post saying only that its send is in the trace, and its sender where asked
   // (sender_of). No call reads a field before the post that fills it: a sender's calls follow its post, a
   // receiver's wait for the send's (ts).
-  struct MsgState {
+  struct alignas(64) MsgState {
     double ts = kUnknown, tr = kUnknown;  // send and receive post times
     double start = kUnknown;              // an eager send's start: ts, or later when the eager buffer was full
     uint64_t bytes = 0;
@@ -1126,8 +1126,9 @@ class Simulation {
   // blocked_on_ says what it needs). Fills the parts of that time when asked.
   double send_done(uint32_t m_id, Breakdown* parts) {
     MsgState& s = msg(m_id);
-    const LogGPS& model = model_of(s);
     blocked_on_ = {false, m_id};
+    if (s.ts == kUnknown) return kUnknown;  // a completion whose post was not replayed: the fields below neither
+    const LogGPS& model = model_of(s);
     if (splits(s)) {
       if (model.split_waits_for_receive(s.bytes, p_.S) && s.has_recv && s.tr == kUnknown) return kUnknown;
       SideCost c = model.split_send_side(s.bytes, p_.S, s.ts, s.has_recv ? s.tr : s.ts, s.senders);
