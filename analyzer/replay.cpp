@@ -542,7 +542,17 @@ class Simulation {
     if (i.slot >= kFreedMsg) return;  // never asked for: an op gone on with its measured time (kept then)
     MsgState& s = msg_pool_[i.slot];
     s.done |= side;
+    if (peers_ && s.done != kBothSides && other_side_elsewhere(m, s, side)) s.done = kBothSides;
     if (s.done == kBothSides && (s.channel == kNone || channels_[s.channel].head > s.pos)) free_msg(m);
+  }
+  // Spread, whether the other side of a message whose `side` is done here is another process's and
+  // nothing here asks for the message again: the send's side, its receiver elsewhere (what that process
+  // tells of it later, a receive's post, is dropped: apply); the receive's side, its sender elsewhere,
+  // its send's post told already and no eager start of it to compute here (a limited eager buffer's
+  // messages stay). Else a message crossing processes was held to the end of the replay on both.
+  bool other_side_elsewhere(uint32_t m, const MsgState& s, uint8_t side) const {
+    if (side == kSentSide) return remote(s.dst);
+    return s.ts != kUnknown && s.channel == kNone && remote(sender_of(m, s));
   }
   void free_msg(uint32_t m) {
     uint32_t& k = info_[m].slot;
@@ -694,10 +704,12 @@ class Simulation {
   void apply(const PeerUpdate& u) {
     switch (u.kind) {
       case PeerUpdate::SendBytes:  // walking op streams, before its SendPosted
+        if (info_[u.id].slot == kFreedMsg) break;  // its side here is done (side_done): nothing asks for it
         msg(u.id).bytes = u.bytes();
         msg(u.id).senders = static_cast<int32_t>(u.a);
         break;
       case PeerUpdate::SendPosted: {  // to the receiver's process
+        if (info_[u.id].slot == kFreedMsg) break;
         MsgState& s = msg(u.id);
         s.split = u.flag & PeerUpdate::kSplit;
         s.synchronous = (u.flag & PeerUpdate::kSynchronous) != 0, s.cached = (u.flag & PeerUpdate::kCached) != 0;
@@ -710,9 +722,11 @@ class Simulation {
         break;
       }
       case PeerUpdate::RecvPosted:
+        if (info_[u.id].slot == kFreedMsg) break;
         set_tr(u.id, u.t);
         break;
       case PeerUpdate::EagerStart:
+        if (info_[u.id].slot == kFreedMsg) break;
         msg(u.id).start = u.t;
         wake_msg(u.id);
         break;

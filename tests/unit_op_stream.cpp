@@ -610,6 +610,13 @@ TEST_CASE("a simulation walking the op streams is the trace's, figure for figure
   SECTION("the ring of the benches, ranks of no op or none to replay, and streams that are not the trace's") {
     Trace t = bench::ring_trace(8, 500);
     CHECK(check_streamed_replays(t, o) >= 10);
+    {
+      // spread over 2 processes, 1000 of its 4000 messages cross from one to the other: each process
+      // holds about the messages in flight, as the serial replay, not every one crossing
+      const ReplayResult serial = replay(t, o), spread = spread_replay(t, o, 2);
+      INFO("messages held: serial " << serial.messages_held << ", spread " << spread.messages_held);
+      CHECK(spread.messages_held <= serial.messages_held);
+    }
     // three ranks more: one of a single MPI_Init, one of MPI_Init and MPI_Finalize, one of none (windows
     // empty, and tails)
     const Trace ring = t;
