@@ -929,17 +929,23 @@ class Simulation {
     channels_.clear();
     channels_into_.assign(t_.ranks.size(), {});
     channels_from_.assign(t_.ranks.size(), {});
+    // a sender's receivers, sorted once: each put in place in the sorted list as met, a table listing
+    // them backwards took R^2 moves
+    std::vector<int> receivers;
     for (int src = 0; src < world; src++) {
-      auto& from = channels_from_[src];
+      receivers.clear();
       for (const StreamMessage& m : (*o_.streams)[src].message_table()) {
         const Message& f = m.fields;
-        if (!m.sent || f.src != src || rendezvous(f) || f.dst < 0 || f.dst >= world) continue;
-        const auto it = std::lower_bound(from.begin(), from.end(), std::pair<int, uint32_t>{f.dst, 0});
-        if (it != from.end() && it->first == f.dst) continue;
+        if (m.sent && f.src == src && !rendezvous(f) && f.dst >= 0 && f.dst < world) receivers.push_back(f.dst);
+      }
+      std::sort(receivers.begin(), receivers.end());
+      receivers.erase(std::unique(receivers.begin(), receivers.end()), receivers.end());
+      auto& from = channels_from_[src];
+      for (int d : receivers) {
         const auto c = static_cast<uint32_t>(channels_.size());
         channels_.emplace_back().src = src;
-        channels_into_[f.dst].push_back(c);
-        from.insert(it, {f.dst, c});
+        channels_into_[d].push_back(c);
+        from.emplace_back(d, c);
       }
     }
   }
