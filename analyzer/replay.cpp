@@ -158,6 +158,8 @@ void prefetch_messages(const Trace& t, const Op& op) {
 // its rank until that time is known. The model's equations are causal, so the order in which ranks run
 // does not change the result.
 class Simulation {
+  struct CollState;  // a collective instance in flight (below, with the collectives)
+
  public:
   Simulation(const Simulation&) = delete;  // together_ may point into it
   Simulation& operator=(const Simulation&) = delete;
@@ -178,16 +180,12 @@ class Simulation {
       info_.resize(t.messages.size());
     }
     marks_.resize(t.ranks.size());
-    first_member_.resize(t.collectives.size() + 1);
-    for (size_t c = 0; c < t.collectives.size(); c++) first_member_[c + 1] = first_member_[c] + t.collectives.members_of(c);
-    member_t_.assign(first_member_.back(), kUnknown);
+    coll_slot_.assign(t.collectives.size(), kNoColl);
     next_msg_waiter_.assign(t.ranks.size(), -1);
     last_member_pos_.assign(t.ranks.size(), {kNone, -1});
     waits_on_msg_.assign(t.ranks.size(), kNone);
     ranks_.resize(t.ranks.size());
     site_index_.resize(t.ranks.size());
-    runs_.resize(t.collectives.size());
-    run_state_.assign(t.collectives.size(), RunState::Undecided);
     library_ = mpi_library(o.mpi_library.empty() ? o.params.library : o.mpi_library);
     if (ReplayPeers* peers = o.peers ? o.peers : replay_peers(); peers && peers->size() > 1 && !t.ranks.empty()) {
       peers_ = peers;
@@ -197,7 +195,6 @@ class Simulation {
         owner_[r] = replay_owner(static_cast<int>(r), static_cast<int>(t.ranks.size()), peers->size());
       out_.resize(static_cast<size_t>(peers->size()));
       comm_owners_.resize(t.comms.size());
-      pending_coll_.resize(t.collectives.size());
     }
     if (const auto& counted = t.receives_together; counted && (counted->empty() || counted->size() == t.messages.size()))
       together_ = &*counted;
@@ -315,6 +312,7 @@ class Simulation {
     res.split_messages = split_messages_;
     res.unresolved_ops = unresolved_;
     res.messages_held = msg_pool_.most_held();
+    res.collectives_held = most_colls_held_;
     res.schedule_steps_held = most_cached_steps_;
     res.schedule_cache_clears = cache_clears_;
     res.collectives_by_algorithm = coll_by_algorithm_;
@@ -562,17 +560,6 @@ class Simulation {
     msg_pool_.give(k);
     k = kFreedMsg;
   }
-  // By instance (first_member_: where its members start; the members of all in a row, 8 bytes each where
-  // six lists an instance took 120 bytes and more): when each member's part completed (an algorithm's,
-  // as its walk ends; the closed formula's, all at once when it times the instance), and before that, at
-  // an instance the closed formula times, when each arrived.
-  std::vector<uint64_t> first_member_;
-  std::vector<double> member_t_;
-  std::span<double> members_t(uint32_t c_id) {
-    return {member_t_.data() + first_member_[c_id], first_member_[c_id + 1] - first_member_[c_id]};
-  }
-  double member_t(uint32_t c_id, int pos) const { return member_t_[first_member_[c_id] + static_cast<size_t>(pos)]; }
-  std::unordered_map<uint32_t, std::vector<int>> waiting_coll_;  // by closed formula's instance: ranks waiting
   std::vector<std::vector<int>> waiting_rank_;
   std::vector<int32_t> next_msg_waiter_;  // by rank: the next rank in its message's list
   mutable std::vector<std::pair<uint32_t, int>> last_member_pos_;  // by rank: its last instance and place in it (member_pos)
@@ -644,7 +631,6 @@ class Simulation {
   std::vector<int> owner_;                         // by rank: its process
   std::vector<std::vector<PeerUpdate>> out_;       // by process: what to tell it at the next exchange
   std::vector<std::vector<int>> comm_owners_;      // by communicator: the other processes owning members
-  std::vector<std::vector<PeerUpdate>> pending_coll_;  // by instance: its steps posted before it was set up here
   std::vector<uint32_t> eager_starts_;  // eager messages from another process's rank to ours, start unknown
   // instantiate's scratch, kept between instances
   std::vector<uint32_t> scratch_ids_;
@@ -661,8 +647,8 @@ class Simulation {
   static constexpr uint64_t kRoundUpdates = uint64_t{1} << 20;
   bool round_full() const { return outgoing_ >= kRoundUpdates; }
   // the other processes owning members of the instance's communicator
-  const std::vector<int>& coll_owners(uint32_t c_id) {
-    const uint32_t comm = t_.collectives.comm(c_id);
+  const std::vector<int>& coll_owners(const CollState& c) {
+    const uint32_t comm = c.inst.comm;
     auto& owners = comm_owners_[comm];
     if (owners.empty()) {
       std::vector<char> seen(static_cast<size_t>(peers_->size()), 0);
@@ -674,13 +660,13 @@ class Simulation {
       };
       for (int r : t_.comms[comm].members) add_rank(r);
       for (int r : t_.comms[comm].remote) add_rank(r);
-      for (const auto& m : t_.collectives.members(c_id)) add_rank(m.first);
+      for (const auto& m : c.inst.members) add_rank(m.first);
       if (owners.empty()) owners.push_back(-1);  // none: computed once
     }
     return owners;
   }
-  void tell_members(uint32_t c_id, const PeerUpdate& u) {
-    for (int p : coll_owners(c_id))
+  void tell_members(const CollState& c, const PeerUpdate& u) {
+    for (int p : coll_owners(c))
       if (p >= 0) {
         out_[static_cast<size_t>(p)].push_back(u);
         outgoing_++;
@@ -688,7 +674,7 @@ class Simulation {
   }
   // Whether this process counts the instance in the result's figures (each instance once over processes:
   // where its first member is).
-  bool counts_here(uint32_t c_id) const { return mine(t_.collectives.members(c_id).front().first); }
+  bool counts_here(const CollState& c) const { return mine(c.inst.members.front().first); }
 
   // One round: returns whether any process told another anything (then ranks may have been woken here).
   bool exchange() {
@@ -731,20 +717,25 @@ class Simulation {
         wake_msg(u.id);
         break;
       case PeerUpdate::CollArrived: {
-        if (run_state_[u.id] == RunState::Timed) break;  // its arrivals are its members' completions now
-        const auto a = members_t(u.id);
+        CollState* c = coll_of(u.id, true);
+        // done here, or timed: its arrivals are its members' completions now
+        if (!c || c->state == RunState::Timed) break;
+        const std::span<double> a = c->member_t;
         if (u.a >= a.size() || a[u.a] != kUnknown) break;
         a[u.a] = u.t;
-        if (std::none_of(a.begin(), a.end(), [](double x) { return x == kUnknown; })) finish_collective(u.id);
+        if (std::none_of(a.begin(), a.end(), [](double x) { return x == kUnknown; })) finish_collective(*c);
         break;
       }
       case PeerUpdate::CollSendPosted:
-      case PeerUpdate::CollRecvPosted:
-        if (run_state_[u.id] == RunState::Undecided) pending_coll_[u.id].push_back(u);
-        else if (runs_[u.id]) apply_coll_post(*runs_[u.id], u);
+      case PeerUpdate::CollRecvPosted: {
+        CollState* c = coll_of(u.id, true);
+        if (!c) break;  // its members here are done
+        if (c->state == RunState::Undecided) c->pending.push_back(u);
+        else if (c->run) apply_coll_post(*c->run, u);
         break;  // a closed formula's, or a run whose members here are done: nothing waits for it
-      case PeerUpdate::FlagRaised: {
-        FlagLine& f = flag(u.id, u.flag, static_cast<int>(u.a));
+      }
+      case PeerUpdate::FlagRaised: {  // id: the communicator
+        FlagLine& f = flag_line(u.id, u.flag, static_cast<int>(u.a));
         f.at[++f.raised % kFlagRing] = u.t;
         for (int r : f.waiting) make_ready(r);
         f.waiting.clear();
@@ -792,6 +783,7 @@ class Simulation {
     w.pod(res.predicted_ns);
     w.pod(res.measured_ns);
     w.pod(res.messages_held);
+    w.pod(res.collectives_held);
     w.pod(res.schedule_steps_held);
     w.pod(res.schedule_cache_clears);
     w.pods(res.ranks);
@@ -836,6 +828,7 @@ class Simulation {
       all.predicted_ns = std::max(all.predicted_ns, rd.pod<double>());
       all.measured_ns = std::max(all.measured_ns, rd.pod<double>());
       all.messages_held = std::max(all.messages_held, rd.pod<uint64_t>());
+      all.collectives_held = std::max(all.collectives_held, rd.pod<uint64_t>());
       all.schedule_steps_held = std::max(all.schedule_steps_held, rd.pod<uint64_t>());
       all.schedule_cache_clears = std::max(all.schedule_cache_clears, rd.pod<uint64_t>());
       rd.append(all.ranks);
@@ -1202,9 +1195,9 @@ class Simulation {
   //   Allreduce: recursive doubling below 10 kB, ring above (2(P-1) rounds of k/P)
   //   Allgather(v), Alltoall(v,w): P-1 pairwise rounds; Reduce_scatter: reduce then scatter
   //   Scan, Exscan: a linear chain
-  void finish_collective(uint32_t c_id) {
-    const CollectiveInstance c = t_.collectives[c_id];
-    const auto arrive = members_t(c_id);
+  void finish_collective(CollState& state) {
+    const CollectiveInstance& c = state.inst;
+    const std::span<double> arrive = state.member_t;
     size_t P = c.members.size();
     double last = *std::max_element(arrive.begin(), arrive.end());
     auto msg = [&](uint64_t k) { return model_.communication(k, 0, 0, 1); };
@@ -1261,26 +1254,24 @@ class Simulation {
         for (auto& d : done) d = last + (P - 1) * msg(k);
     }
     std::copy(done.begin(), done.end(), arrive.begin());
-    run_state_[c_id] = RunState::Timed;
-    if (auto w = waiting_coll_.find(c_id); w != waiting_coll_.end()) {
-      for (int r : w->second) make_ready(r);
-      waiting_coll_.erase(w);
-    }
+    state.state = RunState::Timed;
+    for (int r : state.waiting) make_ready(r);
+    state.waiting.clear();
   }
 
   // A rank's place among an instance's members, or -1. build_trace joins the members in rank order, so
   // a bisection finds it (asked each time a member resumes, a search through them made an instance of
   // P ranks cost P^2); where the members are in another order, the search through them.
-  int member_pos(uint32_t c_id, int rank) const {
+  int member_pos(uint32_t c_id, const CollState& c, int rank) const {
     // asked again each time the rank resumes in the same instance (at 1024 ranks a tenth of a replay's
     // time went to the bisection): the rank's last answer first
     std::pair<uint32_t, int>& last = last_member_pos_[static_cast<size_t>(rank)];
     if (last.first == c_id) return last.second;
-    last = {c_id, find_member_pos(c_id, rank)};
+    last = {c_id, find_member_pos(c, rank)};
     return last.second;
   }
-  int find_member_pos(uint32_t c_id, int rank) const {
-    const auto m = t_.collectives.members(c_id);
+  static int find_member_pos(const CollState& c, int rank) {
+    const auto m = c.inst.members;
     const auto it = std::lower_bound(m.begin(), m.end(), rank, [](const auto& a, int r) { return a.first < r; });
     if (it != m.end() && it->first == rank) return static_cast<int>(it - m.begin());
     for (size_t i = 0; i < m.size(); i++)
@@ -1293,14 +1284,16 @@ class Simulation {
   // and the ring of bench/replay_bench.cpp, which has no collective, replayed at 19.5 M events/s instead of
   // 21.5 after member_pos kept its last answer.
   [[gnu::noinline]] void arrive_collective(uint32_t c_id, int rank, double at, const StreamOp* streamed) {
-    int pos = member_pos(c_id, rank);
+    CollState* c = coll_of(c_id, true);
+    if (!c) return;  // (its members here are done: each arrives once)
+    int pos = member_pos(c_id, *c, rank);
     if (pos < 0) return;
-    if (by_algorithm(c_id, streamed)) {
-      start_member(c_id, pos, rank, at);
+    if (by_algorithm(c_id, *c, streamed)) {
+      start_member(c_id, *c, pos, rank, at);
       return;
     }
-    if (run_state_[c_id] == RunState::Timed) return;  // (each member arrives once)
-    const auto a = members_t(c_id);
+    if (c->state == RunState::Timed) return;  // (each member arrives once)
+    const std::span<double> a = c->member_t;
     a[pos] = at;
     if (peers_) {
       PeerUpdate u;
@@ -1308,29 +1301,32 @@ class Simulation {
       u.id = c_id;
       u.a = static_cast<uint32_t>(pos);
       u.t = at;
-      tell_members(c_id, u);
+      tell_members(*c, u);
     }
-    if (std::none_of(a.begin(), a.end(), [](double x) { return x == kUnknown; })) finish_collective(c_id);
+    if (std::none_of(a.begin(), a.end(), [](double x) { return x == kUnknown; })) finish_collective(*c);
   }
 
   // When rank's part of the collective completes, walking its steps from `now` (the call, or the Wait of
   // a non-blocking one); kUnknown while it waits for another rank.
   [[gnu::noinline]] double collective_done(uint32_t c_id, int rank, double now) {
-    int pos = member_pos(c_id, rank);
+    CollState* c = coll_of(c_id, false);
+    if (!c) return kUnknown;  // no member arrived here (its call missing from the log)
+    int pos = member_pos(c_id, *c, rank);
     if (pos < 0) return kUnknown;
-    if (run_state_[c_id] == RunState::Algorithm) {
-      if (member_t(c_id, pos) != kUnknown) return member_t(c_id, pos);
-      return walk(c_id, pos, rank, now, false) == Walk::Done ? member_t(c_id, pos) : kUnknown;
+    const double t = c->member_t[static_cast<size_t>(pos)];
+    if (c->state == RunState::Algorithm) {
+      if (t != kUnknown) return t;
+      return walk(c_id, *c, pos, rank, now, false) == Walk::Done ? c->member_t[static_cast<size_t>(pos)] : kUnknown;
     }
-    if (run_state_[c_id] != RunState::Timed) return kUnknown;
-    return member_t(c_id, pos);
+    if (c->state != RunState::Timed) return kUnknown;
+    return t;
   }
 
   // A rank whose collective is not done yet: an algorithm's rank is parked on the message it waits for
   // already; the closed formula's waits for the last arrival.
   [[gnu::noinline]] void wait_for_collective(uint32_t c_id, int rank) {
     ranks_[rank].parked = RankState::Parked::Collective;
-    if (run_state_[c_id] != RunState::Algorithm) waiting_coll_[c_id].push_back(rank);
+    if (CollState* c = coll_of(c_id, false); c && c->state != RunState::Algorithm) c->waiting.push_back(rank);
     wake_rank(rank);  // a sender waiting for its progress may tell now when it takes a message (taken)
   }
 
@@ -1371,7 +1367,77 @@ class Simulation {
     std::vector<uint32_t> messages;               // every message, freed when the last member is done
     size_t unfinished = 0;
   };
-  std::vector<std::unique_ptr<CollRun>> runs_;  // by instance, while it runs
+  // An instance in flight: from the first word of it here (a member's arrival, or another process's
+  // update) until every member here has taken its completion (coll_taken). Its slot in the pool is all
+  // an instance holds before and after: 4 bytes, where tables by instance held 25 bytes an instance
+  // and 8 a member to the end of the replay.
+  struct CollState {
+    CollectiveInstance inst;
+    RunState state = RunState::Undecided;
+    uint32_t left = 0;  // members here yet to take their completion
+    // by member: when its part completed (an algorithm's, as its walk ends; the closed formula's, all at
+    // once when it times the instance), and before that, at an instance the closed formula times, when
+    // each arrived
+    std::vector<double> member_t;
+    std::unique_ptr<CollRun> run;   // while its algorithm runs
+    std::vector<PeerUpdate> pending;  // spread: its steps posted elsewhere before it was set up here
+    std::vector<int> waiting;         // the closed formula's: ranks waiting for the last arrival
+  };
+  static constexpr uint32_t kNoColl = UINT32_MAX, kFreedColl = UINT32_MAX - 1;
+  std::vector<uint32_t> coll_slot_;  // by instance: its state's place in coll_pool_, or one of the two above
+  std::deque<CollState> coll_pool_;  // a deque: a state is referred to while another is made
+  std::vector<uint32_t> coll_free_;
+  uint64_t colls_held_ = 0, most_colls_held_ = 0;
+  // The instance's state; made where `make` and none is yet; null once its members here are done.
+  CollState* coll_of(uint32_t c_id, bool make) {
+    uint32_t& slot = coll_slot_[c_id];
+    if (slot == kFreedColl) return nullptr;
+    if (slot != kNoColl) return &coll_pool_[slot];
+    if (!make) return nullptr;
+    if (!coll_free_.empty()) {
+      slot = coll_free_.back();
+      coll_free_.pop_back();
+    } else {
+      slot = static_cast<uint32_t>(coll_pool_.size());
+      coll_pool_.emplace_back();
+    }
+    CollState& c = coll_pool_[slot];
+    c.inst = t_.collectives[c_id];
+    c.state = RunState::Undecided;
+    c.member_t.assign(c.inst.members.size(), kUnknown);
+    c.left = 0;
+    for (const auto& m : c.inst.members) c.left += mine(m.first);
+    most_colls_held_ = std::max(most_colls_held_, ++colls_held_);
+    return &c;
+  }
+  const CollState* coll_of(uint32_t c_id) const {
+    const uint32_t slot = coll_slot_[c_id];
+    return slot == kFreedColl || slot == kNoColl ? nullptr : &coll_pool_[slot];
+  }
+  // The instances whose completion the op took: a blocking collective's, a completion's of a non-blocking
+  // one (as analyzer/export.cpp reads them)
+  [[gnu::noinline]] void colls_taken(const Here& op) {
+    for (uint32_t k = 0; k < op.links.size(); k++) {
+      const Link l = op.links[k];
+      if (l.id != kNone && (l.kind == Link::DoneColl || (l.kind == Link::PostColl && op.kind == OpKind::Collective)))
+        coll_taken(l.id);
+    }
+  }
+  // A member here took its completion (its op is done, or went on with its measured time): the state is
+  // given back after the last, its run done (a run some member here never walked to its end, its rank
+  // forced on, stays).
+  void coll_taken(uint32_t c_id) {
+    uint32_t& slot = coll_slot_[c_id];
+    if (slot == kFreedColl || slot == kNoColl) return;
+    CollState& c = coll_pool_[slot];
+    if (c.left > 0) c.left--;
+    if (c.left > 0 || c.run) return;
+    c.pending.clear();
+    c.waiting.clear();
+    coll_free_.push_back(slot);
+    slot = kFreedColl;
+    colls_held_--;
+  }
   // runs done, kept for the next instances with their vectors' room: an instance would otherwise allocate
   // a vector for each position's steps
   static constexpr size_t kFreeRuns = 64;
@@ -1395,7 +1461,6 @@ class Simulation {
     run->messages = std::move(messages);
     return run;
   }
-  std::vector<RunState> run_state_;
   std::vector<CollMsg> cmsg_;
   std::vector<uint32_t> cmsg_free_;
   struct CachedSchedule {
@@ -1457,9 +1522,9 @@ class Simulation {
 
   // Decides once per instance whether its algorithm can be followed, and sets up its messages. Streamed:
   // the op of the member arriving first, which carries the call site of the first member's op.
-  bool by_algorithm(uint32_t c_id, const StreamOp* streamed) {
-    if (run_state_[c_id] == RunState::Undecided) {
-      const CollectiveInstance c = t_.collectives[c_id];
+  bool by_algorithm(uint32_t c_id, CollState& state, const StreamOp* streamed) {
+    if (state.state == RunState::Undecided) {
+      const CollectiveInstance& c = state.inst;
       uint32_t first_site = 0;
       if (!streamed) {
         first_site = t_.op(c.members.front().first, c.members.front().second).callsite;
@@ -1472,17 +1537,17 @@ class Simulation {
       }
       std::string approximation, why_not = "no algorithm to follow";
       std::vector<int> positions;
-      auto schedule = schedule_of(c_id, o_.split_everywhere || at(o_.split_sites, c.members.front().first, first_site),
+      auto schedule = schedule_of(c_id, c, o_.split_everywhere || at(o_.split_sites, c.members.front().first, first_site),
                                   &approximation, &positions, &why_not);
-      const bool count = counts_here(c_id);
+      const bool count = counts_here(state);
       if (!schedule) {
-        run_state_[c_id] = RunState::ClosedFormula;
+        state.state = RunState::ClosedFormula;
         if (count) {
           coll_closed_formula_++;
           coll_algorithms_[fmt::format("closed formula ({})", why_not)]++;
         }
       } else {
-        run_state_[c_id] = RunState::Algorithm;
+        state.state = RunState::Algorithm;
         if (count) {
           coll_by_algorithm_++;
           coll_algorithms_[schedule->algorithm]++;
@@ -1491,26 +1556,27 @@ class Simulation {
             coll_approximations_[approximation]++;
           }
         }
-        instantiate(c_id, schedule, std::move(positions));
+        instantiate(state, schedule, std::move(positions));
       }
     }
-    return run_state_[c_id] == RunState::Algorithm;
+    return state.state == RunState::Algorithm;
   }
 
   // The schedule of an instance (cached: loops repeat the same calls). Where the program is to split its
   // messages to at most S (a what-if), a collective whose algorithm sends more than S at once is split
   // into as many calls of a part of the buffer as that takes, one after the other.
   // Where there is none, why_not says why (left as it was where the log gives no call to schedule).
-  std::shared_ptr<const CollSchedule> schedule_of(uint32_t c_id, bool split, std::string* approximation,
-                                                  std::vector<int>* positions, std::string* why_not) {
+  std::shared_ptr<const CollSchedule> schedule_of(uint32_t c_id, const CollectiveInstance& inst, bool split,
+                                                  std::string* approximation, std::vector<int>* positions,
+                                                  std::string* why_not) {
     if (library_ == MpiLibrary::Other) return nullptr;
-    const uint32_t comm = t_.collectives.comm(c_id);
+    const uint32_t comm = inst.comm;
     if (layouts_.size() <= comm) layouts_.resize(comm + 1);
     if (!layouts_[comm]) layouts_[comm] = std::make_unique<const CommLayout>(comm_layout(t_, comm));
     auto logged = logged_collective(t_, c_id, library_, layouts_[comm].get());
     if (!logged) return nullptr;
     *positions = logged->member_position;
-    uint32_t& node_calls = node_calls_[t_.collectives.comm(c_id)];
+    uint32_t& node_calls = node_calls_[comm];
     // calls past the threshold all run alike: one schedule in the cache for them
     constexpr uint32_t kPast = CollectiveCall::kNodeCallsFallingBack;
     logged->call.node_calls_before = node_calls < kPast ? node_calls : UINT32_MAX;
@@ -1531,7 +1597,7 @@ class Simulation {
     const auto answer = [&](const CachedSplit& c) {
       if (!c.not_split.empty()) {
         *approximation += fmt::format("{}{}", approximation->empty() ? "" : "; ", c.not_split);
-      } else if (counts_here(c_id)) {
+      } else if (mine(inst.members.front().first)) {  // counted where its first member is (counts_here)
         split_messages_++;
       }
       return c.schedule;
@@ -1600,8 +1666,8 @@ class Simulation {
   }
 
   // a position's flag of a stream on the instance's communicator
-  FlagLine& flag(uint32_t c_id, uint8_t stream, int pos) {
-    const uint64_t key = (uint64_t{t_.collectives.comm(c_id)} << 24) | (uint64_t{stream} << 23) | static_cast<uint64_t>(pos);
+  FlagLine& flag_line(uint32_t comm, uint8_t stream, int pos) {
+    const uint64_t key = (uint64_t{comm} << 24) | (uint64_t{stream} << 23) | static_cast<uint64_t>(pos);
     return flags_[key];
   }
 
@@ -1685,7 +1751,7 @@ class Simulation {
   }
 
   // One message per send step, met by the receive step that matches it (the k-th from a to b).
-  void instantiate(uint32_t c_id, std::shared_ptr<const CollSchedule> schedule, std::vector<int> positions) {
+  void instantiate(CollState& state, std::shared_ptr<const CollSchedule> schedule, std::vector<int> positions) {
     std::unique_ptr<CollRun> run = new_run();
     run->position = std::move(positions);
     const auto& ranks = schedule->ranks;
@@ -1694,7 +1760,7 @@ class Simulation {
     run->step_msg.resize(n);
     run->members.resize(n);
     run->rank_at.assign(n, -1);
-    const auto members = t_.collectives.members(c_id);
+    const auto members = state.inst.members;
     for (size_t i = 0; i < run->position.size() && i < members.size(); i++)
       if (run->position[i] >= 0 && static_cast<size_t>(run->position[i]) < n) run->rank_at[run->position[i]] = members[i].first;
     // the members this process walks: the run is freed when they are done
@@ -1703,7 +1769,7 @@ class Simulation {
       run->unfinished = 0;
       for (size_t i = 0; i < members.size(); i++) run->unfinished += mine(members[i].first);
     }
-    const bool count = counts_here(c_id);
+    const bool count = counts_here(state);
     run->pairing = pairing_of(run->schedule);
     const Pairing& pairing = *run->pairing;
     // a message for each send step, in the order the steps send
@@ -1735,10 +1801,10 @@ class Simulation {
         if (ranks[pos][k].kind == CollStep::Recv || ranks[pos][k].kind == CollStep::Irecv)
           run->step_msg[pos][k] = ids[pairing.send_of[pos][k]];
     }
-    runs_[c_id] = std::move(run);
-    if (peers_ && !pending_coll_[c_id].empty()) {  // told before it was set up here
-      for (const PeerUpdate& u : pending_coll_[c_id]) apply_coll_post(*runs_[c_id], u);
-      std::vector<PeerUpdate>().swap(pending_coll_[c_id]);
+    state.run = std::move(run);
+    if (peers_ && !state.pending.empty()) {  // told before it was set up here
+      for (const PeerUpdate& u : state.pending) apply_coll_post(*state.run, u);
+      state.pending.clear();
     }
   }
 
@@ -1792,24 +1858,26 @@ class Simulation {
 
   // A member arrives: a blocking call waits for collective_done to walk it; a non-blocking one posts its
   // first steps now.
-  void start_member(uint32_t c_id, int pos, int rank, double at) {
-    CollRun& run = *runs_[c_id];
+  void start_member(uint32_t c_id, CollState& c, int pos, int rank, double at) {
+    CollRun& run = *c.run;
     run.members[run.position[pos]].t = at;
-    if (t_.collectives.call(c_id) >= MPA_CALL_Ibarrier) walk(c_id, pos, rank, at, true);
+    if (c.inst.call >= MPA_CALL_Ibarrier) walk(c_id, c, pos, rank, at, true);
   }
 
   // when a non-blocking collective's I- call returns: after posting its first steps
   [[gnu::noinline]] double posted_until(uint32_t c_id, int rank) const {
-    int pos = member_pos(c_id, rank);
-    if (pos < 0 || run_state_[c_id] != RunState::Algorithm) return kUnknown;
-    if (member_t(c_id, pos) != kUnknown) return member_t(c_id, pos);
-    return runs_[c_id] ? runs_[c_id]->members[runs_[c_id]->position[pos]].t : kUnknown;
+    const CollState* c = coll_of(c_id);
+    if (!c) return kUnknown;
+    int pos = member_pos(c_id, *c, rank);
+    if (pos < 0 || c->state != RunState::Algorithm) return kUnknown;
+    if (c->member_t[static_cast<size_t>(pos)] != kUnknown) return c->member_t[static_cast<size_t>(pos)];
+    return c->run ? c->run->members[c->run->position[pos]].t : kUnknown;
   }
 
   // Walks a member's steps from `from` as far as they go. Posted: stopped before the first step that
   // waits (start_only, the I- call returning); Parked: a step needs another rank's time.
-  Walk walk(uint32_t c_id, int member, int rank, double from, bool start_only) {
-    CollRun& run = *runs_[c_id];
+  Walk walk(uint32_t c_id, CollState& c, int member, int rank, double from, bool start_only) {
+    CollRun& run = *c.run;
     const int pos = run.position[member];
     CollMember& m = run.members[pos];
     m.t = m.t == kUnknown ? from : std::max(m.t, from);
@@ -1832,25 +1900,25 @@ class Simulation {
           m.t += model_.reduction(st.bytes);
           break;
         case CollStep::FlagSet: {
-          FlagLine& own = flag(c_id, st.stream, pos);
+          FlagLine& own = flag_line(c.inst.comm, st.stream, pos);
           own.at[++own.raised % kFlagRing] = m.t;
           for (int r : own.waiting) make_ready(r);
           own.waiting.clear();
           if (peers_) {
             PeerUpdate u;
             u.kind = PeerUpdate::FlagRaised;
-            u.id = c_id;
+            u.id = c.inst.comm;
             u.a = static_cast<uint32_t>(pos);
             u.flag = st.stream;
             u.t = m.t;
-            tell_members(c_id, u);
+            tell_members(c, u);
           }
           break;
         }
         case CollStep::FlagWait: {
           if (start_only) return Walk::Posted;
-          const int64_t want = static_cast<int64_t>(flag(c_id, st.stream, pos).raised) + 1 - st.lag;
-          FlagLine& peer = flag(c_id, st.stream, st.peer);
+          const int64_t want = static_cast<int64_t>(flag_line(c.inst.comm, st.stream, pos).raised) + 1 - st.lag;
+          FlagLine& peer = flag_line(c.inst.comm, st.stream, st.peer);
           if (want <= 0 || static_cast<uint64_t>(want) + kFlagRing <= peer.raised) break;  // long since raised
           if (peer.raised < static_cast<uint64_t>(want)) {
             add_waiter(peer.waiting, rank);
@@ -1897,11 +1965,11 @@ class Simulation {
         }
       }
     }
-    members_t(c_id)[member] = m.t;
+    c.member_t[static_cast<size_t>(member)] = m.t;
     if (--run.unfinished == 0) {  // every member done: its messages are free again
       for (uint32_t id : run.messages) cmsg_free_.push_back(id);
-      if (free_runs_.size() < kFreeRuns) free_runs_.push_back(std::move(runs_[c_id]));
-      runs_[c_id].reset();
+      if (free_runs_.size() < kFreeRuns) free_runs_.push_back(std::move(c.run));
+      c.run.reset();
     }
     return Walk::Done;
   }
@@ -2188,6 +2256,7 @@ class Simulation {
       if ((s.in_mpi.size() - s.first_span) % RankState::kForgetSpansEvery == 0) forget_spans(r);
       wake_rank(r);
     }
+    if (colls_held_ && (op.kind == OpKind::Collective || op.kind == OpKind::Completion)) colls_taken(op);
     s.i++;
     s.gap_done = s.posted = s.force = s.preposted_now = false;
     if (!streamed_.empty()) {

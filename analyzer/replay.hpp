@@ -151,6 +151,10 @@ struct ReplayResult {
   // those in flight, from the first call asking about one until both its sides are done and the receiver
   // took it from its eager buffer. Each of the trace's messages costs the simulation 8 bytes besides.
   uint64_t messages_held = 0;
+  // Simulation mode: the most collective instances whose state the simulation held at once (in one
+  // process, spread): from the first word of one until each of its members here took its completion.
+  // Each of the trace's instances costs the simulation 4 bytes besides.
+  uint64_t collectives_held = 0;
   // Simulation mode: the most steps the collectives' cached schedules held at once (32 bytes each, and
   // their pairings 4 to 8 more), and how often the caches were emptied to stay within
   // ReplayOptions::schedule_cache_steps (in one process, spread)

@@ -217,9 +217,10 @@ int main(int argc, char** argv) {
     const double held = static_cast<double>(vm_hwm_kib()) * 1024.0;
     std::printf("  walking the streams, the trace's ops, links and messages let go: peak memory %.1f bytes per event "
                 "[target at most 16], of which the streams %.1f, the messages in flight (at most %llu states of 64 "
-                "bytes) %.2f and the collectives %.1f; %s\n",
+                "bytes) %.2f, the trace's collectives %.1f (at most %llu instances in flight); %s\n",
                 held / events, streams_bytes / events, static_cast<unsigned long long>(r.messages_held),
                 static_cast<double>(r.messages_held) * 64 / events, static_cast<double>(t.collectives.capacity_bytes()) / events,
+                static_cast<unsigned long long>(r.collectives_held),
                 r.predicted_ns == predicted ? "the same prediction" : "PREDICTIONS DIFFER");
   }
   return 0;

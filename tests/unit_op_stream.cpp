@@ -221,8 +221,8 @@ void require_same(const ReplayResult& a, const ReplayResult& b, bool held = true
                            << " where the other replay's is " << b.spans[r][i].enter << ".." << b.spans[r][i].exit);
   }
   if (held)
-    CHECK(std::tie(a.messages_held, a.schedule_steps_held, a.schedule_cache_clears) ==
-          std::tie(b.messages_held, b.schedule_steps_held, b.schedule_cache_clears));
+    CHECK(std::tie(a.messages_held, a.collectives_held, a.schedule_steps_held, a.schedule_cache_clears) ==
+          std::tie(b.messages_held, b.collectives_held, b.schedule_steps_held, b.schedule_cache_clears));
 }
 
 // The processes of a spread replay as threads of this one (ReplayOptions::peers): each exchange and

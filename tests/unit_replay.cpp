@@ -213,6 +213,49 @@ TEST_CASE("the simulation holds the state of the messages in flight, not of ever
   CHECK(longer.unresolved_ops == 0);
 }
 
+// Every rank enters `n` non-blocking barriers, each completed by an MPI_Wait after 200 ns of computation:
+// instance c posted on every rank from 1000 c + 100 r.
+Trace ibarriers_only(int ranks, int n) {
+  Trace t = empty_trace(ranks);
+  for (int c = 0; c < n; c++) {
+    NewCollective inst;
+    inst.call = MPA_CALL_Ibarrier;
+    for (int r = 0; r < ranks; r++) {
+      const uint64_t at = 1000u * (c + 1) + 100u * r;
+      inst.members.emplace_back(r, static_cast<uint32_t>(t.ranks[r].ops.size()));
+      add_op(t, r, at, at + 50, MPA_CALL_Ibarrier, OpKind::PostCollective, {Link{Link::PostColl, static_cast<uint32_t>(c)}});
+      add_op(t, r, at + 250, 1000u * (c + 1) + 900, MPA_CALL_Wait, OpKind::Completion,
+             {Link{Link::DoneColl, static_cast<uint32_t>(c)}});
+    }
+    t.collectives.push_back(inst);
+  }
+  return t;
+}
+
+TEST_CASE("the simulation holds the state of the collective instances in flight, not of every instance of the run",
+          "[replay][memory]") {
+  // A rank leaves a barrier only once every rank entered it: no rank is more than one instance ahead of
+  // another, so two instances at most are in flight at once, however many the run has. Each instance's
+  // state goes once every member took its completion (the blocking call's return, or the MPI_Wait's).
+  ReplayOptions o;
+  o.params = some_params();
+  SECTION("Open MPI's algorithms") { o.mpi_library = "Open MPI"; }
+  SECTION("MPICH's algorithms") { o.mpi_library = "MPICH"; }
+  SECTION("the closed formula") { o.mpi_library = "another MPI"; }
+  const int ranks = 8;
+  for (auto* make : {&barriers_only, &ibarriers_only}) {
+    const ReplayResult shorter = replay(make(ranks, 20), o);
+    const ReplayResult longer = replay(make(ranks, 400), o);
+    INFO("held: " << shorter.collectives_held << " of 20 instances, " << longer.collectives_held << " of 400");
+    CHECK(longer.collectives_held == shorter.collectives_held);
+    CHECK(longer.collectives_held >= 1);
+    CHECK(longer.collectives_held <= 2);
+    CHECK(longer.unresolved_ops == 0);
+    CHECK(longer.collectives_by_algorithm + longer.collectives_closed_formula == 400);
+    CHECK((longer.collectives_by_algorithm == 400) == (o.mpi_library != "another MPI"));
+  }
+}
+
 TEST_CASE("a run stopped in a receive from any source on a communicator the log does not know", "[hang]") {
   // rank 0 was stopped inside MPI_Recv(MPI_ANY_SOURCE) on a communicator handle its log never defined (the
   // message's comm kMaxComms - 1, as build_trace stores one); rank 1 was computing
