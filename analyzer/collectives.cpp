@@ -150,7 +150,11 @@ CommLayout comm_layout(const Trace& trace, uint32_t comm_id) {
 
 std::optional<LoggedCollective> logged_collective(const Trace& trace, uint32_t instance, MpiLibrary library,
                                                   const CommLayout* layout) {
-  const CollectiveInstance c = trace.collectives.at(instance);
+  return logged_collective(trace, trace.collectives.at(instance), library, layout);
+}
+
+std::optional<LoggedCollective> logged_collective(const Trace& trace, const CollectiveInstance& c, MpiLibrary library,
+                                                  const CommLayout* layout) {
   const auto& comm = trace.comms.at(c.comm).members;
   if (c.members.size() != comm.size() || comm.empty()) return std::nullopt;
   CommLayout made;

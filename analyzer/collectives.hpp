@@ -155,6 +155,10 @@ CommLayout comm_layout(const Trace& trace, uint32_t comm);
 // where none is given.
 std::optional<LoggedCollective> logged_collective(const Trace& trace, uint32_t instance, MpiLibrary library,
                                                   const CommLayout* layout = nullptr);
+// the same of an instance given apart (the op streams', which the trace need not hold): the trace gives
+// the communicators and the ranks' hosts
+std::optional<LoggedCollective> logged_collective(const Trace& trace, const CollectiveInstance& instance,
+                                                  MpiLibrary library, const CommLayout* layout = nullptr);
 
 // One rank's steps as text, e.g. "irecv 1 8; send 1 8; wait 0+1; reduce 8", a new round starting with
 // "| ": what the tests compare against hand-computed schedules.

@@ -50,6 +50,23 @@ bool carries(const Trace& t, int rank, uint32_t i, Link l) {
 
 }  // namespace
 
+uint32_t InstanceTable::add(StreamInstance i) {
+  all_.push_back(std::move(i));
+  const auto [at, added] = index_.insert(static_cast<uint32_t>(all_.size() - 1));
+  if (!added) all_.pop_back();
+  return *at;
+}
+
+size_t InstanceTable::bytes() const {
+  size_t n = all_.capacity() * sizeof(StreamInstance) + index_.size() * 40;  // a set's node: 32 bytes and its key
+  for (const StreamInstance& i : all_) {
+    n += i.members.capacity() * sizeof(i.members[0]) + (i.sent.capacity() + i.received.capacity()) * sizeof(uint64_t);
+    n += i.each.capacity() * sizeof(i.each[0]);
+    for (const auto& e : i.each) n += e.capacity() * sizeof(uint64_t);
+  }
+  return n;
+}
+
 OpStream OpStream::encode(const Trace& t, int rank) {
   if (t.receives_together && (t.receives_together->empty() || t.receives_together->size() == t.messages.size()))
     return encode(t, rank, *t.receives_together);
@@ -65,12 +82,34 @@ std::vector<OpStream> OpStream::encode_all(const Trace& t) {
     counted = receives_together(t);
   std::vector<OpStream> all;
   all.reserve(t.ranks.size());
-  for (int r = 0; r < static_cast<int>(t.ranks.size()); r++) all.push_back(encode(t, r, *together));
+  auto instances = std::make_shared<InstanceTable>();
+  std::vector<uint32_t> by_instance;
+  for (int r = 0; r < static_cast<int>(t.ranks.size()); r++) all.push_back(encode(t, r, *together, instances, &by_instance));
   return all;
 }
 
-OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& together) {
+OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& together,
+                          std::shared_ptr<InstanceTable> instances, std::vector<uint32_t>* by_instance) {
   OpStream s;
+  if (instances) s.instances_ = std::move(instances);
+  std::vector<uint32_t> own_by_instance;
+  if (!by_instance) by_instance = &own_by_instance;
+  by_instance->resize(std::max(by_instance->size(), t.collectives.size()), kNone);
+  // the instance's entry in the table, made at its first member met
+  auto instance_entry = [&](uint32_t c_id) {
+    uint32_t& e = (*by_instance)[c_id];
+    if (e != kNone) return e;
+    const CollectiveInstance c = t.collectives[c_id];
+    StreamInstance i;
+    i.call = c.call, i.comm = c.comm, i.root = c.root, i.bytes = c.bytes;
+    for (const auto& m : c.members) i.members.emplace_back(m.first, kNone);
+    for (size_t k = 0; k < c.members.size(); k++) {
+      i.sent.push_back(k < c.sent.size() ? MemberBytes::held(c.sent[k]) : MemberBytes::kNoBytes);
+      i.received.push_back(k < c.received.size() ? MemberBytes::held(c.received[k]) : MemberBytes::kNoBytes);
+    }
+    i.each.assign(c.each.begin(), c.each.end());
+    return e = s.instances_->add(std::move(i));
+  };
   const std::vector<Op>& ops = t.ranks[rank].ops;
   s.window_ = replay_window(t.ranks[rank]);
   std::unordered_map<uint64_t, uint32_t> index;
@@ -93,6 +132,8 @@ OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& 
     for (uint32_t k = 0; k < n; k++) {
       if (links[k].id != kNone && links[k].kind != Link::PostColl && links[k].kind != Link::DoneColl)
         s.message_ids_ = std::max(s.message_ids_, links[k].id + 1);
+      else if (links[k].id != kNone)
+        s.instance_ids_ = std::max(s.instance_ids_, links[k].id + 1);
       places.push_back(links[k].kind == Link::PostColl ? member_place(t, rank, i, links[k].id) : std::nullopt);
       const bool carried = links[k].kind == Link::PostColl ? places.back().has_value() : carries(t, rank, i, links[k]);
       kinds.push_back(static_cast<uint8_t>(links[k].kind | (carried ? kCarries : 0)));
@@ -123,7 +164,7 @@ OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& 
         const CollectiveInstance c = t.collectives[id];
         Member m{};
         m.sent = MemberBytes::held(c.sent[place]), m.received = MemberBytes::held(c.received[place]);
-        m.k = place, m.head = place == 0;
+        m.k = place, m.head = place == 0, m.instance = instance_entry(id);
         m.head_site = t.op(c.members.front().first, c.members.front().second).callsite;
         if (m.head) {
           m.bytes = c.bytes, m.call = c.call, m.comm = c.comm, m.members = static_cast<uint32_t>(c.members.size());

@@ -30,10 +30,17 @@
 // allreduce on the world at one call site takes a byte a member there, where the trace holds 24 bytes a
 // member and 24 an instance. A v-collective's counts array follows as a count and a varint each.
 //
+// Whichever member of an instance the replay meets first must know the whole instance (its members, what
+// each logged, the largest bytes) to choose the library's algorithm. Every member's entry names it in a
+// table of instances the streams of a trace share (InstanceTable), each different instance once: the
+// instances of a loop calling the same collective alike are one entry, where the trace holds each.
+//
 // Nothing is lost: the cursor gives back every field of the op and its links as the trace held them.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <set>
 #include <span>
 #include <tuple>
 #include <vector>
@@ -52,6 +59,44 @@ struct StreamMessage {
     return std::make_tuple(fields.src, fields.dst, fields.comm, fields.synchronous, fields.resent, fields.cached,
                            fields.tag, fields.bytes, sent, answered, together);
   }
+};
+
+// A collective instance's fields as every member's entry names them: the trace's CollectiveInstance but
+// its members' ops (kNone: the streams' ops are theirs).
+struct StreamInstance {
+  uint32_t call = 0, comm = 0;
+  int32_t root = -1;
+  uint64_t bytes = 0;
+  std::vector<std::pair<int, uint32_t>> members;  // (rank, kNone)
+  std::vector<uint64_t> sent, received;           // by member, MemberBytes::held
+  std::vector<std::vector<uint64_t>> each;        // CollectiveInstance::each
+  // the trace's instance, its ops aside: a view into this one, which must outlive it
+  CollectiveInstance view() const {
+    return {call, comm, root, bytes, members, HeldBytes(sent.data(), static_cast<uint32_t>(sent.size())),
+            HeldBytes(received.data(), static_cast<uint32_t>(received.size())), each};
+  }
+  auto key() const { return std::tie(call, comm, root, bytes, members, sent, received, each); }
+};
+
+// The instances the streams of a trace name, each different one once (OpStream::encode_all shares one).
+class InstanceTable {
+ public:
+  InstanceTable() = default;
+  InstanceTable(const InstanceTable&) = delete;  // its index refers to its entries
+  InstanceTable& operator=(const InstanceTable&) = delete;
+  // the instance's entry, added where no equal one is yet
+  uint32_t add(StreamInstance i);
+  const StreamInstance& operator[](uint32_t k) const { return all_[k]; }
+  size_t size() const { return all_.size(); }
+  size_t bytes() const;
+
+ private:
+  struct ByFields {
+    const std::vector<StreamInstance>* all;
+    bool operator()(uint32_t a, uint32_t b) const { return (*all)[a].key() < (*all)[b].key(); }
+  };
+  std::vector<StreamInstance> all_;
+  std::set<uint32_t, ByFields> index_{ByFields{&all_}};  // all_'s entries by their fields
 };
 
 // An op as the cursor gives it back: the trace's Op fields, its links as the trace's links_of gives them.
@@ -78,6 +123,7 @@ struct StreamOp {
     uint32_t k = 0;                // its place among the instance's members (CollectiveInstance::members)
     uint64_t sent = 0, received = 0;  // MemberBytes::held
     uint32_t head_site = 0;           // the call site of the first member's op (in its own rank's numbering)
+    const StreamInstance* fields = nullptr;  // the whole instance's fields (InstanceTable)
     std::vector<uint64_t> counts;  // its counts array (CollectiveInstance::each), empty where it has none
     bool head = false;             // k == 0: the fields below are the instance's
     bool counted = false;
@@ -95,20 +141,27 @@ class OpStream {
   // The rank's ops, in order, with their links as the trace gives them.
   // The receives together are the trace's (Trace::receives_together), or counted from its ops where it
   // has none: encode_all counts them once for all ranks.
+  // Its collective instances' fields go to its own table, or to `instances` (encode_all: one table for all
+  // streams, by_instance its entries by the trace's instance, kNone where not made yet).
   static OpStream encode(const Trace& t, int rank);
-  static OpStream encode(const Trace& t, int rank, const std::vector<int32_t>& together);
+  static OpStream encode(const Trace& t, int rank, const std::vector<int32_t>& together,
+                         std::shared_ptr<InstanceTable> instances = nullptr, std::vector<uint32_t>* by_instance = nullptr);
   static std::vector<OpStream> encode_all(const Trace& t);
   uint64_t ops() const { return ops_; }
   // the ops a replay runs and when they start and stop (replay_window of the rank's trace): a replay
   // reading the stream knows them before it reaches the last op
   const ReplayWindow& window() const { return window_; }
-  // what it holds: its bytes and its table of shapes
+  // what it holds: its bytes and its tables of shapes, messages and members; the instances' table, which
+  // encode_all's streams share, apart (instance_table)
   size_t bytes() const {
     return bytes_.size() + shapes_.size() * sizeof(Shape) + messages_.size() * sizeof(StreamMessage) +
            members_.size() * sizeof(Member) + sent_.size() * sizeof(sent_[0]);
   }
   // one more than the highest message id its links name (0: none)
   uint32_t message_ids() const { return message_ids_; }
+  // one more than the highest collective instance its links name (0: none)
+  uint32_t instance_ids() const { return instance_ids_; }
+  const InstanceTable& instance_table() const { return *instances_; }
   // the ids of the messages its rank sent, as runs [first, end) in the order of its sends
   const std::vector<std::pair<uint32_t, uint32_t>>& sent() const { return sent_; }
   // its table of messages' fields: each different message posted by this rank's ops, once
@@ -134,14 +187,16 @@ class OpStream {
   std::vector<Shape> shapes_;
   std::vector<StreamMessage> messages_;  // the messages' fields, each different once
   std::vector<std::pair<uint32_t, uint32_t>> sent_;
-  uint32_t message_ids_ = 0;
+  uint32_t message_ids_ = 0, instance_ids_ = 0;
+  std::shared_ptr<InstanceTable> instances_ = std::make_shared<InstanceTable>();
   struct Member {
     uint64_t sent, received, bytes;  // bytes: the instance's, where head
-    uint32_t k, call, comm, members, head_site;
+    uint32_t k, call, comm, members, head_site, instance;  // instance: its entry in instances_
     int32_t root;
     bool head, counted, has_counts;  // has_counts: its counts array follows in the stream
     auto key() const {
-      return std::make_tuple(sent, received, bytes, k, call, comm, members, head_site, root, head, counted, has_counts);
+      return std::make_tuple(sent, received, bytes, k, call, comm, members, head_site, instance, root, head, counted,
+                             has_counts);
     }
   };
   std::vector<Member> members_;  // the collectives' members' fields, each different once
@@ -218,6 +273,7 @@ class OpCursor {
     j.instance = id, j.k = m.k, j.sent = m.sent, j.received = m.received, j.head_site = m.head_site;
     j.head = m.head, j.counted = m.counted, j.call = m.call, j.comm = m.comm, j.members = m.members;
     j.root = m.root, j.bytes = m.bytes;
+    j.fields = &(*s_->instances_)[m.instance];
     if (m.has_counts) {
       j.counts.resize(varint());
       for (uint64_t& c : j.counts) c = varint();

@@ -180,7 +180,10 @@ class Simulation {
       info_.resize(t.messages.size());
     }
     marks_.resize(t.ranks.size());
-    coll_slot_.assign(t.collectives.size(), kNoColl);
+    size_t instances = t.collectives.size();
+    if (o.streams)  // the instances are the streams': as many as their links name
+      for (const OpStream& s : *o.streams) instances = std::max<size_t>(instances, s.instance_ids());
+    coll_slot_.assign(instances, kNoColl);
     next_msg_waiter_.assign(t.ranks.size(), -1);
     last_member_pos_.assign(t.ranks.size(), {kNone, -1});
     waits_on_msg_.assign(t.ranks.size(), kNone);
@@ -720,10 +723,12 @@ class Simulation {
         CollState* c = coll_of(u.id, true);
         // done here, or timed: its arrivals are its members' completions now
         if (!c || c->state == RunState::Timed) break;
+        if (!c->known && c->member_t.size() < u.b) c->member_t.resize(u.b, kUnknown);  // b: its members
         const std::span<double> a = c->member_t;
         if (u.a >= a.size() || a[u.a] != kUnknown) break;
         a[u.a] = u.t;
-        if (std::none_of(a.begin(), a.end(), [](double x) { return x == kUnknown; })) finish_collective(*c);
+        // (every arrival known: its members here arrived, and it is known)
+        if (c->known && std::none_of(a.begin(), a.end(), [](double x) { return x == kUnknown; })) finish_collective(*c);
         break;
       }
       case PeerUpdate::CollSendPosted:
@@ -1286,6 +1291,7 @@ class Simulation {
   [[gnu::noinline]] void arrive_collective(uint32_t c_id, int rank, double at, const StreamOp* streamed) {
     CollState* c = coll_of(c_id, true);
     if (!c) return;  // (its members here are done: each arrives once)
+    if (!c->known) know(*c, c_id, streamed);
     int pos = member_pos(c_id, *c, rank);
     if (pos < 0) return;
     if (by_algorithm(c_id, *c, streamed)) {
@@ -1300,6 +1306,7 @@ class Simulation {
       u.kind = PeerUpdate::CollArrived;
       u.id = c_id;
       u.a = static_cast<uint32_t>(pos);
+      u.b = static_cast<uint32_t>(c->member_t.size());
       u.t = at;
       tell_members(*c, u);
     }
@@ -1372,7 +1379,10 @@ class Simulation {
   // an instance holds before and after: 4 bytes, where tables by instance held 25 bytes an instance
   // and 8 a member to the end of the replay.
   struct CollState {
+    // its fields, once a member here arrived (known): the trace's, or walking streams, those its member's
+    // entry names (StreamInstance::view)
     CollectiveInstance inst;
+    bool known = false;
     RunState state = RunState::Undecided;
     uint32_t left = 0;  // members here yet to take their completion
     // by member: when its part completed (an algorithm's, as its walk ends; the closed formula's, all at
@@ -1388,8 +1398,10 @@ class Simulation {
   std::deque<CollState> coll_pool_;  // a deque: a state is referred to while another is made
   std::vector<uint32_t> coll_free_;
   uint64_t colls_held_ = 0, most_colls_held_ = 0;
-  // The instance's state; made where `make` and none is yet; null once its members here are done.
+  // The instance's state; made where `make` and none is yet (its fields not known); null once its
+  // members here are done.
   CollState* coll_of(uint32_t c_id, bool make) {
+    if (c_id >= coll_slot_.size()) return nullptr;  // (a stream naming more instances than the others)
     uint32_t& slot = coll_slot_[c_id];
     if (slot == kFreedColl) return nullptr;
     if (slot != kNoColl) return &coll_pool_[slot];
@@ -1402,15 +1414,32 @@ class Simulation {
       coll_pool_.emplace_back();
     }
     CollState& c = coll_pool_[slot];
-    c.inst = t_.collectives[c_id];
+    c.known = false;
     c.state = RunState::Undecided;
-    c.member_t.assign(c.inst.members.size(), kUnknown);
+    c.member_t.clear();
     c.left = 0;
-    for (const auto& m : c.inst.members) c.left += mine(m.first);
     most_colls_held_ = std::max(most_colls_held_, ++colls_held_);
     return &c;
   }
+  // A member here arrives at an instance whose fields are not known yet: they are the trace's, or its
+  // op's entry's (every member's names the whole instance)
+  void know(CollState& c, uint32_t c_id, const StreamOp* streamed) {
+    if (!streamed) {
+      c.inst = t_.collectives[c_id];
+    } else {
+      const auto j = std::ranges::find(streamed->joined, c_id, &StreamOp::Joined::instance);
+      if (j == streamed->joined.end() || !j->fields)  // a member's op carries its place in the instance (OpStream::encode)
+        throw std::logic_error(fmt::format("replay: collective instance {} entered by an op of its stream that does "
+                                           "not carry it", c_id));
+      c.inst = j->fields->view();
+    }
+    c.known = true;
+    // arrivals told before (CollArrived) kept
+    c.member_t.resize(std::max(c.member_t.size(), c.inst.members.size()), kUnknown);
+    for (const auto& m : c.inst.members) c.left += mine(m.first);
+  }
   const CollState* coll_of(uint32_t c_id) const {
+    if (c_id >= coll_slot_.size()) return nullptr;
     const uint32_t slot = coll_slot_[c_id];
     return slot == kFreedColl || slot == kNoColl ? nullptr : &coll_pool_[slot];
   }
@@ -1427,9 +1456,11 @@ class Simulation {
   // given back after the last, its run done (a run some member here never walked to its end, its rank
   // forced on, stays).
   void coll_taken(uint32_t c_id) {
+    if (c_id >= coll_slot_.size()) return;
     uint32_t& slot = coll_slot_[c_id];
     if (slot == kFreedColl || slot == kNoColl) return;
     CollState& c = coll_pool_[slot];
+    if (!c.known) return;  // no member here arrived (its call missing from the log)
     if (c.left > 0) c.left--;
     if (c.left > 0 || c.run) return;
     c.pending.clear();
@@ -1537,7 +1568,7 @@ class Simulation {
       }
       std::string approximation, why_not = "no algorithm to follow";
       std::vector<int> positions;
-      auto schedule = schedule_of(c_id, c, o_.split_everywhere || at(o_.split_sites, c.members.front().first, first_site),
+      auto schedule = schedule_of(c, o_.split_everywhere || at(o_.split_sites, c.members.front().first, first_site),
                                   &approximation, &positions, &why_not);
       const bool count = counts_here(state);
       if (!schedule) {
@@ -1566,14 +1597,14 @@ class Simulation {
   // messages to at most S (a what-if), a collective whose algorithm sends more than S at once is split
   // into as many calls of a part of the buffer as that takes, one after the other.
   // Where there is none, why_not says why (left as it was where the log gives no call to schedule).
-  std::shared_ptr<const CollSchedule> schedule_of(uint32_t c_id, const CollectiveInstance& inst, bool split,
+  std::shared_ptr<const CollSchedule> schedule_of(const CollectiveInstance& inst, bool split,
                                                   std::string* approximation, std::vector<int>* positions,
                                                   std::string* why_not) {
     if (library_ == MpiLibrary::Other) return nullptr;
     const uint32_t comm = inst.comm;
     if (layouts_.size() <= comm) layouts_.resize(comm + 1);
     if (!layouts_[comm]) layouts_[comm] = std::make_unique<const CommLayout>(comm_layout(t_, comm));
-    auto logged = logged_collective(t_, c_id, library_, layouts_[comm].get());
+    auto logged = logged_collective(t_, inst, library_, layouts_[comm].get());
     if (!logged) return nullptr;
     *positions = logged->member_position;
     uint32_t& node_calls = node_calls_[comm];

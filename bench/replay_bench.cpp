@@ -111,6 +111,8 @@ int main(int argc, char** argv) {
     std::vector<OpStream> streams = OpStream::encode_all(t);
     size_t stream_bytes = 0;
     for (const OpStream& s : streams) stream_bytes += s.bytes();
+    const size_t instances_bytes = streams.empty() ? 0 : streams.front().instance_table().bytes();  // shared
+    stream_bytes += instances_bytes;
     const double encode_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double best = 1e300;
     uint64_t sum = 0, read = 0;
@@ -140,10 +142,10 @@ int main(int argc, char** argv) {
     const double links_bytes = static_cast<double>(t.links.capacity_bytes());
     const double messages_bytes = static_cast<double>(t.messages.capacity() * sizeof(Message));
     const double collectives_bytes = static_cast<double>(t.collectives.capacity_bytes());
-    std::printf("  compact op streams %.2f bytes an op with the messages' and collectives' fields (the trace's ops %.1f, "
-                "links %.1f, messages %.1f and collectives %.1f) [docs/streaming.md: 6-9]; "
-                "encoded at %.1f M ops/s, read through a cursor at %.1f M ops/s on one core (best of 3; %s)\n",
-                stream_bytes / events, sizeof(Op) * 1.0, links_bytes / events, messages_bytes / events,
+    std::printf("  compact op streams %.2f bytes an op with the messages' and collectives' fields (their shared table of "
+                "instances %.2f; the trace's ops %.1f, links %.1f, messages %.1f and collectives %.1f) [docs/streaming.md: "
+                "6-9]; encoded at %.1f M ops/s, read through a cursor at %.1f M ops/s on one core (best of 3; %s)\n",
+                stream_bytes / events, instances_bytes / events, sizeof(Op) * 1.0, links_bytes / events, messages_bytes / events,
                 collectives_bytes / events,
                 events / encode_s / 1e6, events / best / 1e6,
                 read == 3 * static_cast<uint64_t>(events) && sum ? "every op read" : "OPS MISSING");
@@ -200,9 +202,9 @@ int main(int argc, char** argv) {
   std::printf("  peak memory with the advice %.1f MiB: %.1f bytes per event (the wait states and the advice's replays "
               "besides the trace)\n",
               vm_hwm_kib() / 1024.0, vm_hwm_kib() * 1024.0 / events);
-  // the simulation walking the streams with the trace's ops, links, messages and receives together let
-  // go: the process's peak during the replay, reset once they are gone (clear_refs), as the first replays'
-  // peak above is the process's
+  // the simulation walking the streams with the trace's ops, links, messages, receives together and
+  // collective instances let go: the process's peak during the replay, reset once they are gone
+  // (clear_refs), as the first replays' peak above is the process's
   {
     const double predicted = replay(t, o).predicted_ns;
     for (RankTrace& rank : t.ranks) std::vector<Op>().swap(rank.ops);
@@ -210,16 +212,19 @@ int main(int argc, char** argv) {
     t.spilled_links.clear();
     std::vector<Message>().swap(t.messages);
     t.receives_together.reset();
+    const double collectives_bytes = static_cast<double>(t.collectives.capacity_bytes());
+    t.collectives = CollectiveList{};
     malloc_trim(0);
     std::ofstream("/proc/self/clear_refs") << "5";
     o.streams = shared;
     const ReplayResult r = replay(t, o);
     const double held = static_cast<double>(vm_hwm_kib()) * 1024.0;
-    std::printf("  walking the streams, the trace's ops, links and messages let go: peak memory %.1f bytes per event "
-                "[target at most 16], of which the streams %.1f, the messages in flight (at most %llu states of 64 "
-                "bytes) %.2f, the trace's collectives %.1f (at most %llu instances in flight); %s\n",
-                held / events, streams_bytes / events, static_cast<unsigned long long>(r.messages_held),
-                static_cast<double>(r.messages_held) * 64 / events, static_cast<double>(t.collectives.capacity_bytes()) / events,
+    std::printf("  walking the streams, the trace's ops, links, messages and collectives (%.1f) let go: peak memory %.1f "
+                "bytes per event [target at most 16], of which the streams %.1f with their table of instances, the "
+                "messages in flight (at most %llu states of 64 bytes) %.2f, the collective instances in flight at most "
+                "%llu; %s\n",
+                collectives_bytes / events, held / events, streams_bytes / events,
+                static_cast<unsigned long long>(r.messages_held), static_cast<double>(r.messages_held) * 64 / events,
                 static_cast<unsigned long long>(r.collectives_held),
                 r.predicted_ns == predicted ? "the same prediction" : "PREDICTIONS DIFFER");
   }

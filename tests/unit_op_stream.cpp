@@ -10,6 +10,8 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <ranges>
+#include <set>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -92,6 +94,17 @@ uint64_t check_streams(const Trace& t) {
       }
       for (const StreamOp::Joined& j : got.joined) {
         REQUIRE(j.instance < rebuilt.size());
+        {
+          // the whole instance, as every member's entry names it: the trace's, but its members' ops
+          REQUIRE(j.fields != nullptr);
+          const CollectiveInstance want = t.collectives[j.instance], named = j.fields->view();
+          CHECK(std::tie(named.call, named.comm, named.root, named.bytes, named.sent, named.received) ==
+                std::tie(want.call, want.comm, want.root, want.bytes, want.sent, want.received));
+          CHECK(std::ranges::equal(named.each, want.each));
+          CHECK(std::ranges::equal(named.members | std::views::keys, want.members | std::views::keys));
+          CHECK(std::ranges::all_of(named.members, [](const auto& m) { return m.second == kNone; }));
+          CHECK(s.instance_ids() > j.instance);
+        }
         Rebuilt& b = rebuilt[j.instance];
         REQUIRE(j.k < b.members.size());
         b.members[j.k] = {r, static_cast<uint32_t>(i)};
@@ -335,10 +348,11 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
   for (const CollectiveInstance c : t.collectives)
     first_members.insert(t.site(c.members.front().first, t.op(c.members.front().first, c.members.front().second).callsite));
   const SteadyIntervals steady = steady_intervals(t);
-  // the trace without its ops, their links, its messages and its receives together (its collective
-  // instances and call sites kept): a walk that reads the streams alone replays it alike
+  // the trace without its ops, their links, its messages, its receives together and its collective
+  // instances (its communicators and call sites kept): a walk that reads the streams alone replays it alike
   Trace bare = t;
   bare.receives_together.reset();
+  bare.collectives = CollectiveList{};
   for (RankTrace& rank : bare.ranks) std::vector<Op>().swap(rank.ops);
   bare.links = LinkList{};
   bare.spilled_links.clear();
@@ -429,6 +443,22 @@ TEST_CASE("mpiadvise-synth's logs read back op for op, and the parts --from and 
     const JobLog job(dir);
     const Trace whole = build_trace(job);
     CHECK(check_streams(whole) >= 6u * 1000);  // a run of unsuccessful polls is one op
+    {
+      // the streams share one table of instances, each different instance once
+      const std::vector<OpStream> all = OpStream::encode_all(whole);
+      std::set<std::tuple<uint32_t, uint32_t, int, uint64_t, std::vector<int>, std::vector<uint64_t>, std::vector<uint64_t>>> different;
+      for (const CollectiveInstance c : whole.collectives) {
+        std::vector<int> ranks;
+        std::vector<uint64_t> sent, received;
+        for (size_t k = 0; k < c.members.size(); k++)
+          ranks.push_back(c.members[k].first), sent.push_back(MemberBytes::held(c.sent[k])),
+              received.push_back(MemberBytes::held(c.received[k]));
+        different.emplace(c.call, c.comm, c.root, c.bytes, ranks, sent, received);
+      }
+      for (const OpStream& s : all) CHECK(&s.instance_table() == &all.front().instance_table());
+      INFO(whole.collectives.size() << " instances");
+      CHECK(all.front().instance_table().size() == different.size());
+    }
     // the run's middle half: its first op's entry is far from 0, its messages' ids start where it does
     const uint64_t start = *run_start_ns(job);
     uint64_t end = start;
