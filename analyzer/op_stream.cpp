@@ -58,7 +58,7 @@ uint32_t InstanceTable::add(StreamInstance i) {
 }
 
 size_t InstanceTable::bytes() const {
-  size_t n = all_.capacity() * sizeof(StreamInstance) + index_.size() * 40;  // a set's node: 32 bytes and its key
+  size_t n = all_.size() * sizeof(StreamInstance) + index_.size() * 48;  // a set's node: 32 bytes and its key, allocated 48
   for (const StreamInstance& i : all_) {
     n += i.members.capacity() * sizeof(i.members[0]) + (i.sent.capacity() + i.received.capacity()) * sizeof(uint64_t);
     n += i.each.capacity() * sizeof(i.each[0]);

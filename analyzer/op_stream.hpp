@@ -39,6 +39,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <set>
 #include <span>
@@ -92,10 +93,10 @@ class InstanceTable {
 
  private:
   struct ByFields {
-    const std::vector<StreamInstance>* all;
+    const std::deque<StreamInstance>* all;
     bool operator()(uint32_t a, uint32_t b) const { return (*all)[a].key() < (*all)[b].key(); }
   };
-  std::vector<StreamInstance> all_;
+  std::deque<StreamInstance> all_;  // a deque: an entry stays where it is while more are added
   std::set<uint32_t, ByFields> index_{ByFields{&all_}};  // all_'s entries by their fields
 };
 
@@ -161,7 +162,10 @@ class OpStream {
   uint32_t message_ids() const { return message_ids_; }
   // one more than the highest collective instance its links name (0: none)
   uint32_t instance_ids() const { return instance_ids_; }
-  const InstanceTable& instance_table() const { return *instances_; }
+  const InstanceTable& instance_table() const {
+    static const InstanceTable none;  // (a stream moved from)
+    return instances_ ? *instances_ : none;
+  }
   // the ids of the messages its rank sent, as runs [first, end) in the order of its sends
   const std::vector<std::pair<uint32_t, uint32_t>>& sent() const { return sent_; }
   // its table of messages' fields: each different message posted by this rank's ops, once

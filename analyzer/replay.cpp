@@ -668,13 +668,27 @@ class Simulation {
     }
     return owners;
   }
-  void tell_members(const CollState& c, const PeerUpdate& u) {
-    for (int p : coll_owners(c))
+  void tell_members(const CollState& c, const PeerUpdate& u) { tell_processes(coll_owners(c), u); }
+  void tell_processes(const std::vector<int>& processes, const PeerUpdate& u) {
+    for (int p : processes)
       if (p >= 0) {
         out_[static_cast<size_t>(p)].push_back(u);
         outgoing_++;
       }
   }
+  // The other processes owning the instance's members: those its closed formula's arrivals are for (a
+  // process owning only the communicator's ranks missing from it would hold the instance to the end). Its
+  // communicator's, where its members are the communicator's.
+  const std::vector<int>& arrival_owners(const CollState& c) {
+    const TraceComm& comm = t_.comms[c.inst.comm];
+    if (comm.remote.empty() && c.inst.members.size() == comm.members.size()) return coll_owners(c);
+    std::vector<int>& owners = scratch_owners_;
+    owners.clear();
+    for (const auto& m : c.inst.members)
+      if (remote(m.first) && std::ranges::find(owners, owner_[m.first]) == owners.end()) owners.push_back(owner_[m.first]);
+    return owners;
+  }
+  std::vector<int> scratch_owners_;
   // Whether this process counts the instance in the result's figures (each instance once over processes:
   // where its first member is).
   bool counts_here(const CollState& c) const { return mine(c.inst.members.front().first); }
@@ -1289,9 +1303,16 @@ class Simulation {
   // and the ring of bench/replay_bench.cpp, which has no collective, replayed at 19.5 M events/s instead of
   // 21.5 after member_pos kept its last answer.
   [[gnu::noinline]] void arrive_collective(uint32_t c_id, int rank, double at, const StreamOp* streamed) {
+    const StreamInstance* fields = nullptr;
+    if (streamed) {
+      // a member's op carries its place in the instance (OpStream::encode): an op that does not is none
+      const auto j = std::ranges::find(streamed->joined, c_id, &StreamOp::Joined::instance);
+      if (j == streamed->joined.end() || !j->fields) return;
+      fields = j->fields;
+    }
     CollState* c = coll_of(c_id, true);
     if (!c) return;  // (its members here are done: each arrives once)
-    if (!c->known) know(*c, c_id, streamed);
+    if (!c->known) know(*c, c_id, fields);
     int pos = member_pos(c_id, *c, rank);
     if (pos < 0) return;
     if (by_algorithm(c_id, *c, streamed)) {
@@ -1308,7 +1329,7 @@ class Simulation {
       u.a = static_cast<uint32_t>(pos);
       u.b = static_cast<uint32_t>(c->member_t.size());
       u.t = at;
-      tell_members(*c, u);
+      tell_processes(arrival_owners(*c), u);
     }
     if (std::none_of(a.begin(), a.end(), [](double x) { return x == kUnknown; })) finish_collective(*c);
   }
@@ -1421,18 +1442,10 @@ class Simulation {
     most_colls_held_ = std::max(most_colls_held_, ++colls_held_);
     return &c;
   }
-  // A member here arrives at an instance whose fields are not known yet: they are the trace's, or its
-  // op's entry's (every member's names the whole instance)
-  void know(CollState& c, uint32_t c_id, const StreamOp* streamed) {
-    if (!streamed) {
-      c.inst = t_.collectives[c_id];
-    } else {
-      const auto j = std::ranges::find(streamed->joined, c_id, &StreamOp::Joined::instance);
-      if (j == streamed->joined.end() || !j->fields)  // a member's op carries its place in the instance (OpStream::encode)
-        throw std::logic_error(fmt::format("replay: collective instance {} entered by an op of its stream that does "
-                                           "not carry it", c_id));
-      c.inst = j->fields->view();
-    }
+  // A member here arrives at an instance whose fields are not known yet: they are the trace's, or those
+  // its op's entry names (`fields`: every member's names the whole instance)
+  void know(CollState& c, uint32_t c_id, const StreamInstance* fields) {
+    c.inst = fields ? fields->view() : t_.collectives[c_id];
     c.known = true;
     // arrivals told before (CollArrived) kept
     c.member_t.resize(std::max(c.member_t.size(), c.inst.members.size()), kUnknown);
@@ -1445,22 +1458,23 @@ class Simulation {
   }
   // The instances whose completion the op took: a blocking collective's, a completion's of a non-blocking
   // one (as analyzer/export.cpp reads them)
-  [[gnu::noinline]] void colls_taken(const Here& op) {
+  [[gnu::noinline]] void colls_taken(int rank, const Here& op) {
     for (uint32_t k = 0; k < op.links.size(); k++) {
       const Link l = op.links[k];
       if (l.id != kNone && (l.kind == Link::DoneColl || (l.kind == Link::PostColl && op.kind == OpKind::Collective)))
-        coll_taken(l.id);
+        coll_taken(l.id, rank);
     }
   }
   // A member here took its completion (its op is done, or went on with its measured time): the state is
   // given back after the last, its run done (a run some member here never walked to its end, its rank
   // forced on, stays).
-  void coll_taken(uint32_t c_id) {
+  void coll_taken(uint32_t c_id, int rank) {
     if (c_id >= coll_slot_.size()) return;
     uint32_t& slot = coll_slot_[c_id];
     if (slot == kFreedColl || slot == kNoColl) return;
     CollState& c = coll_pool_[slot];
-    if (!c.known) return;  // no member here arrived (its call missing from the log)
+    // no member here arrived (its call missing from the log), or the op's rank is none of its members
+    if (!c.known || member_pos(c_id, c, rank) < 0) return;
     if (c.left > 0) c.left--;
     if (c.left > 0 || c.run) return;
     c.pending.clear();
@@ -2287,7 +2301,7 @@ class Simulation {
       if ((s.in_mpi.size() - s.first_span) % RankState::kForgetSpansEvery == 0) forget_spans(r);
       wake_rank(r);
     }
-    if (colls_held_ && (op.kind == OpKind::Collective || op.kind == OpKind::Completion)) colls_taken(op);
+    if (colls_held_ && (op.kind == OpKind::Collective || op.kind == OpKind::Completion)) colls_taken(r, op);
     s.i++;
     s.gap_done = s.posted = s.force = s.preposted_now = false;
     if (!streamed_.empty()) {

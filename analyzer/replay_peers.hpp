@@ -29,10 +29,10 @@ struct PeerUpdate {
                      // completing together with it (the receiver's process reads only its own ranks' streams)
     RecvPosted,      // id: message; t: its receive posted (tr)
     EagerStart,      // id: message; t: when the eager send started (the receiver's process computes it)
-    CollArrived,     // id: collective instance; a: the member's index; t: its arrival (closed formula)
+    CollArrived,     // id: collective instance; a: the member's index; b: its members; t: its arrival (closed formula)
     CollSendPosted,  // id: instance; a, b: the sending position and step; t: posted
     CollRecvPosted,  // id: instance; a, b: the sending position and step of the message received; t: posted
-    FlagRaised,      // id: instance (its communicator); a: position; flag: stream; t: raised
+    FlagRaised,      // id: communicator; a: position; flag: stream; t: raised
   };
   Kind kind = SendPosted;
   uint8_t flag = 0;
