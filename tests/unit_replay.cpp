@@ -40,16 +40,25 @@ void add_op(Trace& t, int rank, uint64_t enter, uint64_t exit, uint32_t call, Op
   t.ranks[rank].ops.push_back(op);
 }
 
-// Every rank enters `n` barriers: barrier c on every rank from 1000 c + 100 r to 1000 c + 500.
-Trace barriers_only(int ranks, int n) {
+// Every rank enters `n` barriers: barrier c on every rank from 1000 c + 100 r to 1000 c + 500. Non-blocking:
+// MPI_Ibarrier c posted on every rank from 1000 c + 100 r, completed by an MPI_Wait 200 ns of computation
+// later, until 1000 c + 900.
+Trace barriers_only(int ranks, int n, bool nonblocking = false) {
   Trace t = empty_trace(ranks);
   for (int c = 0; c < n; c++) {
     NewCollective inst;
-    inst.call = MPA_CALL_Barrier;
+    inst.call = nonblocking ? MPA_CALL_Ibarrier : MPA_CALL_Barrier;
     for (int r = 0; r < ranks; r++) {
+      const uint64_t at = 1000u * (c + 1) + 100u * r;
+      const Link post{Link::PostColl, static_cast<uint32_t>(c)};
       inst.members.emplace_back(r, static_cast<uint32_t>(t.ranks[r].ops.size()));
-      add_op(t, r, 1000u * (c + 1) + 100u * r, 1000u * (c + 1) + 500, MPA_CALL_Barrier, OpKind::Collective,
-             {Link{Link::PostColl, static_cast<uint32_t>(c)}});
+      if (!nonblocking) {
+        add_op(t, r, at, 1000u * (c + 1) + 500, MPA_CALL_Barrier, OpKind::Collective, {post});
+        continue;
+      }
+      add_op(t, r, at, at + 50, MPA_CALL_Ibarrier, OpKind::PostCollective, {post});
+      add_op(t, r, at + 250, 1000u * (c + 1) + 900, MPA_CALL_Wait, OpKind::Completion,
+             {Link{Link::DoneColl, static_cast<uint32_t>(c)}});
     }
     t.collectives.push_back(inst);
   }
@@ -213,25 +222,6 @@ TEST_CASE("the simulation holds the state of the messages in flight, not of ever
   CHECK(longer.unresolved_ops == 0);
 }
 
-// Every rank enters `n` non-blocking barriers, each completed by an MPI_Wait after 200 ns of computation:
-// instance c posted on every rank from 1000 c + 100 r.
-Trace ibarriers_only(int ranks, int n) {
-  Trace t = empty_trace(ranks);
-  for (int c = 0; c < n; c++) {
-    NewCollective inst;
-    inst.call = MPA_CALL_Ibarrier;
-    for (int r = 0; r < ranks; r++) {
-      const uint64_t at = 1000u * (c + 1) + 100u * r;
-      inst.members.emplace_back(r, static_cast<uint32_t>(t.ranks[r].ops.size()));
-      add_op(t, r, at, at + 50, MPA_CALL_Ibarrier, OpKind::PostCollective, {Link{Link::PostColl, static_cast<uint32_t>(c)}});
-      add_op(t, r, at + 250, 1000u * (c + 1) + 900, MPA_CALL_Wait, OpKind::Completion,
-             {Link{Link::DoneColl, static_cast<uint32_t>(c)}});
-    }
-    t.collectives.push_back(inst);
-  }
-  return t;
-}
-
 TEST_CASE("the simulation holds the state of the collective instances in flight, not of every instance of the run",
           "[replay][memory]") {
   // A rank leaves a barrier only once every rank entered it: no rank is more than one instance ahead of
@@ -243,9 +233,9 @@ TEST_CASE("the simulation holds the state of the collective instances in flight,
   SECTION("MPICH's algorithms") { o.mpi_library = "MPICH"; }
   SECTION("the closed formula") { o.mpi_library = "another MPI"; }
   const int ranks = 8;
-  for (auto* make : {&barriers_only, &ibarriers_only}) {
-    const ReplayResult shorter = replay(make(ranks, 20), o);
-    const ReplayResult longer = replay(make(ranks, 400), o);
+  for (bool nonblocking : {false, true}) {
+    const ReplayResult shorter = replay(barriers_only(ranks, 20, nonblocking), o);
+    const ReplayResult longer = replay(barriers_only(ranks, 400, nonblocking), o);
     INFO("held: " << shorter.collectives_held << " of 20 instances, " << longer.collectives_held << " of 400");
     CHECK(longer.collectives_held == shorter.collectives_held);
     CHECK(longer.collectives_held >= 1);
