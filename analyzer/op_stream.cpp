@@ -102,6 +102,7 @@ OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& 
     const CollectiveInstance c = t.collectives[c_id];
     StreamInstance i;
     i.call = c.call, i.comm = c.comm, i.root = c.root, i.bytes = c.bytes;
+    i.head_site = t.op(c.members.front().first, c.members.front().second).callsite;
     for (const auto& m : c.members) i.members.emplace_back(m.first, kNone);
     for (size_t k = 0; k < c.members.size(); k++) {
       i.sent.push_back(k < c.sent.size() ? MemberBytes::held(c.sent[k]) : MemberBytes::kNoBytes);
@@ -160,25 +161,10 @@ OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& 
       prev = id;
       if (!(kinds[k] & kCarries)) return;
       if (links[k].kind == Link::PostColl) {
-        const uint32_t place = *places[k];
-        const CollectiveInstance c = t.collectives[id];
-        Member m{};
-        m.sent = MemberBytes::held(c.sent[place]), m.received = MemberBytes::held(c.received[place]);
-        m.k = place, m.head = place == 0, m.instance = instance_entry(id);
-        m.head_site = t.op(c.members.front().first, c.members.front().second).callsite;
-        if (m.head) {
-          m.bytes = c.bytes, m.call = c.call, m.comm = c.comm, m.members = static_cast<uint32_t>(c.members.size());
-          m.root = c.root, m.counted = !c.each.empty();
-        }
-        const std::vector<uint64_t>* counts = c.each.empty() ? nullptr : &c.each[place];
-        m.has_counts = counts && !counts->empty();
+        const Member m{*places[k], instance_entry(id)};
         auto [at, added_m] = member_index.try_emplace(m.key(), static_cast<uint32_t>(s.members_.size()));
         if (added_m) s.members_.push_back(m);
         put(at->second);
-        if (m.has_counts) {
-          put(counts->size());
-          for (uint64_t v : *counts) put(v);
-        }
         return;
       }
       StreamMessage carried;

@@ -23,17 +23,16 @@
 //
 // A collective instance's members travel the same way, each in its own rank's stream: the op that
 // entered the collective carries, after its link's id, a varint of its number in the rank's third table:
-// its place among the instance's members, the bytes it sent and received, and with the instance's first
-// member the instance's own fields (call, communicator, root, largest bytes, number of members); and with
-// every member the call site of the first member's op, which the replay asks about at whichever member
-// arrives first (a split to S at that site, ReplayOptions::split_sites). An
-// allreduce on the world at one call site takes a byte a member there, where the trace holds 24 bytes a
-// member and 24 an instance. A v-collective's counts array follows as a count and a varint each.
+// its place among the instance's members and the instance's entry in a table of instances the streams of
+// a trace share (InstanceTable). An allreduce on the world at one call site takes a byte a member there,
+// where the trace holds 24 bytes a member and 24 an instance.
 //
 // Whichever member of an instance the replay meets first must know the whole instance (its members, what
-// each logged, the largest bytes) to choose the library's algorithm. Every member's entry names it in a
-// table of instances the streams of a trace share (InstanceTable), each different instance once: the
-// instances of a loop calling the same collective alike are one entry, where the trace holds each.
+// each logged, the largest bytes, a v-collective's counts arrays) to choose the library's algorithm, and
+// the call site of its first member's op, which the replay asks about (a split to S at that site,
+// ReplayOptions::split_sites). The shared table holds each different instance once: the instances of a
+// loop calling the same collective alike are one entry, where the trace holds each. A member's own bytes
+// and counts are the entry's at its place; the stream repeats none of them.
 //
 // Nothing is lost: the cursor gives back every field of the op and its links as the trace held them.
 #pragma once
@@ -66,6 +65,7 @@ struct StreamMessage {
 // its members' ops (kNone: the streams' ops are theirs).
 struct StreamInstance {
   uint32_t call = 0, comm = 0;
+  uint32_t head_site = 0;  // the call site of its first member's op (in that member's rank's numbering)
   int32_t root = -1;
   uint64_t bytes = 0;
   std::vector<std::pair<int, uint32_t>> members;  // (rank, kNone)
@@ -76,7 +76,7 @@ struct StreamInstance {
     return {call, comm, root, bytes, members, HeldBytes(sent.data(), static_cast<uint32_t>(sent.size())),
             HeldBytes(received.data(), static_cast<uint32_t>(received.size())), each};
   }
-  auto key() const { return std::tie(call, comm, root, bytes, members, sent, received, each); }
+  auto key() const { return std::tie(call, comm, head_site, root, bytes, members, sent, received, each); }
 };
 
 // The instances the streams of a trace name, each different one once (OpStream::encode_all shares one).
@@ -117,20 +117,13 @@ struct StreamOp {
     const StreamMessage* m;
   };
   std::vector<Posted> posted;
-  // the collective instances the op entered as a member (its PostColl links'), and the instance's own
-  // fields with its first member
+  // the collective instances the op entered as a member (its PostColl links'): the trace's id, the op's
+  // place among the members, and the whole instance (InstanceTable), of which its own bytes and counts
   struct Joined {
     uint32_t instance = 0;
-    uint32_t k = 0;                // its place among the instance's members (CollectiveInstance::members)
-    uint64_t sent = 0, received = 0;  // MemberBytes::held
-    uint32_t head_site = 0;           // the call site of the first member's op (in its own rank's numbering)
+    uint32_t k = 0;                          // CollectiveInstance::members[k] is this op's
     const StreamInstance* fields = nullptr;  // the whole instance's fields (InstanceTable)
-    std::vector<uint64_t> counts;  // its counts array (CollectiveInstance::each), empty where it has none
-    bool head = false;             // k == 0: the fields below are the instance's
-    bool counted = false;
-    uint32_t call = 0, comm = 0, members = 0;
-    int root = -1;
-    uint64_t bytes = 0;
+    bool head() const { return k == 0; }
   };
   std::vector<Joined> joined;
   uint64_t t_exit() const { return t_enter + duration; }
@@ -194,16 +187,10 @@ class OpStream {
   uint32_t message_ids_ = 0, instance_ids_ = 0;
   std::shared_ptr<InstanceTable> instances_ = std::make_shared<InstanceTable>();
   struct Member {
-    uint64_t sent, received, bytes;  // bytes: the instance's, where head
-    uint32_t k, call, comm, members, head_site, instance;  // instance: its entry in instances_
-    int32_t root;
-    bool head, counted, has_counts;  // has_counts: its counts array follows in the stream
-    auto key() const {
-      return std::make_tuple(sent, received, bytes, k, call, comm, members, head_site, instance, root, head, counted,
-                             has_counts);
-    }
+    uint32_t k, instance;  // its place among the members; the instance's entry in instances_
+    auto key() const { return std::make_pair(k, instance); }
   };
-  std::vector<Member> members_;  // the collectives' members' fields, each different once
+  std::vector<Member> members_;  // the collectives' members: each different (place, instance) once
   uint64_t ops_ = 0;
   ReplayWindow window_;
 };
@@ -273,15 +260,7 @@ class OpCursor {
       return;
     }
     const OpStream::Member& m = s_->members_[varint()];
-    StreamOp::Joined& j = op.joined.emplace_back();
-    j.instance = id, j.k = m.k, j.sent = m.sent, j.received = m.received, j.head_site = m.head_site;
-    j.head = m.head, j.counted = m.counted, j.call = m.call, j.comm = m.comm, j.members = m.members;
-    j.root = m.root, j.bytes = m.bytes;
-    j.fields = &(*s_->instances_)[m.instance];
-    if (m.has_counts) {
-      j.counts.resize(varint());
-      for (uint64_t& c : j.counts) c = varint();
-    }
+    op.joined.push_back({id, m.k, &(*s_->instances_)[m.instance]});
   }
   uint32_t step(uint32_t prev) { return static_cast<uint32_t>(static_cast<int64_t>(prev) + unzigzag(varint())); }
   const OpStream* s_;

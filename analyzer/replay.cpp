@@ -1578,7 +1578,7 @@ class Simulation {
         if (j == streamed->joined.end())  // a member's op carries its place in the instance (OpStream::encode)
           throw std::logic_error(fmt::format("replay: collective instance {} entered by an op of its stream that does "
                                              "not carry it", c_id));
-        first_site = j->head_site;
+        first_site = j->fields->head_site;
       }
       std::string approximation, why_not = "no algorithm to follow";
       std::vector<int> positions;
