@@ -4,9 +4,14 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
+
+#include <fmt/format.h>
+#include <zstd.h>
 
 #include "codec.h"
 
@@ -73,7 +78,7 @@ OpStream OpStream::encode(const Trace& t, int rank) {
   return encode(t, rank, receives_together(t));
 }
 
-std::vector<OpStream> OpStream::encode_all(const Trace& t) {
+std::vector<OpStream> OpStream::encode_all(const Trace& t, size_t packed_chunk) {
   std::vector<int32_t> counted;
   const std::vector<int32_t>* together = &counted;
   if (t.receives_together && (t.receives_together->empty() || t.receives_together->size() == t.messages.size()))
@@ -84,8 +89,67 @@ std::vector<OpStream> OpStream::encode_all(const Trace& t) {
   all.reserve(t.ranks.size());
   auto instances = std::make_shared<InstanceTable>();
   std::vector<uint32_t> by_instance;
-  for (int r = 0; r < static_cast<int>(t.ranks.size()); r++) all.push_back(encode(t, r, *together, instances, &by_instance));
+  for (int r = 0; r < static_cast<int>(t.ranks.size()); r++) {
+    all.push_back(encode(t, r, *together, instances, &by_instance));
+    if (packed_chunk) all.back().pack(packed_chunk);
+  }
   return all;
+}
+
+namespace {
+
+struct FreeCCtx {
+  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+};
+struct FreeDCtx {
+  void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
+};
+
+}  // namespace
+
+void OpStream::pack(size_t chunk) {
+  if (packed() || bytes_.empty()) return;
+  chunk = std::clamp<size_t>(chunk, 1, size_t{1} << 30);  // a frame's sizes fit 32 bits
+  // the frames' cuts, where an op begins at least `chunk` bytes after the last cut
+  std::vector<size_t> cuts{0};
+  {
+    OpCursor c(*this);
+    StreamOp op;
+    while (c.next(op))
+      if (c.offset() - cuts.back() >= chunk && c.offset() < bytes_.size()) cuts.push_back(c.offset());
+  }
+  cuts.push_back(bytes_.size());
+  static thread_local std::unique_ptr<ZSTD_CCtx, FreeCCtx> cctx(ZSTD_createCCtx());
+  if (!cctx) throw std::bad_alloc();
+  std::vector<uint8_t> frame;
+  for (size_t k = 0; k + 1 < cuts.size(); k++) {
+    const size_t n = cuts[k + 1] - cuts[k];
+    frame.resize(ZSTD_compressBound(n));
+    const size_t z = ZSTD_compressCCtx(cctx.get(), frame.data(), frame.size(), bytes_.data() + cuts[k], n, 1);
+    if (ZSTD_isError(z)) throw std::runtime_error(fmt::format("op stream: zstd: {}", ZSTD_getErrorName(z)));
+    packed_.insert(packed_.end(), frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(z));
+    frames_.push_back({static_cast<uint32_t>(z), static_cast<uint32_t>(n)});
+  }
+  packed_.shrink_to_fit();
+  frames_.shrink_to_fit();
+  std::vector<uint8_t>().swap(bytes_);
+}
+
+bool OpCursor::unpack() {
+  if (frame_ >= s_->frames_.size()) return false;
+  static thread_local std::unique_ptr<ZSTD_DCtx, FreeDCtx> dctx(ZSTD_createDCtx());
+  if (!dctx) throw std::bad_alloc();
+  const OpStream::Frame& f = s_->frames_[frame_];
+  buf_.resize(std::max<size_t>(buf_.size(), f.bytes));
+  const size_t n = ZSTD_decompressDCtx(dctx.get(), buf_.data(), buf_.size(), s_->packed_.data() + at_, f.packed);
+  if (ZSTD_isError(n) || n != f.bytes)
+    throw std::logic_error(fmt::format("op stream: frame {} unpacked to {} where it holds {} bytes", frame_,
+                                       ZSTD_isError(n) ? std::string(ZSTD_getErrorName(n)) : std::to_string(n), f.bytes));
+  at_ += f.packed;
+  frame_++;
+  p_ = buf_.data();
+  end_ = p_ + n;
+  return true;
 }
 
 OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& together,

@@ -140,7 +140,16 @@ class OpStream {
   static OpStream encode(const Trace& t, int rank);
   static OpStream encode(const Trace& t, int rank, const std::vector<int32_t>& together,
                          std::shared_ptr<InstanceTable> instances = nullptr, std::vector<uint32_t>* by_instance = nullptr);
-  static std::vector<OpStream> encode_all(const Trace& t);
+  // packed_chunk nonzero: each stream packed (pack) once encoded, so that one rank's bytes at a time are
+  // held unpacked
+  static std::vector<OpStream> encode_all(const Trace& t, size_t packed_chunk = 0);
+  // Packs its bytes as zstd frames (level 1, as the logs' chunks) of whole ops, a frame at least `chunk`
+  // bytes unpacked but where the ops end first: a cursor gives back the same ops, unpacking a frame at a
+  // time into a buffer of its own (docs/streaming.md's step 3). Packed again, it stays as it is.
+  static constexpr size_t kChunk = size_t{1} << 16;
+  void pack(size_t chunk = kChunk);
+  bool packed() const { return !frames_.empty(); }
+  size_t frames() const { return frames_.size(); }
   uint64_t ops() const { return ops_; }
   // the ops a replay runs and when they start and stop (replay_window of the rank's trace): a replay
   // reading the stream knows them before it reaches the last op
@@ -148,8 +157,8 @@ class OpStream {
   // what it holds: its bytes and its tables of shapes, messages and members; the instances' table, which
   // encode_all's streams share, apart (instance_table)
   size_t bytes() const {
-    return bytes_.size() + shapes_.size() * sizeof(Shape) + messages_.size() * sizeof(StreamMessage) +
-           members_.size() * sizeof(Member) + sent_.size() * sizeof(sent_[0]);
+    return bytes_.size() + packed_.size() + frames_.size() * sizeof(Frame) + shapes_.size() * sizeof(Shape) +
+           messages_.size() * sizeof(StreamMessage) + members_.size() * sizeof(Member) + sent_.size() * sizeof(sent_[0]);
   }
   // one more than the highest message id its links name (0: none)
   uint32_t message_ids() const { return message_ids_; }
@@ -168,7 +177,7 @@ class OpStream {
   size_t member_shapes() const { return members_.size(); }
   // on a link's kind: the message's fields follow its id (PostSend, PostRecv), or the member's (PostColl)
   static constexpr uint8_t kCarries = 8;
-  std::span<const uint8_t> data() const { return bytes_; }  // the ops' bytes, without the shapes
+  std::span<const uint8_t> data() const { return bytes_; }  // the ops' bytes, without the shapes; none once packed
 
  private:
   friend class OpCursor;
@@ -180,7 +189,12 @@ class OpStream {
     uint8_t n_links;  // kShapeLinks + 1: more, count and kinds in the stream
     uint8_t link_kinds[kShapeLinks];
   };
-  std::vector<uint8_t> bytes_;
+  std::vector<uint8_t> bytes_;  // unpacked
+  struct Frame {
+    uint32_t packed, bytes;  // its size in packed_, and unpacked
+  };
+  std::vector<uint8_t> packed_;  // packed: the frames in order
+  std::vector<Frame> frames_;
   std::vector<Shape> shapes_;
   std::vector<StreamMessage> messages_;  // the messages' fields, each different once
   std::vector<std::pair<uint32_t, uint32_t>> sent_;
@@ -204,9 +218,13 @@ class OpCursor {
         end_(s.bytes_.data() + s.bytes_.size()),
         prev_slot_(s.shapes_.size() * OpStream::kShapeLinks) {}
   explicit OpCursor(const OpStream&&) = delete;  // a temporary would not outlive it
+  OpCursor(const OpCursor&) = delete;  // where packed, it reads from a buffer of its own
+  OpCursor& operator=(const OpCursor&) = delete;
+  OpCursor(OpCursor&&) = default;  // (the buffer's bytes stay where they are)
+  OpCursor& operator=(OpCursor&&) = default;
   // the next op into `op`; false, `op` unchanged, past the last
   bool next(StreamOp& op) {
-    if (p_ == end_) return false;
+    if (p_ == end_ && !unpack()) return false;
     const uint64_t shape = varint();
     const OpStream::Shape& sh = s_->shapes_[shape];
     op.callsite = sh.callsite;
@@ -239,6 +257,10 @@ class OpCursor {
   }
 
  private:
+  friend class OpStream;
+  // a packed stream's next frame into buf_; false past the last (or unpacked)
+  bool unpack();
+  size_t offset() const { return static_cast<size_t>(p_ - s_->bytes_.data()); }  // unpacked: where it reads
   uint64_t varint() {
     uint64_t v = *p_++;
     if (v < 0x80) return v;  // most: a shape, a gap, a duration, a link's step
@@ -266,6 +288,8 @@ class OpCursor {
   const OpStream* s_;
   const uint8_t* p_;
   const uint8_t* end_;
+  std::vector<uint8_t> buf_;      // packed: the frame it reads
+  size_t frame_ = 0, at_ = 0;     // packed: the next frame, where it starts in packed_
   uint64_t prev_exit_ = 0;
   std::vector<uint32_t> prev_slot_;                // by shape and link: the id it had last (0 at first)
   uint32_t prev_kind_[Link::DoneColl + 1] = {};  // by kind, for the ops of more links than a shape holds

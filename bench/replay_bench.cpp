@@ -3,8 +3,8 @@
 // above S so that a quarter are rendezvous), replayed in the simulation and in the paper's mode.
 // Prints events per second, memory per million events (the trace's, and the peak of its replays), and what
 // the report's advice costs in replays of the trace, with its own peak; and the trace's ops as compact op
-// streams (analyzer/op_stream.hpp, docs/streaming.md): their bytes an op and how fast a cursor reads them,
-// beside the simulation's speed. Asserts nothing.
+// streams (analyzer/op_stream.hpp, docs/streaming.md), unpacked and packed: their bytes an op, how fast a cursor reads them,
+// the simulation walking each beside the trace's, and its peak with the trace let go. Asserts nothing.
 //   replay_bench [ranks] [events per rank] [repeats]   (defaults 64, 1000000 and 3)
 //   replay_bench LOGDIR [- repeats]                     the trace of a traced run's logs in place of the ring
 // Each mode is replayed `repeats` times: the median and the range (a machine shared with other jobs moved
@@ -21,8 +21,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <zstd.h>
 
 #include "advice.hpp"
 #include "op_stream.hpp"
@@ -103,8 +101,8 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(held), static_cast<unsigned long long>(messages));
   // the ops as compact streams (before the advice, whose peak would hide theirs): bytes an op against the
   // trace's Op and links, encoding once, and reading every rank's stream through a cursor, best of 3
-  std::shared_ptr<const std::vector<OpStream>> shared;
-  double streams_bytes = 0;
+  std::shared_ptr<const std::vector<OpStream>> shared, shared_packed;
+  double streams_bytes = 0, packed_bytes = 0;
   {
     auto t0 = std::chrono::steady_clock::now();
     if (!t.receives_together) t.receives_together = receives_together(t);  // as build_trace counts them
@@ -114,31 +112,32 @@ int main(int argc, char** argv) {
     const size_t instances_bytes = streams.empty() ? 0 : streams.front().instance_table().bytes();  // shared
     stream_bytes += instances_bytes;
     const double encode_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double best = 1e300;
-    uint64_t sum = 0, read = 0;
-    for (int k = 0; k < 3; k++) {
-      auto t1 = std::chrono::steady_clock::now();
-      StreamOp op;
-      for (const OpStream& s : streams)
-        for (OpCursor c(s); c.next(op); read++) sum += op.duration + op.links().size();
-      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
-    }
-    // compressed as the logs are, zstd level 1 in chunks of 64 KiB (docs/streaming.md's step 3), and read
-    // back: the bytes an op and how fast zstd gives them back
-    size_t packed = 0;
-    double unpack_s = 0;
-    {
-      std::vector<uint8_t> z(ZSTD_compressBound(size_t{1} << 16)), back(size_t{1} << 16);
-      for (const OpStream& s : streams)
-        for (size_t at = 0; at < s.data().size(); at += back.size()) {
-          const size_t n = std::min(back.size(), s.data().size() - at);
-          const size_t c = ZSTD_compress(z.data(), z.size(), s.data().data() + at, n, 1);
-          auto t1 = std::chrono::steady_clock::now();
-          if (ZSTD_isError(c) || ZSTD_decompress(back.data(), back.size(), z.data(), c) != n) packed = SIZE_MAX / 2;
-          unpack_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-          packed += c;
-        }
-    }
+    // every rank's stream read through a cursor, three times: the best time, the ops read and a sum of what
+    // they say (that the reads are not optimised away, and that packed and unpacked read the same)
+    struct Read {
+      double best = 1e300;
+      uint64_t ops = 0, sum = 0;
+    };
+    auto read_all = [](const std::vector<OpStream>& all) {
+      Read r;
+      for (int k = 0; k < 3; k++) {
+        auto t1 = std::chrono::steady_clock::now();
+        StreamOp op;
+        for (const OpStream& s : all)
+          for (OpCursor c(s); c.next(op); r.ops++) r.sum += op.duration + op.links().size();
+        r.best = std::min(r.best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+      }
+      return r;
+    };
+    const Read unpacked = read_all(streams);
+    // packed as the logs are, zstd level 1 in frames of 64 KiB of whole ops (OpStream::pack,
+    // docs/streaming.md's step 3), and read back through a cursor unpacking a frame at a time
+    auto t2 = std::chrono::steady_clock::now();
+    std::vector<OpStream> packed_streams = OpStream::encode_all(t, OpStream::kChunk);
+    const double pack_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
+    size_t packed = instances_bytes;
+    for (const OpStream& s : packed_streams) packed += s.bytes();
+    const Read unpacking = read_all(packed_streams);
     const double links_bytes = static_cast<double>(t.links.capacity_bytes());
     const double messages_bytes = static_cast<double>(t.messages.capacity() * sizeof(Message));
     const double collectives_bytes = static_cast<double>(t.collectives.capacity_bytes());
@@ -147,36 +146,43 @@ int main(int argc, char** argv) {
                 "6-9]; encoded at %.1f M ops/s, read through a cursor at %.1f M ops/s on one core (best of 3; %s)\n",
                 stream_bytes / events, instances_bytes / events, sizeof(Op) * 1.0, links_bytes / events, messages_bytes / events,
                 collectives_bytes / events,
-                events / encode_s / 1e6, events / best / 1e6,
-                read == 3 * static_cast<uint64_t>(events) && sum ? "every op read" : "OPS MISSING");
-    std::printf("  the streams compressed (zstd level 1, chunks of 64 KiB) %.2f bytes an op, decompressed at %.0f M ops/s\n",
-                packed / events, events / unpack_s / 1e6);
+                events / encode_s / 1e6, events / unpacked.best / 1e6,
+                unpacked.ops == 3 * static_cast<uint64_t>(events) && unpacked.sum ? "every op read" : "OPS MISSING");
+    std::printf("  the streams packed (zstd level 1, frames of 64 KiB of whole ops; their table of instances counted) %.2f "
+                "bytes an op, encoded and packed at %.1f M ops/s, read through a cursor unpacking them at %.1f M ops/s (best "
+                "of 3; %s)\n",
+                packed / events, events / pack_s / 1e6, events / unpacking.best / 1e6,
+                unpacking.ops == unpacked.ops && unpacking.sum == unpacked.sum ? "every op read" : "OPS MISSING");
     // the simulation walking the streams instead of the trace's ops (ReplayOptions::streams), each way in
     // turn, the median of each: the same prediction, at what speed beside the trace's
     o.mode = ReplayMode::Simulate;
     shared = std::make_shared<const std::vector<OpStream>>(std::move(streams));
+    shared_packed = std::make_shared<const std::vector<OpStream>>(std::move(packed_streams));
     streams_bytes = static_cast<double>(stream_bytes);
-    std::vector<double> from_trace, from_streams;
+    packed_bytes = static_cast<double>(packed);
+    std::vector<double> from_trace, from_streams, from_packed;
     bool same = true;
     double first = 0;  // the trace's prediction
     for (int k = 0; k < repeats; k++) {
-      for (bool streamed : {false, true}) {
-        o.streams = streamed ? shared : nullptr;
+      for (int walk : {0, 1, 2}) {  // the trace's ops, the streams, the streams packed
+        o.streams = walk == 0 ? nullptr : walk == 1 ? shared : shared_packed;
         auto t1 = std::chrono::steady_clock::now();
         const ReplayResult r = replay(t, o);
-        (streamed ? from_streams : from_trace).push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
-        if (!streamed) first = r.predicted_ns;
+        (walk == 0 ? from_trace : walk == 1 ? from_streams : from_packed)
+            .push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+        if (walk == 0) first = r.predicted_ns;
         else same = same && r.predicted_ns == first;
       }
     }
     o.streams = nullptr;
-    std::sort(from_trace.begin(), from_trace.end());
-    std::sort(from_streams.begin(), from_streams.end());
-    const double a = from_trace[from_trace.size() / 2], b = from_streams[from_streams.size() / 2];
-    std::printf("  simulation walking the streams %.2f M events/s (%.2f..%.2f), from the trace's ops %.2f (%.2f..%.2f) "
-                "in the same %d rounds: x%.2f; %s\n",
-                events / b / 1e6, events / from_streams.back() / 1e6, events / from_streams.front() / 1e6, events / a / 1e6,
-                events / from_trace.back() / 1e6, events / from_trace.front() / 1e6, repeats, a / b,
+    for (auto* v : {&from_trace, &from_streams, &from_packed}) std::sort(v->begin(), v->end());
+    const double a = from_trace[from_trace.size() / 2], b = from_streams[from_streams.size() / 2],
+                 c = from_packed[from_packed.size() / 2];
+    std::printf("  simulation walking the streams %.2f M events/s (%.2f..%.2f), the streams packed %.2f (%.2f..%.2f), from "
+                "the trace's ops %.2f (%.2f..%.2f) in the same %d rounds: x%.2f and x%.2f; %s\n",
+                events / b / 1e6, events / from_streams.back() / 1e6, events / from_streams.front() / 1e6, events / c / 1e6,
+                events / from_packed.back() / 1e6, events / from_packed.front() / 1e6, events / a / 1e6,
+                events / from_trace.back() / 1e6, events / from_trace.front() / 1e6, repeats, a / b, a / c,
                 same ? "the same prediction" : "PREDICTIONS DIFFER");
   }
   // the report's advice: wait states, then every what-if it tries (the eager-limit sweep and the
@@ -227,6 +233,17 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(r.messages_held), static_cast<double>(r.messages_held) * 64 / events,
                 static_cast<unsigned long long>(r.collectives_held),
                 r.predicted_ns == predicted ? "the same prediction" : "PREDICTIONS DIFFER");
+    // the same, walking the packed streams, the unpacked ones let go
+    o.streams = shared_packed;
+    shared.reset();
+    malloc_trim(0);
+    std::ofstream("/proc/self/clear_refs") << "5";
+    const ReplayResult p = replay(t, o);
+    const double held_packed = static_cast<double>(vm_hwm_kib()) * 1024.0;
+    std::printf("  walking the packed streams, the unpacked ones let go too: peak memory %.1f bytes per event [target at "
+                "most 16], of which the packed streams %.2f with their table of instances; %s\n",
+                held_packed / events, packed_bytes / events,
+                p.predicted_ns == predicted ? "the same prediction" : "PREDICTIONS DIFFER");
   }
   return 0;
 }

@@ -31,6 +31,20 @@ namespace {
 
 fs::path fixture(const std::string& name) { return fs::path(MPA_SOURCE_DIR) / "tests" / "fixtures" / name; }
 
+// The same op, as two cursors give it (the stream and a copy of it, packed): the messages' fields alike in
+// their tables, the same instances (the copy shares the table)
+void require_same_op(const StreamOp& a, const StreamOp& b) {
+  REQUIRE(std::tie(a.t_enter, a.duration, a.callsite, a.call, a.kind, a.unfinished, a.link_ids, a.link_kinds) ==
+          std::tie(b.t_enter, b.duration, b.callsite, b.call, b.kind, b.unfinished, b.link_ids, b.link_kinds));
+  REQUIRE(a.posted.size() == b.posted.size());
+  for (size_t k = 0; k < a.posted.size(); k++)
+    REQUIRE((a.posted[k].id == b.posted[k].id && a.posted[k].m->key() == b.posted[k].m->key()));
+  REQUIRE(a.joined.size() == b.joined.size());
+  for (size_t k = 0; k < a.joined.size(); k++)
+    REQUIRE(std::tie(a.joined[k].instance, a.joined[k].k, a.joined[k].fields) ==
+            std::tie(b.joined[k].instance, b.joined[k].k, b.joined[k].fields));
+}
+
 // Every rank's stream gives back its ops as the trace holds them, each message's fields once, in the
 // stream of the op that posted it (its send; its receive where no send matched), and each collective
 // instance's members in their own ops at their places, each naming the whole instance; the ops compared.
@@ -55,10 +69,19 @@ uint64_t check_streams(const Trace& t) {
     const OpStream s = OpStream::encode(t, r);
     const std::vector<Op>& ops = t.ranks[r].ops;
     REQUIRE(s.ops() == ops.size());
-    OpCursor c(s);
+    // packed in frames of 256 bytes or more: many on a rank of more than a few dozen ops
+    OpStream packed = s;
+    packed.pack(256);
+    CHECK(packed.data().empty());
+    CHECK(packed.frames() >= s.data().size() / 512);
+    CHECK(packed.frames() <= (s.data().size() + 255) / 256);
+    OpCursor c(s), unpacking(packed);
+    StreamOp also;
     for (size_t i = 0; i < ops.size(); i++) {
       INFO("rank " << r << ", op " << i << " of " << ops.size());
       REQUIRE(c.next(got));
+      REQUIRE(unpacking.next(also));
+      require_same_op(got, also);
       const Op& op = ops[i];
       CHECK(got.t_enter == op.t_enter);
       CHECK(got.duration == op.duration);
@@ -110,6 +133,7 @@ uint64_t check_streams(const Trace& t) {
     }
     StreamOp after = got;
     CHECK_FALSE(c.next(got));  // the end, and the op left as it was
+    CHECK_FALSE(unpacking.next(also));
     CHECK(got.t_enter == after.t_enter);
     // the runs of its sends' ids name each message it sent, once
     for (const auto& [first, end] : s.sent()) {
@@ -319,6 +343,8 @@ Trace renumbered(const Trace& t, unsigned seed) {
 // replays compared.
 int check_streamed_replays(const Trace& t, ReplayOptions o) {
   auto streams = std::make_shared<std::vector<OpStream>>(OpStream::encode_all(t));
+  // packed in frames of 512 bytes or more, a few a rank
+  auto packed = std::make_shared<std::vector<OpStream>>(OpStream::encode_all(t, 512));
   // the transformations' sites: every call site of rank 0, one of every rank, and the sites of the
   // collectives' first members (the replay splits an instance where its first member's site is chosen)
   std::set<SiteKey> rank0, one_each, first_members, last_two;  // last_two: each rank's last two ops' sites
@@ -377,6 +403,13 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
     v.streams = streams;
     const ReplayResult from_streams = replay(t, v);
     require_same(from_trace, from_streams);
+    {
+      INFO("the streams packed");
+      v.streams = packed;
+      require_same(from_trace, replay(t, v));
+      if (!v.retiming) require_same(from_trace, replay(bare, v));
+      v.streams = streams;
+    }
     {
       INFO("spread over 2 processes");
       require_same(from_trace, spread_replay(t, v, 2), false);
