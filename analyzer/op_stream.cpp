@@ -121,22 +121,30 @@ void OpStream::pack(size_t chunk) {
   cuts.push_back(bytes_.size());
   static thread_local std::unique_ptr<ZSTD_CCtx, FreeCCtx> cctx(ZSTD_createCCtx());
   if (!cctx) throw std::bad_alloc();
-  std::vector<uint8_t> frame;
+  // made apart and swapped in whole: a stream is packed or as it was
+  std::vector<uint8_t> packed, frame;
+  std::vector<Frame> frames;
   for (size_t k = 0; k + 1 < cuts.size(); k++) {
     const size_t n = cuts[k + 1] - cuts[k];
     frame.resize(ZSTD_compressBound(n));
     const size_t z = ZSTD_compressCCtx(cctx.get(), frame.data(), frame.size(), bytes_.data() + cuts[k], n, 1);
     if (ZSTD_isError(z)) throw std::runtime_error(fmt::format("op stream: zstd: {}", ZSTD_getErrorName(z)));
-    packed_.insert(packed_.end(), frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(z));
-    frames_.push_back({static_cast<uint32_t>(z), static_cast<uint32_t>(n)});
+    packed.insert(packed.end(), frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(z));
+    frames.push_back({static_cast<uint32_t>(z), static_cast<uint32_t>(n)});  // n < 2^31: chunk's clamp, one op more
   }
-  packed_.shrink_to_fit();
-  frames_.shrink_to_fit();
+  packed.shrink_to_fit();
+  frames.shrink_to_fit();
+  packed_.swap(packed);
+  frames_.swap(frames);
   std::vector<uint8_t>().swap(bytes_);
 }
 
 bool OpCursor::unpack() {
-  if (frame_ >= s_->frames_.size()) return false;
+  if (frame_ >= s_->frames_.size()) {
+    std::vector<uint8_t>().swap(buf_);  // a replay keeps a finished rank's cursor to its end
+    p_ = end_ = nullptr;
+    return false;
+  }
   static thread_local std::unique_ptr<ZSTD_DCtx, FreeDCtx> dctx(ZSTD_createDCtx());
   if (!dctx) throw std::bad_alloc();
   const OpStream::Frame& f = s_->frames_[frame_];

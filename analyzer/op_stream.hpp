@@ -224,7 +224,8 @@ class OpCursor {
   OpCursor& operator=(OpCursor&&) = default;
   // the next op into `op`; false, `op` unchanged, past the last
   bool next(StreamOp& op) {
-    if (p_ == end_ && !unpack()) return false;
+    while (p_ == end_)
+      if (!unpack()) return false;
     const uint64_t shape = varint();
     const OpStream::Shape& sh = s_->shapes_[shape];
     op.callsite = sh.callsite;
@@ -258,7 +259,7 @@ class OpCursor {
 
  private:
   friend class OpStream;
-  // a packed stream's next frame into buf_; false past the last (or unpacked)
+  // a packed stream's next frame into buf_; false past the last (or unpacked), its buffer let go
   bool unpack();
   size_t offset() const { return static_cast<size_t>(p_ - s_->bytes_.data()); }  // unpacked: where it reads
   uint64_t varint() {

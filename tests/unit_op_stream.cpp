@@ -73,8 +73,8 @@ uint64_t check_streams(const Trace& t) {
     OpStream packed = s;
     packed.pack(256);
     CHECK(packed.data().empty());
-    CHECK(packed.frames() >= s.data().size() / 512);
     CHECK(packed.frames() <= (s.data().size() + 255) / 256);
+    CHECK(packed.frames() > (s.data().size() > 4096 ? 1u : 0u));
     OpCursor c(s), unpacking(packed);
     StreamOp also;
     for (size_t i = 0; i < ops.size(); i++) {
@@ -345,6 +345,11 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
   auto streams = std::make_shared<std::vector<OpStream>>(OpStream::encode_all(t));
   // packed in frames of 512 bytes or more, a few a rank
   auto packed = std::make_shared<std::vector<OpStream>>(OpStream::encode_all(t, 512));
+  for (size_t r = 0; r < packed->size(); r++) {  // a frame or more a rank of ops, two or more where it has 8 KiB
+    const size_t n = (*streams)[r].data().size();
+    REQUIRE((*packed)[r].data().empty());
+    CHECK((*packed)[r].frames() >= (n >= 8192 ? 2u : n ? 1u : 0u));
+  }
   // the transformations' sites: every call site of rank 0, one of every rank, and the sites of the
   // collectives' first members (the replay splits an instance where its first member's site is chosen)
   std::set<SiteKey> rank0, one_each, first_members, last_two;  // last_two: each rank's last two ops' sites
@@ -408,6 +413,7 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
       v.streams = packed;
       require_same(from_trace, replay(t, v));
       if (!v.retiming) require_same(from_trace, replay(bare, v));
+      require_same(from_trace, spread_replay(t, v, 2), false);  // a cursor on each process's thread
       v.streams = streams;
     }
     {
@@ -430,6 +436,27 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
 TEST_CASE("the benches' ring reads back op for op, in fewer bytes than the trace's ops", "[op_stream]") {
   const Trace t = bench::ring_trace(8, 2000);
   CHECK(check_streams(t) == 8u * 2000 * 3);
+  {
+    // packed in frames about the stream's whole size: its last op ends where a frame could be cut, the
+    // one frame a cursor reads alike
+    const OpStream s = OpStream::encode(t, 3);
+    const size_t n = s.data().size();
+    for (size_t chunk : {n - 1, n, n + 1, n / 2}) {
+      INFO("frames of " << chunk << " bytes of " << n);
+      OpStream packed = s;
+      packed.pack(chunk);
+      CHECK(packed.frames() == (chunk == n / 2 ? 2u : 1u));
+      OpCursor a(s), b(packed);
+      StreamOp x, y;
+      uint64_t read = 0;
+      for (; a.next(x); read++) {
+        REQUIRE(b.next(y));
+        require_same_op(x, y);
+      }
+      CHECK_FALSE(b.next(y));
+      CHECK(read == s.ops());
+    }
+  }
   // an Irecv, an Isend and a Waitall a round, each one shape: their times and links' steps take a few
   // bytes where an Op takes 24 (and its Waitall's two links 10 more in Trace::links)
   for (int r = 0; r < 8; r++) {
