@@ -123,7 +123,6 @@ struct StreamOp {
     uint32_t instance = 0;
     uint32_t k = 0;                          // CollectiveInstance::members[k] is this op's
     const StreamInstance* fields = nullptr;  // the whole instance's fields (InstanceTable)
-    bool head() const { return k == 0; }
   };
   std::vector<Joined> joined;
   uint64_t t_exit() const { return t_enter + duration; }
