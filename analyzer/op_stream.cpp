@@ -203,10 +203,13 @@ OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& 
     const uint32_t n = links.size();
     kinds.clear(), places.clear();
     for (uint32_t k = 0; k < n; k++) {
-      if (links[k].id != kNone && links[k].kind != Link::PostColl && links[k].kind != Link::DoneColl)
-        s.message_ids_ = std::max(s.message_ids_, links[k].id + 1);
-      else if (links[k].id != kNone)
+      const bool message = links[k].kind != Link::PostColl && links[k].kind != Link::DoneColl;
+      if (links[k].id == kNone) {
+      } else if (!message) {
         s.instance_ids_ = std::max(s.instance_ids_, links[k].id + 1);
+      } else if (links[k].id < t.messages.size()) {  // (beyond: a hand-made trace's link to no message)
+        s.message_ids_ = std::max(s.message_ids_, links[k].id + 1);
+      }
       places.push_back(links[k].kind == Link::PostColl ? member_place(t, rank, i, links[k].id) : std::nullopt);
       const bool carried = links[k].kind == Link::PostColl ? places.back().has_value() : carries(t, rank, i, links[k]);
       kinds.push_back(static_cast<uint8_t>(links[k].kind | (carried ? kCarries : 0)));

@@ -159,7 +159,8 @@ class OpStream {
     return bytes_.size() + packed_.size() + frames_.size() * sizeof(Frame) + shapes_.size() * sizeof(Shape) +
            messages_.size() * sizeof(StreamMessage) + members_.size() * sizeof(Member) + sent_.size() * sizeof(sent_[0]);
   }
-  // one more than the highest message id its links name (0: none)
+  // one more than the highest id of a message of the trace its links name (0: none): what a table by
+  // message id holds (a link of a hand-made trace may name an id beyond its messages, and no message)
   uint32_t message_ids() const { return message_ids_; }
   // one more than the highest collective instance its links name (0: none)
   uint32_t instance_ids() const { return instance_ids_; }

@@ -1,6 +1,11 @@
 #include "waits.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "mapped_list.hpp"
+#include "measured_walk.hpp"
 
 namespace mpiadvise {
 
@@ -56,52 +61,92 @@ double WaitStates::site_recv_wait_ns(int rank, uint32_t callsite) const {
 
 namespace {
 
-// Every wait of the run, to `keep(Wait)`: a wait in op of the waiter, from its entry to `to`, where that
-// is after it. send_done, recv_done: done_ops of each side.
+// What the waits need of an op: its index in its rank's ops (kNone: no such op) and its times.
+struct OpTimes {
+  uint32_t op = kNone;
+  double enter = 0, exit = 0;
+};
+
+// What the waits need of a matched message: its ranks and size, when each side was posted and by which op,
+// and the ops that completed each side.
+struct MessageOps {
+  int src = -1, dst = -1;
+  uint64_t bytes = 0;
+  bool synchronous = false;
+  uint32_t send_op = kNone, recv_op = kNone;
+  double ts = 0, tr = 0;  // the posting ops' entries
+  OpTimes send_done, recv_done;
+};
+
+// A wait in the waiter's op w, from its entry to `to`, where that is after it.
+template <typename Keep>
+void add_wait(Keep& keep, int waiter, const OpTimes& w, double to, int culprit, uint32_t culprit_op, WaitCause cause,
+              uint64_t bytes) {
+  if (to > w.enter) keep(Wait{waiter, w.op, to, culprit, culprit_op, std::min(bytes, kMaxWaitBytes), cause});
+}
+
+// A message's waits: its sender's (a late receiver), then its receiver's (a late sender).
+template <typename Keep>
+void message_waits(const MessageOps& m, const LogGPS& model, Keep& keep) {
+  const OpTimes& sd = m.send_done;
+  if (sd.op != kNone && sd.enter < m.tr && sd.exit >= m.tr) {
+    // late receiver: the send completed only after the receive was posted, and was waiting before it
+    WaitCause cause = m.synchronous ? WaitCause::LateReceiverSynchronous
+                      : model.send_waits_for_receive(m.bytes, false) ? WaitCause::LateReceiverRendezvous
+                                                                     : WaitCause::LateReceiverOther;
+    add_wait(keep, m.src, sd, m.tr, m.dst, m.recv_op, cause, m.bytes);
+  }
+  const OpTimes& rd = m.recv_done;
+  // late sender: the receive (or its wait) began before the send was called
+  if (rd.op != kNone && rd.enter < m.ts)
+    add_wait(keep, m.dst, rd, std::min(m.ts, rd.exit), m.src, m.send_op, WaitCause::LateSender, m.bytes);
+}
+
+// A collective instance's waits, member(k) giving its kth member's rank, op and kind: from each blocking
+// member's entry to the last member's.
+template <typename Member, typename Keep>
+void collective_waits(size_t n, Member&& member, Keep& keep) {
+  if (n < 2) return;
+  double last = 0;
+  int last_rank = -1;
+  uint32_t last_op = kNone;
+  for (size_t k = 0; k < n; k++) {
+    const auto [r, o, kind] = member(k);
+    if (o.enter >= last) last = o.enter, last_rank = r, last_op = o.op;
+  }
+  for (size_t k = 0; k < n; k++) {
+    const auto [r, o, kind] = member(k);
+    if (kind != OpKind::Collective || r == last_rank) continue;  // non-blocking ones wait in their completion
+    add_wait(keep, r, o, std::min(last, o.exit), last_rank, last_op, WaitCause::Collective, 0);
+  }
+}
+
+OpTimes times(const Trace& t, int rank, uint32_t op) {
+  if (op == kNone) return {};
+  const Op& o = t.op(rank, op);
+  return {op, static_cast<double>(o.t_enter), static_cast<double>(o.t_exit())};
+}
+
+// Every wait of the run, to `keep(Wait)`: by message, then by collective instance.
 template <typename Keep>
 void each_wait(const Trace& t, const LogGPS& model, const std::vector<uint32_t>& send_done,
                const std::vector<uint32_t>& recv_done, Keep&& keep) {
-  auto add = [&](int waiter, uint32_t op, double to, int culprit, uint32_t culprit_op, WaitCause cause, uint64_t bytes) {
-    if (to > static_cast<double>(t.op(waiter, op).t_enter))
-      keep(Wait{waiter, op, to, culprit, culprit_op, std::min(bytes, kMaxWaitBytes), cause});
-  };
   for (size_t id = 0; id < t.messages.size(); id++) {
     const Message& m = t.messages[id];
     if (!m.matched()) continue;
-    double ts = static_cast<double>(t.op(m.src, m.send_op).t_enter);
-    double tr = static_cast<double>(t.op(m.dst, m.recv_op).t_enter);
-    if (send_done[id] != kNone) {
-      // late receiver: the send completed only after the receive was posted, and was waiting before it
-      const Op& d = t.op(m.src, send_done[id]);
-      double enter = static_cast<double>(d.t_enter), exit = static_cast<double>(d.t_exit());
-      if (enter < tr && exit >= tr) {
-        WaitCause cause = m.synchronous ? WaitCause::LateReceiverSynchronous
-                          : model.send_waits_for_receive(m.bytes, false) ? WaitCause::LateReceiverRendezvous
-                                                                         : WaitCause::LateReceiverOther;
-        add(m.src, send_done[id], tr, m.dst, m.recv_op, cause, m.bytes);
-      }
-    }
-    if (recv_done[id] != kNone) {
-      // late sender: the receive (or its wait) began before the send was called
-      const Op& d = t.op(m.dst, recv_done[id]);
-      double enter = static_cast<double>(d.t_enter), exit = static_cast<double>(d.t_exit());
-      if (enter < ts) add(m.dst, recv_done[id], std::min(ts, exit), m.src, m.send_op, WaitCause::LateSender, m.bytes);
-    }
+    const MessageOps ops{m.src, m.dst, m.bytes, m.synchronous, m.send_op, m.recv_op,
+                         static_cast<double>(t.op(m.src, m.send_op).t_enter), static_cast<double>(t.op(m.dst, m.recv_op).t_enter),
+                         times(t, m.src, send_done[id]), times(t, m.dst, recv_done[id])};
+    message_waits(ops, model, keep);
   }
-  for (const auto& c : t.collectives) {
-    if (c.members.size() < 2) continue;
-    double last = 0;
-    int last_rank = -1;
-    uint32_t last_op = kNone;
-    for (const auto& [r, op] : c.members)
-      if (static_cast<double>(t.op(r, op).t_enter) >= last)
-        last = static_cast<double>(t.op(r, op).t_enter), last_rank = r, last_op = op;
-    for (const auto& [r, op] : c.members) {
-      const Op& o = t.op(r, op);
-      if (o.kind != OpKind::Collective || r == last_rank) continue;  // non-blocking ones wait in their completion
-      add(r, op, std::min(last, static_cast<double>(o.t_exit())), last_rank, last_op, WaitCause::Collective, 0);
-    }
-  }
+  for (const auto& c : t.collectives)
+    collective_waits(
+        c.members.size(),
+        [&](size_t k) {
+          const auto [r, op] = c.members[k];
+          return std::make_tuple(r, times(t, r, op), t.op(r, op).kind);
+        },
+        keep);
 }
 
 }  // namespace
@@ -116,6 +161,135 @@ std::vector<Wait> find_waits(const Trace& t, const LogGPS& model) {
   std::vector<Wait> waits;
   waits.reserve(n);
   each_wait(t, model, send_done, recv_done, [&](const Wait& w) { waits.push_back(w); });
+  return waits;
+}
+
+std::vector<Wait> find_waits(const std::vector<OpStream>& streams, const LogGPS& model, WaitsHeld* held) {
+  // a message from the first of its ops met to the last: its posting ops (the sender's carries its
+  // fields) and the ops that complete its sides
+  struct InFlight {
+    MessageOps ops;
+    bool matched = false;  // its send's fields say a receive matched it
+    uint8_t met = 0;       // kPosted... below
+  };
+  enum : uint8_t { kPostedSend = 1, kPostedRecv = 2, kSendDone = 4, kRecvDone = 8, kAll = 15 };
+  struct Member {
+    int rank = -1;
+    OpTimes op;
+    OpKind kind = OpKind::Other;
+  };
+  struct Instance {
+    size_t met = 0;
+    std::vector<Member> members;
+  };
+  // the messages in flight: each one's state in a pool, its room taken again by the next once freed, found
+  // by the message's slot (4 bytes a message, as the simulation's MsgInfo): faster than a hash table
+  uint32_t ids = 0;
+  for (const OpStream& s : streams) ids = std::max(ids, s.message_ids());
+  std::vector<uint32_t> slot(ids, kNone);
+  std::vector<InFlight> pool;
+  std::vector<uint32_t> free_slots;
+  size_t in_flight = 0;
+  std::unordered_map<uint32_t, Instance> instances;
+  WaitsHeld most;
+  // the waits as found, and their places in find_waits(trace)'s order: the messages' by id, the sender's
+  // first, then the instances' by id and member (each wait's key, then its number as found)
+  // (MappedLists: grown in place, not by doubling into a copy, and cut to their size before the gather)
+  struct Place {
+    uint64_t key;
+    uint32_t k;
+    bool operator<(const Place& o) const { return key != o.key ? key < o.key : k < o.k; }
+  };
+  MappedList<Wait> found;
+  MappedList<Place> order;
+  auto keep_at = [&](uint64_t key, const Wait& w) {
+    if (found.size() == UINT32_MAX) throw std::length_error("more than 2^32 - 1 wait states: more than a report numbers");
+    order.push_back({key, static_cast<uint32_t>(found.size())});
+    found.push_back(w);
+  };
+  auto message_done = [&](uint32_t id, const InFlight& m) {
+    if (!m.matched) return;
+    const uint64_t place = uint64_t{id} << 31;
+    auto keep = [&](const Wait& w) { keep_at(place + (w.cause == WaitCause::LateSender), w); };
+    message_waits(m.ops, model, keep);
+  };
+  auto instance_done = [&](uint32_t id, const Instance& c) {
+    const uint64_t place = uint64_t{1} << 63 | uint64_t{id} << 31;
+    auto keep = [&](const Wait& w) { keep_at(place, w); };
+    collective_waits(
+        c.members.size(), [&](size_t k) { return std::make_tuple(c.members[k].rank, c.members[k].op, c.members[k].kind); }, keep);
+  };
+  walk_by_entry(streams, [&](int r, uint32_t i, const StreamOp& op) {
+    const OpTimes here{i, static_cast<double>(op.t_enter), static_cast<double>(op.t_exit())};
+    const OpLinks links = op.links();
+    for (uint32_t k = 0; k < links.size(); k++) {
+      const Link l = links[k];
+      // (an id beyond the messages, a hand-made trace's, names none: the trace's waits pass it by too)
+      if (l.kind > Link::DoneRecv || l.id >= slot.size()) continue;
+      uint32_t& at = slot[l.id];
+      if (at == kNone) {
+        if (free_slots.empty()) {
+          at = static_cast<uint32_t>(pool.size());
+          pool.emplace_back();
+        } else {
+          at = free_slots.back();
+          free_slots.pop_back();
+          pool[at] = InFlight{};
+        }
+        most.messages = std::max(most.messages, ++in_flight);
+      }
+      InFlight& m = pool[at];
+      switch (l.kind) {
+        case Link::PostSend:
+          m.met |= kPostedSend;
+          m.ops.src = r, m.ops.send_op = i, m.ops.ts = here.enter;
+          for (const StreamOp::Posted& p : op.posted)
+            if (p.id == l.id) {
+              m.matched = p.m->sent && p.m->answered;
+              m.ops.dst = p.m->fields.dst, m.ops.bytes = p.m->fields.bytes, m.ops.synchronous = p.m->fields.synchronous;
+            }
+          break;
+        case Link::PostRecv: m.met |= kPostedRecv, m.ops.recv_op = i, m.ops.tr = here.enter; break;
+        case Link::DoneSend: m.met |= kSendDone, m.ops.send_done = here; break;
+        default: m.met |= kRecvDone, m.ops.recv_done = here; break;
+      }
+      if (m.met == kAll) {
+        message_done(l.id, m);
+        free_slots.push_back(at);
+        at = kNone;
+        in_flight--;
+      }
+    }
+    for (const StreamOp::Joined& j : op.joined) {
+      const size_t n = j.fields->members.size();
+      if (n < 2) continue;
+      auto [it, fresh] = instances.try_emplace(j.instance);
+      if (fresh) {
+        it->second.members.resize(n);
+        most.instances = std::max(most.instances, instances.size());
+      }
+      Instance& c = it->second;
+      c.members[j.k] = {r, here, op.kind};
+      if (++c.met == n) {
+        instance_done(j.instance, c);
+        instances.erase(it);
+      }
+    }
+  });
+  // what the walk left: messages one of whose sides no op completed, or never matched (an instance's
+  // members are all met: each is an op of a stream)
+  for (uint32_t id = 0; id < ids && in_flight; id++)
+    if (slot[id] != kNone) message_done(id, pool[slot[id]]), in_flight--;
+  found.fit();
+  order.fit();
+  Place* const places = order.empty() ? nullptr : &order[0];
+  std::sort(places, places + order.size());
+  // gathered in that order: independent reads, where following the permutation's cycles in place was a
+  // chain of cache misses (a third of the walk's time on the ring of replay_bench)
+  std::vector<Wait> waits;
+  waits.reserve(found.size());
+  for (const Place& p : order) waits.push_back(found[p.k]);
+  if (held) *held = most;
   return waits;
 }
 

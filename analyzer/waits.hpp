@@ -13,6 +13,8 @@
 
 namespace mpiadvise {
 
+class OpStream;
+
 enum class WaitCause : uint8_t {
   LateSender,          // a receive (or its wait) idles until the data is sent
   LateReceiverRendezvous,  // a send above S idles until the receive is posted
@@ -40,8 +42,20 @@ inline constexpr uint64_t kMaxWaitBytes = (uint64_t{1} << 56) - 1;  // 64 PiB: a
 
 // Every wait of the run, from the recorded times: a late receiver classified by what the model says the
 // send waits for (the rendezvous above S, a synchronous send, or neither: a full eager buffer, a
-// library's own progress). In no particular order.
+// library's own progress). By message (the sender's wait first), then by collective instance and member:
+// the order the streams' version gives too, so that every sum made of them is the same to the bit.
 std::vector<Wait> find_waits(const Trace& trace, const LogGPS& model);
+
+// The same waits, in the same order, from the ranks' op streams (OpStream::encode_all, packed or not)
+// walked in the order their ops were entered (walk_by_entry): what the waits need of a message or a
+// collective instance is held from the first of its ops met to the last, not for the whole run. held:
+// the most messages and instances held at once. The same on every trace build_trace makes; a hand-made
+// one may differ where it links a message from ops other than its send_op and recv_op, completes a side
+// twice (the trace's takes the last), or leaves a member's op without its PostColl link.
+struct WaitsHeld {
+  size_t messages = 0, instances = 0;
+};
+std::vector<Wait> find_waits(const std::vector<OpStream>& streams, const LogGPS& model, WaitsHeld* held = nullptr);
 
 struct SiteWaits {
   int rank = 0;

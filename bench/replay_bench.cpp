@@ -4,7 +4,8 @@
 // Prints events per second, memory per million events (the trace's, and the peak of its replays), and what
 // the report's advice costs in replays of the trace, with its own peak; and the trace's ops as compact op
 // streams (analyzer/op_stream.hpp, docs/streaming.md), unpacked and packed: their bytes an op, how fast a cursor reads them,
-// the simulation walking each beside the trace's, and its peak with the trace let go. Asserts nothing.
+// the simulation walking each beside the trace's, the wait states found walking them by entry beside the
+// trace's (the same waits, held in flight), and the simulation's peak with the trace let go. Asserts nothing.
 //   replay_bench [ranks] [events per rank] [repeats]   (defaults 64, 1000000 and 3)
 //   replay_bench LOGDIR [- repeats]                     the trace of a traced run's logs in place of the ring
 // Each mode is replayed `repeats` times: the median and the range (a machine shared with other jobs moved
@@ -25,6 +26,7 @@
 #include "advice.hpp"
 #include "op_stream.hpp"
 #include "replay.hpp"
+#include "waits.hpp"
 #include "ring_trace.hpp"
 
 using namespace mpiadvise;
@@ -194,6 +196,40 @@ int main(int argc, char** argv) {
     facts.transport = "tcp";
     facts.eager_setting = "btl_tcp_eager_limit";
     auto seconds_since = [](auto t) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(); };
+    {
+      // the waits found walking the streams by entry (walk_by_entry), what they need of a message or an
+      // instance held only in flight, beside the trace's: the same waits, at what speed, holding how much
+      const LogGPS model(o.params);
+      std::vector<double> from_trace, from_streams, from_packed;
+      bool same = true;
+      WaitsHeld held_by, held_packed;
+      size_t found = 0;
+      for (int k = 0; k < repeats; k++) {
+        auto t1 = std::chrono::steady_clock::now();
+        const std::vector<Wait> want = find_waits(t, model);
+        from_trace.push_back(seconds_since(t1));
+        t1 = std::chrono::steady_clock::now();
+        const std::vector<Wait> got = find_waits(*shared, model, &held_by);
+        from_streams.push_back(seconds_since(t1));
+        t1 = std::chrono::steady_clock::now();
+        const std::vector<Wait> got_packed = find_waits(*shared_packed, model, &held_packed);
+        from_packed.push_back(seconds_since(t1));
+        auto key = [](const Wait& w) { return std::make_tuple(w.rank, w.op, w.to, w.culprit, w.culprit_op, uint64_t{w.bytes}, w.cause); };
+        same = same && got.size() == want.size() && got_packed.size() == want.size() &&
+               std::equal(want.begin(), want.end(), got.begin(), [&](const Wait& a, const Wait& b) { return key(a) == key(b); }) &&
+               std::equal(want.begin(), want.end(), got_packed.begin(), [&](const Wait& a, const Wait& b) { return key(a) == key(b); });
+        found = want.size();
+      }
+      for (auto* v : {&from_trace, &from_streams, &from_packed}) std::sort(v->begin(), v->end());
+      const double a = from_trace[from_trace.size() / 2], b = from_streams[from_streams.size() / 2],
+                   c = from_packed[from_packed.size() / 2];
+      std::printf("  wait states walking the streams by entry %.2f M events/s, packed %.2f, from the trace %.2f (medians of %d "
+                  "rounds); %zu waits, %s; held at most %zu messages and %zu collective instances of %zu and %zu "
+                  "(packed: %zu and %zu)\n",
+                  events / b / 1e6, events / c / 1e6, events / a / 1e6, repeats, found,
+                  same ? "the same waits" : "WAITS DIFFER", held_by.messages, held_by.instances, t.messages.size(),
+                  t.collectives.size(), held_packed.messages, held_packed.instances);
+    }
     auto t0 = std::chrono::steady_clock::now();
     WaitStates waits = measure_waits(t, LogGPS(o.params));
     const double waits_s = seconds_since(t0);

@@ -22,6 +22,7 @@
 #include "replay.hpp"
 #include "replay_peers.hpp"
 #include "steady_trace.hpp"
+#include "waits.hpp"
 #include "support.hpp"
 
 using namespace mpiadvise;
@@ -43,6 +44,36 @@ void require_same_op(const StreamOp& a, const StreamOp& b) {
   for (size_t k = 0; k < a.joined.size(); k++)
     REQUIRE(std::tie(a.joined[k].instance, a.joined[k].k, a.joined[k].fields) ==
             std::tie(b.joined[k].instance, b.joined[k].k, b.joined[k].fields));
+}
+
+// The waits found walking the streams by entry (packed or not) are the trace's, wait for wait and in its
+// order, at an eager limit S that makes some sends rendezvous, none and all; returns how many were
+// compared, and the most messages the walk held at once, in held.
+size_t check_stream_waits(const Trace& t, WaitsHeld* held = nullptr) {
+  const std::vector<OpStream> streams = OpStream::encode_all(t), packed = OpStream::encode_all(t, 256);
+  size_t compared = 0;
+  for (uint64_t S : {uint64_t{0}, uint64_t{4096}, UINT64_MAX}) {
+    INFO("S " << S);
+    LogGPSParams p;
+    p.s = p.S = static_cast<double>(S);
+    const LogGPS model(p);
+    const std::vector<Wait> want = find_waits(t, model);
+    for (const auto* from : {&streams, &packed}) {
+      INFO((from == &packed ? "packed" : "unpacked"));
+      WaitsHeld h;
+      const std::vector<Wait> got = find_waits(*from, model, &h);
+      REQUIRE(got.size() == want.size());
+      for (size_t k = 0; k < want.size(); k++) {
+        INFO("wait " << k);
+        const Wait &a = want[k], &b = got[k];
+        REQUIRE(std::make_tuple(a.rank, a.op, a.to, a.culprit, a.culprit_op, uint64_t{a.bytes}, a.cause) ==
+                std::make_tuple(b.rank, b.op, b.to, b.culprit, b.culprit_op, uint64_t{b.bytes}, b.cause));
+      }
+      if (held) *held = h;
+      compared += got.size();
+    }
+  }
+  return compared;
 }
 
 // Every rank's stream gives back its ops as the trace holds them, each message's fields once, in the
@@ -148,13 +179,14 @@ uint64_t check_streams(const Trace& t) {
   }
   CHECK(std::count(sent_by.begin(), sent_by.end(), -2) ==
         std::count_if(t.messages.begin(), t.messages.end(), [](const Message& m) { return m.send_op != kNone; }));
-  // the highest id a link names, over the streams: the trace's last message where a link names it
+  // the highest id of a message a link names, over the streams: the trace's last message where a link
+  // names it (not an id beyond its messages: a table by id of the messages would hold up to 2^32 entries)
   uint32_t named = 0;
   for (const RankTrace& rank : t.ranks)
     for (const Op& op : rank.ops) {
       const OpLinks links = t.links_of(op);
       for (uint32_t k = 0; k < links.size(); k++)
-        if (links[k].kind != Link::PostColl && links[k].kind != Link::DoneColl && links[k].id != kNone)
+        if (links[k].kind != Link::PostColl && links[k].kind != Link::DoneColl && links[k].id < t.messages.size())
           named = std::max(named, links[k].id + 1);
     }
   CHECK(message_ids == named);
@@ -170,6 +202,7 @@ uint64_t check_streams(const Trace& t) {
     // at its own place: the op the trace lists there
     CHECK(std::ranges::equal(b.members, want.members));
   }
+  check_stream_waits(t);
   return compared;
 }
 
@@ -436,6 +469,13 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
 TEST_CASE("the benches' ring reads back op for op, in fewer bytes than the trace's ops", "[op_stream]") {
   const Trace t = bench::ring_trace(8, 2000);
   CHECK(check_streams(t) == 8u * 2000 * 3);
+  {
+    // the waits' walk holds the messages in flight, not the run's: on the ring, a few a rank
+    WaitsHeld held;
+    CHECK(check_stream_waits(t, &held) > 1000);
+    INFO(held.messages << " messages held of " << t.messages.size());
+    CHECK(held.messages <= 4u * 8);
+  }
   {
     // packed in frames about the stream's whole size: its last op ends where a frame could be cut, the
     // one frame a cursor reads alike
