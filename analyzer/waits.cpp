@@ -198,7 +198,7 @@ std::vector<Wait> find_waits(const std::vector<OpStream>& streams, const LogGPS&
   struct Place {
     uint64_t key;
     uint32_t k;
-    bool operator<(const Place& o) const { return key != o.key ? key < o.key : k < o.k; }
+    auto operator<=>(const Place&) const = default;
   };
   MappedList<Wait> found;
   MappedList<Place> order;
