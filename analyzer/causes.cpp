@@ -5,6 +5,7 @@
 #include <numeric>
 #include <optional>
 
+#include "op_stream.hpp"
 #include "replay.hpp"
 
 namespace mpiadvise {
@@ -23,7 +24,7 @@ class Timeline {
     by_rank_.resize(t.ranks.size());
     for (uint32_t i = 0; i < waits.size(); i++) by_rank_[waits[i].rank].push_back(i);
     for (auto& v : by_rank_)
-      std::sort(v.begin(), v.end(), [&](uint32_t x, uint32_t y) { return waits_[x].from(t_) < waits_[y].from(t_); });
+      std::sort(v.begin(), v.end(), [&](uint32_t x, uint32_t y) { return waits_[x].from < waits_[y].from; });
   }
 
   const ReplayWindow& window(int r) const { return windows_[r]; }
@@ -62,12 +63,12 @@ class Timeline {
   template <class F>
   void waits_within(int r, double from, double to, F f) const {
     const auto& v = by_rank_[r];
-    auto it = std::lower_bound(v.begin(), v.end(), to, [&](uint32_t i, double x) { return waits_[i].from(t_) < x; });
+    auto it = std::lower_bound(v.begin(), v.end(), to, [&](uint32_t i, double x) { return waits_[i].from < x; });
     while (it != v.begin()) {
       --it;
       const Wait& w = waits_[*it];
       if (w.to <= from) break;
-      const double ns = std::min(w.to, to) - std::max(w.from(t_), from);
+      const double ns = std::min(w.to, to) - std::max(w.from, from);
       if (ns > 0) f(*it, ns);
     }
   }
@@ -115,7 +116,7 @@ DelayCosts delay_costs(const Trace& t, const std::vector<Wait>& waits) {
   std::vector<uint32_t> order(waits.size());
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-    return waits[x].to != waits[y].to ? waits[x].to > waits[y].to : waits[x].from(t) > waits[y].from(t);
+    return waits[x].to != waits[y].to ? waits[x].to > waits[y].to : waits[x].from > waits[y].from;
   });
   std::vector<double> inherited(waits.size(), 0.0);
   std::map<ComputationKey, RootCause> causes;
@@ -125,8 +126,8 @@ DelayCosts delay_costs(const Trace& t, const std::vector<Wait>& waits) {
   std::vector<std::pair<uint32_t, double>> late_waits;
   for (uint32_t w : order) {
     const Wait& x = waits[w];
-    d.waiting_ns += x.ns(t);
-    const double own = x.ns(t), passed = inherited[w];
+    d.waiting_ns += x.ns();
+    const double own = x.ns(), passed = inherited[w];
     const int a = x.rank, b = x.culprit;
     if (b < 0 || b == a || x.culprit_op == kNone || !tl.replayed(b)) {
       d.unattributed_ns += own + passed;
@@ -136,10 +137,10 @@ DelayCosts delay_costs(const Trace& t, const std::vector<Wait>& waits) {
     const auto sync = tl.last_sync(a, x.op, b);
     double t_ref = sync ? *sync
                         : std::max(static_cast<double>(tl.window(a).start_ns), static_cast<double>(tl.window(b).start_ns));
-    t_ref = std::min({t_ref, x.from(t), tb});
+    t_ref = std::min({t_ref, x.from, tb});
     // what the waiting rank computed since then, by code, and what the late rank computed and waited
     waiter_time.clear(), late_time.clear(), late_waits.clear();
-    tl.computations_within(a, t_ref, x.from(t), [&](uint32_t k, double ns) {
+    tl.computations_within(a, t_ref, x.from, [&](uint32_t k, double ns) {
       waiter_time[t.site(a, t.op(a, k).callsite)] += ns;
     });
     tl.computations_within(b, t_ref, tb, [&](uint32_t k, double ns) { late_time[t.op(b, k).callsite] += ns; });
@@ -251,23 +252,68 @@ CriticalPath critical_path(const Trace& t, const std::vector<Wait>& waits) {
   return p;
 }
 
-std::vector<CriticalPath::Part> computations(const Trace& t) {
-  const std::vector<Wait> none;
-  const Timeline tl(t, none);
-  std::map<ComputationKey, CriticalPath::Part> all;
-  for (size_t i = 0; i < t.ranks.size(); i++) {
-    const int r = static_cast<int>(i);
-    if (!tl.replayed(r)) continue;
-    for (uint32_t k = tl.window(r).first; k <= tl.last_gap_op(r); k++) {
-      auto [g0, g1] = tl.gap(r, k);
-      auto& part = all[tl.key(r, k)];
-      part.where = tl.key(r, k), part.ns += g1 - g0, part.times++;
+namespace {
+
+// What a computation needs of the op that ends it.
+struct GapOp {
+  double enter = 0, exit = 0;
+  uint32_t callsite = 0, call = 0;
+};
+
+// A rank's computations added to `all`: the gap before each op of its replay's window, up to its last
+// whose gap counts (Timeline::gap, last_gap_op). next(): the rank's next op, from its first.
+template <typename Next>
+void add_computations(std::map<ComputationKey, CriticalPath::Part>& all, int r, const ReplayWindow& w, uint64_t ops,
+                      Next next) {
+  if (w.end <= w.first || ops == 0) return;
+  const uint64_t last = std::min<uint64_t>(w.end, ops - 1);
+  double prev_exit = 0;
+  for (uint64_t k = 0; k <= last; k++) {
+    const GapOp op = next();
+    if (k >= w.first) {
+      const double from = k > w.first ? prev_exit : static_cast<double>(w.start_ns), to = std::max(from, op.enter);
+      const ComputationKey key{r, op.callsite, op.call};
+      auto& part = all[key];
+      part.where = key, part.ns += to - from, part.times++;
     }
+    prev_exit = op.exit;
   }
+}
+
+std::vector<CriticalPath::Part> largest_first(const std::map<ComputationKey, CriticalPath::Part>& all) {
   std::vector<CriticalPath::Part> v;
-  for (auto& [key, part] : all) v.push_back(part);
+  v.reserve(all.size());
+  for (const auto& [key, part] : all) v.push_back(part);
   std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.ns > y.ns; });
   return v;
+}
+
+}  // namespace
+
+std::vector<CriticalPath::Part> computations(const Trace& t) {
+  std::map<ComputationKey, CriticalPath::Part> all;
+  for (size_t i = 0; i < t.ranks.size(); i++) {
+    const auto& ops = t.ranks[i].ops;
+    size_t k = 0;
+    add_computations(all, static_cast<int>(i), replay_window(t.ranks[i]), ops.size(), [&] {
+      const Op& op = ops[k++];
+      return GapOp{static_cast<double>(op.t_enter), static_cast<double>(op.t_exit()), op.callsite, op.call};
+    });
+  }
+  return largest_first(all);
+}
+
+std::vector<CriticalPath::Part> computations(const std::vector<OpStream>& streams) {
+  std::map<ComputationKey, CriticalPath::Part> all;
+  StreamOp op;
+  for (size_t i = 0; i < streams.size(); i++) {
+    OpCursor c(streams[i]);
+    add_computations(all, static_cast<int>(i), streams[i].window(), streams[i].ops(), [&] {
+      c.next(op);  // (the window's ops are all in the stream)
+      return GapOp{static_cast<double>(op.t_enter), static_cast<double>(op.t_exit()), op.callsite, op.call};
+    });
+  }
+  return largest_first(all);
 }
 
 }  // namespace mpiadvise

@@ -67,5 +67,7 @@ CriticalPath critical_path(const Trace& trace, const std::vector<Wait>& waits);
 
 // Every computation of the run, by rank and call site.
 std::vector<CriticalPath::Part> computations(const Trace& trace);
+// The same from the ranks' op streams (OpStream::encode_all, packed or not), one walk of each.
+std::vector<CriticalPath::Part> computations(const std::vector<OpStream>& streams);
 
 }  // namespace mpiadvise

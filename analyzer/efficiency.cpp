@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
+#include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "op_stream.hpp"
 
 namespace mpiadvise {
 
@@ -46,18 +50,47 @@ EfficiencyFactors Efficiency::Phase::factors() const {
 
 namespace {
 
+// A rank's ops read forward, from the trace or through its stream's cursor: op i's times, i no more
+// than one behind the last asked (a phase's computations and bounds need an op and the one before it).
+class RankOps {
+ public:
+  explicit RankOps(const std::vector<Op>& ops) : ops_(&ops) {}
+  explicit RankOps(const OpStream& s) : cursor_(std::in_place, s) {}
+  uint64_t enter(uint32_t i) { return at(i).first; }
+  uint64_t exit(uint32_t i) { return at(i).second; }
+
+ private:
+  std::pair<uint64_t, uint64_t> at(uint32_t i) {
+    if (ops_) return {(*ops_)[i].t_enter, (*ops_)[i].t_exit()};
+    for (; read_ <= i; read_++) {
+      if (!cursor_->next(op_)) throw std::logic_error(fmt::format("efficiency: a phase names op {} past the stream's", i));
+      before_ = last_, last_ = {op_.t_enter, op_.t_exit()};
+    }
+    if (i + 1 == read_) return last_;
+    if (i + 2 == read_) return before_;
+    throw std::logic_error(fmt::format("efficiency: op {} asked after op {}", i, read_ - 1));
+  }
+  const std::vector<Op>* ops_ = nullptr;
+  std::optional<OpCursor> cursor_;
+  StreamOp op_;
+  std::pair<uint64_t, uint64_t> before_, last_;  // ops read_ - 2 and read_ - 1
+  uint32_t read_ = 0;                            // ops read
+};
+
 // The times of each phase, from the measured run and both replays' marks, a phase at a time across the
-// ranks: each rank keeps its place in its ops, so that nothing is held a phase but the phase itself. A
-// phase opens where a computation starts or ends, so each computation lies in one phase.
+// ranks: each rank keeps its place in its ops (the trace's, or its stream's where options.streams has
+// them), so that nothing is held a phase but the phase itself. A phase opens where a computation starts
+// or ends, so each computation lies in one phase.
 void phases(const Trace& t, const ReplayOptions& o, const PhaseMarks& pm, const ReplayResult& model,
             const ReplayResult& ideal, Efficiency* e) {
   e->phases_note = pm.note;
   if (pm.source == PhaseMarks::Source::None) return;
-  const size_t P = t.ranks.size();
+  const auto* streams = o.streams.get();
+  const size_t P = streams ? streams->size() : t.ranks.size();
   std::vector<ReplayWindow> w(P);
   std::vector<size_t> ranks;  // those with a window
   for (size_t r = 0; r < P; r++) {
-    w[r] = replay_window(t.ranks[r]);
+    w[r] = streams ? (*streams)[r].window() : replay_window(t.ranks[r]);
     if (w[r].end > w[r].first) ranks.push_back(r);
   }
   if (ranks.empty()) return;
@@ -69,20 +102,28 @@ void phases(const Trace& t, const ReplayOptions& o, const PhaseMarks& pm, const 
     void add(double a, double b) { lo = std::min(lo, a), hi = std::max(hi, b); }
     double length() const { return hi > lo ? hi - lo : 0; }
   };
-  // the op whose computation before it (the tail for the window's end) each rank counts next
+  std::vector<RankOps> ops;
+  ops.reserve(P);
+  for (size_t r = 0; r < P; r++) streams ? ops.emplace_back((*streams)[r]) : ops.emplace_back(t.ranks[r].ops);
+  // where opening k (1-based) of rank r starts, on the measured clock
+  auto opening_ns = [&](size_t r, size_t k) {
+    return pm.opening_ns(
+        w[r], r, k, [&](uint32_t i) { return ops[r].enter(i); }, [&](uint32_t i) { return ops[r].exit(i); });
+  };
+  // the op whose computation before it (the tail for the window's end) each rank counts next, and where
+  // its phase opened
   std::vector<uint32_t> next(P);
-  for (const size_t r : ranks) next[r] = w[r].first;
+  std::vector<double> start(P);
+  for (const size_t r : ranks) next[r] = w[r].first, start[r] = static_cast<double>(w[r].start_ns);
   e->phases_from = pm.source;
   e->phases.reserve(n + 1);
   e->iterations = pm.iterations;
+  const uint64_t rank0_ops = streams ? (P ? (*streams)[0].ops() : 0) : t.ranks[0].ops.size();
   for (size_t k = 0; k <= n; k++) {
     Span measured, modelled, on_ideal;
     double sum_c = 0, max_c = 0;
     for (const size_t r : ranks) {
       const ReplayWindow& wr = w[r];
-      const double start = k == 0 ? static_cast<double>(wr.start_ns) : static_cast<double>(pm.opening_ns(t.ranks[r], wr, r, k));
-      const double stop = k == n ? static_cast<double>(wr.stop_ns) : static_cast<double>(pm.opening_ns(t.ranks[r], wr, r, k + 1));
-      measured.add(start, stop);
       auto sim = [&](const ReplayResult& res, size_t at) {
         return at == 0 ? 0.0 : at > n ? res.ranks[r].predicted_ns : res.marks[r][at - 1];
       };
@@ -90,23 +131,26 @@ void phases(const Trace& t, const ReplayOptions& o, const PhaseMarks& pm, const 
       on_ideal.add(sim(ideal, k), sim(ideal, k + 1));
       // the computation before op i is in the last phase opened at an op up to i (before i where phases
       // open at the op's entry)
-      const auto& ops = t.ranks[r].ops;
       const auto& opens = pm.opens[r];
       const bool at_entry = r < pm.at_entry.size() && pm.at_entry[r];
       double c = 0;
       uint32_t i = next[r];
       for (; i <= wr.end && (k == n || (at_entry ? opens[k] >= i : opens[k] > i)); i++) {
-        const double left = i == wr.first ? static_cast<double>(wr.start_ns) : static_cast<double>(ops[i - 1].t_exit());
-        const double right = i < wr.end ? static_cast<double>(ops[i].t_enter) : static_cast<double>(wr.stop_ns);
+        const double left = i == wr.first ? static_cast<double>(wr.start_ns) : static_cast<double>(ops[r].exit(i - 1));
+        const double right = i < wr.end ? static_cast<double>(ops[r].enter(i)) : static_cast<double>(wr.stop_ns);
         c += std::max(0.0, right - left) * o.compute_factor;
       }
       next[r] = i;
       sum_c += c, max_c = std::max(max_c, c);
+      // its end, where the next opens: read once the ops before it are
+      const double stop = k == n ? static_cast<double>(wr.stop_ns) : static_cast<double>(opening_ns(r, k + 1));
+      measured.add(start[r], stop);
+      start[r] = stop;
     }
     Efficiency::Phase ph;
     ph.run_ns = measured.length(), ph.model_ns = modelled.length(), ph.ideal_ns = on_ideal.length();
     ph.mean_computation_ns = sum_c / static_cast<double>(ranks.size()), ph.max_computation_ns = max_c;
-    ph.opened_by_rank0_op = k == 0 || pm.rank0_names.size() < k || pm.rank0_names[k - 1] >= t.ranks[0].ops.size()
+    ph.opened_by_rank0_op = k == 0 || pm.rank0_names.size() < k || pm.rank0_names[k - 1] >= rank0_ops
                                 ? -1
                                 : static_cast<int>(pm.rank0_names[k - 1]);
     e->phases.push_back(ph);

@@ -55,7 +55,8 @@ struct Efficiency : EfficiencyFactors {
 
 // The factors of a run from its replay with the run's parameters (baseline) and one more replay on the
 // ideal network; options: those of the baseline (its program transformations and compute factor apply
-// to both), whose marks must be phases.opens.
+// to both), whose marks must be phases.opens. Where options.streams has the ranks' op streams, the ideal
+// replay and the phases' walk read them, not the trace's ops: the same factors, to the bit.
 Efficiency efficiency(const Trace& trace, const ReplayOptions& options, const ReplayResult& baseline,
                       const PhaseMarks& phases);
 

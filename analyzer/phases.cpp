@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "op_stream.hpp"
 
 namespace mpiadvise {
 
@@ -116,14 +117,11 @@ bool computes_after_opening(const RankTrace& rank, const ReplayWindow& w, const 
   return distance(gap_before(rank, w, opens.back())) < distance(gap_before(rank, w, opens.front()));
 }
 
-PhaseMarks pcontrol_phases(const Trace& t, const std::vector<ReplayWindow>& w) {
+// calls: by rank, its MPI_Pcontrol calls in its window
+PhaseMarks pcontrol_phases(const std::vector<std::vector<uint32_t>>& calls, const std::vector<ReplayWindow>& w) {
   PhaseMarks out;
-  const size_t P = t.ranks.size();
+  const size_t P = w.size();
   out.opens.resize(P);
-  std::vector<std::vector<uint32_t>> calls(P);
-  for (size_t r = 0; r < P; r++)
-    for (uint32_t i = w[r].first; i < w[r].end; i++)
-      if (t.ranks[r].ops[i].call == MPA_CALL_Pcontrol) calls[r].push_back(i);
   size_t n = SIZE_MAX;
   int first_rank = -1;
   for (size_t r = 0; r < P; r++) {
@@ -143,17 +141,22 @@ PhaseMarks pcontrol_phases(const Trace& t, const std::vector<ReplayWindow>& w) {
   return out;
 }
 
-}  // namespace
-
-PhaseMarks phase_marks(const Trace& t) {
-  const size_t P = t.ranks.size();
+// The marks of P ranks, each read when asked: with_rank(r, f) calls f(its ops, its replay window), the
+// ops held only for that call. Each rank is read once to find its MPI_Pcontrol calls, and where there are
+// none twice more, to find its loops and then where its chosen loop's iterations start.
+template <typename WithRank>
+PhaseMarks find_marks(size_t P, WithRank with_rank) {
   std::vector<ReplayWindow> w(P);
+  std::vector<std::vector<uint32_t>> calls(P);
   bool pcontrol = false;
-  for (size_t r = 0; r < P; r++) {
-    w[r] = replay_window(t.ranks[r]);
-    for (uint32_t i = w[r].first; i < w[r].end && !pcontrol; i++) pcontrol = t.ranks[r].ops[i].call == MPA_CALL_Pcontrol;
-  }
-  if (pcontrol) return pcontrol_phases(t, w);
+  for (size_t r = 0; r < P; r++)
+    with_rank(r, [&](const RankTrace& rank, const ReplayWindow& wr) {
+      w[r] = wr;
+      for (uint32_t i = wr.first; i < wr.end; i++)
+        if (rank.ops[i].call == MPA_CALL_Pcontrol) calls[r].push_back(i);
+      pcontrol |= !calls[r].empty();
+    });
+  if (pcontrol) return pcontrol_phases(calls, w);
 
   PhaseMarks out;
   if (P == 0 || w[0].end <= w[0].first) return out;  // rank 0 names the iterations
@@ -163,10 +166,12 @@ PhaseMarks phase_marks(const Trace& t) {
   for (size_t r = 0; r < P; r++) {
     if (w[r].end <= w[r].first) continue;
     active++;
-    const auto& ops = t.ranks[r].ops;
-    auto left = [&](size_t p) { return p == 0 ? w[r].start_ns : ops[w[r].first + p - 1].t_exit(); };
-    each[r] = loops(Sequence(t.ranks[r], w[r]), [&](size_t from, size_t to) {
-      return static_cast<double>(left(to)) - static_cast<double>(left(from));
+    with_rank(r, [&](const RankTrace& rank, const ReplayWindow& wr) {
+      const auto& ops = rank.ops;
+      auto left = [&](size_t p) { return p == 0 ? wr.start_ns : ops[wr.first + p - 1].t_exit(); };
+      each[r] = loops(Sequence(rank, wr), [&](size_t from, size_t to) {
+        return static_cast<double>(left(to)) - static_cast<double>(left(from));
+      });
     });
     for (const auto& [count, loop] : each[r]) ranks_with[count].first++, ranks_with[count].second += loop.ns;
   }
@@ -185,14 +190,36 @@ PhaseMarks phase_marks(const Trace& t) {
   out.rank0_names = out.opens[0];
   out.at_entry.assign(P, false);
   for (size_t r = 0; r < P; r++)
-    if (w[r].end > w[r].first) out.at_entry[r] = computes_after_opening(t.ranks[r], w[r], out.opens[r]);
+    if (w[r].end > w[r].first)
+      with_rank(r, [&](const RankTrace& rank, const ReplayWindow& wr) {
+        out.at_entry[r] = computes_after_opening(rank, wr, out.opens[r]);
+      });
   return out;
 }
 
+}  // namespace
+
+PhaseMarks phase_marks(const Trace& t) {
+  return find_marks(t.ranks.size(), [&](size_t r, const auto& f) { f(t.ranks[r], replay_window(t.ranks[r])); });
+}
+
+PhaseMarks phase_marks(const std::vector<OpStream>& streams) {
+  RankTrace rank;  // one rank's ops at a time: their times, calls and call sites (no links)
+  StreamOp op;
+  return find_marks(streams.size(), [&](size_t r, const auto& f) {
+    rank.ops.clear();
+    rank.ops.reserve(streams[r].ops());
+    for (OpCursor c(streams[r]); c.next(op);) {
+      Op& o = rank.ops.emplace_back();
+      o.t_enter = op.t_enter, o.duration = op.duration, o.call = op.call, o.callsite = op.callsite;
+    }
+    f(rank, streams[r].window());
+  });
+}
+
 uint64_t PhaseMarks::opening_ns(const RankTrace& rank, const ReplayWindow& w, size_t r, size_t k) const {
-  const uint32_t i = opens[r][k - 1];
-  if (r < at_entry.size() && at_entry[r]) return i < w.end ? rank.ops[i].t_enter : w.stop_ns;
-  return i == w.first ? w.start_ns : rank.ops[i - 1].t_exit();
+  return opening_ns(
+      w, r, k, [&](uint32_t i) -> uint64_t { return rank.ops[i].t_enter; }, [&](uint32_t i) { return rank.ops[i].t_exit(); });
 }
 
 }  // namespace mpiadvise

@@ -29,6 +29,8 @@
 
 namespace mpiadvise {
 
+class OpStream;
+
 inline constexpr size_t kMinIterations = 3;
 
 struct PhaseMarks {
@@ -42,6 +44,13 @@ struct PhaseMarks {
   size_t iterations = 0;
   // where phase opening k (1-based) of rank r starts, on the measured clock
   uint64_t opening_ns(const RankTrace& rank, const ReplayWindow& w, size_t r, size_t k) const;
+  // the same, op i's entry and exit asked of enter(i) and exit(i)
+  template <typename Enter, typename Exit>
+  uint64_t opening_ns(const ReplayWindow& w, size_t r, size_t k, Enter enter, Exit exit) const {
+    const uint32_t i = opens[r][k - 1];
+    if (r < at_entry.size() && at_entry[r]) return i < w.end ? enter(i) : w.stop_ns;
+    return i == w.first ? w.start_ns : exit(i - 1);
+  }
   // the op of rank 0 that names each opening (its MPI_Pcontrol, or its iteration's first call; an index
   // past its ops: none)
   std::vector<uint32_t> rank0_names;
@@ -49,5 +58,8 @@ struct PhaseMarks {
 };
 
 PhaseMarks phase_marks(const Trace& trace);
+// The same marks from the ranks' op streams (OpStream::encode_all, packed or not): one rank's ops held at
+// a time, with the search's tables of them, where the trace holds every rank's.
+PhaseMarks phase_marks(const std::vector<OpStream>& streams);
 
 }  // namespace mpiadvise

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "mapped_list.hpp"
 #include "measured_walk.hpp"
 
@@ -82,7 +84,7 @@ struct MessageOps {
 template <typename Keep>
 void add_wait(Keep& keep, int waiter, const OpTimes& w, double to, int culprit, uint32_t culprit_op, WaitCause cause,
               uint64_t bytes) {
-  if (to > w.enter) keep(Wait{waiter, w.op, to, culprit, culprit_op, std::min(bytes, kMaxWaitBytes), cause});
+  if (to > w.enter) keep(Wait{waiter, w.op, w.enter, to, culprit, culprit_op, std::min(bytes, kMaxWaitBytes), cause});
 }
 
 // A message's waits: its sender's (a late receiver), then its receiver's (a late sender).
@@ -295,25 +297,69 @@ std::vector<Wait> find_waits(const std::vector<OpStream>& streams, const LogGPS&
 
 WaitStates measure_waits(const Trace& t, const LogGPS& model) { return measure_waits(t, find_waits(t, model)); }
 
-WaitStates measure_waits(const Trace& t, const std::vector<Wait>& waits) {
+namespace {
+
+// The waits added up; site_of(rank, op): the op's call site and call.
+template <typename SiteOf>
+WaitStates add_up(size_t ranks, const std::vector<Wait>& waits, SiteOf site_of) {
   WaitStates w;
-  w.rank_ns.resize(t.ranks.size());
+  w.rank_ns.resize(ranks);
   auto site = [&](int rank, uint32_t op) -> SiteWaits& {
-    const Op& o = t.op(rank, op);
-    auto [it, fresh] = w.sites.try_emplace({rank, o.callsite});
-    if (fresh) it->second.rank = rank, it->second.callsite = o.callsite, it->second.call = o.call;
+    const auto [callsite, call] = site_of(rank, op);
+    auto [it, fresh] = w.sites.try_emplace({rank, callsite});
+    if (fresh) it->second.rank = rank, it->second.callsite = callsite, it->second.call = call;
     return it->second;
   };
   for (const Wait& x : waits) {
-    w.rank_ns[x.rank][x.cause] += x.ns(t);
+    w.rank_ns[x.rank][x.cause] += x.ns();
     SiteWaits& s = site(x.rank, x.op);
-    s.waited_ns[x.cause] += x.ns(t);
+    s.waited_ns[x.cause] += x.ns();
     s.count[x.cause]++;
     if (x.bytes) s.message_bytes[x.cause].push_back(x.bytes);
     // at a collective the last rank's computation, not its call, keeps the others waiting
-    if (x.cause != WaitCause::Collective) site(x.culprit, x.culprit_op).caused_ns[x.cause] += x.ns(t);
+    if (x.cause != WaitCause::Collective) site(x.culprit, x.culprit_op).caused_ns[x.cause] += x.ns();
   }
   return w;
+}
+
+}  // namespace
+
+WaitStates measure_waits(const Trace& t, const std::vector<Wait>& waits) {
+  return add_up(t.ranks.size(), waits, [&](int rank, uint32_t op) {
+    const Op& o = t.op(rank, op);
+    return std::pair<uint32_t, uint32_t>{o.callsite, o.call};
+  });
+}
+
+WaitStates measure_waits(const std::vector<OpStream>& streams, const std::vector<Wait>& waits) {
+  // the ops the waits name (a waiter's; a late rank's, but at a collective), by rank in order, each once,
+  // and their call sites and calls as one walk of each rank's stream finds them
+  std::vector<std::vector<uint32_t>> ops(streams.size());
+  for (const Wait& x : waits) {
+    ops[x.rank].push_back(x.op);
+    if (x.cause != WaitCause::Collective) ops[x.culprit].push_back(x.culprit_op);
+  }
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> sites(streams.size());
+  StreamOp op;
+  for (size_t r = 0; r < streams.size(); r++) {
+    auto& v = ops[r];
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    v.shrink_to_fit();
+    sites[r].reserve(v.size());
+    OpCursor c(streams[r]);
+    uint32_t k = 0;
+    for (const uint32_t want : v) {
+      while (k <= want && c.next(op)) k++;
+      if (k != want + 1)
+        throw std::out_of_range(fmt::format("measure_waits: rank {} has no op {}", r, want));
+      sites[r].emplace_back(op.callsite, op.call);
+    }
+  }
+  return add_up(streams.size(), waits, [&](int rank, uint32_t o) {
+    const auto& v = ops[rank];
+    return sites[rank][static_cast<size_t>(std::lower_bound(v.begin(), v.end(), o) - v.begin())];
+  });
 }
 
 }  // namespace mpiadvise

@@ -27,17 +27,17 @@ const char* wait_cause_name(WaitCause c);
 // One wait state: a rank idle in a call until another rank reached its side of the operation.
 struct Wait {
   int rank = 0;
-  uint32_t op = 0;               // the waiting rank and the op it waited in: the wait begins at its entry
-  double to = 0;                 // when it ended: measured, ns on rank 0's clock
+  uint32_t op = 0;               // the waiting rank and the op it waited in
+  double from = 0, to = 0;       // when it began (the op's entry) and ended: measured, ns on rank 0's clock
   int culprit = -1;              // the rank it waited for (at a collective, the last to arrive)
   uint32_t culprit_op = kNone;   // its op whose entry, at `to` or later, ended the wait
   uint64_t bytes : 56 = 0;       // the message's (0 at a collective), at most kMaxWaitBytes
   WaitCause cause : 8 = WaitCause::LateSender;
-  double from(const Trace& t) const { return static_cast<double>(t.op(rank, op).t_enter); }
-  double ns(const Trace& t) const { return to - from(t); }
+  double ns() const { return to - from; }
 };
-// 32 bytes: the report keeps every wait of the run (about one for every four MPI calls of a halo)
-static_assert(sizeof(Wait) == 32);
+// 40 bytes: the report keeps every wait of the run (about one for every four MPI calls of a halo). Its
+// start is its own, not looked up in the waiter's op, so that what adds waits up needs no trace of ops.
+static_assert(sizeof(Wait) == 40);
 inline constexpr uint64_t kMaxWaitBytes = (uint64_t{1} << 56) - 1;  // 64 PiB: a message's bytes, clamped
 
 // Every wait of the run, from the recorded times: a late receiver classified by what the model says the
@@ -82,5 +82,7 @@ struct WaitStates {
 // The measured waits (find_waits) added up by rank and call site.
 WaitStates measure_waits(const Trace& trace, const LogGPS& model);
 WaitStates measure_waits(const Trace& trace, const std::vector<Wait>& waits);
+// The same, the waits' ops' call sites read from the ranks' streams (one walk of each rank's).
+WaitStates measure_waits(const std::vector<OpStream>& streams, const std::vector<Wait>& waits);
 
 }  // namespace mpiadvise

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "advice.hpp"
+#include "causes.hpp"
 #include "op_stream.hpp"
 #include "replay.hpp"
 #include "waits.hpp"
@@ -214,7 +215,7 @@ int main(int argc, char** argv) {
         t1 = std::chrono::steady_clock::now();
         const std::vector<Wait> got_packed = find_waits(*shared_packed, model, &held_packed);
         from_packed.push_back(seconds_since(t1));
-        auto key = [](const Wait& w) { return std::make_tuple(w.rank, w.op, w.to, w.culprit, w.culprit_op, uint64_t{w.bytes}, w.cause); };
+        auto key = [](const Wait& w) { return std::make_tuple(w.rank, w.op, w.from, w.to, w.culprit, w.culprit_op, uint64_t{w.bytes}, w.cause); };
         same = same && got.size() == want.size() && got_packed.size() == want.size() &&
                std::equal(want.begin(), want.end(), got.begin(), [&](const Wait& a, const Wait& b) { return key(a) == key(b); }) &&
                std::equal(want.begin(), want.end(), got_packed.begin(), [&](const Wait& a, const Wait& b) { return key(a) == key(b); });
@@ -229,6 +230,39 @@ int main(int argc, char** argv) {
                   events / b / 1e6, events / c / 1e6, events / a / 1e6, repeats, found,
                   same ? "the same waits" : "WAITS DIFFER", held_by.messages, held_by.instances, t.messages.size(),
                   t.collectives.size(), held_packed.messages, held_packed.instances);
+      // what is made of the waits and the ops beside them: the waits added up by site (their ops' call
+      // sites read from the streams, one walk of each rank's) and every computation of the run
+      const std::vector<Wait> found_waits = find_waits(t, model);
+      std::vector<double> sums_trace, sums_streams, comp_trace, comp_streams;
+      bool same_sums = true;
+      for (int k = 0; k < repeats; k++) {
+        auto t1 = std::chrono::steady_clock::now();
+        const WaitStates want = measure_waits(t, found_waits);
+        sums_trace.push_back(seconds_since(t1));
+        t1 = std::chrono::steady_clock::now();
+        const WaitStates got = measure_waits(*shared_packed, found_waits);
+        sums_streams.push_back(seconds_since(t1));
+        t1 = std::chrono::steady_clock::now();
+        const auto parts = computations(t);
+        comp_trace.push_back(seconds_since(t1));
+        t1 = std::chrono::steady_clock::now();
+        const auto parts_got = computations(*shared_packed);
+        comp_streams.push_back(seconds_since(t1));
+        same_sums = same_sums && want.rank_ns == got.rank_ns && want.sites.size() == got.sites.size() &&
+                    std::equal(want.sites.begin(), want.sites.end(), got.sites.begin(), [](const auto& x, const auto& y) {
+                      return x.first == y.first && x.second.call == y.second.call && x.second.waited_ns == y.second.waited_ns &&
+                             x.second.caused_ns == y.second.caused_ns && x.second.count == y.second.count;
+                    }) &&
+                    parts.size() == parts_got.size() &&
+                    std::equal(parts.begin(), parts.end(), parts_got.begin(), [](const auto& x, const auto& y) {
+                      return x.where.rank == y.where.rank && x.where.callsite == y.where.callsite && x.ns == y.ns && x.times == y.times;
+                    });
+      }
+      auto median = [](std::vector<double>& v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
+      std::printf("  from the packed streams: the waits by site %.2f M events/s, from the trace %.2f; the run's computations "
+                  "%.2f, from the trace %.2f (medians of %d rounds); %s\n",
+                  events / median(sums_streams) / 1e6, events / median(sums_trace) / 1e6, events / median(comp_streams) / 1e6,
+                  events / median(comp_trace) / 1e6, repeats, same_sums ? "the same sums" : "SUMS DIFFER");
     }
     auto t0 = std::chrono::steady_clock::now();
     WaitStates waits = measure_waits(t, LogGPS(o.params));

@@ -17,6 +17,8 @@
 #include <thread>
 
 #include "../bench/ring_trace.hpp"
+#include "causes.hpp"
+#include "efficiency.hpp"
 #include "op_stream.hpp"
 #include "phases.hpp"
 #include "replay.hpp"
@@ -46,9 +48,23 @@ void require_same_op(const StreamOp& a, const StreamOp& b) {
             std::tie(b.joined[k].instance, b.joined[k].k, b.joined[k].fields));
 }
 
+// The waits added up by rank and call site from the streams are the trace's, to the bit.
+void require_same_states(const WaitStates& a, const WaitStates& b) {
+  REQUIRE(a.rank_ns == b.rank_ns);
+  REQUIRE(a.sites.size() == b.sites.size());
+  for (auto i = a.sites.begin(), j = b.sites.begin(); i != a.sites.end(); ++i, ++j) {
+    INFO("rank " << i->second.rank << " site " << i->second.callsite);
+    const SiteWaits &x = i->second, &y = j->second;
+    REQUIRE(i->first == j->first);
+    REQUIRE(std::tie(x.rank, x.callsite, x.call, x.waited_ns, x.caused_ns, x.count, x.message_bytes) ==
+            std::tie(y.rank, y.callsite, y.call, y.waited_ns, y.caused_ns, y.count, y.message_bytes));
+  }
+}
+
 // The waits found walking the streams by entry (packed or not) are the trace's, wait for wait and in its
-// order, at an eager limit S that makes some sends rendezvous, none and all; returns how many were
-// compared, and the most messages the walk held at once, in held.
+// order, at an eager limit S that makes some sends rendezvous, none and all, and so are their sums by
+// site and the run's computations; returns how many waits were compared, and the most messages the walk
+// held at once, in held.
 size_t check_stream_waits(const Trace& t, WaitsHeld* held = nullptr) {
   const std::vector<OpStream> streams = OpStream::encode_all(t), packed = OpStream::encode_all(t, 256);
   size_t compared = 0;
@@ -66,11 +82,24 @@ size_t check_stream_waits(const Trace& t, WaitsHeld* held = nullptr) {
       for (size_t k = 0; k < want.size(); k++) {
         INFO("wait " << k);
         const Wait &a = want[k], &b = got[k];
-        REQUIRE(std::make_tuple(a.rank, a.op, a.to, a.culprit, a.culprit_op, uint64_t{a.bytes}, a.cause) ==
-                std::make_tuple(b.rank, b.op, b.to, b.culprit, b.culprit_op, uint64_t{b.bytes}, b.cause));
+        REQUIRE(std::make_tuple(a.rank, a.op, a.from, a.to, a.culprit, a.culprit_op, uint64_t{a.bytes}, a.cause) ==
+                std::make_tuple(b.rank, b.op, b.from, b.to, b.culprit, b.culprit_op, uint64_t{b.bytes}, b.cause));
+        // its start is its op's entry
+        REQUIRE(a.from == static_cast<double>(t.op(a.rank, a.op).t_enter));
       }
+      require_same_states(measure_waits(t, want), measure_waits(*from, got));
       if (held) *held = h;
       compared += got.size();
+    }
+  }
+  const std::vector<CriticalPath::Part> want = computations(t);
+  for (const auto* from : {&streams, &packed}) {
+    const std::vector<CriticalPath::Part> got = computations(*from);
+    REQUIRE(got.size() == want.size());
+    for (size_t k = 0; k < want.size(); k++) {
+      const CriticalPath::Part &a = want[k], &b = got[k];
+      REQUIRE(std::make_tuple(a.where.rank, a.where.callsite, a.where.call, a.computation, a.ns, a.times) ==
+              std::make_tuple(b.where.rank, b.where.callsite, b.where.call, b.computation, b.ns, b.times));
     }
   }
   return compared;
@@ -371,9 +400,30 @@ Trace renumbered(const Trace& t, unsigned seed) {
   return u;
 }
 
+// The efficiency factors of two ways of reading the run, bit for bit, phase for phase.
+void require_same(const Efficiency& a, const Efficiency& b) {
+  auto factors = [](const EfficiencyFactors& f) {
+    return std::make_tuple(f.load_balance, f.communication, f.parallel, f.transfer, f.serialisation, f.run_ns, f.model_ns,
+                           f.ideal_ns, f.mean_computation_ns, f.max_computation_ns);
+  };
+  CHECK(factors(a) == factors(b));
+  CHECK(std::tie(a.phases_from, a.iterations, a.phases_note, a.slowest_rank, a.computation_ns) ==
+        std::tie(b.phases_from, b.iterations, b.phases_note, b.slowest_rank, b.computation_ns));
+  REQUIRE(a.phases.size() == b.phases.size());
+  for (size_t k = 0; k < a.phases.size(); k++) {
+    INFO("phase " << k);
+    const Efficiency::Phase &x = a.phases[k], &y = b.phases[k];
+    CHECK(std::tie(x.run_ns, x.model_ns, x.ideal_ns, x.mean_computation_ns, x.max_computation_ns, x.opened_by_rank0_op) ==
+          std::tie(y.run_ns, y.model_ns, y.ideal_ns, y.mean_computation_ns, y.max_computation_ns, y.opened_by_rank0_op));
+  }
+}
+
 // The simulation of t under o, and under o walking t's op streams, figure for figure; under every
 // transformation, with the ops' times retimed, the phases marked and every span recorded. Returns the
 // replays compared.
+// Phases whose efficiency factors check_streamed_replays compared, over all its calls.
+size_t phases_compared = 0;
+
 int check_streamed_replays(const Trace& t, ReplayOptions o) {
   auto streams = std::make_shared<std::vector<OpStream>>(OpStream::encode_all(t));
   // packed in frames of 512 bytes or more, a few a rank
@@ -441,6 +491,26 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
     v.streams = streams;
     const ReplayResult from_streams = replay(t, v);
     require_same(from_trace, from_streams);
+    if (v.marks && v.mode == ReplayMode::Simulate) {
+      // the factors and their phases from the streams (the ideal replay and the phases' walk), the trace's
+      // ops let go
+      INFO("the efficiency factors");
+      // the phases' marks from the streams, one rank's ops read at a time
+      for (const auto& s : {streams, packed}) {
+        const PhaseMarks m = phase_marks(*s), &want = *v.marks;
+        REQUIRE(std::tie(m.source, m.opens, m.at_entry, m.iterations, m.rank0_names, m.note) ==
+                std::tie(want.source, want.opens, want.at_entry, want.iterations, want.rank0_names, want.note));
+      }
+      ReplayOptions of_trace = v;
+      of_trace.streams = nullptr;
+      const Efficiency want = efficiency(t, of_trace, from_trace, *v.marks);
+      for (const auto& s : {streams, packed}) {
+        v.streams = s;
+        require_same(want, efficiency(bare, v, from_trace, *v.marks));
+      }
+      v.streams = streams;
+      phases_compared += want.phases.size();
+    }
     {
       INFO("the streams packed");
       v.streams = packed;
@@ -664,7 +734,9 @@ TEST_CASE("a simulation walking the op streams is the trace's, figure for figure
         INFO(pattern << " " << bytes);
         const Trace t = build_trace(JobLog(synth(pattern, 6, 1500, bytes)));
         o.params = find_params("openmpi-vader", params);
+        const size_t phases_before = phases_compared;
         CHECK(check_streamed_replays(t, o) >= 9);
+        CHECK(phases_compared > phases_before);  // the loop's iterations are its phases
         if (std::string(pattern) == "halo") {  // a rendezvous receive's post told to its sender's process
           INFO("its messages numbered out of their senders' order");
           CHECK(check_streamed_replays(renumbered(t, 7), o) >= 9);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "op_stream.hpp"
 #include "phases.hpp"
 
 using namespace mpiadvise;
@@ -34,6 +35,17 @@ void add_rank(Trace& t, const std::string& calls, const std::function<uint64_t(s
   t.world_size = static_cast<int>(t.ranks.size());
 }
 
+// The trace's marks, which its ranks' op streams give too, one rank's ops read at a time (packed or not).
+PhaseMarks marks(const Trace& t) {
+  PhaseMarks m = phase_marks(t);
+  for (size_t chunk : {size_t{0}, size_t{64}}) {
+    const PhaseMarks s = phase_marks(OpStream::encode_all(t, chunk));
+    REQUIRE(std::tie(s.source, s.opens, s.at_entry, s.iterations, s.rank0_names, s.note) ==
+            std::tie(m.source, m.opens, m.at_entry, m.iterations, m.rank0_names, m.note));
+  }
+  return m;
+}
+
 }  // namespace
 
 TEST_CASE("an inner loop's iterations are not the main loop's", "[phases]") {
@@ -41,7 +53,7 @@ TEST_CASE("an inner loop's iterations are not the main loop's", "[phases]") {
   // before B, at the first A
   Trace t;
   add_rank(t, "AAAAB" "AAAAB" "AAAAB");
-  const PhaseMarks m = phase_marks(t);
+  const PhaseMarks m = marks(t);
   REQUIRE(m.source == PhaseMarks::Source::Iterations);
   CHECK(m.iterations == 3);
   CHECK(m.opens[0] == std::vector<uint32_t>{1, 6, 11, 16});  // op 0 is MPI_Init
@@ -53,7 +65,7 @@ TEST_CASE("the main loop is the one that takes the time", "[phases]") {
   // call: the second is the main loop though the first repeats more
   Trace t;
   add_rank(t, "XXXXXXXXXX" "YZ" "YZ" "YZ", [](size_t i) { return i < 10 ? 10 : 10000; });
-  const PhaseMarks m = phase_marks(t);
+  const PhaseMarks m = marks(t);
   REQUIRE(m.source == PhaseMarks::Source::Iterations);
   CHECK(m.iterations == 3);
   CHECK(m.opens[0] == std::vector<uint32_t>{11, 13, 15, 17});
@@ -65,7 +77,7 @@ TEST_CASE("ranks open their iterations at their own calls and agree on their cou
   Trace t;
   add_rank(t, "SSSS", [](size_t) { return 1000; });
   add_rank(t, "RRRRW", [](size_t i) { return i == 0 ? 5 : 1000; });
-  const PhaseMarks m = phase_marks(t);
+  const PhaseMarks m = marks(t);
   REQUIRE(m.source == PhaseMarks::Source::Iterations);
   CHECK(m.iterations == 4);
   CHECK(m.opens[0] == std::vector<uint32_t>{1, 2, 3, 4, 5});
@@ -82,20 +94,20 @@ TEST_CASE("ranks open their iterations at their own calls and agree on their cou
   Trace odd;
   add_rank(odd, "SSSS");
   add_rank(odd, "RRRRR");
-  CHECK(phase_marks(odd).source == PhaseMarks::Source::None);
+  CHECK(marks(odd).source == PhaseMarks::Source::None);
 }
 
 TEST_CASE("fewer than three repetitions are no loop", "[phases]") {
   Trace t;
   add_rank(t, "ABAB" "C");
-  CHECK(phase_marks(t).source == PhaseMarks::Source::None);
+  CHECK(marks(t).source == PhaseMarks::Source::None);
 }
 
 TEST_CASE("MPI_Pcontrol's phases come first, and must be called equally", "[phases]") {
   Trace t;
   add_rank(t, "AAAP" "BBBP" "C");
   add_rank(t, "AAAP" "BBBP" "C");
-  PhaseMarks m = phase_marks(t);
+  PhaseMarks m = marks(t);
   REQUIRE(m.source == PhaseMarks::Source::Pcontrol);
   CHECK(m.opens[1] == std::vector<uint32_t>{5, 9});  // the op after each MPI_Pcontrol
   CHECK(m.rank0_names == std::vector<uint32_t>{4, 8});
@@ -103,7 +115,7 @@ TEST_CASE("MPI_Pcontrol's phases come first, and must be called equally", "[phas
   Trace unequal;
   add_rank(unequal, "AAAP" "BBBP");
   add_rank(unequal, "AAAP" "BBB");
-  m = phase_marks(unequal);
+  m = marks(unequal);
   CHECK(m.source == PhaseMarks::Source::None);
   CHECK(m.note == "MPI_Pcontrol is called 1 times on rank 1 but 2 times on rank 0: no phases");
 }
