@@ -1,5 +1,6 @@
 #include "advice.hpp"
 
+#include "op_stream.hpp"
 #include "parallel.hpp"
 
 #include <algorithm>
@@ -7,12 +8,77 @@
 #include <set>
 #include <stdexcept>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 namespace mpiadvise {
 
-std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size_t top) {
+namespace {
+
+// By site (rank, call site): the other end of every matched message an op there completed.
+using SitePeers = std::map<std::pair<int, uint32_t>, std::set<int>>;
+
+SitePeers site_peers(const Trace& trace) {
+  SitePeers peers;
+  for (size_t r = 0; r < trace.ranks.size(); r++)
+    for (const Op& op : trace.ranks[r].ops) {
+      const OpLinks links = trace.links_of(op);
+      for (uint32_t k = 0; k < links.size(); k++) {
+        const Link l = links[k];
+        if ((l.kind != Link::DoneSend && l.kind != Link::DoneRecv) || l.id >= trace.messages.size()) continue;
+        const Message& m = trace.messages[l.id];
+        if (m.matched()) peers[{static_cast<int>(r), op.callsite}].insert(l.kind == Link::DoneSend ? m.dst : m.src);
+      }
+    }
+  return peers;
+}
+
+// The same from the ranks' streams, one rank's at a time: a send's receiver and whether a receive matched
+// it from the fields its own rank's send carries, held from that send's post to its completion; a
+// received message's sender from the runs of ids each rank sent (a message of the trace no send posted
+// is a receive's that none matched).
+SitePeers site_peers(const std::vector<OpStream>& streams) {
+  struct Run {
+    uint32_t first, end;
+    int rank;
+  };
+  std::vector<Run> runs;
+  for (size_t r = 0; r < streams.size(); r++)
+    for (const auto& [first, end] : streams[r].sent()) runs.push_back({first, end, static_cast<int>(r)});
+  std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.first < b.first; });
+  auto sender = [&](uint32_t id) {
+    auto it = std::upper_bound(runs.begin(), runs.end(), id, [](uint32_t x, const Run& run) { return x < run.first; });
+    return it != runs.begin() && id < (it - 1)->end ? (it - 1)->rank : -1;
+  };
+  SitePeers peers;
+  std::unordered_map<uint32_t, const StreamMessage*> sending;  // this rank's sends posted, not yet completed
+  StreamOp op;
+  for (size_t r = 0; r < streams.size(); r++) {
+    sending.clear();
+    for (OpCursor c(streams[r]); c.next(op);) {
+      for (const auto& p : op.posted)
+        if (p.m->sent) sending[p.id] = p.m;
+      const OpLinks links = op.links();
+      for (uint32_t k = 0; k < links.size(); k++) {
+        const Link l = links[k];
+        int peer = -1;
+        if (l.kind == Link::DoneSend) {
+          const auto it = sending.find(l.id);
+          if (it == sending.end()) continue;
+          if (it->second->answered) peer = it->second->fields.dst;
+          sending.erase(it);
+        } else if (l.kind == Link::DoneRecv) {
+          peer = sender(l.id);
+        }
+        if (peer >= 0) peers[{static_cast<int>(r), op.callsite}].insert(peer);
+      }
+    }
+  }
+  return peers;
+}
+
+std::vector<HotSpot> ranked(const Trace& trace, const WaitStates& waits, size_t top, const SitePeers& peers) {
   std::map<SiteKey, HotSpot> by_key;
   std::map<SiteKey, double> best_rank_ns;
   std::map<SiteKey, std::map<WaitCause, std::map<int, uint64_t>>> sizes_by_cause;
@@ -36,18 +102,6 @@ std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size
       for (uint64_t b : sizes)
         sizes_by_cause[key][cause][b ? static_cast<int>(std::floor(std::log2(static_cast<double>(b)))) : -1]++;
   }
-  // peers: the other end of every message completed at the site
-  std::map<std::pair<int, uint32_t>, std::set<int>> peers;
-  for (size_t r = 0; r < trace.ranks.size(); r++)
-    for (const Op& op : trace.ranks[r].ops) {
-      const OpLinks links = trace.links_of(op);
-      for (uint32_t k = 0; k < links.size(); k++) {
-        const Link l = links[k];
-        if ((l.kind != Link::DoneSend && l.kind != Link::DoneRecv) || l.id >= trace.messages.size()) continue;
-        const Message& m = trace.messages[l.id];
-        if (m.matched()) peers[{static_cast<int>(r), op.callsite}].insert(l.kind == Link::DoneSend ? m.dst : m.src);
-      }
-    }
   std::vector<HotSpot> out;
   for (auto& [key, h] : by_key) {
     if (h.waited_ns <= 0) continue;
@@ -70,6 +124,17 @@ std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.waited_ns > b.waited_ns; });
   if (out.size() > top) out.resize(top);
   return out;
+}
+
+}  // namespace
+
+std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size_t top) {
+  return ranked(trace, waits, top, site_peers(trace));
+}
+
+std::vector<HotSpot> hot_spots(const Trace& trace, const std::vector<OpStream>& streams, const WaitStates& waits,
+                               size_t top) {
+  return ranked(trace, waits, top, site_peers(streams));
 }
 
 namespace {

@@ -38,6 +38,10 @@ struct HotSpot {
 
 // Call sites ranked by time lost waiting, at most top of them.
 std::vector<HotSpot> hot_spots(const Trace& trace, const WaitStates& waits, size_t top);
+// The same, the peers at each site read from the ranks' op streams (OpStream::encode_all, packed or not),
+// one rank's at a time; the trace gives its call sites alone.
+std::vector<HotSpot> hot_spots(const Trace& trace, const std::vector<OpStream>& streams, const WaitStates& waits,
+                               size_t top);
 
 // Raise the eager limit: the smallest setting (a power of two) whose replay removes most (90%) of the
 // predicted rendezvous send-wait, with its predicted run time and the memory it may cost.

@@ -26,6 +26,7 @@
 #include "advice.hpp"
 #include "causes.hpp"
 #include "op_stream.hpp"
+#include "phases.hpp"
 #include "replay.hpp"
 #include "waits.hpp"
 #include "ring_trace.hpp"
@@ -233,7 +234,8 @@ int main(int argc, char** argv) {
       // what is made of the waits and the ops beside them: the waits added up by site (their ops' call
       // sites read from the streams, one walk of each rank's) and every computation of the run
       const std::vector<Wait> found_waits = find_waits(t, model);
-      std::vector<double> sums_trace, sums_streams, comp_trace, comp_streams;
+      std::vector<double> sums_trace, sums_streams, comp_trace, comp_streams, marks_trace, marks_streams, hot_trace,
+          hot_streams;
       bool same_sums = true;
       for (int k = 0; k < repeats; k++) {
         auto t1 = std::chrono::steady_clock::now();
@@ -248,6 +250,18 @@ int main(int argc, char** argv) {
         t1 = std::chrono::steady_clock::now();
         const auto parts_got = computations(*shared_packed);
         comp_streams.push_back(seconds_since(t1));
+        t1 = std::chrono::steady_clock::now();
+        const PhaseMarks marks = phase_marks(t);
+        marks_trace.push_back(seconds_since(t1));
+        t1 = std::chrono::steady_clock::now();
+        const PhaseMarks marks_got = phase_marks(*shared_packed);
+        marks_streams.push_back(seconds_since(t1));
+        t1 = std::chrono::steady_clock::now();
+        const std::vector<HotSpot> hot = hot_spots(t, want, 10);
+        hot_trace.push_back(seconds_since(t1));
+        t1 = std::chrono::steady_clock::now();
+        const std::vector<HotSpot> hot_got = hot_spots(t, *shared_packed, got, 10);
+        hot_streams.push_back(seconds_since(t1));
         same_sums = same_sums && want.rank_ns == got.rank_ns && want.sites.size() == got.sites.size() &&
                     std::equal(want.sites.begin(), want.sites.end(), got.sites.begin(), [](const auto& x, const auto& y) {
                       return x.first == y.first && x.second.call == y.second.call && x.second.waited_ns == y.second.waited_ns &&
@@ -256,13 +270,20 @@ int main(int argc, char** argv) {
                     parts.size() == parts_got.size() &&
                     std::equal(parts.begin(), parts.end(), parts_got.begin(), [](const auto& x, const auto& y) {
                       return x.where.rank == y.where.rank && x.where.callsite == y.where.callsite && x.ns == y.ns && x.times == y.times;
+                    }) &&
+                    marks.opens == marks_got.opens && marks.at_entry == marks_got.at_entry && hot.size() == hot_got.size() &&
+                    std::equal(hot.begin(), hot.end(), hot_got.begin(), [](const HotSpot& x, const HotSpot& y) {
+                      return x.key == y.key && x.waited_ns == y.waited_ns && x.peers == y.peers;
                     });
       }
       auto median = [](std::vector<double>& v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
       std::printf("  from the packed streams: the waits by site %.2f M events/s, from the trace %.2f; the run's computations "
-                  "%.2f, from the trace %.2f (medians of %d rounds); %s\n",
+                  "%.2f, from the trace %.2f; the phases' marks %.2f, from the trace %.2f; the hot spots %.2f, from the trace %.2f "
+                  "(medians of %d rounds); %s\n",
                   events / median(sums_streams) / 1e6, events / median(sums_trace) / 1e6, events / median(comp_streams) / 1e6,
-                  events / median(comp_trace) / 1e6, repeats, same_sums ? "the same sums" : "SUMS DIFFER");
+                  events / median(comp_trace) / 1e6, events / median(marks_streams) / 1e6, events / median(marks_trace) / 1e6,
+                  events / median(hot_streams) / 1e6, events / median(hot_trace) / 1e6, repeats,
+                  same_sums ? "the same sums, computations, marks and hot spots" : "SUMS DIFFER");
     }
     auto t0 = std::chrono::steady_clock::now();
     WaitStates waits = measure_waits(t, LogGPS(o.params));

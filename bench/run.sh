@@ -12,8 +12,9 @@
 #   (d) replay throughput of the analyzer on a synthetic trace of 64 ranks x 1 M events, and the cost of the
 #       report's advice in simulations of that trace; the trace's ops as compact op streams, their bytes
 #       an op, unpacked and packed, how fast a cursor reads them and the simulation walks them, the wait
-#       states found walking them by entry beside the trace's, and the simulation's peak walking them with
-#       the trace let go (bench/replay_bench.cpp).
+#       states found walking them by entry beside the trace's, their sums by site, the computations, the
+#       phases' marks and the hot spots from the packed streams beside the trace's, and the simulation's
+#       peak walking them with the trace let go (bench/replay_bench.cpp).
 #   (e) mpiadvise replay of mpiadvise-synth's logs (a halo of 64 ranks x BENCH_REPORT_EVENTS, default 20000
 #       calls each): the log to prediction path, reading and matching included, in calls per second and
 #       bytes per call; then mpiadvise report --format json of them with one thread and with every CPU, side

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "../bench/ring_trace.hpp"
+#include "advice.hpp"
 #include "causes.hpp"
 #include "efficiency.hpp"
 #include "op_stream.hpp"
@@ -61,6 +62,24 @@ void require_same_states(const WaitStates& a, const WaitStates& b) {
   }
 }
 
+// Peers of hot spots check_stream_waits compared, over all its calls.
+size_t peers_compared = 0;
+
+// The hot spots with their peers read from the streams are the trace's, field for field.
+void require_same_hot_spots(const Trace& t, const std::vector<OpStream>& streams, const WaitStates& states) {
+  const std::vector<HotSpot> want = hot_spots(t, states, SIZE_MAX), got = hot_spots(t, streams, states, SIZE_MAX);
+  REQUIRE(got.size() == want.size());
+  for (size_t k = 0; k < want.size(); k++) {
+    INFO("hot spot " << k);
+    const HotSpot &a = want[k], &b = got[k];
+    REQUIRE(std::tie(a.key, a.rank, a.callsite, a.ranks, a.members, a.call, a.cause, a.waited_by_cause, a.waited_ns,
+                     a.caused_ns, a.count, a.peers, a.size_log2) ==
+            std::tie(b.key, b.rank, b.callsite, b.ranks, b.members, b.call, b.cause, b.waited_by_cause, b.waited_ns,
+                     b.caused_ns, b.count, b.peers, b.size_log2));
+    peers_compared += a.peers.size();
+  }
+}
+
 // The waits found walking the streams by entry (packed or not) are the trace's, wait for wait and in its
 // order, at an eager limit S that makes some sends rendezvous, none and all, and so are their sums by
 // site and the run's computations; returns how many waits were compared, and the most messages the walk
@@ -88,6 +107,7 @@ size_t check_stream_waits(const Trace& t, WaitsHeld* held = nullptr) {
         REQUIRE(a.from == static_cast<double>(t.op(a.rank, a.op).t_enter));
       }
       require_same_states(measure_waits(t, want), measure_waits(*from, got));
+      if (S == 4096) require_same_hot_spots(t, *from, measure_waits(t, want));
       if (held) *held = h;
       compared += got.size();
     }
@@ -542,7 +562,9 @@ TEST_CASE("the benches' ring reads back op for op, in fewer bytes than the trace
   {
     // the waits' walk holds the messages in flight, not the run's: on the ring, a few a rank
     WaitsHeld held;
+    const size_t peers_before = peers_compared;
     CHECK(check_stream_waits(t, &held) > 1000);
+    CHECK(peers_compared > peers_before);  // its hot spots name the ranks they exchanged with
     INFO(held.messages << " messages held of " << t.messages.size());
     CHECK(held.messages <= 4u * 8);
   }
