@@ -51,7 +51,8 @@ EfficiencyFactors Efficiency::Phase::factors() const {
 namespace {
 
 // A rank's ops read forward, from the trace or through its stream's cursor: op i's times, i no more
-// than one behind the last asked (a phase's computations and bounds need an op and the one before it).
+// than one behind the furthest op read (a phase's computations and bounds need an op and the one before
+// it; the marks' openings never go back, as phase_marks makes them).
 class RankOps {
  public:
   explicit RankOps(const std::vector<Op>& ops) : ops_(&ops) {}
@@ -79,8 +80,9 @@ class RankOps {
 
 // The times of each phase, from the measured run and both replays' marks, a phase at a time across the
 // ranks: each rank keeps its place in its ops (the trace's, or its stream's where options.streams has
-// them), so that nothing is held a phase but the phase itself. A phase opens where a computation starts
-// or ends, so each computation lies in one phase.
+// them: a cursor a rank, which holds the frame it unpacks where the streams are packed), so that of the
+// phases nothing is held but the one at hand. A phase opens where a computation starts or ends, so each
+// computation lies in one phase.
 void phases(const Trace& t, const ReplayOptions& o, const PhaseMarks& pm, const ReplayResult& model,
             const ReplayResult& ideal, Efficiency* e) {
   e->phases_note = pm.note;

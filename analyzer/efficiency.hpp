@@ -56,7 +56,9 @@ struct Efficiency : EfficiencyFactors {
 // The factors of a run from its replay with the run's parameters (baseline) and one more replay on the
 // ideal network; options: those of the baseline (its program transformations and compute factor apply
 // to both), whose marks must be phases.opens. Where options.streams has the ranks' op streams, the ideal
-// replay and the phases' walk read them, not the trace's ops: the same factors, to the bit.
+// replay and the phases' walk read them, not the trace's ops: the same factors, to the bit. The marks'
+// openings on each rank must not go back (phase_marks makes them so); walking streams, a rank's that do
+// is a std::logic_error.
 Efficiency efficiency(const Trace& trace, const ReplayOptions& options, const ReplayResult& baseline,
                       const PhaseMarks& phases);
 

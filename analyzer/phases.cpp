@@ -142,8 +142,9 @@ PhaseMarks pcontrol_phases(const std::vector<std::vector<uint32_t>>& calls, cons
 }
 
 // The marks of P ranks, each read when asked: with_rank(r, f) calls f(its ops, its replay window), the
-// ops held only for that call. Each rank is read once to find its MPI_Pcontrol calls, and where there are
-// none twice more, to find its loops and then where its chosen loop's iterations start.
+// ops held only for that call. Each rank is read once to find its MPI_Pcontrol calls; where there are
+// none, each rank with ops in its window once more to find its loops, and where the ranks share a count
+// of iterations once more to find where its chosen loop's iterations start.
 template <typename WithRank>
 PhaseMarks find_marks(size_t P, WithRank with_rank) {
   std::vector<ReplayWindow> w(P);

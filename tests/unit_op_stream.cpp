@@ -65,6 +65,38 @@ void require_same_states(const WaitStates& a, const WaitStates& b) {
 // Peers of hot spots check_stream_waits compared, over all its calls.
 size_t peers_compared = 0;
 
+// Every site of the trace as if each of its ranks had waited there 1 ns: hot spots whose peers are every
+// site's, not only those the run waited at.
+WaitStates every_site(const Trace& t) {
+  WaitStates w;
+  w.rank_ns.resize(t.ranks.size());
+  for (int r = 0; r < static_cast<int>(t.ranks.size()); r++)
+    for (const Op& op : t.ranks[r].ops) {
+      SiteWaits& s = w.sites[{r, op.callsite}];
+      s.rank = r, s.callsite = op.callsite, s.call = op.call;
+      s.waited_ns[WaitCause::LateSender] = 1;
+      s.count[WaitCause::LateSender] = 1;
+    }
+  return w;
+}
+
+// Whether every message a rank's op completes is one of that rank's sides, as build_trace makes them: a
+// send it posted, or a receive of it that was matched (a hand-made trace may complete a receive of a
+// message no receive matched, whose sender the streams' peers would name).
+bool completes_own_sides(const Trace& t) {
+  for (int r = 0; r < static_cast<int>(t.ranks.size()); r++)
+    for (const Op& op : t.ranks[r].ops) {
+      const OpLinks links = t.links_of(op);
+      for (uint32_t k = 0; k < links.size(); k++) {
+        const Link l = links[k];
+        if ((l.kind != Link::DoneSend && l.kind != Link::DoneRecv) || l.id >= t.messages.size()) continue;
+        const Message& m = t.messages[l.id];
+        if (l.kind == Link::DoneSend ? m.src != r || m.send_op == kNone : m.dst != r || m.recv_op == kNone) return false;
+      }
+    }
+  return true;
+}
+
 // The hot spots with their peers read from the streams are the trace's, field for field.
 void require_same_hot_spots(const Trace& t, const std::vector<OpStream>& streams, const WaitStates& states) {
   const std::vector<HotSpot> want = hot_spots(t, states, SIZE_MAX), got = hot_spots(t, streams, states, SIZE_MAX);
@@ -107,7 +139,10 @@ size_t check_stream_waits(const Trace& t, WaitsHeld* held = nullptr) {
         REQUIRE(a.from == static_cast<double>(t.op(a.rank, a.op).t_enter));
       }
       require_same_states(measure_waits(t, want), measure_waits(*from, got));
-      if (S == 4096) require_same_hot_spots(t, *from, measure_waits(t, want));
+      if (S == 4096) {
+        require_same_hot_spots(t, *from, measure_waits(t, want));
+        if (completes_own_sides(t)) require_same_hot_spots(t, *from, every_site(t));
+      }
       if (held) *held = h;
       compared += got.size();
     }
@@ -438,12 +473,13 @@ void require_same(const Efficiency& a, const Efficiency& b) {
   }
 }
 
+// Phases whose efficiency factors check_streamed_replays compared, over all its calls, and ranks whose
+// phases open at a call's entry among them.
+size_t phases_compared = 0, at_entry_compared = 0;
+
 // The simulation of t under o, and under o walking t's op streams, figure for figure; under every
 // transformation, with the ops' times retimed, the phases marked and every span recorded. Returns the
 // replays compared.
-// Phases whose efficiency factors check_streamed_replays compared, over all its calls.
-size_t phases_compared = 0;
-
 int check_streamed_replays(const Trace& t, ReplayOptions o) {
   auto streams = std::make_shared<std::vector<OpStream>>(OpStream::encode_all(t));
   // packed in frames of 512 bytes or more, a few a rank
@@ -530,6 +566,7 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
       }
       v.streams = streams;
       phases_compared += want.phases.size();
+      at_entry_compared += static_cast<size_t>(std::count(v.marks->at_entry.begin(), v.marks->at_entry.end(), true));
     }
     {
       INFO("the streams packed");
@@ -555,6 +592,45 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
 }
 
 }  // namespace
+
+TEST_CASE("a hot spot's peers from the streams: a send no receive took names none", "[op_stream]") {
+  // rank 0: MPI_Isend (site 1) of message 0 to rank 1, which never receives it, completed by MPI_Wait (site
+  // 2); then MPI_Send (site 3) of message 1, which rank 1's MPI_Recv (site 4) takes
+  Trace t;
+  t.world_size = 2;
+  t.ranks.resize(2);
+  uint64_t now[2] = {0, 0};
+  auto add = [&](int rank, uint8_t call, OpKind kind, uint32_t site, std::vector<Link> links) {
+    Op op;
+    REQUIRE(op.set_times(now[rank] + 100, now[rank] + 200));
+    now[rank] += 200;
+    op.call = call, op.kind = kind, op.callsite = site;
+    const auto first = static_cast<uint32_t>(t.links.size());
+    for (Link l : links) t.links.push_back(l);
+    t.set_links(op, first, static_cast<uint32_t>(links.size()));
+    t.ranks[rank].ops.push_back(op);
+    return static_cast<uint32_t>(t.ranks[rank].ops.size() - 1);
+  };
+  for (int r : {0, 1}) t.ranks[r].rank = r, add(r, MPA_CALL_Init, OpKind::Other, 0, {});
+  Message unanswered, answered;
+  unanswered.src = answered.src = 0, unanswered.dst = answered.dst = 1, unanswered.bytes = answered.bytes = 8;
+  unanswered.send_op = add(0, MPA_CALL_Isend, OpKind::PostSend, 1, {{Link::PostSend, 0}});
+  add(0, MPA_CALL_Wait, OpKind::Completion, 2, {{Link::DoneSend, 0}});
+  answered.send_op = add(0, MPA_CALL_Send, OpKind::Send, 3, {{Link::PostSend, 1}, {Link::DoneSend, 1}});
+  answered.recv_op = add(1, MPA_CALL_Recv, OpKind::Recv, 4, {{Link::PostRecv, 1}, {Link::DoneRecv, 1}});
+  t.messages = {unanswered, answered};
+  for (int r : {0, 1}) add(r, MPA_CALL_Finalize, OpKind::Other, 5, {});
+  const WaitStates every = every_site(t);
+  for (size_t chunk : {size_t{0}, size_t{64}}) {
+    const std::vector<OpStream> streams = OpStream::encode_all(t, chunk);
+    require_same_hot_spots(t, streams, every);
+    std::map<std::pair<int, uint32_t>, std::vector<int>> peers;
+    for (const HotSpot& h : hot_spots(t, streams, every, SIZE_MAX)) peers[{h.rank, h.callsite}] = h.peers;
+    CHECK(peers.at({0, 2}).empty());  // the MPI_Wait completed a send no receive took
+    CHECK(peers.at({0, 3}) == std::vector<int>{1});
+    CHECK(peers.at({1, 4}) == std::vector<int>{0});
+  }
+}
 
 TEST_CASE("the benches' ring reads back op for op, in fewer bytes than the trace's ops", "[op_stream]") {
   const Trace t = bench::ring_trace(8, 2000);
@@ -764,6 +840,7 @@ TEST_CASE("a simulation walking the op streams is the trace's, figure for figure
           CHECK(check_streamed_replays(renumbered(t, 7), o) >= 9);
         }
       }
+    CHECK(at_entry_compared > 0);  // a pipeline's ranks that receive, then compute
   }
   SECTION("sends no receive matched, eager into a full eager buffer and rendezvous, their receiver on another process") {
     // rank 0 sends 4 KiB messages eagerly, one every 1.2 us: the first 40 to no receive while rank 1
