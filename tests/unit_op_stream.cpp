@@ -65,6 +65,19 @@ void require_same_states(const WaitStates& a, const WaitStates& b) {
 // Peers of hot spots check_stream_waits compared, over all its calls.
 size_t peers_compared = 0;
 
+// A hand-made op of `rank` from enter to exit, with its links, appended to t; its index in the rank's ops.
+uint32_t append_op(Trace& t, int rank, uint64_t enter, uint64_t exit, uint8_t call, OpKind kind, uint32_t site,
+                   const std::vector<Link>& links) {
+  Op op;
+  REQUIRE(op.set_times(enter, exit));
+  op.call = call, op.kind = kind, op.callsite = site;
+  const auto first = static_cast<uint32_t>(t.links.size());
+  for (Link l : links) t.links.push_back(l);
+  t.set_links(op, first, static_cast<uint32_t>(links.size()));
+  t.ranks[rank].ops.push_back(op);
+  return static_cast<uint32_t>(t.ranks[rank].ops.size() - 1);
+}
+
 // Every site of the trace as if each of its ranks had waited there 1 ns: hot spots whose peers are every
 // site's, not only those the run waited at.
 WaitStates every_site(const Trace& t) {
@@ -601,15 +614,8 @@ TEST_CASE("a hot spot's peers from the streams: a send no receive took names non
   t.ranks.resize(2);
   uint64_t now[2] = {0, 0};
   auto add = [&](int rank, uint8_t call, OpKind kind, uint32_t site, std::vector<Link> links) {
-    Op op;
-    REQUIRE(op.set_times(now[rank] + 100, now[rank] + 200));
     now[rank] += 200;
-    op.call = call, op.kind = kind, op.callsite = site;
-    const auto first = static_cast<uint32_t>(t.links.size());
-    for (Link l : links) t.links.push_back(l);
-    t.set_links(op, first, static_cast<uint32_t>(links.size()));
-    t.ranks[rank].ops.push_back(op);
-    return static_cast<uint32_t>(t.ranks[rank].ops.size() - 1);
+    return append_op(t, rank, now[rank] - 100, now[rank], call, kind, site, links);
   };
   for (int r : {0, 1}) t.ranks[r].rank = r, add(r, MPA_CALL_Init, OpKind::Other, 0, {});
   Message unanswered, answered;
@@ -854,16 +860,8 @@ TEST_CASE("a simulation walking the op streams is the trace's, figure for figure
     t.site_keys.resize(2);
     uint64_t now[2] = {0, 0};
     auto add = [&](int rank, uint64_t gap, uint64_t took, uint8_t call, OpKind kind, uint32_t site, std::vector<Link> links) {
-      Op op;
-      now[rank] += gap;
-      REQUIRE(op.set_times(now[rank], now[rank] + took));
-      now[rank] += took;
-      op.call = call, op.kind = kind, op.callsite = site;
-      const auto first = static_cast<uint32_t>(t.links.size());
-      for (Link l : links) t.links.push_back(l);
-      t.set_links(op, first, static_cast<uint32_t>(links.size()));
-      t.ranks[rank].ops.push_back(op);
-      return static_cast<uint32_t>(t.ranks[rank].ops.size() - 1);
+      now[rank] += gap + took;
+      return append_op(t, rank, now[rank] - took, now[rank], call, kind, site, links);
     };
     for (int r : {0, 1}) {
       t.ranks[r].rank = r;
