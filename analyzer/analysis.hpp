@@ -44,7 +44,7 @@ struct Analysis {
   // (before scaling it to them); none where the log has no probe.
   std::optional<ProbeSpeed> probe;
   bool probe_applied = false;  // the chosen set is scaled to it
-  // every measured wait (find_waits) added up by rank and call site; the waits themselves, 32 bytes each
+  // every measured wait (find_waits) added up by rank and call site; the waits themselves, 40 bytes each
   // and about one for every four calls of a halo, are found again where a report needs them
   WaitStates measured;
   std::vector<std::unique_ptr<Symbolizer>> symbols;  // per rank

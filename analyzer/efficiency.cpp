@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <numeric>
-#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -50,34 +49,6 @@ EfficiencyFactors Efficiency::Phase::factors() const {
 
 namespace {
 
-// A rank's ops read forward, from the trace or through its stream's cursor: op i's times, i no more
-// than one behind the furthest op read (a phase's computations and bounds need an op and the one before
-// it; the marks' openings never go back, as phase_marks makes them).
-class RankOps {
- public:
-  explicit RankOps(const std::vector<Op>& ops) : ops_(&ops) {}
-  explicit RankOps(const OpStream& s) : cursor_(std::in_place, s) {}
-  uint64_t enter(uint32_t i) { return at(i).first; }
-  uint64_t exit(uint32_t i) { return at(i).second; }
-
- private:
-  std::pair<uint64_t, uint64_t> at(uint32_t i) {
-    if (ops_) return {(*ops_)[i].t_enter, (*ops_)[i].t_exit()};
-    for (; read_ <= i; read_++) {
-      if (!cursor_->next(op_)) throw std::logic_error(fmt::format("efficiency: a phase names op {} past the stream's", i));
-      before_ = last_, last_ = {op_.t_enter, op_.t_exit()};
-    }
-    if (i + 1 == read_) return last_;
-    if (i + 2 == read_) return before_;
-    throw std::logic_error(fmt::format("efficiency: op {} asked after op {}", i, read_ - 1));
-  }
-  const std::vector<Op>* ops_ = nullptr;
-  std::optional<OpCursor> cursor_;
-  StreamOp op_;
-  std::pair<uint64_t, uint64_t> before_, last_;  // ops read_ - 2 and read_ - 1
-  uint32_t read_ = 0;                            // ops read
-};
-
 // The times of each phase, from the measured run and both replays' marks, a phase at a time across the
 // ranks: each rank keeps its place in its ops (the trace's, or its stream's where options.streams has
 // them: a cursor a rank, which holds the frame it unpacks where the streams are packed), so that of the
@@ -104,7 +75,7 @@ void phases(const Trace& t, const ReplayOptions& o, const PhaseMarks& pm, const 
     void add(double a, double b) { lo = std::min(lo, a), hi = std::max(hi, b); }
     double length() const { return hi > lo ? hi - lo : 0; }
   };
-  std::vector<RankOps> ops;
+  std::vector<RankTimes> ops;  // a phase's computations and bounds read an op and the one before it
   ops.reserve(P);
   for (size_t r = 0; r < P; r++) streams ? ops.emplace_back((*streams)[r]) : ops.emplace_back(t.ranks[r].ops);
   // where opening k (1-based) of rank r starts, on the measured clock

@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -28,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis.hpp"
+#include "op_stream.hpp"
 
 namespace mpiadvise::gate {
 
@@ -90,8 +92,11 @@ struct RunFigures {
   std::optional<double> until_s, from_s;
 };
 
-// The figures of an analysed run: kNoiseReplays + 1 replays under its chosen parameter set.
-RunFigures run_figures(const Analysis& a);
+// The figures of an analysed run: kNoiseReplays + 1 replays under its chosen parameter set. Given the
+// op streams of its trace (OpStream::encode_all), they are read from them, a rank's stream at a time where
+// the trace's ops were: its intervals, their retiming, the replays and the sites' calls and messages (the
+// trace's call sites and communicators alone are read); the same figures, to the bit.
+RunFigures run_figures(const Analysis& a, std::shared_ptr<const std::vector<OpStream>> streams = nullptr);
 
 nlohmann::json figures_json(const RunFigures& f);
 // Names are the job's bytes (text_escape.hpp): figures_json holds them as they are, for the report's

@@ -76,8 +76,9 @@ constexpr uint64_t kNoiseSeed = 0x6d70616761746531;
 
 }  // namespace
 
-RunFigures run_figures(const Analysis& a) {
+RunFigures run_figures(const Analysis& a, std::shared_ptr<const std::vector<OpStream>> streams) {
   const Trace& t = a.trace;
+  const size_t P = streams ? streams->size() : t.ranks.size();
   RunFigures f;
   f.source = a.dir;
   f.params = a.set_params.name;
@@ -86,6 +87,7 @@ RunFigures run_figures(const Analysis& a) {
   f.from_s = a.part.from_s;
   ReplayOptions options;
   options.params = a.set_params;
+  options.streams = streams;
   const LogGPS model(options.params);
 
   // The steady replay: the repeated intervals at their steady values, the one-offs at nothing. A one-off
@@ -95,7 +97,7 @@ RunFigures run_figures(const Analysis& a) {
   // state; the report's prediction keeps the one-offs. The floor: every repeated interval cut to its
   // median, what is left when no pause lengthened any; kNoiseReplays in which every repeated interval
   // moves by its noise.
-  const SteadyIntervals intervals = steady_intervals(t);
+  const SteadyIntervals intervals = streams ? steady_intervals(*streams) : steady_intervals(t);
   f.intervals = intervals.measured;
   f.repeated_intervals = intervals.repeated;
   f.replaced_intervals = intervals.replaced;
@@ -111,7 +113,8 @@ RunFigures run_figures(const Analysis& a) {
     draw.speed_sd = kRankSpeedNoise;
     draw.shift_sd_ns = kIntervalShiftNs;
     ReplayOptions o = options;
-    o.retiming = std::make_shared<const Retiming>(t, intervals, draw);
+    o.retiming = streams ? std::make_shared<const Retiming>(*streams, intervals, draw)
+                         : std::make_shared<const Retiming>(t, intervals, draw);
     samples[k] = sample_of(t, replay(t, o));
   });
   const Sample floor = samples[0], steady = samples[1];
@@ -122,9 +125,9 @@ RunFigures run_figures(const Analysis& a) {
 
   // measured, for information
   uint64_t t0 = UINT64_MAX, stop = 0;
-  for (int r = 0; r < t.world_size; r++) {
-    if (t.ranks[r].ops.empty()) continue;
-    const ReplayWindow w = replay_window(t.ranks[r]);
+  for (size_t r = 0; r < P; r++) {
+    if (streams ? (*streams)[r].ops() == 0 : t.ranks[r].ops.empty()) continue;
+    const ReplayWindow w = streams ? (*streams)[r].window() : replay_window(t.ranks[r]);
     t0 = std::min(t0, w.start_ns);
     stop = std::max(stop, w.stop_ns);
     f.measured_send_wait_ns += a.measured.send_wait_ns(r);
@@ -141,22 +144,38 @@ RunFigures run_figures(const Analysis& a) {
     SiteFigures fig;
   };
   std::map<SiteKey, Site> sites;
-  for (int r = 0; r < t.world_size; r++)
-    for (const Op& op : t.ranks[r].ops) {
-      Site& s = sites[t.site(r, op.callsite)];
-      if (s.rank < 0) s.rank = r, s.callsite = op.callsite, s.call = op.call;
-      s.members.insert({r, op.callsite});
-      s.communicates |= op.kind != OpKind::Other;
-      if (op.kind != OpKind::Polling) s.fig.calls++;
-      s.fig.calls_timed |= calls_timed(op.call);
-    }
-  for (const auto& m : t.messages) {
-    if (!m.matched()) continue;
-    Site& s = sites[t.site(m.src, t.op(m.src, m.send_op).callsite)];
-    const bool rendezvous = model.send_waits_for_receive(m.bytes, m.synchronous);
+  auto called = [&](int r, uint32_t callsite, uint32_t call, OpKind kind) -> Site& {
+    Site& s = sites[t.site(r, callsite)];
+    if (s.rank < 0) s.rank = r, s.callsite = callsite, s.call = call;
+    s.members.insert({r, callsite});
+    s.communicates |= kind != OpKind::Other;
+    if (kind != OpKind::Polling) s.fig.calls++;
+    s.fig.calls_timed |= calls_timed(call);
+    return s;
+  };
+  // a matched message, at its send's site
+  auto sent = [&](Site& s, uint64_t bytes, bool synchronous) {
+    const bool rendezvous = model.send_waits_for_receive(bytes, synchronous);
     (rendezvous ? s.fig.rendezvous_messages : s.fig.eager_messages)++;
-    (rendezvous ? s.fig.rendezvous_bytes : s.fig.eager_bytes) += m.bytes;
+    (rendezvous ? s.fig.rendezvous_bytes : s.fig.eager_bytes) += bytes;
     s.communicates = true;
+  };
+  if (!streams) {
+    for (int r = 0; r < t.world_size; r++)
+      for (const Op& op : t.ranks[r].ops) called(r, op.callsite, op.call, op.kind);
+    for (const auto& m : t.messages)
+      if (m.matched()) sent(sites[t.site(m.src, t.op(m.src, m.send_op).callsite)], m.bytes, m.synchronous);
+  } else {
+    // a message's fields travel with the op that posted it: a matched one with its send, answered
+    StreamOp op;
+    for (size_t r = 0; r < P; r++) {
+      OpCursor cursor((*streams)[r]);
+      while (cursor.next(op)) {
+        Site& s = called(static_cast<int>(r), op.callsite, op.call, op.kind);
+        for (const StreamOp::Posted& p : op.posted)
+          if (p.m->sent && p.m->answered) sent(s, p.m->fields.bytes, p.m->fields.synchronous);
+      }
+    }
   }
   // sites of one name (one line reached through several return addresses) are one site
   std::map<std::string, SiteFigures> named;

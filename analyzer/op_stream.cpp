@@ -271,4 +271,18 @@ OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& 
   return s;
 }
 
+std::pair<uint64_t, uint64_t> RankTimes::at(uint32_t i) {
+  if (ops_) {
+    if (i >= ops_->size()) throw std::logic_error(fmt::format("op {} asked of a rank of {} ops", i, ops_->size()));
+    return {(*ops_)[i].t_enter, (*ops_)[i].t_exit()};
+  }
+  for (; read_ <= i; read_++) {
+    if (!cursor_->next(op_)) throw std::logic_error(fmt::format("op {} asked past the stream's {} ops", i, read_));
+    before_ = last_, last_ = {op_.t_enter, op_.t_exit()};
+  }
+  if (i + 1 == read_) return last_;
+  if (i + 2 == read_) return before_;
+  throw std::logic_error(fmt::format("op {} asked after op {}: a rank's times are read in order", i, read_ - 1));
+}
+
 }  // namespace mpiadvise

@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <tuple>
@@ -294,6 +295,36 @@ class OpCursor {
   uint64_t prev_exit_ = 0;
   std::vector<uint32_t> prev_slot_;                // by shape and link: the id it had last (0 at first)
   uint32_t prev_kind_[Link::DoneColl + 1] = {};  // by kind, for the ops of more links than a shape holds
+};
+
+// A rank's ops' times by their index, from the trace's array or from the rank's stream (a cursor that
+// keeps the last two ops read): asked in the order of the ops, each at most one op behind the last asked
+// (std::logic_error otherwise). What the stages that read a rank's times in order share, whichever they
+// are given (efficiency's phases, the gate's intervals and retiming).
+class RankTimes {
+ public:
+  explicit RankTimes(const std::vector<Op>& ops) : ops_(&ops) {}
+  explicit RankTimes(const OpStream& s) : cursor_(std::in_place, s) {}
+  explicit RankTimes(const OpStream&&) = delete;  // a temporary would not outlive it
+  uint64_t enter(uint32_t i) { return at(i).first; }
+  uint64_t exit(uint32_t i) { return at(i).second; }
+  // the computation before op i (i > 0): from the exit of the op before to its entry, none where they overlap
+  double gap(uint32_t i) {
+    const uint64_t e = enter(i), x = exit(i - 1);
+    return e > x ? static_cast<double>(e - x) : 0;
+  }
+  double duration(uint32_t i) {
+    const auto [e, x] = at(i);
+    return x > e ? static_cast<double>(x - e) : 0;
+  }
+
+ private:
+  std::pair<uint64_t, uint64_t> at(uint32_t i);
+  const std::vector<Op>* ops_ = nullptr;
+  std::optional<OpCursor> cursor_;
+  StreamOp op_;
+  std::pair<uint64_t, uint64_t> before_, last_;  // ops read_ - 2 and read_ - 1
+  uint32_t read_ = 0;                            // ops read
 };
 
 }  // namespace mpiadvise

@@ -2567,8 +2567,8 @@ ReplayResult paper_replay(const Trace& t, const ReplayOptions& o) {
 ReplayResult replay(const Trace& trace, const ReplayOptions& options) {
   if (options.retiming && options.mode == ReplayMode::Paper)
     throw std::invalid_argument("replay: retimed ops (ReplayOptions::retiming) are for the simulation mode");
-  if (options.retiming && &options.retiming->trace() != &trace)
-    throw std::invalid_argument("replay: ReplayOptions::retiming retimes another trace");
+  if (options.retiming && !options.retiming->retimes(trace, options.streams.get()))
+    throw std::invalid_argument("replay: ReplayOptions::retiming retimes another trace, or other streams");
   if (options.streams && options.mode == ReplayMode::Paper)
     throw std::invalid_argument("replay: op streams (ReplayOptions::streams) are for the simulation mode");
   if (options.streams && options.streams->size() != trace.ranks.size())

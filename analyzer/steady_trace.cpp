@@ -28,22 +28,72 @@ constexpr double kSpreadFloorShare = 0.05;  // of the median
 constexpr double kFence = 3;                // Tukey's far-out fence, in spreads above Q3
 constexpr double kIqrToSd = 1.349;          // IQR of a normal distribution, in standard deviations
 
-// The statistics of one interval from its instances (of rank r), and which of them were pauses.
-IntervalStats settle(const Trace& trace, size_t r, std::vector<MeasuredInterval*>& instances) {
+// The statistics of one interval from its instances (entries of list, whose measured times are
+// measured's at the same places), and which of them were pauses.
+IntervalStats settle(const std::vector<uint32_t>& instances, std::vector<MeasuredInterval>& list,
+                     const std::vector<double>& measured) {
   IntervalStats s;
   if (instances.size() < kMinRepeats) return s;  // a one-off: its instances kept as measured
   std::vector<double> v;
   v.reserve(instances.size());
-  for (auto* x : instances) v.push_back(SteadyIntervals::measured_ns(trace, r, *x));
+  for (const uint32_t k : instances) v.push_back(measured[k]);
   std::sort(v.begin(), v.end());
   const double median = quantile(v, 0.5), q1 = quantile(v, 0.25), q3 = quantile(v, 0.75);
   const double spread = std::max({q3 - q1, kSpreadFloorShare * median, kSpreadFloorNs});
   const double fence = q3 + kFence * spread;
-  for (auto* x : instances) x->replaced = SteadyIntervals::measured_ns(trace, r, *x) > fence;
+  for (const uint32_t k : instances) list[k].replaced = measured[k] > fence;
   s.median_ns = median;
   s.noise_ns = spread / kIqrToSd;
   s.repeated = true;
   return s;
+}
+
+// What the intervals need of an op.
+struct OpView {
+  uint64_t enter = 0, exit = 0;
+  uint32_t callsite = 0;
+  uint8_t call = 0;
+  OpKind kind = OpKind::Other;
+};
+
+// Rank r's intervals into out, its n ops given in order by next(OpView&) (false past the last): the gaps
+// before each replayed op and before MPI_Finalize (the replay runs up to its entry), the durations of the
+// replayed ops it does not model; each an instance of the interval between the same two call sites (a
+// gap), or at one call site (a duration).
+template <typename Next>
+void rank_intervals(size_t r, const ReplayWindow& w, uint64_t n, Next next, SteadyIntervals& out) {
+  auto& list = out.ranks[r];
+  std::vector<double> measured;  // by entry of list
+  std::map<std::tuple<bool, uint32_t, uint32_t>, std::vector<uint32_t>> intervals;  // their instances' entries
+  auto add = [&](uint64_t i, bool duration, double ns, std::tuple<bool, uint32_t, uint32_t> key) {
+    MeasuredInterval x;
+    x.op = static_cast<uint32_t>(i);
+    x.duration = duration;
+    intervals[key].push_back(static_cast<uint32_t>(list.size()));
+    list.push_back(x);
+    measured.push_back(ns);
+  };
+  const uint64_t last_gap = w.end < n ? w.end : uint64_t{w.end} - 1;
+  OpView before, op;
+  for (uint64_t i = 0; i < n && i <= last_gap && next(op); i++, before = op) {
+    if (i < w.first) continue;
+    if (i > 0) add(i, false, op.enter > before.exit ? static_cast<double>(op.enter - before.exit) : 0, {false, before.callsite, op.callsite});
+    if (i < w.end && replayed_as_measured(op.kind))
+      add(i, true, op.exit > op.enter ? static_cast<double>(op.exit - op.enter) : 0, {true, op.call, op.callsite});
+  }
+  if (intervals.size() >= (1u << 30))
+    throw std::length_error(fmt::format("rank {}: {} intervals between call sites, more than the gate numbers", r,
+                                        intervals.size()));
+  for (const auto& [key, instances] : intervals) {
+    for (const uint32_t k : instances) list[k].interval = static_cast<uint32_t>(out.stats[r].size()) & ((1u << 30) - 1);
+    out.stats[r].push_back(settle(instances, list, measured));
+  }
+  list.shrink_to_fit();
+  for (const auto& x : list) {
+    out.measured++;
+    out.repeated += out.of(r, x).repeated;
+    out.replaced += x.replaced;
+  }
 }
 
 }  // namespace
@@ -61,42 +111,28 @@ SteadyIntervals steady_intervals(const Trace& trace) {
   out.stats.resize(trace.ranks.size());
   for (size_t r = 0; r < trace.ranks.size(); r++) {
     const auto& ops = trace.ranks[r].ops;
-    const ReplayWindow w = replay_window(trace.ranks[r]);
-    auto& list = out.ranks[r];
-    // the gaps before each replayed op and before MPI_Finalize (the replay runs up to its entry)
-    const uint32_t last_gap = w.end < ops.size() ? w.end : w.end - 1;
-    for (uint32_t i = w.first; i <= last_gap && i < ops.size(); i++) {
-      if (i > 0) {
-        MeasuredInterval gap;
-        gap.op = i;
-        list.push_back(gap);
-      }
-      if (i < w.end && replayed_as_measured(ops[i].kind)) {
-        MeasuredInterval d;
-        d.op = i;
-        d.duration = 1;
-        list.push_back(d);
-      }
-    }
-    // the instances of each interval: a gap between the same two call sites, a duration at one site
-    std::map<std::tuple<bool, uint32_t, uint32_t>, std::vector<MeasuredInterval*>> intervals;
-    for (auto& x : list) {
-      const Op& op = ops[x.op];
-      intervals[{x.duration != 0, x.duration ? op.call : ops[x.op - 1].callsite, op.callsite}].push_back(&x);
-    }
-    if (intervals.size() >= (1u << 30))
-      throw std::length_error(fmt::format("rank {}: {} intervals between call sites, more than the gate numbers", r,
-                                          intervals.size()));
-    for (auto& [key, instances] : intervals) {
-      for (auto* x : instances) x->interval = static_cast<uint32_t>(out.stats[r].size()) & ((1u << 30) - 1);
-      out.stats[r].push_back(settle(trace, r, instances));
-    }
-    list.shrink_to_fit();
-    for (const auto& x : list) {
-      out.measured++;
-      out.repeated += out.of(r, x).repeated;
-      out.replaced += x.replaced;
-    }
+    size_t k = 0;
+    rank_intervals(r, replay_window(trace.ranks[r]), ops.size(), [&](OpView& v) {
+      const Op& op = ops[k++];
+      v = {op.t_enter, op.t_exit(), op.callsite, op.call, op.kind};
+      return true;
+    }, out);
+  }
+  return out;
+}
+
+SteadyIntervals steady_intervals(const std::vector<OpStream>& streams) {
+  SteadyIntervals out;
+  out.ranks.resize(streams.size());
+  out.stats.resize(streams.size());
+  StreamOp op;
+  for (size_t r = 0; r < streams.size(); r++) {
+    OpCursor cursor(streams[r]);
+    rank_intervals(r, streams[r].window(), streams[r].ops(), [&](OpView& v) {
+      if (!cursor.next(op)) return false;
+      v = {op.t_enter, op.t_exit(), op.callsite, op.call, op.kind};
+      return true;
+    }, out);
   }
   return out;
 }
@@ -104,12 +140,21 @@ SteadyIntervals steady_intervals(const Trace& trace) {
 namespace {
 
 // when every rank of a retimed trace leaves MPI_Init: far enough from 0 that MPI_Init's measured
-// duration fits before it
-uint64_t common_start(const Trace& trace) {
-  uint64_t start = 0;
-  for (const auto& rank : trace.ranks)
-    if (!rank.ops.empty()) start = std::max(start, rank.ops.front().t_exit() - rank.ops.front().t_enter);
+// duration fits before it, the longest first op's (first(r, ns): ns the duration of rank r's first op,
+// false where it has none)
+template <typename First>
+uint64_t common_start(size_t ranks, First first) {
+  uint64_t start = 0, ns = 0;
+  for (size_t r = 0; r < ranks; r++)
+    if (first(r, ns)) start = std::max(start, ns);
   return start + 1;
+}
+uint64_t common_start(const Trace& trace) {
+  return common_start(trace.ranks.size(), [&](size_t r, uint64_t& ns) {
+    if (trace.ranks[r].ops.empty()) return false;
+    ns = trace.ranks[r].ops.front().t_exit() - trace.ranks[r].ops.front().t_enter;
+    return true;
+  });
 }
 
 double measured_gap(const Op& before, const Op& op) {
@@ -117,7 +162,7 @@ double measured_gap(const Op& before, const Op& op) {
 }
 double measured_duration(const Op& op) { return op.t_exit() > op.t_enter ? static_cast<double>(op.t_exit() - op.t_enter) : 0; }
 
-bool is_init(const Op& op) { return op.call == MPA_CALL_Init || op.call == MPA_CALL_Init_thread; }
+bool is_init(uint32_t call) { return call == MPA_CALL_Init || call == MPA_CALL_Init_thread; }
 
 // An op's times as a retiming draws them, within what an op holds (drawn from a measured trace's, they
 // are within it but for a draw far off its fit): retimed() and Retiming make the same
@@ -149,7 +194,7 @@ Trace retimed(const Trace& trace, const SteadyIntervals& intervals, const std::v
     // MPI_Init returns at the common start (a rank without it starts there); every later op follows its
     // gap and duration
     const uint64_t first_ns = static_cast<uint64_t>(duration[0]);
-    place(ops[0], is_init(orig[0]) ? start - first_ns : start, is_init(orig[0]) ? start : start + first_ns);
+    place(ops[0], is_init(orig[0].call) ? start - first_ns : start, is_init(orig[0].call) ? start : start + first_ns);
     double exit = static_cast<double>(ops[0].t_exit());
     for (size_t i = 1; i < ops.size(); i++) {
       const double enter = exit + gap[i];
@@ -161,9 +206,29 @@ Trace retimed(const Trace& trace, const SteadyIntervals& intervals, const std::v
 }
 
 Retiming::Retiming(const Trace& trace, const SteadyIntervals& intervals, RetimingDraw draw)
-    : trace_(trace), intervals_(intervals), draw_(draw), start_(common_start(trace)) {
+    : trace_(&trace), intervals_(intervals), draw_(draw), start_(common_start(trace)) {
   if (intervals.ranks.size() != trace.ranks.size())
     throw std::invalid_argument("Retiming: the intervals are not of this trace (another number of ranks)");
+  for (const RankTrace& rank : trace.ranks) init_.push_back(!rank.ops.empty() && is_init(rank.ops.front().call));
+}
+
+Retiming::Retiming(const std::vector<OpStream>& streams, const SteadyIntervals& intervals, RetimingDraw draw)
+    : streams_(&streams), intervals_(intervals), draw_(draw) {
+  if (intervals.ranks.size() != streams.size())
+    throw std::invalid_argument("Retiming: the intervals are not of these streams (another number of ranks)");
+  // each rank's first op, read through a cursor of its own that is let go at once
+  StreamOp first;
+  start_ = common_start(streams.size(), [&](size_t r, uint64_t& ns) {
+    OpCursor cursor(streams[r]);
+    const bool any = cursor.next(first);
+    init_.push_back(any && is_init(first.call));
+    ns = first.duration;
+    return any;
+  });
+}
+
+RankTimes Retiming::times(size_t rank) const {
+  return trace_ ? RankTimes(trace_->ranks[rank].ops) : RankTimes((*streams_)[rank]);
 }
 
 Retiming::Values::Stream::result_type Retiming::Values::Stream::operator()() {
@@ -188,17 +253,17 @@ Retiming::Values Retiming::values(size_t rank) const {
   return v;
 }
 
-double Retiming::Values::next(const MeasuredInterval& x) {
+double Retiming::Values::next(const MeasuredInterval& x, double measured_ns) {
   const SteadyIntervals& in = of_->intervals_;
   const IntervalStats& s = in.of(rank_, x);
   switch (of_->draw_.kind) {
     case RetimingDraw::Floor:
-      return s.repeated ? std::min(in.steady_ns(of_->trace_, rank_, x), s.median_ns) : 0.0;
+      return s.repeated ? std::min(in.steady_ns(rank_, x, measured_ns), s.median_ns) : 0.0;
     case RetimingDraw::Steady:
-      return s.repeated ? in.steady_ns(of_->trace_, rank_, x) : 0.0;
+      return s.repeated ? in.steady_ns(rank_, x, measured_ns) : 0.0;
     case RetimingDraw::Noisy: {
       const double z = normal_(stream_);  // drawn whether used or not
-      return s.repeated ? std::max(0.0, in.steady_ns(of_->trace_, rank_, x) * speed_ + shift_[x.interval] + s.noise_ns * z)
+      return s.repeated ? std::max(0.0, in.steady_ns(rank_, x, measured_ns) * speed_ + shift_[x.interval] + s.noise_ns * z)
                         : 0.0;
     }
   }
@@ -209,38 +274,42 @@ std::vector<std::vector<double>> Retiming::all_values() const {
   std::vector<std::vector<double>> all(intervals_.ranks.size());
   for (size_t r = 0; r < all.size(); r++) {
     Values v = values(r);
-    for (const MeasuredInterval& x : intervals_.ranks[r]) all[r].push_back(v.next(x));
+    RankTimes t = times(r);
+    for (const MeasuredInterval& x : intervals_.ranks[r]) all[r].push_back(v.next(x, x.duration ? t.duration(x.op) : t.gap(x.op)));
   }
   return all;
 }
 
 Retiming::Rank Retiming::rank(size_t rank) const {
   Rank k;
-  const auto& ops = trace_.ranks[rank].ops;
-  k.ops_ = ops.data();
-  k.n_ = static_cast<uint32_t>(ops.size());
+  k.times_.emplace(times(rank));
+  k.n_ = static_cast<uint32_t>(trace_ ? trace_->ranks[rank].ops.size() : (*streams_)[rank].ops());
   k.x_ = intervals_.ranks[rank].data();
   k.x_end_ = k.x_ + intervals_.ranks[rank].size();
   k.values_ = values(rank);
-  if (ops.empty()) return k;
-  double gap = 0, duration = measured_duration(ops[0]);
+  if (k.n_ == 0) return k;
+  double gap = 0, duration = k.times_->duration(0);
   k.take(0, gap, duration);
   const uint64_t first_ns = static_cast<uint64_t>(duration);
-  std::tie(k.enter_, k.exit_) = held(is_init(ops[0]) ? start_ - first_ns : start_, is_init(ops[0]) ? start_ : start_ + first_ns);
+  const bool init = init_[rank];
+  std::tie(k.enter_, k.exit_) = held(init ? start_ - first_ns : start_, init ? start_ : start_ + first_ns);
   k.exit_before_ = k.enter_;
   k.exit_sum_ = static_cast<double>(k.exit_);
   return k;
 }
 
-// op i's gap and duration where an interval sets them
+// op i's gap and duration where an interval sets them (given their measured values)
 void Retiming::Rank::take(uint32_t i, double& gap, double& duration) {
-  for (; x_ != x_end_ && x_->op == i; x_++) (x_->duration ? duration : gap) = std::max(0.0, values_.next(*x_));
+  for (; x_ != x_end_ && x_->op == i; x_++) {
+    double& v = x_->duration ? duration : gap;
+    v = std::max(0.0, values_.next(*x_, v));
+  }
 }
 
 // the op after, as retimed() makes it
 void Retiming::Rank::next() {
   const uint32_t i = op_ + 1;
-  double gap = measured_gap(ops_[i - 1], ops_[i]), duration = measured_duration(ops_[i]);
+  double gap = times_->gap(i), duration = times_->duration(i);
   take(i, gap, duration);
   const double enter = exit_sum_ + gap;
   exit_sum_ = enter + duration;

@@ -20,9 +20,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <vector>
 
+#include "op_stream.hpp"
 #include "replay.hpp"
 #include "trace.hpp"
 
@@ -57,13 +59,20 @@ struct SteadyIntervals {
   // the measured time, from the trace the intervals are of
   static double measured_ns(const Trace& trace, size_t rank, const MeasuredInterval& x);
   // the measured time, or its interval's median where it was a pause
+  double steady_ns(size_t rank, const MeasuredInterval& x, double measured_ns) const {
+    return x.replaced ? of(rank, x).median_ns : measured_ns;
+  }
   double steady_ns(const Trace& trace, size_t rank, const MeasuredInterval& x) const {
-    return x.replaced ? of(rank, x).median_ns : measured_ns(trace, rank, x);
+    return steady_ns(rank, x, measured_ns(trace, rank, x));
   }
 };
 
 // Every measured interval of the trace, with its steady value and noise.
 SteadyIntervals steady_intervals(const Trace& trace);
+// The same from the op streams of a trace (OpStream::encode_all), one rank's stream read at a time, with
+// the measured times of that rank's intervals alone held while they are settled: the trace's, interval
+// for interval.
+SteadyIntervals steady_intervals(const std::vector<OpStream>& streams);
 
 // The trace with each rank's intervals set to values[rank][i] (in the order of intervals.ranks[rank])
 // and every rank leaving MPI_Init at the same time: when the launcher started a rank is not the
@@ -89,15 +98,19 @@ struct RetimingDraw {
 
 // The ops' times of the retimed trace (retimed(), with the values `draw` sets) made rank by rank and op
 // after op as a replay reaches them (ReplayOptions::retiming), where times held for every op took 16
-// bytes an op in each of the gate's replays. It refers to the trace and the intervals: both must outlive it.
+// bytes an op in each of the gate's replays. It reads the measured times from the trace's ops, or from
+// the trace's op streams (a cursor a rank, which holds the frame it unpacks where they are packed). It
+// refers to them and to the intervals: all must outlive it.
 class Retiming {
  public:
   Retiming(const Trace& trace, const SteadyIntervals& intervals, RetimingDraw draw);
+  Retiming(const std::vector<OpStream>& streams, const SteadyIntervals& intervals, RetimingDraw draw);
 
   // One rank's values, drawn in the order of its intervals.
   class Values {
    public:
-    double next(const MeasuredInterval& x);
+    // the value of interval x, whose measured time is measured_ns
+    double next(const MeasuredInterval& x, double measured_ns);
 
    private:
     friend class Retiming;
@@ -130,7 +143,7 @@ class Retiming {
     friend class Retiming;
     void next();
     void take(uint32_t i, double& gap, double& duration);
-    const Op* ops_ = nullptr;
+    std::optional<RankTimes> times_;  // the measured times
     uint32_t n_ = 0, op_ = 0;
     const MeasuredInterval *x_ = nullptr, *x_end_ = nullptr;  // the intervals not yet reached
     Values values_;
@@ -142,13 +155,20 @@ class Retiming {
   Rank rank(size_t rank) const;
   // every rank's values, in the order of intervals.ranks[rank]: retimed() given them makes the same times
   std::vector<std::vector<double>> all_values() const;
-  const Trace& trace() const { return trace_; }
+  // whether it retimes this trace, or these streams of it (a replay's ReplayOptions::streams)
+  bool retimes(const Trace& trace, const std::vector<OpStream>* streams) const {
+    return trace_ ? trace_ == &trace : streams_ == streams;
+  }
 
  private:
-  const Trace& trace_;
+  RankTimes times(size_t rank) const;
+  size_t ranks() const { return trace_ ? trace_->ranks.size() : streams_->size(); }
+  const Trace* trace_ = nullptr;                   // the measured times: the trace's ops,
+  const std::vector<OpStream>* streams_ = nullptr;  // or its streams'
   const SteadyIntervals& intervals_;
   RetimingDraw draw_;
-  uint64_t start_ = 1;  // when every rank leaves MPI_Init
+  uint64_t start_ = 1;      // when every rank leaves MPI_Init
+  std::vector<bool> init_;  // by rank: its first op is MPI_Init's
 };
 
 }  // namespace mpiadvise

@@ -28,6 +28,7 @@
 #include "op_stream.hpp"
 #include "phases.hpp"
 #include "replay.hpp"
+#include "steady_trace.hpp"
 #include "waits.hpp"
 #include "ring_trace.hpp"
 
@@ -284,6 +285,36 @@ int main(int argc, char** argv) {
                   events / median(comp_trace) / 1e6, events / median(marks_streams) / 1e6, events / median(marks_trace) / 1e6,
                   events / median(hot_streams) / 1e6, events / median(hot_trace) / 1e6, repeats,
                   same_sums ? "the same sums, computations, marks and hot spots" : "SUMS DIFFER");
+      // the gate's figures (gate::run_figures): its measured intervals, and one of its retimed replays (it
+      // runs 2 + kNoiseReplays), from the packed streams and from the trace
+      std::vector<double> steady_trace, steady_streams, retimed_trace, retimed_streams;
+      bool same_gate = true;
+      for (int k = 0; k < repeats; k++) {
+        auto t1 = std::chrono::steady_clock::now();
+        const SteadyIntervals want = steady_intervals(t);
+        steady_trace.push_back(seconds_since(t1));
+        t1 = std::chrono::steady_clock::now();
+        const SteadyIntervals got = steady_intervals(*shared_packed);
+        steady_streams.push_back(seconds_since(t1));
+        const RetimingDraw draw{RetimingDraw::Noisy, 7, 0.03, 250};
+        ReplayOptions r = o;
+        r.retiming = std::make_shared<const Retiming>(t, want, draw);
+        t1 = std::chrono::steady_clock::now();
+        const double on_trace = replay(t, r).predicted_ns;
+        retimed_trace.push_back(seconds_since(t1));
+        r.streams = shared_packed;
+        r.retiming = std::make_shared<const Retiming>(*shared_packed, got, draw);
+        t1 = std::chrono::steady_clock::now();
+        const double on_streams = replay(t, r).predicted_ns;
+        retimed_streams.push_back(seconds_since(t1));
+        same_gate = same_gate && want.measured == got.measured && want.replaced == got.replaced &&
+                    want.repeated == got.repeated && on_trace == on_streams;
+      }
+      std::printf("  the gate's figures from the packed streams: its intervals %.2f M events/s, from the trace %.2f; a retimed "
+                  "replay %.2f, from the trace %.2f (medians of %d rounds); %s\n",
+                  events / median(steady_streams) / 1e6, events / median(steady_trace) / 1e6,
+                  events / median(retimed_streams) / 1e6, events / median(retimed_trace) / 1e6, repeats,
+                  same_gate ? "the same intervals and prediction" : "GATE FIGURES DIFFER");
     }
     auto t0 = std::chrono::steady_clock::now();
     WaitStates waits = measure_waits(t, LogGPS(o.params));

@@ -20,11 +20,13 @@
 #include "advice.hpp"
 #include "causes.hpp"
 #include "efficiency.hpp"
+#include "gate.hpp"
 #include "op_stream.hpp"
 #include "phases.hpp"
 #include "replay.hpp"
 #include "replay_peers.hpp"
 #include "steady_trace.hpp"
+#include "text_escape.hpp"
 #include "waits.hpp"
 #include "support.hpp"
 
@@ -420,6 +422,40 @@ class ThreadPeers final : public ReplayPeers {
   int me_;
 };
 
+// The trace without its ops, their links, its messages, its receives together and its collective
+// instances (its communicators and call sites kept): a walk that reads the streams alone replays it alike.
+Trace bare_of(const Trace& t) {
+  Trace bare = t;
+  bare.receives_together.reset();
+  bare.collectives = CollectiveList{};
+  for (RankTrace& rank : bare.ranks) std::vector<Op>().swap(rank.ops);
+  bare.links = LinkList{};
+  bare.spilled_links.clear();
+  std::vector<Message>().swap(bare.messages);
+  return bare;
+}
+
+// The measured intervals found on the streams are the trace's: each rank's, instance for instance, and
+// their intervals' statistics.
+void require_same_intervals(const SteadyIntervals& want, const SteadyIntervals& got) {
+  REQUIRE(std::tie(want.measured, want.repeated, want.replaced) == std::tie(got.measured, got.repeated, got.replaced));
+  REQUIRE(want.ranks.size() == got.ranks.size());
+  for (size_t r = 0; r < want.ranks.size(); r++) {
+    INFO("rank " << r);
+    REQUIRE(want.ranks[r].size() == got.ranks[r].size());
+    for (size_t k = 0; k < want.ranks[r].size(); k++) {
+      const MeasuredInterval &a = want.ranks[r][k], &b = got.ranks[r][k];
+      REQUIRE(std::make_tuple(a.op, uint32_t{a.interval}, uint32_t{a.duration}, uint32_t{a.replaced}) ==
+              std::make_tuple(b.op, uint32_t{b.interval}, uint32_t{b.duration}, uint32_t{b.replaced}));
+    }
+    REQUIRE(want.stats[r].size() == got.stats[r].size());
+    for (size_t i = 0; i < want.stats[r].size(); i++) {
+      const IntervalStats &a = want.stats[r][i], &b = got.stats[r][i];
+      REQUIRE(std::tie(a.median_ns, a.noise_ns, a.repeated) == std::tie(b.median_ns, b.noise_ns, b.repeated));
+    }
+  }
+}
+
 // t replayed under o spread over k processes, threads here: each gives the whole result (the first's).
 // A process that throws ends the test where the others would wait for it forever.
 ReplayResult spread_replay(const Trace& t, const ReplayOptions& o, int k) {
@@ -514,15 +550,8 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
   for (const CollectiveInstance c : t.collectives)
     first_members.insert(t.site(c.members.front().first, t.op(c.members.front().first, c.members.front().second).callsite));
   const SteadyIntervals steady = steady_intervals(t);
-  // the trace without its ops, their links, its messages, its receives together and its collective
-  // instances (its communicators and call sites kept): a walk that reads the streams alone replays it alike
-  Trace bare = t;
-  bare.receives_together.reset();
-  bare.collectives = CollectiveList{};
-  for (RankTrace& rank : bare.ranks) std::vector<Op>().swap(rank.ops);
-  bare.links = LinkList{};
-  bare.spilled_links.clear();
-  std::vector<Message>().swap(bare.messages);
+  const RetimingDraw draw{RetimingDraw::Noisy, 7, 0.03, 250};
+  const Trace bare = bare_of(t);
   int compared = 0;
   for (int variant = 0; variant < 12; variant++) {
     ReplayOptions v = o;
@@ -543,7 +572,7 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
         break;
       case 9:
         if (steady.measured == 0) continue;  // no steady intervals to retime
-        v.retiming = std::make_shared<const Retiming>(t, steady, RetimingDraw{RetimingDraw::Noisy, 7, 0.03, 250});
+        v.retiming = std::make_shared<const Retiming>(t, steady, draw);
         v.prepost_sites = one_each;
         break;
       case 10:
@@ -593,11 +622,26 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
       INFO("spread over 2 processes");
       require_same(from_trace, spread_replay(t, v, 2), false);
     }
-    if (!v.retiming) {  // the retiming makes its times from the trace's ops
+    if (!v.retiming) {  // a retiming of the trace makes its times from the trace's ops
       INFO("the trace without its ops");
       require_same(from_trace, replay(bare, v));
       INFO("spread over 3 processes");
       require_same(from_trace, spread_replay(bare, v, 3), false);
+    } else {
+      // the intervals and the retiming from the streams: the trace's ops let go
+      for (const auto& s : {streams, packed}) {
+        INFO((s == packed ? "retimed from the packed streams" : "retimed from the streams"));
+        ReplayOptions w = v;
+        w.streams = s;
+        const SteadyIntervals from = steady_intervals(*s);
+        require_same_intervals(steady, from);
+        w.retiming = std::make_shared<const Retiming>(*s, from, draw);
+        CHECK(w.retiming->all_values() == v.retiming->all_values());
+        require_same(from_trace, replay(bare, w));
+        require_same(from_trace, spread_replay(bare, w, 3), false);
+        w.streams = s == packed ? streams : packed;  // streams of the same trace, but not these
+        CHECK_THROWS_AS(replay(bare, w), std::invalid_argument);
+      }
     }
     compared++;
   }
@@ -605,6 +649,36 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
 }
 
 }  // namespace
+
+TEST_CASE("the gate's figures from the streams are the trace's, the trace's ops let go", "[op_stream][gate]") {
+  // traced runs (point to point and collectives of every kind, a rank of several threads, a damaged log),
+  // and mpiadvise-synth's patterns, whose loops repeat their intervals (the noisy replays retime them)
+  std::vector<fs::path> dirs;
+  for (const char* name : {"p2p-all", "coll-all", "threads", "halo-procnull", "halo-damaged"}) dirs.push_back(fixture(name));
+  for (const char* pattern : {"halo", "pipeline", "imbalance"}) {
+    const fs::path dir = fresh_dir(std::string("op-stream-gate-") + pattern);
+    auto r = run_command(fmt::format("'{}' --ranks 4 --events 2000 --pattern {} -o '{}'",
+                                     (build_dir() / "bin" / "mpiadvise-synth").string(), pattern, dir.string()));
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    dirs.push_back(dir);
+  }
+  uint64_t repeated = 0, messages = 0;
+  for (const fs::path& dir : dirs) {
+    INFO(dir.filename().string());
+    Analysis a = analyse(dir.string(), "");
+    const gate::RunFigures f = gate::run_figures(a);
+    const std::string want = dump_json(gate::figures_json(f));
+    repeated += f.repeated_intervals, messages += f.messages;
+    auto streams = std::make_shared<const std::vector<OpStream>>(OpStream::encode_all(a.trace));
+    auto packed = std::make_shared<const std::vector<OpStream>>(OpStream::encode_all(a.trace, 256));
+    a.trace = bare_of(a.trace);
+    CHECK(dump_json(gate::figures_json(gate::run_figures(a, streams))) == want);
+    CHECK(dump_json(gate::figures_json(gate::run_figures(a, packed))) == want);
+  }
+  CHECK(repeated > 0);
+  CHECK(messages > 0);
+}
 
 TEST_CASE("a hot spot's peers from the streams: a send no receive took names none", "[op_stream]") {
   // rank 0: MPI_Isend (site 1) of message 0 to rank 1, which never receives it, completed by MPI_Wait (site
