@@ -110,33 +110,62 @@ struct FreeDCtx {
 void OpStream::pack(size_t chunk) {
   if (packed() || bytes_.empty()) return;
   chunk = std::clamp<size_t>(chunk, 1, size_t{1} << 30);  // a frame's sizes fit 32 bits
-  // the frames' cuts, where an op begins at least `chunk` bytes after the last cut
-  std::vector<size_t> cuts{0};
-  {
-    OpCursor c(*this);
-    StreamOp op;
-    while (c.next(op))
-      if (c.offset() - cuts.back() >= chunk && c.offset() < bytes_.size()) cuts.push_back(c.offset());
-  }
-  cuts.push_back(bytes_.size());
   static thread_local std::unique_ptr<ZSTD_CCtx, FreeCCtx> cctx(ZSTD_createCCtx());
   if (!cctx) throw std::bad_alloc();
   // made apart and swapped in whole: a stream is packed or as it was
-  std::vector<uint8_t> packed, frame;
+  std::vector<uint8_t> packed, frame, unpacked;
   std::vector<Frame> frames;
-  for (size_t k = 0; k + 1 < cuts.size(); k++) {
-    const size_t n = cuts[k + 1] - cuts[k];
-    frame.resize(ZSTD_compressBound(n));
-    const size_t z = ZSTD_compressCCtx(cctx.get(), frame.data(), frame.size(), bytes_.data() + cuts[k], n, 1);
+  // the frame of bytes_ [from, to), the cursor's state at its first op at its head
+  size_t from = 0;
+  uint64_t first_op = 0;
+  std::vector<uint8_t> state;
+  auto put = [&](size_t to) {
+    unpacked.assign(state.begin(), state.end());
+    unpacked.insert(unpacked.end(), bytes_.begin() + static_cast<std::ptrdiff_t>(from), bytes_.begin() + static_cast<std::ptrdiff_t>(to));
+    frame.resize(ZSTD_compressBound(unpacked.size()));
+    const size_t z = ZSTD_compressCCtx(cctx.get(), frame.data(), frame.size(), unpacked.data(), unpacked.size(), 1);
     if (ZSTD_isError(z)) throw std::runtime_error(fmt::format("op stream: zstd: {}", ZSTD_getErrorName(z)));
+    Frame f;
+    f.packed = static_cast<uint32_t>(z);
+    f.bytes = static_cast<uint32_t>(unpacked.size());  // < 2^31: chunk's clamp, one op more, the state
+    f.state = static_cast<uint32_t>(state.size());
+    f.at = packed.size();
+    f.first_op = first_op;
+    frames.push_back(f);
     packed.insert(packed.end(), frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(z));
-    frames.push_back({static_cast<uint32_t>(z), static_cast<uint32_t>(n)});  // n < 2^31: chunk's clamp, one op more
-  }
+  };
+  // the frames' cuts, where an op begins at least `chunk` bytes after the last cut
+  OpCursor c(*this);
+  c.save_state(state);
+  StreamOp op;
+  while (c.next(op))
+    if (c.offset() - from >= chunk && c.offset() < bytes_.size()) {
+      put(c.offset());
+      from = c.offset(), first_op = c.op();
+      c.save_state(state);
+    }
+  put(bytes_.size());
+  if (frames.back().state + size_t{frames.back().bytes} >= (size_t{1} << 32))
+    throw std::length_error("op stream: a frame's state and ops beyond 4 GiB");
   packed.shrink_to_fit();
   frames.shrink_to_fit();
   packed_.swap(packed);
   frames_.swap(frames);
   std::vector<uint8_t>().swap(bytes_);
+}
+
+namespace {
+void put_varint(std::vector<uint8_t>& out, uint64_t v) {
+  while (v >= 0x80) out.push_back(static_cast<uint8_t>(v | 0x80)), v >>= 7;
+  out.push_back(static_cast<uint8_t>(v));
+}
+}  // namespace
+
+void OpCursor::save_state(std::vector<uint8_t>& out) const {
+  out.clear();
+  put_varint(out, prev_exit_);
+  for (const uint32_t id : prev_slot_) put_varint(out, id);
+  for (const uint32_t id : prev_kind_) put_varint(out, id);
 }
 
 bool OpCursor::unpack() {
@@ -149,15 +178,52 @@ bool OpCursor::unpack() {
   if (!dctx) throw std::bad_alloc();
   const OpStream::Frame& f = s_->frames_[frame_];
   buf_.resize(std::max<size_t>(buf_.size(), f.bytes));
-  const size_t n = ZSTD_decompressDCtx(dctx.get(), buf_.data(), buf_.size(), s_->packed_.data() + at_, f.packed);
+  const size_t n = ZSTD_decompressDCtx(dctx.get(), buf_.data(), buf_.size(), s_->packed_.data() + f.at, f.packed);
   if (ZSTD_isError(n) || n != f.bytes)
     throw std::logic_error(fmt::format("op stream: frame {} unpacked to {} where it holds {} bytes", frame_,
                                        ZSTD_isError(n) ? std::string(ZSTD_getErrorName(n)) : std::to_string(n), f.bytes));
-  at_ += f.packed;
   frame_++;
-  p_ = buf_.data();
-  end_ = p_ + n;
+  p_ = buf_.data() + f.state;  // read in order, the cursor's state is the head's already
+  end_ = buf_.data() + n;
   return true;
+}
+
+void OpCursor::unpack_at(size_t k) {
+  frame_ = k;
+  if (!unpack()) return;
+  p_ = buf_.data();
+  prev_exit_ = varint();
+  for (uint32_t& id : prev_slot_) id = static_cast<uint32_t>(varint());
+  for (uint32_t& id : prev_kind_) id = static_cast<uint32_t>(varint());
+  if (p_ != buf_.data() + s_->frames_[k].state)
+    throw std::logic_error(fmt::format("op stream: frame {}'s state read as {} bytes where it holds {}", k,
+                                       p_ - buf_.data(), s_->frames_[k].state));
+  op_ = s_->frames_[k].first_op;
+}
+
+void OpCursor::restart() {
+  p_ = s_->bytes_.data(), end_ = s_->bytes_.data() + s_->bytes_.size();
+  std::vector<uint8_t>().swap(buf_);
+  frame_ = 0, op_ = 0, prev_exit_ = 0;
+  std::fill(prev_slot_.begin(), prev_slot_.end(), 0u);
+  std::fill(std::begin(prev_kind_), std::end(prev_kind_), 0u);
+}
+
+void OpCursor::seek(uint64_t i) {
+  if (i == op_) return;
+  const auto& frames = s_->frames_;
+  if (frames.empty()) {
+    if (i < op_) restart();
+  } else {
+    // the last frame whose first op is at most i
+    const auto f = std::upper_bound(frames.begin(), frames.end(), i,
+                                    [](uint64_t x, const OpStream::Frame& fr) { return x < fr.first_op; }) - 1;
+    const size_t k = static_cast<size_t>(f - frames.begin());
+    const bool in_it = frame_ == k + 1 && p_ != nullptr && op_ <= i;  // the frame it reads, not past op i
+    if (!in_it) unpack_at(k);
+  }
+  StreamOp skipped;
+  while (op_ < i && next(skipped)) {}
 }
 
 OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& together,

@@ -145,11 +145,14 @@ class OpStream {
   static std::vector<OpStream> encode_all(const Trace& t, size_t packed_chunk = 0);
   // Packs its bytes as zstd frames (level 1, as the logs' chunks) of whole ops, a frame at least `chunk`
   // bytes unpacked but where the ops end first: a cursor gives back the same ops, unpacking a frame at a
-  // time into a buffer of its own (docs/streaming.md's step 3). Packed again, it stays as it is.
+  // time into a buffer of its own (docs/streaming.md's step 3). Each frame starts with the cursor's state
+  // at its first op, so that a cursor can seek to any op unpacking one frame. Packed again, it stays as
+  // it is.
   static constexpr size_t kChunk = size_t{1} << 16;
   void pack(size_t chunk = kChunk);
   bool packed() const { return !frames_.empty(); }
   size_t frames() const { return frames_.size(); }
+  uint64_t frame_first_op(size_t k) const { return frames_[k].first_op; }  // the index of frame k's first op
   uint64_t ops() const { return ops_; }
   // the ops a replay runs and when they start and stop (replay_window of the rank's trace): a replay
   // reading the stream knows them before it reaches the last op
@@ -191,8 +194,12 @@ class OpStream {
     uint8_t link_kinds[kShapeLinks];
   };
   std::vector<uint8_t> bytes_;  // unpacked
+  // A packed frame unpacks to the state a cursor has at its first op (state bytes: the previous exit and
+  // the ids each shape's links and each kind of link had last, as varints), then its ops' bytes: a cursor
+  // can start at any frame (OpCursor::seek).
   struct Frame {
-    uint32_t packed, bytes;  // its size in packed_, and unpacked
+    uint32_t packed = 0, bytes = 0, state = 0;  // its size in packed_; unpacked, and of that its state's
+    uint64_t at = 0, first_op = 0;              // where it starts in packed_; the index of its first op
   };
   std::vector<uint8_t> packed_;  // packed: the frames in order
   std::vector<Frame> frames_;
@@ -227,6 +234,7 @@ class OpCursor {
   bool next(StreamOp& op) {
     while (p_ == end_)
       if (!unpack()) return false;
+    op_++;
     const uint64_t shape = varint();
     const OpStream::Shape& sh = s_->shapes_[shape];
     op.callsite = sh.callsite;
@@ -257,11 +265,24 @@ class OpCursor {
     }
     return true;
   }
+  // the index of the op next() gives next (the stream's number of ops past the last)
+  uint64_t op() const { return op_; }
+  // Makes op i the next one next() gives (i at or past the stream's ops: none). Packed, it unpacks the
+  // frame that holds op i (but where it reads that frame already, at or before op i) and reads on to op
+  // i from the frame's first; unpacked, it reads on from where it is, or from the first op where op i is
+  // behind it.
+  void seek(uint64_t i);
 
  private:
   friend class OpStream;
-  // a packed stream's next frame into buf_; false past the last (or unpacked), its buffer let go
+  // a packed stream's next frame into buf_, the state at its head skipped; false past the last (or
+  // unpacked), its buffer let go
   bool unpack();
+  // frame k into buf_, the cursor's state read from its head
+  void unpack_at(size_t k);
+  void restart();  // at the first op, as constructed
+  // its state before the next op, as a frame's head holds it
+  void save_state(std::vector<uint8_t>& out) const;
   size_t offset() const { return static_cast<size_t>(p_ - s_->bytes_.data()); }  // unpacked: where it reads
   uint64_t varint() {
     uint64_t v = *p_++;
@@ -291,8 +312,9 @@ class OpCursor {
   const uint8_t* p_;
   const uint8_t* end_;
   std::vector<uint8_t> buf_;      // packed: the frame it reads
-  size_t frame_ = 0, at_ = 0;     // packed: the next frame, where it starts in packed_
+  size_t frame_ = 0;              // packed: the next frame
   uint64_t prev_exit_ = 0;
+  uint64_t op_ = 0;                                // the ops read
   std::vector<uint32_t> prev_slot_;                // by shape and link: the id it had last (0 at first)
   uint32_t prev_kind_[Link::DoneColl + 1] = {};  // by kind, for the ops of more links than a shape holds
 };

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -189,6 +190,28 @@ int main(int argc, char** argv) {
                 events / from_packed.back() / 1e6, events / from_packed.front() / 1e6, events / a / 1e6,
                 events / from_trace.back() / 1e6, events / from_trace.front() / 1e6, repeats, a / b, a / c,
                 same ? "the same prediction" : "PREDICTIONS DIFFER");
+    // a cursor's seek to a random op of a random rank's packed stream (OpCursor::seek: one frame
+    // unpacked, its ops read on to the one asked), what the causes' searches back and forth will cost
+    {
+      std::mt19937_64 rng(13);
+      constexpr int kSeeks = 2000;
+      std::vector<double> each;
+      StreamOp op;
+      for (int k = 0; k < kSeeks; k++) {
+        const OpStream& s = (*shared_packed)[rng() % shared_packed->size()];
+        if (s.ops() == 0) continue;
+        OpCursor c(s);
+        const uint64_t i = rng() % s.ops();
+        auto t1 = std::chrono::steady_clock::now();
+        c.seek(i);
+        c.next(op);
+        each.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+      }
+      std::sort(each.begin(), each.end());
+      if (!each.empty())
+        std::printf("  a seek to a random op of a packed stream (and reading it): median %.1f us, 90th percentile %.1f (%zu seeks)\n",
+                    each[each.size() / 2] * 1e6, each[each.size() * 9 / 10] * 1e6, each.size());
+    }
   }
   // the report's advice: wait states, then every what-if it tries (the eager-limit sweep and the
   // candidate sites), in units of one simulation of the trace as measured

@@ -754,6 +754,55 @@ TEST_CASE("the benches' ring reads back op for op, in fewer bytes than the trace
   }
 }
 
+TEST_CASE("a cursor seeks to any op and reads on from there as from the first", "[op_stream]") {
+  // the ring, and traced runs of every kind of point to point and collective and of a rank of threads
+  std::vector<Trace> traces;
+  traces.push_back(bench::ring_trace(4, 3000));
+  for (const char* name : {"p2p-all", "coll-all", "threads"}) traces.push_back(build_trace(JobLog(fixture(name))));
+  std::mt19937_64 rng(73);
+  uint64_t seeks = 0, cuts = 0;
+  for (const Trace& t : traces) {
+    for (const OpStream& whole : OpStream::encode_all(t)) {
+      std::vector<StreamOp> all;  // every op, read in order from the first
+      {
+        OpCursor c(whole);
+        for (StreamOp op; c.next(op);) all.push_back(op);
+      }
+      const uint64_t n = all.size();
+      OpStream packed = whole;
+      packed.pack(256);
+      // the first and the last op, past the last, each frame's first op and the op before it (a seek
+      // across a cut), at random, and back and forth: each read on for up to 3 ops
+      std::vector<uint64_t> targets = {0, n, n + 5, n > 0 ? n - 1 : 0, 0};
+      for (size_t k = 1; k < packed.frames(); k++) {
+        const uint64_t first = packed.frame_first_op(k);
+        REQUIRE(first > packed.frame_first_op(k - 1));
+        targets.insert(targets.end(), {first, first - 1, first + 1, first - 1, first});
+        cuts++;
+      }
+      for (int k = 0; k < 100; k++) targets.push_back(rng() % (n + 1));
+      for (const OpStream* s : {&whole, static_cast<const OpStream*>(&packed)}) {
+        INFO((s == &packed ? "packed" : "unpacked") << ", " << n << " ops");
+        OpCursor c(*s);
+        StreamOp got;
+        for (const uint64_t i : targets) {
+          INFO("op " << i);
+          c.seek(i);
+          REQUIRE(c.op() == std::min(i, n));
+          for (uint64_t j = i; j < std::min(n, i + 3); j++) {
+            REQUIRE(c.next(got));
+            require_same_op(all[j], got);
+          }
+          if (i + 3 >= n) CHECK_FALSE(c.next(got));
+          seeks++;
+        }
+      }
+    }
+  }
+  CHECK(cuts > 100);
+  CHECK(seeks > 1000);
+}
+
 TEST_CASE("the logs of traced runs read back op for op", "[op_stream]") {
   // point to point of every kind, collectives of every kind, a rank of several threads, a damaged log
   for (const char* name : {"p2p-all", "coll-all", "threads", "halo-procnull", "halo-damaged"}) {
