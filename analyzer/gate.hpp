@@ -92,10 +92,11 @@ struct RunFigures {
   std::optional<double> until_s, from_s;
 };
 
-// The figures of an analysed run: kNoiseReplays + 1 replays under its chosen parameter set. Given the
-// op streams of its trace (OpStream::encode_all), they are read from them, a rank's stream at a time where
-// the trace's ops were: its intervals, their retiming, the replays and the sites' calls and messages (the
-// trace's call sites and communicators alone are read); the same figures, to the bit.
+// The figures of an analysed run: 2 + kNoiseReplays replays under its chosen parameter set. Given the
+// op streams of its trace (OpStream::encode_all), they are read from them where the trace's ops were:
+// its intervals (a rank's stream at a time), their retiming and the replays (a cursor a rank for each,
+// at once), the sites' calls and messages (a rank's stream at a time); the trace's call sites and
+// communicators alone are read. The same figures, to the bit.
 RunFigures run_figures(const Analysis& a, std::shared_ptr<const std::vector<OpStream>> streams = nullptr);
 
 nlohmann::json figures_json(const RunFigures& f);

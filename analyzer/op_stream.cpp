@@ -109,7 +109,7 @@ struct FreeDCtx {
 
 void OpStream::pack(size_t chunk) {
   if (packed() || bytes_.empty()) return;
-  chunk = std::clamp<size_t>(chunk, 1, size_t{1} << 30);  // a frame's sizes fit 32 bits
+  chunk = std::clamp<size_t>(chunk, 1, size_t{1} << 30);
   static thread_local std::unique_ptr<ZSTD_CCtx, FreeCCtx> cctx(ZSTD_createCCtx());
   if (!cctx) throw std::bad_alloc();
   // made apart and swapped in whole: a stream is packed or as it was
@@ -120,6 +120,11 @@ void OpStream::pack(size_t chunk) {
   uint64_t first_op = 0;
   std::vector<uint8_t> state;
   auto put = [&](size_t to) {
+    // a frame's sizes fit 32 bits: its ops' no more than chunk's clamp and one op, its head 4 or more
+    // bytes a shape
+    if (state.size() + (to - from) >= (size_t{1} << 32))
+      throw std::length_error(fmt::format("op stream: a frame of {} bytes of ops and a head of {}, beyond 4 GiB",
+                                          to - from, state.size()));
     unpacked.assign(state.begin(), state.end());
     unpacked.insert(unpacked.end(), bytes_.begin() + static_cast<std::ptrdiff_t>(from), bytes_.begin() + static_cast<std::ptrdiff_t>(to));
     frame.resize(ZSTD_compressBound(unpacked.size()));
@@ -127,7 +132,7 @@ void OpStream::pack(size_t chunk) {
     if (ZSTD_isError(z)) throw std::runtime_error(fmt::format("op stream: zstd: {}", ZSTD_getErrorName(z)));
     Frame f;
     f.packed = static_cast<uint32_t>(z);
-    f.bytes = static_cast<uint32_t>(unpacked.size());  // < 2^31: chunk's clamp, one op more, the state
+    f.bytes = static_cast<uint32_t>(unpacked.size());  // checked above
     f.state = static_cast<uint32_t>(state.size());
     f.at = packed.size();
     f.first_op = first_op;
@@ -145,8 +150,6 @@ void OpStream::pack(size_t chunk) {
       c.save_state(state);
     }
   put(bytes_.size());
-  if (frames.back().state + size_t{frames.back().bytes} >= (size_t{1} << 32))
-    throw std::length_error("op stream: a frame's state and ops beyond 4 GiB");
   packed.shrink_to_fit();
   frames.shrink_to_fit();
   packed_.swap(packed);

@@ -1,5 +1,6 @@
-// A rank's ops as a compact stream of bytes, and the cursor that reads them back in order: the first
-// step of docs/streaming.md's design, measured by `make bench` (d) beside the trace's 24-byte Op.
+// A rank's ops as a compact stream of bytes, and the cursor that reads them back in order (or from any
+// op on: OpCursor::seek): the first step of docs/streaming.md's design, measured by `make bench` (d)
+// beside the trace's 24-byte Op.
 //
 // Most of a rank's ops repeat a few shapes: the call, its call site, the op's kind and its links' kinds
 // (a halo's MPI_Isend from one line, the MPI_Waitall after it). The stream numbers each shape once, in
@@ -217,7 +218,7 @@ class OpStream {
   ReplayWindow window_;
 };
 
-// Reads an OpStream's ops in order. The stream must outlive it.
+// Reads an OpStream's ops in order, from its first or from any op it seeks. The stream must outlive it.
 class OpCursor {
  public:
   explicit OpCursor(const OpStream& s)
@@ -322,7 +323,7 @@ class OpCursor {
 // A rank's ops' times by their index, from the trace's array or from the rank's stream (a cursor that
 // keeps the last two ops read): asked in the order of the ops, each at most one op behind the last asked
 // (std::logic_error otherwise). What the stages that read a rank's times in order share, whichever they
-// are given (efficiency's phases, the gate's intervals and retiming).
+// are given (efficiency's phases, the gate's retiming).
 class RankTimes {
  public:
   explicit RankTimes(const std::vector<Op>& ops) : ops_(&ops) {}

@@ -66,7 +66,8 @@ struct ReplayOptions {
   // same. The walk touches no rank's ops or links in the trace, nor its messages (Trace::messages: each
   // message's fields travel in the stream of the op that posted it, with what the replay asks of its other
   // side, and the simulation holds them only while the message is in flight): a trace may let them go,
-  // but for a retimed replay, whose times are made from the ops. Null: the trace's ops.
+  // a retimed replay's too where its retiming reads these streams (Retiming's constructor of streams).
+  // Null: the trace's ops.
   std::shared_ptr<const std::vector<OpStream>> streams;
   // Simulation mode: the processes this replay is spread over, this process's part of them; null: the
   // process's (replay_peers(), set by the command under a launcher), none alone. Every process replays the

@@ -129,7 +129,8 @@ SteadyIntervals steady_intervals(const std::vector<OpStream>& streams) {
   for (size_t r = 0; r < streams.size(); r++) {
     OpCursor cursor(streams[r]);
     rank_intervals(r, streams[r].window(), streams[r].ops(), [&](OpView& v) {
-      if (!cursor.next(op)) return false;
+      if (!cursor.next(op))
+        throw std::logic_error(fmt::format("steady_intervals: rank {}'s stream ends before its {} ops", r, streams[r].ops()));
       v = {op.t_enter, op.t_exit(), op.callsite, op.call, op.kind};
       return true;
     }, out);

@@ -33,8 +33,9 @@ namespace mpiadvise {
 inline constexpr size_t kMinRepeats = 5;
 
 // One measured time of a rank: the computation before ops[op] (a gap), or the duration of ops[op]. About
-// one an op: 8 bytes. Its time is the trace's (SteadyIntervals::measured_ns), and what it shares with the
-// other instances of its interval is kept once (IntervalStats).
+// one an op: 8 bytes. Its time is the op's as measured (SteadyIntervals::measured_ns of the trace; read
+// from the op stream where the intervals were found on one), and what it shares with the other instances
+// of its interval is kept once (IntervalStats).
 struct MeasuredInterval {
   uint32_t op = 0;
   uint32_t interval : 30 = 0;  // which interval of its rank this is an instance of (0, 1, ...)
@@ -162,7 +163,6 @@ class Retiming {
 
  private:
   RankTimes times(size_t rank) const;
-  size_t ranks() const { return trace_ ? trace_->ranks.size() : streams_->size(); }
   const Trace* trace_ = nullptr;                   // the measured times: the trace's ops,
   const std::vector<OpStream>* streams_ = nullptr;  // or its streams'
   const SteadyIntervals& intervals_;

@@ -9,6 +9,7 @@
 
 #include "analysis.hpp"
 #include "gate.hpp"
+#include "op_stream.hpp"
 #include "replay.hpp"
 #include "report.hpp"
 #include "steady_trace.hpp"
@@ -159,6 +160,42 @@ TEST_CASE("a replay retimed as it goes predicts what the replay of the retimed t
     // the same draw gives the same values; another seed other noisy ones
     CHECK(Retiming(t, s, draw).all_values() == values);
     CHECK((Retiming(t, s, {kind, 43, 0.03, 250}).all_values() == values) == (kind != RetimingDraw::Noisy));
+  }
+}
+
+TEST_CASE("a retiming read from the op streams is the trace's: a rank not starting at MPI_Init, a rank of no ops", "[gate][unit]") {
+  // where the first op is MPI_Init, it returns at the common start; else the first op enters there; a
+  // rank of no ops has no times
+  Trace with_init = one_rank({5000, 6000, 7000, 8000, 9000, 4000, 3000, 5000, 6000, 7000, 8000, 9000});
+  Trace without_init = with_init;
+  without_init.ranks[0].ops.erase(without_init.ranks[0].ops.begin());
+  Trace with_empty = with_init;
+  with_empty.world_size = 2;
+  with_empty.ranks.resize(2);
+  for (const Trace* t : {&with_init, &without_init, &with_empty}) {
+    const SteadyIntervals s = steady_intervals(*t);
+    auto streams = std::make_shared<const std::vector<OpStream>>(OpStream::encode_all(*t));
+    const SteadyIntervals from = steady_intervals(*streams);
+    CHECK(from.measured == s.measured);
+    ReplayOptions o;
+    o.params.o = 100;
+    for (auto kind : {RetimingDraw::Floor, RetimingDraw::Steady, RetimingDraw::Noisy}) {
+      const RetimingDraw draw{kind, 42, 0.03, 250};
+      const auto values = Retiming(*t, s, draw).all_values();
+      auto retiming = std::make_shared<const Retiming>(*streams, from, draw);
+      CHECK(retiming->all_values() == values);
+      const ReplayResult copied = replay(retimed(*t, s, values), o);
+      o.retiming = retiming;
+      o.streams = streams;
+      const ReplayResult given = replay(*t, o);
+      CHECK(given.predicted_ns == copied.predicted_ns);
+      CHECK(given.measured_ns == copied.measured_ns);
+      CHECK(given.ranks[0].predicted.computation == copied.ranks[0].predicted.computation);
+      // the streams' retiming with the trace's ops, not these streams: refused
+      o.streams = nullptr;
+      CHECK_THROWS_WITH(replay(*t, o), Catch::Contains("retimes another trace, or other streams"));
+      o.retiming = nullptr;
+    }
   }
 }
 
