@@ -158,11 +158,6 @@ uint64_t common_start(const Trace& trace) {
   });
 }
 
-double measured_gap(const Op& before, const Op& op) {
-  return op.t_enter > before.t_exit() ? static_cast<double>(op.t_enter - before.t_exit()) : 0;
-}
-double measured_duration(const Op& op) { return op.t_exit() > op.t_enter ? static_cast<double>(op.t_exit() - op.t_enter) : 0; }
-
 bool is_init(uint32_t call) { return call == MPA_CALL_Init || call == MPA_CALL_Init_thread; }
 
 // An op's times as a retiming draws them, within what an op holds (drawn from a measured trace's, they
@@ -185,9 +180,10 @@ Trace retimed(const Trace& trace, const SteadyIntervals& intervals, const std::v
     const auto& orig = trace.ranks[r].ops;
     if (orig.empty()) continue;
     std::vector<double> gap(ops.size()), duration(ops.size());
-    for (size_t i = 0; i < ops.size(); i++) {
-      gap[i] = i > 0 ? measured_gap(orig[i - 1], orig[i]) : 0;
-      duration[i] = measured_duration(orig[i]);
+    RankTimes measured(orig);
+    for (uint32_t i = 0; i < ops.size(); i++) {
+      gap[i] = i > 0 ? measured.gap(i) : 0;
+      duration[i] = measured.duration(i);
     }
     const auto& list = intervals.ranks[r];
     for (size_t k = 0; k < list.size() && k < values[r].size(); k++)
