@@ -5,6 +5,7 @@
 #include <numeric>
 #include <optional>
 
+#include "op_frames.hpp"
 #include "op_stream.hpp"
 #include "replay.hpp"
 
@@ -15,43 +16,132 @@ namespace {
 // for; beyond, the interval starts where both ranks' replays start.
 constexpr int kSyncSearch = 4096;
 
-// The recorded timeline of every rank, as the analyses below walk it.
-class Timeline {
+// What the analyses below read of the ops, from the trace's arrays.
+class TraceOps {
  public:
-  Timeline(const Trace& t, const std::vector<Wait>& waits) : t_(t), waits_(waits) {
+  explicit TraceOps(const Trace& t) : t_(t) {
     windows_.reserve(t.ranks.size());
     for (const auto& r : t.ranks) windows_.push_back(replay_window(r));
-    by_rank_.resize(t.ranks.size());
+  }
+  size_t ranks() const { return t_.ranks.size(); }
+  const ReplayWindow& window(int r) const { return windows_[r]; }
+  uint64_t ops(int r) const { return t_.ranks[r].ops.size(); }
+  double enter(int r, uint32_t k) const { return static_cast<double>(t_.op(r, k).t_enter); }
+  double exit(int r, uint32_t k) const { return static_cast<double>(t_.op(r, k).t_exit()); }
+  ComputationKey key(int r, uint32_t k) const { return {r, t_.op(r, k).callsite, t_.op(r, k).call}; }
+  // whether op k of rank a exchanged a message with rank b or took part in a collective with it
+  bool shares(int a, uint32_t k, int b) const {
+    const OpLinks links = t_.links_of(t_.op(a, k));
+    for (uint32_t l = 0; l < links.size(); l++) {
+      const Link link = links[l];
+      if (link.id == kNone) continue;
+      if (link.kind == Link::PostColl || link.kind == Link::DoneColl) {
+        for (const auto& [r, o] : t_.collectives[link.id].members)
+          if (r == b) return true;
+      } else {
+        const Message& m = t_.messages[link.id];
+        if (m.src == b || m.dst == b) return true;
+      }
+    }
+    return false;
+  }
+  uint32_t entered_after(int r, uint32_t first, uint32_t end, double from) const {
+    const auto& ops = t_.ranks[r].ops;
+    return static_cast<uint32_t>(
+        first_entered_after(first, end, from, [&](uint64_t k) { return static_cast<double>(ops[k].t_enter); }));
+  }
+  // the call that ends a computation at a call site: the rank's first op there names it
+  uint32_t first_call(int r, uint32_t callsite) const {
+    for (const auto& op : t_.ranks[r].ops)
+      if (op.callsite == callsite) return op.call;
+    return 0;
+  }
+  // the steps the critical path may take before it stops: more than any path through the ops takes
+  uint64_t path_limit() const {
+    uint64_t limit = 16;
+    for (const auto& rank : t_.ranks)
+      for (const Op& op : rank.ops) limit += 2 + 4 * uint64_t{t_.n_links(op)};
+    return limit;
+  }
+
+ private:
+  const Trace& t_;
+  std::vector<ReplayWindow> windows_;
+};
+
+// The same from the ranks' op streams, read out of order through OpFrames.
+class StreamOps {
+ public:
+  explicit StreamOps(const std::vector<OpStream>& streams) : frames_(streams) {}
+  size_t ranks() const { return frames_.ranks(); }
+  const ReplayWindow& window(int r) const { return frames_.stream(r).window(); }
+  uint64_t ops(int r) const { return frames_.stream(r).ops(); }
+  double enter(int r, uint32_t k) { return static_cast<double>(frames_.op(r, k).t_enter); }
+  double exit(int r, uint32_t k) { return static_cast<double>(frames_.op(r, k).t_exit); }
+  ComputationKey key(int r, uint32_t k) {
+    const OpFrames::Op& op = frames_.op(r, k);
+    return {r, op.callsite, op.call};
+  }
+  bool shares(int a, uint32_t k, int b) {
+    const auto ends = frames_.at(a, k).ends;
+    return std::any_of(ends.begin(), ends.end(), [&](const OpFrames::End& e) { return e.with(b); });
+  }
+  uint32_t entered_after(int r, uint32_t first, uint32_t end, double from) {
+    return static_cast<uint32_t>(frames_.entered_after(r, first, end, from));
+  }
+  uint32_t first_call(int r, uint32_t callsite) const { return frames_.stream(r).first_call(callsite).value_or(0); }
+  uint64_t path_limit() const {
+    uint64_t limit = 16;
+    for (size_t r = 0; r < frames_.ranks(); r++) limit += 2 * frames_.stream(static_cast<int>(r)).ops() + 4 * frames_.stream(static_cast<int>(r)).links();
+    return limit;
+  }
+
+  FramesRead read() const {
+    FramesRead f;
+    f.decoded = frames_.decoded(), f.held_bytes = frames_.held_bytes();
+    for (size_t r = 0; r < frames_.ranks(); r++) f.frames += std::max<size_t>(frames_.stream(static_cast<int>(r)).frames(), 1);
+    return f;
+  }
+
+ private:
+  OpFrames frames_;
+};
+
+// The recorded timeline of every rank, as the analyses below walk it, its ops read from Ops (TraceOps,
+// StreamOps: the same answers).
+template <typename Ops>
+class Timeline {
+ public:
+  Timeline(Ops& ops, const std::vector<Wait>& waits) : ops_(ops), waits_(waits) {
+    by_rank_.resize(ops.ranks());
     for (uint32_t i = 0; i < waits.size(); i++) by_rank_[waits[i].rank].push_back(i);
     for (auto& v : by_rank_)
       std::sort(v.begin(), v.end(), [&](uint32_t x, uint32_t y) { return waits_[x].from < waits_[y].from; });
   }
 
-  const ReplayWindow& window(int r) const { return windows_[r]; }
-  bool replayed(int r) const { return windows_[r].end > windows_[r].first; }
+  Ops& ops() { return ops_; }
+  const ReplayWindow& window(int r) const { return ops_.window(r); }
+  bool replayed(int r) const { return window(r).end > window(r).first; }
   // The last op whose gap counts: MPI_Finalize's, or the last op where there is none.
   uint32_t last_gap_op(int r) const {
-    return std::min<uint32_t>(windows_[r].end, static_cast<uint32_t>(t_.ranks[r].ops.size()) - 1);
+    return std::min<uint32_t>(window(r).end, static_cast<uint32_t>(ops_.ops(r)) - 1);
   }
-  double enter(int r, uint32_t k) const { return static_cast<double>(t_.op(r, k).t_enter); }
-  double exit(int r, uint32_t k) const { return static_cast<double>(t_.op(r, k).t_exit()); }
+  double enter(int r, uint32_t k) { return ops_.enter(r, k); }
+  double exit(int r, uint32_t k) { return ops_.exit(r, k); }
   // The computation before op k: from the previous op's exit (the replay's start for the first) to k's entry.
-  std::pair<double, double> gap(int r, uint32_t k) const {
-    const double from = k > windows_[r].first ? exit(r, k - 1) : static_cast<double>(windows_[r].start_ns);
+  std::pair<double, double> gap(int r, uint32_t k) {
+    const double from = k > window(r).first ? exit(r, k - 1) : static_cast<double>(window(r).start_ns);
     return {from, std::max(from, enter(r, k))};
   }
-  ComputationKey key(int r, uint32_t k) const { return {r, t_.op(r, k).callsite, t_.op(r, k).call}; }
+  ComputationKey key(int r, uint32_t k) { return ops_.key(r, k); }
 
   // The computations of rank r within [from, to], clipped: f(op k, ns).
   template <class F>
-  void computations_within(int r, double from, double to, F f) const {
+  void computations_within(int r, double from, double to, F f) {
     if (!replayed(r) || to <= from) return;
-    const auto& ops = t_.ranks[r].ops;
-    const uint32_t first = windows_[r].first, last = last_gap_op(r);
+    const uint32_t first = window(r).first, last = last_gap_op(r);
     // the first op whose entry is after `from`: its gap is the first that can reach into the interval
-    auto it = std::upper_bound(ops.begin() + first, ops.begin() + last + 1, from,
-                               [](double x, const Op& op) { return x < static_cast<double>(op.t_enter); });
-    for (uint32_t k = static_cast<uint32_t>(it - ops.begin()); k <= last; k++) {
+    for (uint32_t k = ops_.entered_after(r, first, last + 1, from); k <= last; k++) {
       auto [g0, g1] = gap(r, k);
       if (g0 >= to) break;
       const double ns = std::min(g1, to) - std::max(g0, from);
@@ -75,25 +165,12 @@ class Timeline {
 
   // When rank a last synchronised with rank b before its op `before`: the exit of its last call that
   // exchanged a message with b or took part in a collective with it; nullopt if none is found.
-  std::optional<double> last_sync(int a, uint32_t before, int b) const {
-    const uint32_t first = windows_[a].first;
+  std::optional<double> last_sync(int a, uint32_t before, int b) {
+    const uint32_t first = window(a).first;
     int searched = 0;
     for (uint32_t k = before; k > first && searched < kSyncSearch; searched++) {
       --k;
-      const Op& op = t_.op(a, k);
-      const OpLinks links = t_.links_of(op);
-      for (uint32_t l = 0; l < links.size(); l++) {
-        const Link link = links[l];
-        if (link.id == kNone) continue;
-        bool with_b = false;
-        if (link.kind == Link::PostColl || link.kind == Link::DoneColl) {
-          for (const auto& [r, o] : t_.collectives[link.id].members) with_b |= r == b;
-        } else {
-          const Message& m = t_.messages[link.id];
-          with_b = m.src == b || m.dst == b;
-        }
-        if (with_b) return exit(a, k);
-      }
+      if (ops_.shares(a, k, b)) return exit(a, k);
     }
     return std::nullopt;
   }
@@ -101,17 +178,16 @@ class Timeline {
   const std::vector<uint32_t>& waits_of(int r) const { return by_rank_[r]; }
 
  private:
-  const Trace& t_;
+  Ops& ops_;
   const std::vector<Wait>& waits_;
-  std::vector<ReplayWindow> windows_;
   std::vector<std::vector<uint32_t>> by_rank_;  // wait indices by rank, by start
 };
 
-}  // namespace
-
-DelayCosts delay_costs(const Trace& t, const std::vector<Wait>& waits) {
+// The delay costs, the trace's sites (not its ops) naming the waiting rank's code on the late rank.
+template <typename Ops>
+DelayCosts delay_costs_of(const Trace& t, Ops& ops, const std::vector<Wait>& waits) {
   DelayCosts d;
-  const Timeline tl(t, waits);
+  Timeline tl(ops, waits);
   // later waits first: a wait passes its cost on to earlier waits of the rank it waited for
   std::vector<uint32_t> order(waits.size());
   std::iota(order.begin(), order.end(), 0u);
@@ -141,9 +217,9 @@ DelayCosts delay_costs(const Trace& t, const std::vector<Wait>& waits) {
     // what the waiting rank computed since then, by code, and what the late rank computed and waited
     waiter_time.clear(), late_time.clear(), late_waits.clear();
     tl.computations_within(a, t_ref, x.from, [&](uint32_t k, double ns) {
-      waiter_time[t.site(a, t.op(a, k).callsite)] += ns;
+      waiter_time[t.site(a, tl.key(a, k).callsite)] += ns;
     });
-    tl.computations_within(b, t_ref, tb, [&](uint32_t k, double ns) { late_time[t.op(b, k).callsite] += ns; });
+    tl.computations_within(b, t_ref, tb, [&](uint32_t k, double ns) { late_time[tl.key(b, k).callsite] += ns; });
     tl.waits_within(b, t_ref, tb, [&](uint32_t i, double ns) { late_waits.emplace_back(i, ns); });
     // the late rank's excess: computation beyond the waiting rank's in the same code, and its own waits
     std::vector<std::pair<uint32_t, double>> excess;
@@ -170,22 +246,19 @@ DelayCosts delay_costs(const Trace& t, const std::vector<Wait>& waits) {
   for (auto& [key, c] : causes) {
     c.where = key;
     // the call that ends the computation: the first op of the rank at that call site names it
-    for (const auto& op : t.ranks[key.rank].ops)
-      if (op.callsite == key.callsite) {
-        c.where.call = op.call;
-        break;
-      }
+    c.where.call = ops.first_call(key.rank, key.callsite);
     d.causes.push_back(c);
   }
   std::sort(d.causes.begin(), d.causes.end(), [](const RootCause& x, const RootCause& y) { return x.total() > y.total(); });
   return d;
 }
 
-CriticalPath critical_path(const Trace& t, const std::vector<Wait>& waits) {
+template <typename Ops>
+CriticalPath critical_path_of(Ops& ops, const std::vector<Wait>& waits) {
   CriticalPath p;
-  const Timeline tl(t, waits);
+  Timeline tl(ops, waits);
   int r = -1;
-  for (size_t i = 0; i < t.ranks.size(); i++)
+  for (size_t i = 0; i < ops.ranks(); i++)
     if (tl.replayed(static_cast<int>(i)) && (r < 0 || tl.window(static_cast<int>(i)).stop_ns > tl.window(r).stop_ns))
       r = static_cast<int>(i);
   if (r < 0) return p;
@@ -222,9 +295,8 @@ CriticalPath critical_path(const Trace& t, const std::vector<Wait>& waits) {
   // (r, k): the path has covered everything from op k's entry on (k: MPI_Finalize, or past the last op)
   uint32_t k = tl.last_gap_op(r);
   double now = static_cast<double>(tl.window(r).stop_ns);
-  uint64_t steps = 0, limit = 16;
-  for (const auto& rank : t.ranks)
-    for (const Op& op : rank.ops) limit += 2 + 4 * uint64_t{t.n_links(op)};
+  uint64_t steps = 0;
+  const uint64_t limit = ops.path_limit();
   while (steps++ < limit) {
     auto [g0, g1] = tl.gap(r, k);
     on_path(tl.key(r, k), true, std::min(g1, now) - g0);
@@ -249,6 +321,33 @@ CriticalPath critical_path(const Trace& t, const std::vector<Wait>& waits) {
   p.length_ns = p.computation_ns + p.mpi_ns;
   for (auto& [key, part] : parts) p.parts.push_back(part);
   std::sort(p.parts.begin(), p.parts.end(), [](const auto& x, const auto& y) { return x.ns > y.ns; });
+  return p;
+}
+
+}  // namespace
+
+DelayCosts delay_costs(const Trace& t, const std::vector<Wait>& waits) {
+  TraceOps ops(t);
+  return delay_costs_of(t, ops, waits);
+}
+
+DelayCosts delay_costs(const Trace& t, const std::vector<OpStream>& streams, const std::vector<Wait>& waits,
+                       FramesRead* read) {
+  StreamOps ops(streams);
+  DelayCosts d = delay_costs_of(t, ops, waits);
+  if (read) *read = ops.read();
+  return d;
+}
+
+CriticalPath critical_path(const Trace& t, const std::vector<Wait>& waits) {
+  TraceOps ops(t);
+  return critical_path_of(ops, waits);
+}
+
+CriticalPath critical_path(const std::vector<OpStream>& streams, const std::vector<Wait>& waits, FramesRead* read) {
+  StreamOps ops(streams);
+  CriticalPath p = critical_path_of(ops, waits);
+  if (read) *read = ops.read();
   return p;
 }
 

@@ -49,6 +49,15 @@ struct DelayCosts {
 };
 
 DelayCosts delay_costs(const Trace& trace, const std::vector<Wait>& waits);
+// The same from the ranks' op streams (OpStream::encode_all, packed or not), read out of order a frame at
+// a time (OpFrames: 2 frames a rank kept decoded); the trace gives its call sites only.
+// What the reading cost, where asked: the frames decoded, of how many, and the most the kept ones held.
+struct FramesRead {
+  uint64_t decoded = 0, frames = 0;
+  size_t held_bytes = 0;
+};
+DelayCosts delay_costs(const Trace& trace, const std::vector<OpStream>& streams, const std::vector<Wait>& waits,
+                       FramesRead* read = nullptr);
 
 struct CriticalPath {
   struct Part {
@@ -64,6 +73,8 @@ struct CriticalPath {
 };
 
 CriticalPath critical_path(const Trace& trace, const std::vector<Wait>& waits);
+CriticalPath critical_path(const std::vector<OpStream>& streams, const std::vector<Wait>& waits,
+                           FramesRead* read = nullptr);
 
 // Every computation of the run, by rank and call site.
 std::vector<CriticalPath::Part> computations(const Trace& trace);

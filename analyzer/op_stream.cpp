@@ -44,13 +44,29 @@ std::optional<uint32_t> member_place(const Trace& t, int rank, uint32_t i, uint3
   return std::nullopt;
 }
 
-// whether the op `i` of `rank` is the owner of the message its link names: posted its send, or its receive
-// where no send of the trace matched it
+// `rank`'s place among the members of collective instance c (the first, of a hand-made trace's rank
+// listed twice), if it is one: what a DoneColl link carries
+std::optional<uint32_t> rank_place(const Trace& t, int rank, uint32_t c) {
+  if (c >= t.collectives.size()) return std::nullopt;
+  const auto ms = t.collectives.members(c);
+  auto it = std::lower_bound(ms.begin(), ms.end(), rank, [](const auto& m, int r) { return m.first < r; });
+  if (it == ms.end() || it->first != rank) it = std::find_if(ms.begin(), ms.end(), [&](const auto& m) { return m.first == rank; });
+  if (it == ms.end()) return std::nullopt;
+  return static_cast<uint32_t>(it - ms.begin());
+}
+
+// whether the op `i` of `rank` carries the fields of the message its link names: posted its send, or its
+// receive where no send of the trace matched it, or completes one the rank posted so
 bool carries(const Trace& t, int rank, uint32_t i, Link l) {
   if (l.id >= t.messages.size()) return false;
   const Message& m = t.messages[l.id];
-  if (l.kind == Link::PostSend) return m.src == rank && m.send_op == i;
-  return l.kind == Link::PostRecv && m.send_op == kNone && m.dst == rank && m.recv_op == i;
+  switch (l.kind) {
+    case Link::PostSend: return m.src == rank && m.send_op == i;
+    case Link::DoneSend: return m.src == rank && m.send_op != kNone;
+    case Link::PostRecv: return m.send_op == kNone && m.dst == rank && m.recv_op == i;
+    case Link::DoneRecv: return m.send_op == kNone && m.dst == rank && m.recv_op != kNone;
+    default: return false;
+  }
 }
 
 }  // namespace
@@ -117,7 +133,7 @@ void OpStream::pack(size_t chunk) {
   std::vector<Frame> frames;
   // the frame of bytes_ [from, to), the cursor's state at its first op at its head
   size_t from = 0;
-  uint64_t first_op = 0;
+  uint64_t first_op = 0, first_enter = 0;
   std::vector<uint8_t> state;
   auto put = [&](size_t to) {
     // a frame's sizes fit 32 bits: its ops' no more than chunk's clamp and one op, its head 4 or more
@@ -136,6 +152,7 @@ void OpStream::pack(size_t chunk) {
     f.state = static_cast<uint32_t>(state.size());
     f.at = packed.size();
     f.first_op = first_op;
+    f.first_enter = first_enter;
     frames.push_back(f);
     packed.insert(packed.end(), frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(z));
   };
@@ -143,12 +160,15 @@ void OpStream::pack(size_t chunk) {
   OpCursor c(*this);
   c.save_state(state);
   StreamOp op;
-  while (c.next(op))
+  bool at_first = true;  // the op read is its frame's first
+  while (c.next(op)) {
+    if (at_first) first_enter = op.t_enter, at_first = false;
     if (c.offset() - from >= chunk && c.offset() < bytes_.size()) {
       put(c.offset());
-      from = c.offset(), first_op = c.op();
+      from = c.offset(), first_op = c.op(), at_first = true;
       c.save_state(state);
     }
+  }
   put(bytes_.size());
   packed.shrink_to_fit();
   frames.shrink_to_fit();
@@ -279,8 +299,10 @@ OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& 
       } else if (links[k].id < t.messages.size()) {  // (beyond: a hand-made trace's link to no message)
         s.message_ids_ = std::max(s.message_ids_, links[k].id + 1);
       }
-      places.push_back(links[k].kind == Link::PostColl ? member_place(t, rank, i, links[k].id) : std::nullopt);
-      const bool carried = links[k].kind == Link::PostColl ? places.back().has_value() : carries(t, rank, i, links[k]);
+      places.push_back(links[k].kind == Link::PostColl   ? member_place(t, rank, i, links[k].id)
+                       : links[k].kind == Link::DoneColl ? rank_place(t, rank, links[k].id)
+                                                         : std::nullopt);
+      const bool carried = message ? carries(t, rank, i, links[k]) : places.back().has_value();
       kinds.push_back(static_cast<uint8_t>(links[k].kind | (carried ? kCarries : 0)));
     }
     const uint64_t word = shape_word(op.callsite, op.call, op.kind, op.unfinished, n, kinds.data());
@@ -295,6 +317,8 @@ OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& 
       s.shapes_.push_back(sh);
     }
     put(shape);
+    if (i > 0 && op.t_enter < ops[i - 1].t_enter) s.entries_sorted_ = false;
+    s.links_ += n;
     put_signed(static_cast<int64_t>(op.t_enter) - static_cast<int64_t>(prev_exit));
     put(op.duration);
     prev_exit = op.t_exit();
@@ -304,7 +328,7 @@ OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& 
       put_signed(static_cast<int64_t>(id) - static_cast<int64_t>(prev));
       prev = id;
       if (!(kinds[k] & kCarries)) return;
-      if (links[k].kind == Link::PostColl) {
+      if (links[k].kind == Link::PostColl || links[k].kind == Link::DoneColl) {
         const Member m{*places[k], instance_entry(id)};
         auto [at, added_m] = member_index.try_emplace(m.key(), static_cast<uint32_t>(s.members_.size()));
         if (added_m) s.members_.push_back(m);
@@ -313,14 +337,14 @@ OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& 
       }
       StreamMessage carried;
       carried.fields = t.messages[id];
-      carried.sent = links[k].kind == Link::PostSend;
+      carried.sent = links[k].kind == Link::PostSend || links[k].kind == Link::DoneSend;
       carried.answered = carried.sent && carried.fields.recv_op != kNone;
       if (id < together.size()) carried.together = together[id];
       carried.fields.send_op = carried.fields.recv_op = kNone;
       auto [m, added_m] = message_index.try_emplace(carried.key(), static_cast<uint32_t>(s.messages_.size()));
       if (added_m) s.messages_.push_back(carried);
       put(m->second);
-      if (!carried.sent) return;
+      if (links[k].kind != Link::PostSend) return;
       if (!s.sent_.empty() && s.sent_.back().second == id) s.sent_.back().second++;
       else s.sent_.emplace_back(id, id + 1);
     };
@@ -338,6 +362,12 @@ OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& 
   s.bytes_.shrink_to_fit();
   s.sent_.shrink_to_fit();
   return s;
+}
+
+std::optional<uint8_t> OpStream::first_call(uint32_t callsite) const {
+  for (const Shape& sh : shapes_)
+    if (sh.callsite == callsite) return sh.call;
+  return std::nullopt;
 }
 
 std::pair<uint64_t, uint64_t> RankTimes::at(uint32_t i) {

@@ -18,7 +18,10 @@
 // its receiver's completing op completes together) travel in the stream of the op that posted it, as a
 // varint of their number in the rank's second table: the sender's for a send, the receiver's for a receive
 // no send matched. A halo's messages take a byte each there. The link that carries them says so in its
-// kind (kCarries). Each stream also keeps the ids of the messages its rank sent, as runs of consecutive
+// kind (kCarries). The owner's completions carry the same entry again (a DoneSend of the rank's send, a
+// DoneRecv of its receive no send matched), and a DoneColl its member's entry: a reader that starts at any
+// frame (the causes, which look ops up out of order) knows each link's other end without the post, which
+// may lie frames back; zstd packs the repeated entries to little. Each stream also keeps the ids of the messages its rank sent, as runs of consecutive
 // ids (build_trace numbers them by sender: one run a rank), which names a message's sender where only its
 // receive has been read.
 //
@@ -127,6 +130,12 @@ struct StreamOp {
     const StreamInstance* fields = nullptr;  // the whole instance's fields (InstanceTable)
   };
   std::vector<Joined> joined;
+  // what its completions name where its rank owns it (docs/streaming.md, the causes' reader): the messages
+  // its DoneSend and DoneRecv links complete, as `posted` (a send of the rank's, a receive no send
+  // matched), and the instances its DoneColl links complete, as `joined` (k: the rank's place among the
+  // members). No stage that walks the ops in order needs them: it met them at their posts.
+  std::vector<Posted> completed;
+  std::vector<Joined> left;
   uint64_t t_exit() const { return t_enter + duration; }
 };
 
@@ -154,6 +163,14 @@ class OpStream {
   bool packed() const { return !frames_.empty(); }
   size_t frames() const { return frames_.size(); }
   uint64_t frame_first_op(size_t k) const { return frames_[k].first_op; }  // the index of frame k's first op
+  uint64_t frame_first_enter(size_t k) const { return frames_[k].first_enter; }  // and its entry
+  // whether its ops' entries never go down from one op to the next (a rank whose threads' calls overlap
+  // may): then the op entered first after a time is found by the frames' first entries
+  bool entries_sorted() const { return entries_sorted_; }
+  uint64_t links() const { return links_; }  // its ops' links, all
+  // the call of its first op at a call site (the shapes are numbered in the order of the ops that made
+  // them), none where no op is there
+  std::optional<uint8_t> first_call(uint32_t callsite) const;
   uint64_t ops() const { return ops_; }
   // the ops a replay runs and when they start and stop (replay_window of the rank's trace): a replay
   // reading the stream knows them before it reaches the last op
@@ -180,7 +197,8 @@ class OpStream {
   size_t shapes() const { return shapes_.size(); }
   size_t message_shapes() const { return messages_.size(); }
   size_t member_shapes() const { return members_.size(); }
-  // on a link's kind: the message's fields follow its id (PostSend, PostRecv), or the member's (PostColl)
+  // on a link's kind: the message's fields follow its id (PostSend, PostRecv, and the owner's DoneSend
+  // and DoneRecv), or the member's (PostColl, DoneColl)
   static constexpr uint8_t kCarries = 8;
   std::span<const uint8_t> data() const { return bytes_; }  // the ops' bytes, without the shapes; none once packed
 
@@ -201,6 +219,7 @@ class OpStream {
   struct Frame {
     uint32_t packed = 0, bytes = 0, state = 0;  // its size in packed_; unpacked, and of that its state's
     uint64_t at = 0, first_op = 0;              // where it starts in packed_; the index of its first op
+    uint64_t first_enter = 0;                   // its first op's entry
   };
   std::vector<uint8_t> packed_;  // packed: the frames in order
   std::vector<Frame> frames_;
@@ -214,7 +233,8 @@ class OpStream {
     auto key() const { return std::make_pair(k, instance); }
   };
   std::vector<Member> members_;  // the collectives' members: each different (place, instance) once
-  uint64_t ops_ = 0;
+  uint64_t ops_ = 0, links_ = 0;
+  bool entries_sorted_ = true;
   ReplayWindow window_;
 };
 
@@ -249,6 +269,8 @@ class OpCursor {
     op.link_kinds.clear();
     op.posted.clear();
     op.joined.clear();
+    op.completed.clear();
+    op.left.clear();
     if (sh.n_links <= OpStream::kShapeLinks) {
       uint32_t* prev = &prev_slot_[shape * OpStream::kShapeLinks];
       for (uint32_t k = 0; k < sh.n_links; k++) {
@@ -301,12 +323,12 @@ class OpCursor {
     op.link_ids.push_back(id);
     op.link_kinds.push_back(k);
     if (!(kind & OpStream::kCarries)) return;
-    if (k != Link::PostColl) {
-      op.posted.push_back({id, &s_->messages_[varint()]});
+    if (k != Link::PostColl && k != Link::DoneColl) {
+      (k == Link::PostSend || k == Link::PostRecv ? op.posted : op.completed).push_back({id, &s_->messages_[varint()]});
       return;
     }
     const OpStream::Member& m = s_->members_[varint()];
-    op.joined.push_back({id, m.k, &(*s_->instances_)[m.instance]});
+    (k == Link::PostColl ? op.joined : op.left).push_back({id, m.k, &(*s_->instances_)[m.instance]});
   }
   uint32_t step(uint32_t prev) { return static_cast<uint32_t>(static_cast<int64_t>(prev) + unzigzag(varint())); }
   const OpStream* s_;

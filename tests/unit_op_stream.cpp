@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <barrier>
+#include <map>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -21,6 +23,7 @@
 #include "causes.hpp"
 #include "efficiency.hpp"
 #include "gate.hpp"
+#include "op_frames.hpp"
 #include "op_stream.hpp"
 #include "phases.hpp"
 #include "replay.hpp"
@@ -127,6 +130,63 @@ void require_same_hot_spots(const Trace& t, const std::vector<OpStream>& streams
   }
 }
 
+// Two doubles the same bit for bit (NaN, an op outside the window's span, too)
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// The trace without its ops, their links, its messages, its receives together and its collective
+// instances (its communicators and call sites kept): a walk that reads the streams alone replays it alike.
+Trace bare_of(const Trace& t) {
+  Trace bare = t;
+  bare.receives_together.reset();
+  bare.collectives = CollectiveList{};
+  for (RankTrace& rank : bare.ranks) std::vector<Op>().swap(rank.ops);
+  bare.links = LinkList{};
+  bare.spilled_links.clear();
+  std::vector<Message>().swap(bare.messages);
+  return bare;
+}
+
+// What the causes compared from the streams found, over all check_stream_waits' calls: the causes named,
+// the waits they were found for, the critical paths' changes of rank.
+struct CausesCompared {
+  uint64_t causes = 0, waits = 0, rank_changes = 0;
+} causes_compared;
+
+// The delay costs and the critical path from the streams are the trace's, to the bit, the trace's ops let
+// go; read a frame at a time, 2 kept a rank (packed in frames of 256 bytes: many, and the causes' reader
+// decodes some of them again).
+void require_same_causes(const Trace& t, const std::vector<OpStream>& streams, const std::vector<Wait>& waits) {
+  const Trace bare = bare_of(t);
+  const DelayCosts want = delay_costs(t, waits), got = delay_costs(bare, streams, waits);
+  REQUIRE(same_bits(got.waiting_ns, want.waiting_ns));
+  REQUIRE(same_bits(got.unattributed_ns, want.unattributed_ns));
+  REQUIRE(got.causes.size() == want.causes.size());
+  for (size_t k = 0; k < want.causes.size(); k++) {
+    INFO("cause " << k);
+    const RootCause &a = want.causes[k], &b = got.causes[k];
+    REQUIRE(std::make_tuple(a.where.rank, a.where.callsite, a.where.call) ==
+            std::make_tuple(b.where.rank, b.where.callsite, b.where.call));
+    REQUIRE(same_bits(a.direct_ns, b.direct_ns));
+    REQUIRE(same_bits(a.indirect_ns, b.indirect_ns));
+  }
+  const CriticalPath pw = critical_path(t, waits), pg = critical_path(streams, waits);
+  REQUIRE(std::make_tuple(pg.last_rank, pg.rank_changes, pg.parts.size()) ==
+          std::make_tuple(pw.last_rank, pw.rank_changes, pw.parts.size()));
+  REQUIRE(same_bits(pg.length_ns, pw.length_ns));
+  REQUIRE(same_bits(pg.computation_ns, pw.computation_ns));
+  REQUIRE(same_bits(pg.mpi_ns, pw.mpi_ns));
+  for (size_t k = 0; k < pw.parts.size(); k++) {
+    INFO("part " << k);
+    const CriticalPath::Part &a = pw.parts[k], &b = pg.parts[k];
+    REQUIRE(std::make_tuple(a.where.rank, a.where.callsite, a.where.call, a.computation, a.times) ==
+            std::make_tuple(b.where.rank, b.where.callsite, b.where.call, b.computation, b.times));
+    REQUIRE(same_bits(a.ns, b.ns));
+  }
+  causes_compared.causes += want.causes.size();
+  causes_compared.waits += waits.size();
+  causes_compared.rank_changes += pw.rank_changes;
+}
+
 // The waits found walking the streams by entry (packed or not) are the trace's, wait for wait and in its
 // order, at an eager limit S that makes some sends rendezvous, none and all, and so are their sums by
 // site and the run's computations; returns how many waits were compared, and the most messages the walk
@@ -155,6 +215,7 @@ size_t check_stream_waits(const Trace& t, WaitsHeld* held = nullptr) {
       }
       require_same_states(measure_waits(t, want), measure_waits(*from, got));
       if (S == 4096) {
+        require_same_causes(t, *from, want);
         require_same_hot_spots(t, *from, measure_waits(t, want));
         if (completes_own_sides(t)) require_same_hot_spots(t, *from, every_site(t));
       }
@@ -238,6 +299,32 @@ uint64_t check_streams(const Trace& t) {
         if (p.m->sent) sent_by[p.id] = r;
         posted[p.id]++;
       }
+      // an owner's completions carry its entry again: a send of the rank's, a receive no send matched
+      uint32_t owned_done = 0, done_colls = 0;
+      for (uint32_t k = 0; k < links.size(); k++) {
+        if (links[k].id >= t.messages.size() && links[k].kind != Link::DoneColl) continue;
+        const Message* m = links[k].id < t.messages.size() ? &t.messages[links[k].id] : nullptr;
+        if (links[k].kind == Link::DoneSend) owned_done += m->src == r && m->send_op != kNone;
+        if (links[k].kind == Link::DoneRecv) owned_done += m->send_op == kNone && m->dst == r;
+        done_colls += links[k].kind == Link::DoneColl && links[k].id < t.collectives.size();
+      }
+      CHECK(got.completed.size() == owned_done);
+      for (const StreamOp::Posted& p : got.completed) {
+        REQUIRE(p.id < t.messages.size());
+        const Message& m = t.messages[p.id];
+        CHECK((m.send_op == kNone ? m.dst == r : m.src == r));
+        const Message& f = p.m->fields;
+        CHECK(std::tie(f.src, f.dst, f.tag, f.bytes, f.comm) == std::tie(m.src, m.dst, m.tag, m.bytes, m.comm));
+        CHECK(p.m->sent == (m.send_op != kNone));
+      }
+      CHECK(got.left.size() == done_colls);
+      for (const StreamOp::Joined& j : got.left) {
+        REQUIRE(j.instance < t.collectives.size());
+        const CollectiveInstance want = t.collectives[j.instance];
+        REQUIRE(j.k < want.members.size());
+        CHECK(want.members[j.k].first == r);
+        CHECK(j.fields->members.size() == want.members.size());
+      }
       for (const StreamOp::Joined& j : got.joined) {
         REQUIRE(j.instance < rebuilt.size());
         {
@@ -316,8 +403,6 @@ fs::path synth(const std::string& pattern, int ranks, int events, const std::str
   return dir;
 }
 
-// Two doubles the same bit for bit (NaN, an op outside the window's span, too)
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 bool same(const Breakdown& a, const Breakdown& b) {
   return same_bits(a.computation, b.computation) && same_bits(a.send_overhead, b.send_overhead) &&
          same_bits(a.recv_overhead, b.recv_overhead) && same_bits(a.send_wait, b.send_wait) &&
@@ -421,19 +506,6 @@ class ThreadPeers final : public ReplayPeers {
   Shared& s_;
   int me_;
 };
-
-// The trace without its ops, their links, its messages, its receives together and its collective
-// instances (its communicators and call sites kept): a walk that reads the streams alone replays it alike.
-Trace bare_of(const Trace& t) {
-  Trace bare = t;
-  bare.receives_together.reset();
-  bare.collectives = CollectiveList{};
-  for (RankTrace& rank : bare.ranks) std::vector<Op>().swap(rank.ops);
-  bare.links = LinkList{};
-  bare.spilled_links.clear();
-  std::vector<Message>().swap(bare.messages);
-  return bare;
-}
 
 // The measured intervals found on the streams are the trace's: each rank's, instance for instance, and
 // their intervals' statistics.
@@ -816,16 +888,134 @@ TEST_CASE("a cursor seeks to any op and reads on from there as from the first", 
   CHECK_FALSE(c.next(op));
 }
 
+TEST_CASE("the causes' reader gives any op of any rank, its links' other ends, and the op entered after a time",
+          "[op_stream][causes]") {
+  // the ring, and traced runs of every kind of point to point and collective (non-blocking ones among
+  // them), of a rank of threads and of a damaged log (receives no send matched)
+  std::vector<Trace> traces;
+  traces.push_back(bench::ring_trace(4, 3000));
+  for (const char* name : {"p2p-all", "coll-all", "threads", "halo-damaged"}) traces.push_back(build_trace(JobLog(fixture(name))));
+  std::mt19937_64 rng(74);
+  {
+    // a hand-made rank whose entries go down and up (a trace read otherwise than build_trace sorts it), a
+    // thousand ops
+    Trace t;
+    t.world_size = 1;
+    t.ranks.resize(1);
+    for (uint32_t k = 0; k < 1000; k++) {
+      const uint64_t enter = 1000 + 10 * k + (k % 7 == 3 ? 0 : rng() % 40);
+      append_op(t, 0, enter, enter + 5, MPA_CALL_Barrier, OpKind::Other, k % 5, {});
+    }
+    traces.push_back(std::move(t));
+  }
+  uint64_t asked = 0, shared = 0, unsorted = 0, searched = 0, in_frames = 0;
+  for (const Trace& t : traces) {
+    const int n_ranks = static_cast<int>(t.ranks.size());
+    // whether op k of rank a links with rank b: a message between them, a collective with b a member
+    auto shares = [&](int a, uint32_t k, int b) {
+      const OpLinks links = t.links_of(t.op(a, k));
+      for (uint32_t l = 0; l < links.size(); l++) {
+        if (links[l].id == kNone) continue;
+        if (links[l].kind == Link::PostColl || links[l].kind == Link::DoneColl) {
+          for (const auto& [m, o] : t.collectives[links[l].id].members)
+            if (m == b) return true;
+        } else if (t.messages[links[l].id].src == b || t.messages[links[l].id].dst == b) {
+          return true;
+        }
+      }
+      return false;
+    };
+    const std::vector<OpStream> whole = OpStream::encode_all(t), packed = OpStream::encode_all(t, 256);
+    for (const auto* streams : {&whole, &packed})
+      for (const size_t kept : {size_t{1}, size_t{3}}) {
+        INFO((streams == &packed ? "packed" : "unpacked") << ", " << kept << " kept");
+        OpFrames frames(*streams, kept);
+        for (int r = 0; r < n_ranks; r++) {
+          INFO("rank " << r);
+          const std::vector<Op>& ops = t.ranks[r].ops;
+          const OpStream& s = (*streams)[r];
+          uint64_t links = 0;
+          for (const Op& op : ops) links += t.n_links(op);
+          CHECK(s.links() == links);
+          unsorted += !s.entries_sorted();
+          for (size_t f = 0; f < s.frames(); f++) CHECK(s.frame_first_enter(f) == ops[s.frame_first_op(f)].t_enter);
+          if (ops.empty()) continue;
+          // backwards from the last op, then at random
+          std::vector<uint32_t> order(ops.size());
+          std::iota(order.rbegin(), order.rend(), 0u);
+          for (int k = 0; k < 300; k++) order.push_back(static_cast<uint32_t>(rng() % ops.size()));
+          const uint64_t decoded = frames.decoded();
+          for (size_t at = 0; at < order.size(); at++) {
+            const uint32_t k = order[at];
+            INFO("op " << k);
+            const auto v = frames.at(r, k);
+            REQUIRE(std::make_tuple(v.op->t_enter, v.op->t_exit, v.op->callsite, v.op->call) ==
+                    std::make_tuple(ops[k].t_enter, ops[k].t_exit(), ops[k].callsite, uint8_t{ops[k].call}));
+            for (int b = -1; b <= n_ranks; b++) {
+              const bool want = shares(r, k, b);
+              CHECK(std::any_of(v.ends.begin(), v.ends.end(), [&](const OpFrames::End& e) { return e.with(b); }) == want);
+              shared += want;
+            }
+            asked++;
+            // walked backwards, each frame is decoded once
+            if (at + 1 == ops.size()) CHECK(frames.decoded() - decoded == std::max<size_t>(s.frames(), 1));
+          }
+          // the op entered after a time: the trace's entries halved the same way, within windows of the
+          // rank's ops, at its entries, next to them, and before and after all
+          for (int k = 0; k < 200; k++) {
+            const uint64_t first = rng() % (ops.size() + 1), end = first + rng() % (ops.size() + 1 - first);
+            const uint64_t near = ops[rng() % ops.size()].t_enter;
+            for (const double from : {static_cast<double>(near), static_cast<double>(near) - 1, static_cast<double>(near) + 0.5,
+                                      -1.0, static_cast<double>(ops.back().t_exit()) + 1e9}) {
+              const uint64_t want = first_entered_after(first, end, from, [&](uint64_t i) { return static_cast<double>(ops[i].t_enter); });
+              REQUIRE(frames.entered_after(r, first, end, from) == want);
+              // (on entries that never go down, the first op of the whole rank entered after it, kept in the window)
+              if (s.entries_sorted()) {
+                const auto it = std::upper_bound(ops.begin(), ops.end(), from, [](double x, const Op& op) { return x < static_cast<double>(op.t_enter); });
+                CHECK(want == std::clamp<uint64_t>(static_cast<uint64_t>(it - ops.begin()), first, end));
+              }
+              searched++;
+              in_frames += s.packed() && s.entries_sorted();
+            }
+          }
+          // the call that ends a computation at a call site: its first op's there
+          std::map<uint32_t, uint8_t> first_call;
+          for (const Op& op : ops) first_call.try_emplace(op.callsite, op.call);
+          for (const auto& [site, call] : first_call) CHECK(s.first_call(site) == std::optional<uint8_t>(call));
+          CHECK_FALSE(s.first_call(UINT32_MAX - 1).has_value());
+        }
+        // a message's sender, by the runs of sent ids
+        for (uint32_t id = 0; id < t.messages.size(); id++)
+          CHECK(frames.sender(id) == (t.messages[id].send_op != kNone ? t.messages[id].src : -1));
+        CHECK(frames.sender(static_cast<uint32_t>(t.messages.size()) + 7) == -1);
+        // what is held: the ranks' kept frames, not their ops (packed; the ring's 12000 ops)
+        uint64_t all_ops = 0;
+        for (const RankTrace& rank : t.ranks) all_ops += rank.ops.size();
+        if (streams == &packed && all_ops >= 10000) CHECK(frames.held_bytes() < all_ops * sizeof(OpFrames::Op) / 4);
+      }
+  }
+  CHECK(asked > 20000);
+  CHECK(shared > 1000);
+  CHECK(unsorted > 0);  // the hand-made rank
+  CHECK(searched > 10000);
+  CHECK(in_frames > 1000);
+}
+
 TEST_CASE("the logs of traced runs read back op for op", "[op_stream]") {
   // point to point of every kind, collectives of every kind, a rank of several threads, a damaged log
+  const CausesCompared before = causes_compared;
   for (const char* name : {"p2p-all", "coll-all", "threads", "halo-procnull", "halo-damaged"}) {
     INFO(name);
     const Trace t = build_trace(JobLog(fixture(name)));
     CHECK(check_streams(t) > 0);
   }
+  // the causes compared were some: waits found, their causes named
+  CHECK(causes_compared.waits > before.waits);
+  CHECK(causes_compared.causes > before.causes);
 }
 
 TEST_CASE("mpiadvise-synth's logs read back op for op, and the parts --from and --until name", "[op_stream]") {
+  const CausesCompared before = causes_compared;
   for (const char* pattern : {"halo", "pipeline", "alltoall", "allreduce", "imbalance"}) {
     INFO(pattern);
     const fs::path dir = fresh_dir(std::string("op-stream-") + pattern);
@@ -864,6 +1054,9 @@ TEST_CASE("mpiadvise-synth's logs read back op for op, and the parts --from and 
     const Trace part = build_trace(job, start + (end - start) * 3 / 4, start + (end - start) / 4);
     CHECK(check_streams(part) >= 6u * 300);
   }
+  // the causes compared were some, and the critical paths went from rank to rank
+  CHECK(causes_compared.causes > before.causes);
+  CHECK(causes_compared.rank_changes > before.rank_changes);
 }
 
 TEST_CASE("ops at the edges read back as they were", "[op_stream]") {
