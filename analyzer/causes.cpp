@@ -4,6 +4,9 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 #include "op_frames.hpp"
 #include "op_stream.hpp"
@@ -36,9 +39,11 @@ class TraceOps {
       const Link link = links[l];
       if (link.id == kNone) continue;
       if (link.kind == Link::PostColl || link.kind == Link::DoneColl) {
+        if (link.id >= t_.collectives.size()) continue;  // (a hand-made trace's link to none)
         for (const auto& [r, o] : t_.collectives[link.id].members)
           if (r == b) return true;
       } else {
+        if (link.id >= t_.messages.size()) continue;
         const Message& m = t_.messages[link.id];
         if (m.src == b || m.dst == b) return true;
       }
@@ -79,13 +84,10 @@ class StreamOps {
   double enter(int r, uint32_t k) { return static_cast<double>(frames_.op(r, k).t_enter); }
   double exit(int r, uint32_t k) { return static_cast<double>(frames_.op(r, k).t_exit); }
   ComputationKey key(int r, uint32_t k) {
-    const OpFrames::Op& op = frames_.op(r, k);
+    const OpFrames::Op op = frames_.op(r, k);
     return {r, op.callsite, op.call};
   }
-  bool shares(int a, uint32_t k, int b) {
-    const auto ends = frames_.at(a, k).ends;
-    return std::any_of(ends.begin(), ends.end(), [&](const OpFrames::End& e) { return e.with(b); });
-  }
+  bool shares(int a, uint32_t k, int b) { return frames_.shares(a, k, b); }
   uint32_t entered_after(int r, uint32_t first, uint32_t end, double from) {
     return static_cast<uint32_t>(frames_.entered_after(r, first, end, from));
   }
@@ -333,6 +335,8 @@ DelayCosts delay_costs(const Trace& t, const std::vector<Wait>& waits) {
 
 DelayCosts delay_costs(const Trace& t, const std::vector<OpStream>& streams, const std::vector<Wait>& waits,
                        FramesRead* read) {
+  if (streams.size() != t.ranks.size())
+    throw std::invalid_argument(fmt::format("delay costs: {} ranks' op streams for a trace of {} ranks", streams.size(), t.ranks.size()));
   StreamOps ops(streams);
   DelayCosts d = delay_costs_of(t, ops, waits);
   if (read) *read = ops.read();

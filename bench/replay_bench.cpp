@@ -359,9 +359,11 @@ int main(int argc, char** argv) {
                         return x.where.rank == y.where.rank && x.where.callsite == y.where.callsite && x.where.call == y.where.call &&
                                x.direct_ns == y.direct_ns && x.indirect_ns == y.indirect_ns;
                       }) &&
-                      pw.length_ns == pg.length_ns && pw.rank_changes == pg.rank_changes &&
+                      pw.length_ns == pg.length_ns && pw.computation_ns == pg.computation_ns && pw.mpi_ns == pg.mpi_ns &&
+                      pw.last_rank == pg.last_rank && pw.rank_changes == pg.rank_changes &&
                       std::equal(pw.parts.begin(), pw.parts.end(), pg.parts.begin(), pg.parts.end(), [](const auto& x, const auto& y) {
-                        return x.where.rank == y.where.rank && x.where.callsite == y.where.callsite && x.ns == y.ns && x.times == y.times;
+                        return x.where.rank == y.where.rank && x.where.callsite == y.where.callsite && x.where.call == y.where.call &&
+                               x.computation == y.computation && x.ns == y.ns && x.times == y.times;
                       });
       }
       std::printf("  the causes from the packed streams (the delay costs and the critical path): %.2f M events/s, from the "
