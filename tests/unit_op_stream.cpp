@@ -1177,7 +1177,7 @@ TEST_CASE("a simulation walking the op streams is the trace's, figure for figure
     for (const char* pattern : {"halo", "pipeline", "alltoall", "allreduce", "imbalance"})
       for (const char* bytes : {"--bytes 1024", "--bytes 65536"}) {
         INFO(pattern << " " << bytes);
-        const Trace t = build_trace(JobLog(synth(pattern, 6, 1500, bytes)));
+        const Trace t = build_trace(JobLog(synth(pattern, 6, 1000, bytes)));
         o.params = find_params("openmpi-vader", params);
         const size_t phases_before = phases_compared;
         CHECK(check_streamed_replays(t, o) >= 9);
