@@ -39,18 +39,7 @@ SitePeers site_peers(const Trace& trace) {
 // received message's sender from the runs of ids each rank sent (a message of the trace no send posted
 // is a receive's that none matched).
 SitePeers site_peers(const std::vector<OpStream>& streams) {
-  struct Run {
-    uint32_t first, end;
-    int rank;
-  };
-  std::vector<Run> runs;
-  for (size_t r = 0; r < streams.size(); r++)
-    for (const auto& [first, end] : streams[r].sent()) runs.push_back({first, end, static_cast<int>(r)});
-  std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.first < b.first; });
-  auto sender = [&](uint32_t id) {
-    auto it = std::upper_bound(runs.begin(), runs.end(), id, [](uint32_t x, const Run& run) { return x < run.first; });
-    return it != runs.begin() && id < (it - 1)->end ? (it - 1)->rank : -1;
-  };
+  const Senders senders(streams);
   SitePeers peers;
   std::unordered_map<uint32_t, const StreamMessage*> sending;  // this rank's sends posted, not yet completed
   StreamOp op;
@@ -69,7 +58,7 @@ SitePeers site_peers(const std::vector<OpStream>& streams) {
           if (it->second->answered) peer = it->second->fields.dst;
           sending.erase(it);
         } else if (l.kind == Link::DoneRecv) {
-          peer = sender(l.id);
+          peer = senders.of(l.id);
         }
         if (peer >= 0) peers[{static_cast<int>(r), op.callsite}].insert(peer);
       }

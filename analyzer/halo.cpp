@@ -5,7 +5,13 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <span>
+#include <stdexcept>
+#include <unordered_map>
 
+#include <fmt/format.h>
+
+#include "measured_walk.hpp"
 #include "parallel.hpp"
 #include "replay.hpp"
 
@@ -43,68 +49,79 @@ int find(std::vector<int>& parent, int x) {
   return x;
 }
 
-}  // namespace
+// A post of a point-to-point op: a send's receiver or a receive's sender, and the message's bytes
+struct Post {
+  bool send = false;
+  int peer = -1;
+  uint64_t bytes = 0;
+};
 
-std::vector<HaloExchange> find_halos(const Trace& t) {
-  const int P = static_cast<int>(t.ranks.size());
-  std::vector<std::optional<std::pair<Pattern, Seen>>> of_rank(static_cast<size_t>(P));
-  for (int r = 0; r < P; r++) {
-    const auto& ops = t.ranks[r].ops;
-    const ReplayWindow w = replay_window(t.ranks[r]);
-    std::map<Pattern, Seen> patterns;
-    uint32_t i = w.first;
-    while (i < w.end) {
-      if (!point_to_point(ops[i].kind)) {
-        i++;
-        continue;
-      }
-      // the burst from op i
-      std::map<int, std::pair<bool, bool>> peers;  // sent to, received from
-      std::set<uint32_t> sends, recvs;
-      uint64_t bytes = 0;
-      // it ends at any other MPI call, or where a call site posts to or from a peer it posted for in this
-      // burst already: the next iteration. (Not at a pause: a rank descheduled in the middle of an
-      // exchange, or packing a buffer between its sends, is still in the exchange.)
-      std::set<std::pair<uint32_t, int>> posted;
-      uint32_t j = i;
-      for (; j < w.end && point_to_point(ops[j].kind); j++) {
-        const OpLinks links = t.links_of(ops[j]);
-        bool again = false;
-        for (uint32_t l = 0; l < links.size() && j > i; l++) {
-          if (links[l].id == kNone) continue;
-          const Message& m = t.messages[links[l].id];
-          if (links[l].kind == Link::PostSend) again |= posted.count({ops[j].callsite, m.dst}) > 0;
-          if (links[l].kind == Link::PostRecv) again |= posted.count({ops[j].callsite, m.src}) > 0;
-        }
-        if (again) break;
-        for (uint32_t l = 0; l < links.size(); l++) {
-          if (links[l].id == kNone) continue;
-          if (links[l].kind == Link::PostSend) {
-            const Message& m = t.messages[links[l].id];
-            peers[m.dst].first = true, sends.insert(ops[j].callsite), bytes = std::max(bytes, m.bytes);
-            posted.insert({ops[j].callsite, m.dst});
-          } else if (links[l].kind == Link::PostRecv) {
-            const Message& m = t.messages[links[l].id];
-            peers[m.src].second = true, recvs.insert(ops[j].callsite), bytes = std::max(bytes, m.bytes);
-            posted.insert({ops[j].callsite, m.src});
-          }
-        }
-      }
-      bool exchange = !peers.empty();
-      for (const auto& [p, both] : peers) exchange &= both.first && both.second && p != r;
-      if (exchange) {
-        Pattern pat{{sends.begin(), sends.end()}, {recvs.begin(), recvs.end()}, {}};
-        for (const auto& [p, both] : peers) pat.peers.push_back(p);
-        Seen& s = patterns[pat];
-        s.times++, s.bytes_max = std::max(s.bytes_max, bytes);
-      }
-      i = std::max(j, i + 1);
-    }
-    // the rank's exchange: its most repeated pattern, if repeated enough
-    for (const auto& [pat, s] : patterns)
-      if (s.times >= kHaloMinRepeats && (!of_rank[r] || s.times > of_rank[r]->second.times)) of_rank[r] = {pat, s};
+// One rank's bursts of point-to-point calls in its window, fed op by op in its order, and the patterns
+// they made. A burst ends at any other MPI call, or where a call site posts to or from a peer it posted
+// for in this burst already: the next iteration. (Not at a pause: a rank descheduled in the middle of an
+// exchange, or packing a buffer between its sends, is still in the exchange.)
+class Bursts {
+ public:
+  explicit Bursts(int rank) : rank_(rank) {}
+  // whether a point-to-point op at this call site with these posts starts the next iteration: the open
+  // burst posted for one of its peers at its site already
+  bool again(uint32_t callsite, std::span<const Post> posts) const {
+    bool again = false;
+    for (const Post& p : posts) again |= open_ && posted_.count({callsite, p.peer}) > 0;
+    return again;
   }
-  // ranks exchanging with each other form one halo exchange
+  // a point-to-point op of the window, its posts (links of no id left out), in the open burst or a new one
+  void add(uint32_t callsite, std::span<const Post> posts) {
+    open_ = true;
+    for (const Post& p : posts) {
+      auto& [to, from] = peers_[p.peer];
+      (p.send ? to : from) = true;
+      (p.send ? sends_ : recvs_).insert(callsite);
+      bytes_ = std::max(bytes_, p.bytes);
+      posted_.insert({callsite, p.peer});
+    }
+  }
+  // a message of the open burst whose bytes were not known at its post
+  void add_bytes(uint64_t bytes) { bytes_ = std::max(bytes_, bytes); }
+  // ends the open burst: the counts of its pattern where it was an exchange (with every peer both ways),
+  // null where it was not, or none was open
+  Seen* close() {
+    if (!open_) return nullptr;
+    open_ = false;
+    bool exchange = !peers_.empty();
+    for (const auto& [p, both] : peers_) exchange &= both.first && both.second && p != rank_;
+    Seen* seen = nullptr;
+    if (exchange) {
+      Pattern pat{{sends_.begin(), sends_.end()}, {recvs_.begin(), recvs_.end()}, {}};
+      for (const auto& [p, both] : peers_) pat.peers.push_back(p);
+      seen = &patterns_[pat];
+      seen->times++, seen->bytes_max = std::max(seen->bytes_max, bytes_);
+    }
+    peers_.clear(), sends_.clear(), recvs_.clear(), posted_.clear();
+    bytes_ = 0;
+    return seen;
+  }
+  // the rank's exchange: its most repeated pattern, if repeated enough
+  std::optional<std::pair<Pattern, Seen>> exchange() const {
+    std::optional<std::pair<Pattern, Seen>> best;
+    for (const auto& [pat, s] : patterns_)
+      if (s.times >= kHaloMinRepeats && (!best || s.times > best->second.times)) best = {pat, s};
+    return best;
+  }
+
+ private:
+  int rank_;
+  bool open_ = false;
+  std::map<int, std::pair<bool, bool>> peers_;  // sent to, received from
+  std::set<uint32_t> sends_, recvs_;
+  uint64_t bytes_ = 0;
+  std::set<std::pair<uint32_t, int>> posted_;
+  std::map<Pattern, Seen> patterns_;  // a node stays where it is: close()'s pointers hold
+};
+
+// Ranks exchanging with each other form one halo exchange: each rank's exchange, joined with its peers'.
+std::vector<HaloExchange> joined(const Trace& t, const std::vector<std::optional<std::pair<Pattern, Seen>>>& of_rank) {
+  const int P = static_cast<int>(of_rank.size());
   std::vector<int> parent(static_cast<size_t>(P));
   std::iota(parent.begin(), parent.end(), 0);
   for (int r = 0; r < P; r++)
@@ -130,6 +147,112 @@ std::vector<HaloExchange> find_halos(const Trace& t) {
   for (auto& [root, h] : halos)
     if (h.ranks.size() >= 2) out.push_back(std::move(h));
   return out;
+}
+
+}  // namespace
+
+std::vector<HaloExchange> find_halos(const Trace& t) {
+  const int P = static_cast<int>(t.ranks.size());
+  std::vector<std::optional<std::pair<Pattern, Seen>>> of_rank(static_cast<size_t>(P));
+  std::vector<Post> posts;
+  for (int r = 0; r < P; r++) {
+    const auto& ops = t.ranks[r].ops;
+    const ReplayWindow w = replay_window(t.ranks[r]);
+    Bursts bursts(r);
+    for (uint32_t i = w.first; i < w.end; i++) {
+      if (!point_to_point(ops[i].kind)) {
+        bursts.close();
+        continue;
+      }
+      posts.clear();
+      const OpLinks links = t.links_of(ops[i]);
+      for (uint32_t l = 0; l < links.size(); l++) {
+        if (links[l].id == kNone || (links[l].kind != Link::PostSend && links[l].kind != Link::PostRecv)) continue;
+        const Message& m = t.messages[links[l].id];
+        const bool send = links[l].kind == Link::PostSend;
+        posts.push_back({send, send ? m.dst : m.src, m.bytes});
+      }
+      if (bursts.again(ops[i].callsite, posts)) bursts.close();
+      bursts.add(ops[i].callsite, posts);
+    }
+    bursts.close();
+    of_rank[r] = bursts.exchange();
+  }
+  return joined(t, of_rank);
+}
+
+std::vector<HaloExchange> find_halos(const Trace& t, const std::vector<OpStream>& streams) {
+  const int P = static_cast<int>(streams.size());
+  if (t.ranks.size() != streams.size())
+    throw std::invalid_argument(fmt::format("halos: {} ranks' op streams for a trace of {} ranks", P, t.ranks.size()));
+  const Senders senders(streams);
+  std::vector<Bursts> bursts;
+  for (int r = 0; r < P; r++) bursts.emplace_back(r);
+  // A receive some send matched carries no fields: its sender is the runs', its bytes the send's, which
+  // the walk may meet before or after it. Until the two meet: the bytes of a send met first (arrived),
+  // and the receives met first (awaited), each with its rank and where its bytes go: that rank's open
+  // burst (seen nullopt), or the pattern its burst made once closed (null: no exchange, or a receive
+  // posted outside any burst)
+  std::unordered_map<uint32_t, uint64_t> arrived;
+  struct Awaited {
+    int rank;
+    std::optional<Seen*> seen;
+  };
+  std::unordered_map<uint32_t, Awaited> awaited;
+  std::vector<std::vector<uint32_t>> open_ids(static_cast<size_t>(P));  // a rank's open burst's awaited ids
+  const auto close = [&](int r) {
+    Seen* seen = bursts[r].close();
+    for (uint32_t id : open_ids[r])
+      if (const auto it = awaited.find(id); it != awaited.end()) it->second.seen = seen;
+    open_ids[r].clear();
+  };
+  std::vector<Post> posts;
+  std::vector<uint32_t> ids;  // the op's receives awaiting their bytes
+  walk_by_entry(streams, [&](int r, uint32_t k, const StreamOp& op) {
+    const ReplayWindow& w = streams[r].window();
+    const bool in_burst = k >= w.first && k < w.end && point_to_point(op.kind);
+    if (!in_burst) close(r);
+    posts.clear(), ids.clear();
+    const OpLinks links = op.links();
+    for (uint32_t l = 0; l < links.size(); l++) {
+      const Link link = links[l];
+      if (link.id == kNone || (link.kind != Link::PostSend && link.kind != Link::PostRecv)) continue;
+      const bool send = link.kind == Link::PostSend;
+      const auto carried = std::find_if(op.posted.begin(), op.posted.end(), [&](const auto& p) { return p.id == link.id; });
+      if (carried != op.posted.end()) {
+        const StreamMessage& m = *carried->m;
+        posts.push_back({send, send ? m.fields.dst : m.fields.src, m.fields.bytes});
+        if (send && m.answered) {  // its receive's bytes, met before or to come
+          if (const auto it = awaited.find(link.id); it != awaited.end()) {
+            if (!it->second.seen) bursts[it->second.rank].add_bytes(m.fields.bytes);
+            else if (Seen* seen = *it->second.seen) seen->bytes_max = std::max(seen->bytes_max, m.fields.bytes);
+            awaited.erase(it);
+          } else {
+            arrived[link.id] = m.fields.bytes;
+          }
+        }
+      } else if (!send) {
+        posts.push_back({false, senders.of(link.id), 0});
+        if (const auto it = arrived.find(link.id); it != arrived.end()) {
+          posts.back().bytes = it->second;
+          arrived.erase(it);
+        } else {
+          awaited[link.id] = {r, in_burst ? std::nullopt : std::optional<Seen*>(nullptr)};
+          if (in_burst) ids.push_back(link.id);
+        }
+      }
+    }
+    if (!in_burst) return;
+    if (bursts[r].again(op.callsite, posts)) close(r);
+    bursts[r].add(op.callsite, posts);
+    open_ids[r].insert(open_ids[r].end(), ids.begin(), ids.end());
+  });
+  std::vector<std::optional<std::pair<Pattern, Seen>>> of_rank(static_cast<size_t>(P));
+  for (int r = 0; r < P; r++) {
+    close(r);
+    of_rank[r] = bursts[r].exchange();
+  }
+  return joined(t, of_rank);
 }
 
 const char* halo_change_name(HaloWhatIf::Change c) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "op_stream.hpp"
 #include "replay.hpp"
 #include "trace.hpp"
 
@@ -27,6 +28,11 @@ struct HaloExchange {
 inline constexpr uint64_t kHaloMinRepeats = 3;
 
 std::vector<HaloExchange> find_halos(const Trace& trace);
+// The same from the ranks' op streams (OpStream::encode_all of the trace), walked together by entry,
+// holding only the messages whose two posts the walk has not both met; the trace is asked its call sites
+// alone. The same exchanges, field for field, where every message's posts are its sender's send and its
+// receiver's receive, as build_trace makes them.
+std::vector<HaloExchange> find_halos(const Trace& trace, const std::vector<OpStream>& streams);
 
 // A change to the whole exchange at once, replayed: what the advice at one of its calls cannot show.
 struct HaloWhatIf {

@@ -8,22 +8,10 @@
 namespace mpiadvise {
 
 OpFrames::OpFrames(const std::vector<OpStream>& streams, size_t kept)
-    : streams_(streams), kept_(std::max<size_t>(kept, 1)), blocks_(streams.size()) {
-  for (size_t r = 0; r < streams.size(); r++)
-    for (const auto& [first, end] : streams[r].sent()) sent_.push_back({first, end, static_cast<int>(r)});
-  std::sort(sent_.begin(), sent_.end(), [](const Run& a, const Run& b) { return a.first < b.first; });
-}
-
-int OpFrames::sender(uint32_t id) const {
-  // the last run starting at or before id
-  auto it = std::upper_bound(sent_.begin(), sent_.end(), id, [](uint32_t x, const Run& r) { return x < r.first; });
-  if (it == sent_.begin()) return -1;
-  --it;
-  return id < it->end ? it->rank : -1;
-}
+    : streams_(streams), kept_(std::max<size_t>(kept, 1)), blocks_(streams.size()), senders_(streams) {}
 
 size_t OpFrames::held_bytes() const {
-  size_t n = sent_.capacity() * sizeof(Run) + instances_.capacity() * sizeof(instances_[0]) + instance_at_.size() * 32;
+  size_t n = senders_.bytes() + instances_.capacity() * sizeof(instances_[0]) + instance_at_.size() * 32;
   for (const auto& rank : blocks_)
     for (const Block& b : rank)
       n += (b.enter.capacity() + b.exit.capacity()) * sizeof(uint64_t) +

@@ -48,7 +48,7 @@ class OpFrames {
   // entries_sorted), found by the frames' first entries and one frame.
   uint64_t entered_after(int r, uint64_t first, uint64_t end, double from);
   // the rank that sent message `id`, -1 where no stream's runs of sent ids hold it
-  int sender(uint32_t id) const;
+  int sender(uint32_t id) const { return senders_.of(id); }
   uint64_t decoded() const { return decoded_; }  // frames decoded so far (an unpacked stream: one)
   size_t held_bytes() const;                     // what its decoded frames hold
 
@@ -74,11 +74,7 @@ class OpFrames {
   const std::vector<OpStream>& streams_;
   size_t kept_;
   std::vector<std::vector<Block>> blocks_;  // by rank, up to kept_
-  struct Run {
-    uint32_t first, end;
-    int rank;
-  };
-  std::vector<Run> sent_;  // every rank's runs of sent ids, by first id
+  Senders senders_;
   std::vector<const StreamInstance*> instances_;  // the instances the decoded ops entered or completed
   std::unordered_map<const StreamInstance*, uint32_t> instance_at_;
   uint64_t clock_ = 0, decoded_ = 0;

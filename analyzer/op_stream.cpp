@@ -364,6 +364,12 @@ OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& 
   return s;
 }
 
+Senders::Senders(const std::vector<OpStream>& streams) {
+  for (size_t r = 0; r < streams.size(); r++)
+    for (const auto& [first, end] : streams[r].sent()) runs_.push_back({first, end, static_cast<int>(r)});
+  std::sort(runs_.begin(), runs_.end(), [](const Run& a, const Run& b) { return a.first < b.first; });
+}
+
 std::optional<uint8_t> OpStream::first_call(uint32_t callsite) const {
   for (const Shape& sh : shapes_)
     if (sh.callsite == callsite) return sh.call;

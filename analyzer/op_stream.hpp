@@ -41,6 +41,7 @@
 // Nothing is lost: the cursor gives back every field of the op and its links as the trace held them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -236,6 +237,29 @@ class OpStream {
   uint64_t ops_ = 0, links_ = 0;
   bool entries_sorted_ = true;
   ReplayWindow window_;
+};
+
+// The ranks that sent the streams' messages: every stream's runs of sent ids (OpStream::sent), by first
+// id. A reader that has met only a message's receive (a receive some send matched carries no fields)
+// names its sender by them.
+class Senders {
+ public:
+  Senders() = default;
+  explicit Senders(const std::vector<OpStream>& streams);
+  // the rank whose sends name message `id`, -1 where no stream's do
+  int of(uint32_t id) const {
+    auto it = std::upper_bound(runs_.begin(), runs_.end(), id, [](uint32_t x, const Run& r) { return x < r.first; });
+    if (it == runs_.begin() || id >= (--it)->end) return -1;
+    return it->rank;
+  }
+  size_t bytes() const { return runs_.capacity() * sizeof(Run); }
+
+ private:
+  struct Run {
+    uint32_t first, end;
+    int rank;
+  };
+  std::vector<Run> runs_;
 };
 
 // Reads an OpStream's ops in order, from its first or from any op it seeks. The stream must outlive it.

@@ -169,13 +169,9 @@ class Simulation {
     if (o.streams) {
       // the messages are the streams': as many as their links name, their senders by their runs of ids
       uint32_t ids = 0;
-      for (size_t r = 0; r < o.streams->size(); r++) {
-        const OpStream& s = (*o.streams)[r];
-        ids = std::max(ids, s.message_ids());
-        for (const auto& [first, end] : s.sent()) sent_runs_.push_back({first, end, static_cast<int>(r)});
-      }
+      for (const OpStream& s : *o.streams) ids = std::max(ids, s.message_ids());
       info_.resize(ids);
-      std::sort(sent_runs_.begin(), sent_runs_.end(), [](const SentRun& a, const SentRun& b) { return a.first < b.first; });
+      senders_ = Senders(*o.streams);
     } else {
       info_.resize(t.messages.size());
     }
@@ -524,17 +520,9 @@ class Simulation {
   // was read, the rank whose stream's sends name it (OpStream::sent; -1: none).
   int sender_of(uint32_t id, const MsgState& s) const {
     if (s.src >= 0 || streamed_.empty() || !s.has_send) return s.src;
-    const auto& runs = sent_runs_;
-    auto it = std::upper_bound(runs.begin(), runs.end(), id, [](uint32_t x, const SentRun& run) { return x < run.first; });
-    if (it == runs.begin() || id >= (--it)->end) return -1;
-    return it->src;
+    return senders_.of(id);
   }
-  // walking op streams: every stream's runs of its sends' ids, by first id
-  struct SentRun {
-    uint32_t first, end;
-    int src;
-  };
-  std::vector<SentRun> sent_runs_;
+  Senders senders_;  // walking op streams: the ranks that sent the messages
   // The op completing a side of message m is done: no call of that side reads the message again. Freed
   // once both are, unless it is eager and its receiver has not taken it yet as far as the replay worked
   // out (Channel::head not past it): the sender's next messages still ask when it was taken (eager_start).

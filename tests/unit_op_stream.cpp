@@ -23,6 +23,7 @@
 #include "causes.hpp"
 #include "efficiency.hpp"
 #include "gate.hpp"
+#include "halo.hpp"
 #include "op_frames.hpp"
 #include "op_stream.hpp"
 #include "phases.hpp"
@@ -192,6 +193,40 @@ void require_same_causes(const Trace& t, const std::vector<OpStream>& streams, c
   causes_compared.rank_changes += pw.rank_changes;
 }
 
+// Whether every message's posts are its sender's send and its receiver's receive, as build_trace makes
+// them (a hand-made trace may post a message from another rank's op, whose fields no stream of the posting
+// rank carries), every link naming a message of the trace.
+bool posts_own_sides(const Trace& t) {
+  for (int r = 0; r < static_cast<int>(t.ranks.size()); r++)
+    for (uint32_t i = 0; i < t.ranks[r].ops.size(); i++) {
+      const OpLinks links = t.links_of(t.ranks[r].ops[i]);
+      for (uint32_t k = 0; k < links.size(); k++) {
+        const Link l = links[k];
+        if ((l.kind != Link::PostSend && l.kind != Link::PostRecv) || l.id == kNone) continue;
+        if (l.id >= t.messages.size()) return false;
+        const Message& m = t.messages[l.id];
+        if (l.kind == Link::PostSend ? m.src != r || m.send_op != i : m.dst != r || m.recv_op != i) return false;
+      }
+    }
+  return true;
+}
+
+// Halo exchanges found from the streams over all check_stream_waits' calls
+uint64_t halos_compared = 0;
+
+// The halo exchanges found walking the streams are the trace's, field for field, the trace's ops let go.
+void require_same_halos(const Trace& t, const std::vector<OpStream>& streams) {
+  const std::vector<HaloExchange> want = find_halos(t), got = find_halos(bare_of(t), streams);
+  REQUIRE(got.size() == want.size());
+  for (size_t k = 0; k < want.size(); k++) {
+    INFO("halo " << k);
+    const HaloExchange &a = want[k], &b = got[k];
+    REQUIRE(std::tie(a.ranks, a.neighbours_min, a.neighbours_max, a.bytes_max, a.exchanges, a.send_sites, a.recv_sites) ==
+            std::tie(b.ranks, b.neighbours_min, b.neighbours_max, b.bytes_max, b.exchanges, b.send_sites, b.recv_sites));
+  }
+  halos_compared += want.size();
+}
+
 // The waits found walking the streams by entry (packed or not) are the trace's, wait for wait and in its
 // order, at an eager limit S that makes some sends rendezvous, none and all, and so are their sums by
 // site and the run's computations; returns how many waits were compared, and the most messages the walk
@@ -219,6 +254,7 @@ size_t check_stream_waits(const Trace& t, WaitsHeld* held = nullptr) {
         REQUIRE(a.from == static_cast<double>(t.op(a.rank, a.op).t_enter));
       }
       require_same_states(measure_waits(t, want), measure_waits(*from, got));
+      if (S == 4096 && posts_own_sides(t)) require_same_halos(t, *from);
       if (S == 4096) {
         require_same_causes(t, *from, want);
         require_same_hot_spots(t, *from, measure_waits(t, want));
@@ -1016,6 +1052,7 @@ TEST_CASE("the causes' reader gives any op of any rank, its links' other ends, a
 TEST_CASE("the logs of traced runs read back op for op", "[op_stream]") {
   // point to point of every kind, collectives of every kind, a rank of several threads, a damaged log
   const CausesCompared before = causes_compared;
+  const uint64_t halos_before = halos_compared;
   for (const char* name : {"p2p-all", "coll-all", "threads", "halo-procnull", "halo-damaged"}) {
     INFO(name);
     const Trace t = build_trace(JobLog(fixture(name)));
@@ -1024,10 +1061,13 @@ TEST_CASE("the logs of traced runs read back op for op", "[op_stream]") {
   // the causes compared were some: waits found, their causes named
   CHECK(causes_compared.waits > before.waits);
   CHECK(causes_compared.causes > before.causes);
+  // and the halos' runs' exchanges found
+  CHECK(halos_compared > halos_before);
 }
 
 TEST_CASE("mpiadvise-synth's logs read back op for op, and the parts --from and --until name", "[op_stream]") {
   const CausesCompared before = causes_compared;
+  const uint64_t halos_before = halos_compared;
   for (const char* pattern : {"halo", "pipeline", "alltoall", "allreduce", "imbalance"}) {
     INFO(pattern);
     const fs::path dir = fresh_dir(std::string("op-stream-") + pattern);
@@ -1069,6 +1109,84 @@ TEST_CASE("mpiadvise-synth's logs read back op for op, and the parts --from and 
   // the causes compared were some, and the critical paths went from rank to rank
   CHECK(causes_compared.causes > before.causes);
   CHECK(causes_compared.rank_changes > before.rank_changes);
+  // the halo pattern's exchange found, whole and in part
+  CHECK(halos_compared >= halos_before + 2);
+}
+
+TEST_CASE("a halo's largest message from the streams may be one received from a rank outside the exchange, its send "
+          "met before, during or after the receiving burst", "[op_stream][halo]") {
+  // Each iteration ranks 1 and 2 exchange 8 bytes; rank 0 exchanges with rank 1 too, rank 0's message of
+  // the last iteration the largest (4096 bytes; 16 before: its bytes must reach the burst that received
+  // it, which no later burst follows), but also sends to rank 3, which never answers: rank 0's bursts are no exchange
+  // (not every peer both ways), and the exchange is ranks 1 and 2, its largest message the one rank 1
+  // received from rank 0, whose fields only rank 0's stream carries. A barrier ends each iteration's burst.
+  // The walk by entry meets rank 0's send before rank 1's receive, while rank 1's burst is open, or after
+  // it closed: each way in a trace of its own (a largest message is the max of the ways).
+  const int way = GENERATE(0, 1, 2);
+  INFO("rank 0's send " << (way == 0 ? "before rank 1's burst" : way == 1 ? "inside it" : "after it"));
+  Trace t;
+  t.world_size = 4;
+  t.ranks.resize(4);
+  auto add = [&](int rank, uint64_t enter, uint8_t call, OpKind kind, uint32_t site, std::vector<Link> links) {
+    Op op;
+    REQUIRE(op.set_times(enter, enter + 5));
+    op.call = call, op.kind = kind, op.callsite = site;
+    const uint32_t first = static_cast<uint32_t>(t.links.size());
+    for (Link l : links) t.links.push_back(l);
+    t.set_links(op, first, static_cast<uint32_t>(links.size()));
+    t.ranks[rank].ops.push_back(op);
+    return static_cast<uint32_t>(t.ranks[rank].ops.size() - 1);
+  };
+  auto message = [&](int src, int dst, uint64_t bytes) {
+    Message m;
+    m.src = src, m.dst = dst, m.bytes = bytes, m.comm = 0, m.tag = 7;
+    t.messages.push_back(m);
+    return static_cast<uint32_t>(t.messages.size() - 1);
+  };
+  auto isend = [&](int r, uint64_t at, uint32_t site, uint32_t id) {
+    t.messages[id].send_op = add(r, at, MPA_CALL_Isend, OpKind::PostSend, site, {{Link::PostSend, id}});
+  };
+  auto irecv = [&](int r, uint64_t at, uint32_t site, uint32_t id) {
+    t.messages[id].recv_op = add(r, at, MPA_CALL_Irecv, OpKind::PostRecv, site, {{Link::PostRecv, id}});
+  };
+  for (uint64_t k = 0; k < 6; k++) {
+    const uint64_t T = 1000 + k * 10'000;
+    const uint32_t a = message(0, 1, k == 5 ? 4096 : 16), b = message(1, 0, 8), c = message(1, 2, 8), d = message(2, 1, 8),
+                   e = message(0, 3, 8);
+    // rank 0's send of a: before rank 1's burst, inside it, after its barrier
+    const uint64_t send_a = T + (way == 0 ? 0 : way == 1 ? 300 : 2000);
+    isend(0, send_a, 1, a);
+    irecv(0, send_a + 10, 2, b);
+    isend(0, send_a + 20, 3, e);
+    add(0, send_a + 30, MPA_CALL_Waitall, OpKind::Completion, 4, {{Link::DoneSend, a}, {Link::DoneRecv, b}, {Link::DoneSend, e}});
+    add(0, T + 5000, MPA_CALL_Barrier, OpKind::Collective, 5, {});
+    irecv(1, T + 200, 2, a);
+    isend(1, T + 210, 1, b);
+    isend(1, T + 220, 1, c);
+    irecv(1, T + 230, 2, d);
+    add(1, T + 600, MPA_CALL_Waitall, OpKind::Completion, 4, {{Link::DoneRecv, a}, {Link::DoneSend, b}, {Link::DoneSend, c}, {Link::DoneRecv, d}});
+    add(1, T + 1000, MPA_CALL_Barrier, OpKind::Collective, 5, {});
+    isend(2, T + 200, 1, d);
+    irecv(2, T + 210, 2, c);
+    add(2, T + 220, MPA_CALL_Waitall, OpKind::Completion, 4, {{Link::DoneSend, d}, {Link::DoneRecv, c}});
+    add(2, T + 1000, MPA_CALL_Barrier, OpKind::Collective, 5, {});
+    irecv(3, T + 100, 2, e);
+    add(3, T + 9000, MPA_CALL_Wait, OpKind::Completion, 4, {{Link::DoneRecv, e}});
+  }
+  // the messages numbered by sender, as build_trace numbers them: here in the order made, ids of a rank
+  // apart, which the streams' runs of sent ids hold as runs of one
+  REQUIRE(posts_own_sides(t));
+  const std::vector<HaloExchange> want = find_halos(t);
+  REQUIRE(want.size() == 1);
+  CHECK(want[0].ranks == std::vector<int>{1, 2});
+  CHECK(want[0].bytes_max == 4096);
+  CHECK(want[0].exchanges == 6);
+  for (const size_t chunk : {size_t{0}, size_t{64}}) {
+    INFO("packed in frames of " << chunk);
+    const uint64_t before = halos_compared;
+    require_same_halos(t, OpStream::encode_all(t, chunk));
+    CHECK(halos_compared == before + 1);
+  }
 }
 
 TEST_CASE("ops at the edges read back as they were", "[op_stream]") {
