@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 namespace mpiadvise {
 
@@ -73,17 +77,130 @@ void waits_of(const Trace& t, const Completions& done, int r, const Op& op, Hang
   out->waits_for.assign(who.begin(), who.end());
 }
 
+// The same from the streams: the last op's links with what its own stream carries of their other ends
+// (a receive some send matched: its sender from the runs of sent ids; a collective: its instance); a
+// completion from the rank's stream walked once, its posts not completed, and for its sends some receive
+// matched, whether their receivers' streams complete that receive.
+void waits_of(const Trace& t, const std::vector<OpStream>& streams, const Senders& senders, int r, HangState::Rank* out) {
+  std::set<int> who;
+  auto comm_members = [&](uint32_t comm) {
+    if (comm >= t.comms.size()) return;  // a communicator the log does not know
+    for (int m : t.comms[comm].members)
+      if (m != r) who.insert(m);
+  };
+  // a message's peer: a send's receiver, a receive's sender (-1: any source, of comm)
+  auto on_peer = [&](int peer, bool receiving, uint32_t comm) {
+    if (peer >= 0 && peer != r) who.insert(peer);
+    else if (peer < 0 && receiving) out->any_source = true, comm_members(comm);
+  };
+  auto on_instance = [&](const StreamInstance& c) {
+    // the members of its communicator that never entered this collective
+    std::set<int> in;
+    for (const auto& [m, o] : c.members) in.insert(m);
+    for (int m : t.comms[c.comm].members)
+      if (!in.count(m)) who.insert(m);
+  };
+  auto carried = [](const std::vector<StreamOp::Posted>& list, uint32_t id) -> const StreamMessage* {
+    for (const auto& p : list)
+      if (p.id == id) return p.m;
+    return nullptr;
+  };
+  StreamOp op;
+  {
+    OpCursor c(streams[r]);
+    c.seek(out->op);
+    c.next(op);
+  }
+  const OpLinks links = op.links();
+  bool linked = false;
+  size_t joined = 0, left = 0;
+  for (uint32_t l = 0; l < links.size(); l++) {
+    const Link link = links[l];
+    if (link.id == kNone) continue;
+    linked = true;
+    switch (link.kind) {
+      case Link::PostSend:
+        if (const StreamMessage* m = carried(op.posted, link.id)) on_peer(m->fields.dst, false, m->fields.comm);
+        break;
+      case Link::PostRecv:
+        if (const StreamMessage* m = carried(op.posted, link.id)) on_peer(m->fields.src, true, m->fields.comm);
+        else on_peer(senders.of(link.id), true, kNone);
+        break;
+      case Link::PostColl:
+        while (joined < op.joined.size() && op.joined[joined].instance != link.id) joined++;
+        if (joined < op.joined.size()) on_instance(*op.joined[joined++].fields);
+        break;
+      case Link::DoneColl:
+        while (left < op.left.size() && op.left[left].instance != link.id) left++;
+        if (left < op.left.size()) on_instance(*op.left[left++].fields);
+        break;
+      default: break;
+    }
+  }
+  if (!linked) {
+    // a completion: the rank's messages posted earlier and never completed. A receive's sender and
+    // communicator (kNone where some send matched it: its sender is known); a send's fields.
+    std::map<uint32_t, std::pair<int, uint32_t>> receiving;
+    std::map<uint32_t, const StreamMessage*> sending;
+    OpCursor c(streams[r]);
+    for (uint32_t i = 0; c.next(op); i++) {
+      const OpLinks ls = op.links();
+      for (uint32_t l = 0; l < ls.size(); l++) {
+        const Link link = ls[l];
+        if (link.id == kNone) continue;
+        if (link.kind == Link::PostRecv && i < out->op) {
+          if (const StreamMessage* m = carried(op.posted, link.id)) receiving[link.id] = {m->fields.src, m->fields.comm};
+          else receiving[link.id] = {senders.of(link.id), kNone};
+        } else if (link.kind == Link::PostSend && i < out->op && op.kind == OpKind::PostSend) {
+          if (const StreamMessage* m = carried(op.posted, link.id)) sending[link.id] = m;
+        } else if (link.kind == Link::DoneRecv) {
+          receiving.erase(link.id);
+        } else if (link.kind == Link::DoneSend) {
+          sending.erase(link.id);
+        }
+      }
+    }
+    // a send some receive matched waits no more once its receiver completed that receive
+    std::map<int, std::set<uint32_t>> answered;  // by receiver
+    for (const auto& [id, m] : sending)
+      if (m->answered && m->fields.dst >= 0 && static_cast<size_t>(m->fields.dst) < streams.size())
+        answered[m->fields.dst].insert(id);
+    for (auto& [dst, ids] : answered) {
+      OpCursor theirs(streams[dst]);
+      while (!ids.empty() && theirs.next(op)) {
+        const OpLinks ls = op.links();
+        for (uint32_t l = 0; l < ls.size(); l++)
+          if (ls[l].kind == Link::DoneRecv && ids.erase(ls[l].id)) sending.erase(ls[l].id);
+      }
+    }
+    for (const auto& [id, peer] : receiving) on_peer(peer.first, true, peer.second);
+    for (const auto& [id, m] : sending) on_peer(m->fields.dst, false, m->fields.comm);
+  }
+  out->waits_for.assign(who.begin(), who.end());
+}
+
 }  // namespace
 
-HangState hang_state(const Trace& t) {
+namespace {
+
+// A rank's last op, as either reader gives it
+struct LastOp {
+  uint32_t index = 0;
+  uint64_t t_enter = 0, t_exit = 0;
+  uint8_t call = 0;
+  bool unfinished = false;
+};
+
+// Where each rank was at the end: its last op from last_of(r) (none where it has no op), whom an
+// unfinished one waits for from waits(r, x); then the wait-for graph's cycles and the ranks waited for.
+template <typename Last, typename Waits>
+HangState hang_state_of(const Trace& t, int P, Last last_of, Waits waits) {
   HangState h;
-  const int P = static_cast<int>(t.ranks.size());
-  std::optional<Completions> done;
   for (int r = 0; r < P; r++) {
     HangState::Rank x;
     x.rank = r;
-    const auto& ops = t.ranks[r].ops;
-    if (ops.empty() && t.ranks[r].calls_before) {
+    const std::optional<LastOp> last = last_of(r);
+    if (!last && t.ranks[r].calls_before) {
       // every call of it before the part analysed (--from): where its log ended (no op of the part to name)
       const auto& b = t.ranks[r].last_before;
       x.state = b.finalized    ? HangState::State::Finished
@@ -91,23 +208,21 @@ HangState hang_state(const Trace& t) {
                                : HangState::State::Computing;
       x.since_ns = static_cast<double>(b.unfinished ? b.enter_ns : b.exit_ns);
       h.end_ns = std::max(h.end_ns, static_cast<double>(b.exit_ns));
-    } else if (ops.empty()) {
+    } else if (!last) {
       x.state = HangState::State::NoLog;
     } else {
-      const Op& last = ops.back();
-      x.op = static_cast<uint32_t>(ops.size() - 1);
-      h.end_ns = std::max(h.end_ns, static_cast<double>(last.t_exit()));
+      x.op = last->index;
+      h.end_ns = std::max(h.end_ns, static_cast<double>(last->t_exit));
       // a rank cut off by --until (Trace::cut_ns) went on after the part analysed: as if it finished
-      if (t.ranks[r].cut || (last.call == MPA_CALL_Finalize && !last.unfinished)) {
+      if (t.ranks[r].cut || (last->call == MPA_CALL_Finalize && !last->unfinished)) {
         x.state = HangState::State::Finished;
-      } else if (last.unfinished) {
+      } else if (last->unfinished) {
         x.state = HangState::State::InMpi;
-        x.since_ns = static_cast<double>(last.t_enter);
-        if (!done) done = Completions{done_ops(t, Link::DoneSend), done_ops(t, Link::DoneRecv)};
-        waits_of(t, *done, r, last, &x);
+        x.since_ns = static_cast<double>(last->t_enter);
+        waits(r, &x);
       } else {
         x.state = HangState::State::Computing;
-        x.since_ns = static_cast<double>(last.t_exit());
+        x.since_ns = static_cast<double>(last->t_exit);
       }
     }
     if (x.state == HangState::State::InMpi || x.state == HangState::State::Computing) h.finished = false;
@@ -144,6 +259,44 @@ HangState hang_state(const Trace& t) {
         if (p >= 0 && p < P && (h.ranks[p].state != HangState::State::InMpi || h.ranks[p].waits_for.empty())) held.insert(p);
   h.waited_for.assign(held.begin(), held.end());
   return h;
+}
+
+}  // namespace
+
+HangState hang_state(const Trace& t) {
+  std::optional<Completions> done;
+  return hang_state_of(
+      t, static_cast<int>(t.ranks.size()),
+      [&](int r) -> std::optional<LastOp> {
+        const auto& ops = t.ranks[r].ops;
+        if (ops.empty()) return std::nullopt;
+        const Op& last = ops.back();
+        return LastOp{static_cast<uint32_t>(ops.size() - 1), last.t_enter, last.t_exit(), last.call, last.unfinished};
+      },
+      [&](int r, HangState::Rank* x) {
+        if (!done) done = Completions{done_ops(t, Link::DoneSend), done_ops(t, Link::DoneRecv)};
+        waits_of(t, *done, r, t.ranks[r].ops.back(), x);
+      });
+}
+
+HangState hang_state(const Trace& t, const std::vector<OpStream>& streams) {
+  if (t.ranks.size() != streams.size())
+    throw std::invalid_argument(fmt::format("hang: {} ranks' op streams for a trace of {} ranks", streams.size(), t.ranks.size()));
+  std::optional<Senders> senders;
+  StreamOp op;
+  return hang_state_of(
+      t, static_cast<int>(streams.size()),
+      [&](int r) -> std::optional<LastOp> {
+        if (streams[r].ops() == 0) return std::nullopt;
+        OpCursor c(streams[r]);
+        c.seek(streams[r].ops() - 1);
+        c.next(op);
+        return LastOp{static_cast<uint32_t>(streams[r].ops() - 1), op.t_enter, op.t_exit(), op.call, op.unfinished};
+      },
+      [&](int r, HangState::Rank* x) {
+        if (!senders) senders.emplace(streams);
+        waits_of(t, streams, *senders, r, x);
+      });
 }
 
 }  // namespace mpiadvise

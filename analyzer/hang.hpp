@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "op_stream.hpp"
 #include "trace.hpp"
 
 namespace mpiadvise {
@@ -36,6 +37,12 @@ struct HangState {
 };
 
 HangState hang_state(const Trace& trace);
+// The same from the ranks' op streams (OpStream::encode_all of the trace), the trace asked its
+// communicators and its ranks' parts (RankTrace::cut, calls_before, last_before) alone: each rank's last
+// op sought in its stream; where it completes nothing, the rank's stream walked once for what it posted
+// and did not complete, and its receivers' for the receives of its sends. The same state, field for
+// field, where every message's posts and completions are its own sides', as build_trace makes them.
+HangState hang_state(const Trace& trace, const std::vector<OpStream>& streams);
 
 const char* hang_state_name(HangState::State s);
 

@@ -26,6 +26,7 @@
 
 #include "advice.hpp"
 #include "causes.hpp"
+#include "halo.hpp"
 #include "op_stream.hpp"
 #include "phases.hpp"
 #include "replay.hpp"
@@ -375,6 +376,28 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(read_costs.frames),
                   static_cast<double>(std::max(read_costs.held_bytes, read_path.held_bytes)) / (1 << 20),
                   same_causes ? "the same causes and path" : "CAUSES DIFFER");
+      // the halo exchanges from the packed streams, walked together by entry, beside the trace's
+      std::vector<double> halos_trace, halos_streams;
+      bool same_halos = true;
+      size_t n_halos = 0;
+      for (int k = 0; k < repeats; k++) {
+        auto t1 = std::chrono::steady_clock::now();
+        const std::vector<HaloExchange> hw = find_halos(t);
+        halos_trace.push_back(seconds_since(t1));
+        t1 = std::chrono::steady_clock::now();
+        const std::vector<HaloExchange> hg = find_halos(t, *shared_packed);
+        halos_streams.push_back(seconds_since(t1));
+        n_halos = hw.size();
+        same_halos = same_halos && std::equal(hw.begin(), hw.end(), hg.begin(), hg.end(), [](const auto& x, const auto& y) {
+                       return x.ranks == y.ranks && x.neighbours_min == y.neighbours_min && x.neighbours_max == y.neighbours_max &&
+                              x.bytes_max == y.bytes_max && x.exchanges == y.exchanges && x.send_sites == y.send_sites &&
+                              x.recv_sites == y.recv_sites;
+                     });
+      }
+      std::printf("  the halo exchanges from the packed streams: %.2f M events/s, from the trace %.2f (medians of %d "
+                  "rounds); %zu exchanges; %s\n",
+                  events / median(halos_streams) / 1e6, events / median(halos_trace) / 1e6, repeats, n_halos,
+                  same_halos ? "the same exchanges" : "HALOS DIFFER");
     }
     auto t0 = std::chrono::steady_clock::now();
     WaitStates waits = measure_waits(t, LogGPS(o.params));

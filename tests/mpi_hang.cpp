@@ -121,6 +121,9 @@ TEST_CASE("deadlock in MPI_Recv: each log ends in it", "[hang]") {
     CHECK(m.tag == 9 + rank);
     for (size_t i = 0; i + 1 < ops.size(); i++) CHECK(!ops[i].unfinished);
   }
+  // each rank waits for the other in its receive: a deadlock, found alike from the op streams
+  const mpiadvise::HangState h = require_same_hang_state(t);
+  CHECK(h.deadlocks == std::vector<std::vector<int>>{{0, 1}});
   // mpiadvise dump says so, in text and in JSON Lines
   const std::string bin = (build_dir() / "bin" / "mpiadvise").string();
   auto text = run_command(bin + " dump --events --rank 1 " + traced.dir.string());
@@ -175,6 +178,12 @@ TEST_CASE("MPI_Wait on an Irecv and MPI_Barrier: each log ends in its call", "[h
   CHECK(t.incomplete_collectives == 1);
   CHECK(t.ranks[1].ops.back().unfinished);
   CHECK(t.ranks[1].ops.back().kind == mpiadvise::OpKind::Collective);
+  // rank 0's MPI_Wait completes nothing: it waits for the sender of the receive it posted and never
+  // completed; rank 1's barrier for rank 0, which never entered it. The same from the op streams.
+  const mpiadvise::HangState h = require_same_hang_state(t);
+  REQUIRE(h.ranks.size() == 2);
+  CHECK(h.ranks[0].waits_for == std::vector<int>{1});
+  CHECK(h.ranks[1].waits_for == std::vector<int>{0});
 }
 
 TEST_CASE("two threads each in MPI_Recv: both calls recorded", "[hang][threads]") {

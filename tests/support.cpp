@@ -1,5 +1,6 @@
 #include "support.hpp"
 
+#include "op_stream.hpp"
 #include "parallel.hpp"
 
 #include <catch2/catch.hpp>
@@ -14,6 +15,8 @@
 #include <thread>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <tuple>
 #include <fstream>
 #include <sstream>
 
@@ -312,6 +315,42 @@ void require_same_trace_on_any_threads(const mpiadvise::JobLog& job) {
     REQUIRE(b.problems.size() == a.problems.size());
     for (size_t i = 0; i < a.problems.size(); i++) CHECK(b.problems[i].text() == a.problems[i].text());
   }
+}
+
+}  // namespace mpa_test
+
+namespace mpa_test {
+
+mpiadvise::Trace bare_of(const mpiadvise::Trace& t) {
+  using namespace mpiadvise;
+  Trace bare = t;
+  bare.receives_together.reset();
+  bare.collectives = CollectiveList{};
+  for (RankTrace& rank : bare.ranks) std::vector<Op>().swap(rank.ops);
+  bare.links = LinkList{};
+  bare.spilled_links.clear();
+  std::vector<Message>().swap(bare.messages);
+  return bare;
+}
+
+mpiadvise::HangState require_same_hang_state(const mpiadvise::Trace& t) {
+  using namespace mpiadvise;
+  const HangState want = hang_state(t);
+  const Trace bare = bare_of(t);
+  for (const size_t chunk : {size_t{0}, size_t{256}}) {
+    INFO("op streams packed in frames of " << chunk << " bytes (0: unpacked)");
+    const HangState got = hang_state(bare, OpStream::encode_all(t, chunk));
+    REQUIRE(std::tie(got.finished, got.deadlocks, got.waited_for) == std::tie(want.finished, want.deadlocks, want.waited_for));
+    REQUIRE(std::memcmp(&got.end_ns, &want.end_ns, sizeof got.end_ns) == 0);
+    REQUIRE(got.ranks.size() == want.ranks.size());
+    for (size_t r = 0; r < want.ranks.size(); r++) {
+      INFO("rank " << r);
+      const HangState::Rank &a = want.ranks[r], &b = got.ranks[r];
+      REQUIRE(std::tie(a.rank, a.state, a.op, a.waits_for, a.any_source) == std::tie(b.rank, b.state, b.op, b.waits_for, b.any_source));
+      REQUIRE(std::memcmp(&a.since_ns, &b.since_ns, sizeof a.since_ns) == 0);
+    }
+  }
+  return want;
 }
 
 }  // namespace mpa_test

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hang.hpp"
 #include "log_reader.hpp"
 #include "trace.hpp"
 
@@ -109,5 +110,12 @@ fs::path calibrated_tcp_params(bool again = false);
 // traces must be the same (the ranks are read side by side and join the trace in their order). Leaves
 // the analysis's threads as the machine's CPUs.
 void require_same_trace_on_any_threads(const mpiadvise::JobLog& job);
+// The trace without its ops, their links, its messages, its receives together and its collective
+// instances (its communicators, call sites and ranks' parts kept): a stage that reads the op streams
+// alone gives the same from it.
+mpiadvise::Trace bare_of(const mpiadvise::Trace& t);
+// Where each rank was at the end read from the trace's op streams (packed in small frames, and not)
+// is the trace's, field for field; the trace's, returned.
+mpiadvise::HangState require_same_hang_state(const mpiadvise::Trace& t);
 
 }  // namespace mpa_test

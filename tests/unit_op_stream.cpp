@@ -139,19 +139,6 @@ void require_same_hot_spots(const Trace& t, const std::vector<OpStream>& streams
 // Two doubles the same bit for bit (NaN, an op outside the window's span, too)
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-// The trace without its ops, their links, its messages, its receives together and its collective
-// instances (its communicators and call sites kept): a walk that reads the streams alone replays it alike.
-Trace bare_of(const Trace& t) {
-  Trace bare = t;
-  bare.receives_together.reset();
-  bare.collectives = CollectiveList{};
-  for (RankTrace& rank : bare.ranks) std::vector<Op>().swap(rank.ops);
-  bare.links = LinkList{};
-  bare.spilled_links.clear();
-  std::vector<Message>().swap(bare.messages);
-  return bare;
-}
-
 // What the causes compared from the streams found, over all check_stream_waits' calls: the causes named,
 // the waits they were found for, the critical paths' changes of rank.
 struct CausesCompared {
@@ -255,6 +242,7 @@ size_t check_stream_waits(const Trace& t, WaitsHeld* held = nullptr) {
       }
       require_same_states(measure_waits(t, want), measure_waits(*from, got));
       if (S == 4096 && posts_own_sides(t)) require_same_halos(t, *from);
+      if (S == 4096 && from == &packed && posts_own_sides(t) && completes_own_sides(t)) require_same_hang_state(t);
       if (S == 4096) {
         require_same_causes(t, *from, want);
         require_same_hot_spots(t, *from, measure_waits(t, want));

@@ -11,6 +11,7 @@
 #include "parallel.hpp"
 #include "receive_side.hpp"
 #include "replay.hpp"
+#include "support.hpp"
 
 using namespace mpiadvise;
 using Catch::Detail::Approx;
@@ -258,12 +259,71 @@ TEST_CASE("a run stopped in a receive from any source on a communicator the log 
   add_op(t, 0, 1000, 5000, MPA_CALL_Recv, OpKind::Recv, {Link{Link::PostRecv, 0}});
   t.ranks[0].ops.back().unfinished = true;
   add_op(t, 1, 1000, 1200, MPA_CALL_Barrier, OpKind::Other);
-  const HangState h = hang_state(t);
+  const HangState h = mpa_test::require_same_hang_state(t);  // from the op streams too
   REQUIRE(h.ranks.size() == 2);
   CHECK(h.ranks[0].state == HangState::State::InMpi);
   CHECK(h.ranks[0].any_source);
   CHECK(h.ranks[0].waits_for.empty());  // whom: not known
   CHECK(h.ranks[1].state == HangState::State::Computing);
+}
+
+TEST_CASE("a rank stopped in a wait that completes nothing waits for the peers of what it posted and never "
+          "completed, from the trace and from its op streams", "[hang]") {
+  // Rank 0 posted, before the MPI_Wait it was stopped in (which names no request of the trace): a send
+  // rank 1 received and completed (not waited for), one rank 2 posted the receive of and never completed
+  // (waits for 2), one no receive took (3), a blocking send (its own call's), a send its own MPI_Wait
+  // completed, a receive of rank 4's send (4), a receive from any source on a communicator of ranks 0
+  // and 5 (5), and a receive from rank 1 it completed. Each of the first, fourth, fifth and last goes to
+  // rank 1, so that a reader that kept any of them would name rank 1. Rank 2, stopped in a barrier that
+  // links nothing, waits for rank 0, whose send it never completed receiving.
+  Trace t = empty_trace(6);
+  TraceComm pair;
+  pair.members = {0, 5};
+  t.comms.push_back(pair);
+  auto message = [&](int src, int dst, uint32_t comm = 0) {
+    Message m;
+    m.src = src, m.dst = dst, m.bytes = 64, m.tag = 3, m.comm = comm;
+    t.messages.push_back(m);
+    return static_cast<uint32_t>(t.messages.size() - 1);
+  };
+  const uint32_t received = message(0, 1), pending = message(0, 2), unanswered = message(0, 3), blocking = message(0, 1),
+                 completed = message(0, 1), from_1 = message(1, 0), from_4 = message(4, 0), any = message(-1, 0, 1);
+  auto post = [&](int r, uint64_t at, uint32_t call, OpKind kind, Link::Kind side, uint32_t id) {
+    Message& m = t.messages[id];
+    (side == Link::PostSend ? m.send_op : m.recv_op) = static_cast<uint32_t>(t.ranks[r].ops.size());
+    add_op(t, r, at, at + 10, call, kind, {Link{side, id}});
+  };
+  post(0, 100, MPA_CALL_Isend, OpKind::PostSend, Link::PostSend, received);
+  post(0, 200, MPA_CALL_Isend, OpKind::PostSend, Link::PostSend, pending);
+  post(0, 300, MPA_CALL_Isend, OpKind::PostSend, Link::PostSend, unanswered);
+  post(0, 400, MPA_CALL_Send, OpKind::Send, Link::PostSend, blocking);
+  post(0, 500, MPA_CALL_Isend, OpKind::PostSend, Link::PostSend, completed);
+  post(0, 600, MPA_CALL_Irecv, OpKind::PostRecv, Link::PostRecv, from_4);
+  add_op(t, 0, 700, 710, MPA_CALL_Wait, OpKind::Completion, {Link{Link::DoneSend, completed}});
+  post(0, 800, MPA_CALL_Irecv, OpKind::PostRecv, Link::PostRecv, any);
+  post(0, 900, MPA_CALL_Irecv, OpKind::PostRecv, Link::PostRecv, from_1);
+  add_op(t, 0, 1000, 1010, MPA_CALL_Wait, OpKind::Completion, {Link{Link::DoneRecv, from_1}});
+  add_op(t, 0, 1100, 9000, MPA_CALL_Wait, OpKind::Completion);
+  t.ranks[0].ops.back().unfinished = true;
+  post(1, 150, MPA_CALL_Irecv, OpKind::PostRecv, Link::PostRecv, received);
+  add_op(t, 1, 250, 260, MPA_CALL_Wait, OpKind::Completion, {Link{Link::DoneRecv, received}});
+  post(1, 850, MPA_CALL_Isend, OpKind::PostSend, Link::PostSend, from_1);
+  add_op(t, 1, 950, 960, MPA_CALL_Finalize, OpKind::Other);
+  post(2, 250, MPA_CALL_Irecv, OpKind::PostRecv, Link::PostRecv, pending);
+  add_op(t, 2, 300, 9000, MPA_CALL_Barrier, OpKind::Other);
+  t.ranks[2].ops.back().unfinished = true;
+  add_op(t, 3, 100, 200, MPA_CALL_Finalize, OpKind::Other);
+  post(4, 550, MPA_CALL_Isend, OpKind::PostSend, Link::PostSend, from_4);
+  add_op(t, 4, 650, 660, MPA_CALL_Finalize, OpKind::Other);
+  add_op(t, 5, 100, 200, MPA_CALL_Finalize, OpKind::Other);
+  const HangState h = mpa_test::require_same_hang_state(t);
+  REQUIRE(h.ranks.size() == 6);
+  CHECK(h.ranks[0].state == HangState::State::InMpi);
+  CHECK(h.ranks[0].waits_for == std::vector<int>{2, 3, 4, 5});
+  CHECK(h.ranks[0].any_source);
+  CHECK(h.ranks[2].state == HangState::State::InMpi);
+  CHECK(h.ranks[2].waits_for == std::vector<int>{0});
+  CHECK(h.deadlocks == std::vector<std::vector<int>>{{0, 2}});
 }
 
 TEST_CASE("a rank's predicted parts are its computation and its call sites' parts, and they add up to its time",
