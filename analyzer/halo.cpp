@@ -120,7 +120,7 @@ class Bursts {
 };
 
 // Ranks exchanging with each other form one halo exchange: each rank's exchange, joined with its peers'.
-std::vector<HaloExchange> joined(const Trace& t, const std::vector<std::optional<std::pair<Pattern, Seen>>>& of_rank) {
+std::vector<HaloExchange> exchanges_of(const Trace& t, const std::vector<std::optional<std::pair<Pattern, Seen>>>& of_rank) {
   const int P = static_cast<int>(of_rank.size());
   std::vector<int> parent(static_cast<size_t>(P));
   std::iota(parent.begin(), parent.end(), 0);
@@ -178,10 +178,10 @@ std::vector<HaloExchange> find_halos(const Trace& t) {
     bursts.close();
     of_rank[r] = bursts.exchange();
   }
-  return joined(t, of_rank);
+  return exchanges_of(t, of_rank);
 }
 
-std::vector<HaloExchange> find_halos(const Trace& t, const std::vector<OpStream>& streams) {
+std::vector<HaloExchange> find_halos(const Trace& t, const std::vector<OpStream>& streams, HalosHeld* held) {
   const int P = static_cast<int>(streams.size());
   if (t.ranks.size() != streams.size())
     throw std::invalid_argument(fmt::format("halos: {} ranks' op streams for a trace of {} ranks", P, t.ranks.size()));
@@ -191,19 +191,20 @@ std::vector<HaloExchange> find_halos(const Trace& t, const std::vector<OpStream>
   // A receive some send matched carries no fields: its sender is the runs', its bytes the send's, which
   // the walk may meet before or after it. Until the two meet: the bytes of a send met first (arrived),
   // and the receives met first (awaited), each with its rank and where its bytes go: that rank's open
-  // burst (seen nullopt), or the pattern its burst made once closed (null: no exchange, or a receive
-  // posted outside any burst)
+  // burst, or the pattern its burst made once closed (none: no exchange, or a receive posted outside any
+  // burst)
   std::unordered_map<uint32_t, uint64_t> arrived;
   struct Awaited {
     int rank;
-    std::optional<Seen*> seen;
+    bool open;    // in the rank's open burst
+    Seen* seen;   // else: the pattern its burst made, or null
   };
   std::unordered_map<uint32_t, Awaited> awaited;
   std::vector<std::vector<uint32_t>> open_ids(static_cast<size_t>(P));  // a rank's open burst's awaited ids
   const auto close = [&](int r) {
     Seen* seen = bursts[r].close();
     for (uint32_t id : open_ids[r])
-      if (const auto it = awaited.find(id); it != awaited.end()) it->second.seen = seen;
+      if (const auto it = awaited.find(id); it != awaited.end()) it->second = {r, false, seen};
     open_ids[r].clear();
   };
   std::vector<Post> posts;
@@ -213,19 +214,22 @@ std::vector<HaloExchange> find_halos(const Trace& t, const std::vector<OpStream>
     const bool in_burst = k >= w.first && k < w.end && point_to_point(op.kind);
     if (!in_burst) close(r);
     posts.clear(), ids.clear();
+    // the op's sends first: a message one op both sends and receives (a rank's MPI_Sendrecv to itself) is
+    // carried by its send alone, which leaves its bytes for its receive (a matched one's) in the same op
     const OpLinks links = op.links();
-    for (uint32_t l = 0; l < links.size(); l++) {
-      const Link link = links[l];
-      if (link.id == kNone || (link.kind != Link::PostSend && link.kind != Link::PostRecv)) continue;
+    for (uint32_t n = 0; n < 2 * links.size(); n++) {
+      const Link link = links[n % links.size()];
       const bool send = link.kind == Link::PostSend;
-      const auto carried = std::find_if(op.posted.begin(), op.posted.end(), [&](const auto& p) { return p.id == link.id; });
+      if (link.id == kNone || (!send && link.kind != Link::PostRecv) || send != (n < links.size())) continue;
+      const auto carried = std::find_if(op.posted.begin(), op.posted.end(),
+                                        [&](const auto& p) { return p.id == link.id && p.m->sent == send; });
       if (carried != op.posted.end()) {
         const StreamMessage& m = *carried->m;
         posts.push_back({send, send ? m.fields.dst : m.fields.src, m.fields.bytes});
         if (send && m.answered) {  // its receive's bytes, met before or to come
           if (const auto it = awaited.find(link.id); it != awaited.end()) {
-            if (!it->second.seen) bursts[it->second.rank].add_bytes(m.fields.bytes);
-            else if (Seen* seen = *it->second.seen) seen->bytes_max = std::max(seen->bytes_max, m.fields.bytes);
+            if (it->second.open) bursts[it->second.rank].add_bytes(m.fields.bytes);
+            else if (Seen* seen = it->second.seen) seen->bytes_max = std::max(seen->bytes_max, m.fields.bytes);
             awaited.erase(it);
           } else {
             arrived[link.id] = m.fields.bytes;
@@ -237,11 +241,12 @@ std::vector<HaloExchange> find_halos(const Trace& t, const std::vector<OpStream>
           posts.back().bytes = it->second;
           arrived.erase(it);
         } else {
-          awaited[link.id] = {r, in_burst ? std::nullopt : std::optional<Seen*>(nullptr)};
+          awaited[link.id] = {r, in_burst, nullptr};
           if (in_burst) ids.push_back(link.id);
         }
       }
     }
+    if (held) held->most = std::max(held->most, arrived.size() + awaited.size());
     if (!in_burst) return;
     if (bursts[r].again(op.callsite, posts)) close(r);
     bursts[r].add(op.callsite, posts);
@@ -252,7 +257,8 @@ std::vector<HaloExchange> find_halos(const Trace& t, const std::vector<OpStream>
     close(r);
     of_rank[r] = bursts[r].exchange();
   }
-  return joined(t, of_rank);
+  if (held) held->at_end = arrived.size() + awaited.size();
+  return exchanges_of(t, of_rank);
 }
 
 const char* halo_change_name(HaloWhatIf::Change c) {

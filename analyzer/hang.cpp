@@ -77,11 +77,12 @@ void waits_of(const Trace& t, const Completions& done, int r, const Op& op, Hang
   out->waits_for.assign(who.begin(), who.end());
 }
 
-// The same from the streams: the last op's links with what its own stream carries of their other ends
-// (a receive some send matched: its sender from the runs of sent ids; a collective: its instance); a
-// completion from the rank's stream walked once, its posts not completed, and for its sends some receive
-// matched, whether their receivers' streams complete that receive.
-void waits_of(const Trace& t, const std::vector<OpStream>& streams, const Senders& senders, int r, HangState::Rank* out) {
+// The same from the streams, `last` the rank's last op: its links with what its own stream carries of
+// their other ends (a receive some send matched: its sender from the runs of sent ids; a collective: its
+// instance); a completion from the rank's stream walked once, its posts not completed, and for its sends
+// some receive matched, whether their receivers' streams complete that receive.
+void waits_of(const Trace& t, const std::vector<OpStream>& streams, const Senders& senders, int r, const StreamOp& last,
+              HangState::Rank* out) {
   std::set<int> who;
   auto comm_members = [&](uint32_t comm) {
     if (comm >= t.comms.size()) return;  // a communicator the log does not know
@@ -100,66 +101,69 @@ void waits_of(const Trace& t, const std::vector<OpStream>& streams, const Sender
     for (int m : t.comms[c.comm].members)
       if (!in.count(m)) who.insert(m);
   };
-  auto carried = [](const std::vector<StreamOp::Posted>& list, uint32_t id) -> const StreamMessage* {
-    for (const auto& p : list)
-      if (p.id == id) return p.m;
+  // the fields an op carries for one side of a message (a message one op both sends and receives, a
+  // rank's MPI_Sendrecv to itself, is carried by its send alone), null where it carries none
+  auto carried = [](const StreamOp& op, uint32_t id, bool send) -> const StreamMessage* {
+    for (const auto& p : op.posted)
+      if (p.id == id && p.m->sent == send) return p.m;
     return nullptr;
   };
-  StreamOp op;
-  {
-    OpCursor c(streams[r]);
-    c.seek(out->op);
-    c.next(op);
-  }
-  const OpLinks links = op.links();
+  // a collective instance an op entered (joined) or completed (left) as a member
+  auto instance = [](const std::vector<StreamOp::Joined>& list, uint32_t id) -> const StreamInstance* {
+    const auto it = std::find_if(list.begin(), list.end(), [&](const StreamOp::Joined& j) { return j.instance == id; });
+    return it == list.end() ? nullptr : it->fields;
+  };
+  const OpLinks links = last.links();
   bool linked = false;
-  size_t joined = 0, left = 0;
   for (uint32_t l = 0; l < links.size(); l++) {
     const Link link = links[l];
     if (link.id == kNone) continue;
     linked = true;
     switch (link.kind) {
       case Link::PostSend:
-        if (const StreamMessage* m = carried(op.posted, link.id)) on_peer(m->fields.dst, false, m->fields.comm);
+        if (const StreamMessage* m = carried(last, link.id, true)) on_peer(m->fields.dst, false, m->fields.comm);
         break;
       case Link::PostRecv:
-        if (const StreamMessage* m = carried(op.posted, link.id)) on_peer(m->fields.src, true, m->fields.comm);
+        if (const StreamMessage* m = carried(last, link.id, false)) on_peer(m->fields.src, true, m->fields.comm);
         else on_peer(senders.of(link.id), true, kNone);
         break;
       case Link::PostColl:
-        while (joined < op.joined.size() && op.joined[joined].instance != link.id) joined++;
-        if (joined < op.joined.size()) on_instance(*op.joined[joined++].fields);
+        if (const StreamInstance* c = instance(last.joined, link.id)) on_instance(*c);
         break;
-      case Link::DoneColl:
-        while (left < op.left.size() && op.left[left].instance != link.id) left++;
-        if (left < op.left.size()) on_instance(*op.left[left++].fields);
+      case Link::DoneColl:  // (an unfinished op of build_trace's completes nothing: a hand-made trace's)
+        if (const StreamInstance* c = instance(last.left, link.id)) on_instance(*c);
         break;
       default: break;
     }
   }
   if (!linked) {
-    // a completion: the rank's messages posted earlier and never completed. A receive's sender and
-    // communicator (kNone where some send matched it: its sender is known); a send's fields.
+    // a completion: the rank's messages posted before it and never completed (the completions, by any of
+    // the rank's ops, are taken off once all are read). A receive's sender and communicator (kNone where
+    // some send matched it: its sender is known); a send's fields. (The last op links nothing here.)
     std::map<uint32_t, std::pair<int, uint32_t>> receiving;
     std::map<uint32_t, const StreamMessage*> sending;
+    std::set<uint32_t> received, sent;
     OpCursor c(streams[r]);
+    StreamOp op;
     for (uint32_t i = 0; c.next(op); i++) {
       const OpLinks ls = op.links();
       for (uint32_t l = 0; l < ls.size(); l++) {
         const Link link = ls[l];
         if (link.id == kNone) continue;
         if (link.kind == Link::PostRecv && i < out->op) {
-          if (const StreamMessage* m = carried(op.posted, link.id)) receiving[link.id] = {m->fields.src, m->fields.comm};
+          if (const StreamMessage* m = carried(op, link.id, false)) receiving[link.id] = {m->fields.src, m->fields.comm};
           else receiving[link.id] = {senders.of(link.id), kNone};
         } else if (link.kind == Link::PostSend && i < out->op && op.kind == OpKind::PostSend) {
-          if (const StreamMessage* m = carried(op.posted, link.id)) sending[link.id] = m;
+          if (const StreamMessage* m = carried(op, link.id, true)) sending[link.id] = m;
         } else if (link.kind == Link::DoneRecv) {
-          receiving.erase(link.id);
+          received.insert(link.id);
         } else if (link.kind == Link::DoneSend) {
-          sending.erase(link.id);
+          sent.insert(link.id);
         }
       }
     }
+    for (uint32_t id : received) receiving.erase(id);
+    for (uint32_t id : sent) sending.erase(id);
     // a send some receive matched waits no more once its receiver completed that receive
     std::map<int, std::set<uint32_t>> answered;  // by receiver
     for (const auto& [id, m] : sending)
@@ -179,10 +183,6 @@ void waits_of(const Trace& t, const std::vector<OpStream>& streams, const Sender
   out->waits_for.assign(who.begin(), who.end());
 }
 
-}  // namespace
-
-namespace {
-
 // A rank's last op, as either reader gives it
 struct LastOp {
   uint32_t index = 0;
@@ -192,7 +192,8 @@ struct LastOp {
 };
 
 // Where each rank was at the end: its last op from last_of(r) (none where it has no op), whom an
-// unfinished one waits for from waits(r, x); then the wait-for graph's cycles and the ranks waited for.
+// unfinished one waits for from waits(r, x), called right after last_of(r); then the wait-for graph's
+// cycles and the ranks waited for.
 template <typename Last, typename Waits>
 HangState hang_state_of(const Trace& t, int P, Last last_of, Waits waits) {
   HangState h;
@@ -293,9 +294,9 @@ HangState hang_state(const Trace& t, const std::vector<OpStream>& streams) {
         c.next(op);
         return LastOp{static_cast<uint32_t>(streams[r].ops() - 1), op.t_enter, op.t_exit(), op.call, op.unfinished};
       },
-      [&](int r, HangState::Rank* x) {
+      [&](int r, HangState::Rank* x) {  // (op: r's last, last_of's just before)
         if (!senders) senders.emplace(streams);
-        waits_of(t, streams, *senders, r, x);
+        waits_of(t, streams, *senders, r, op, x);
       });
 }
 

@@ -45,7 +45,7 @@ void walk_by_entry(const std::vector<OpStream>& streams, F&& f) {
       heap.pop_back();
       continue;
     }
-    // the top's key grows: sift it down
+    // the top's key grows (or goes down, on a rank of threads: the sift leaves it at the top): sift it down
     const Next moved{ops[r].t_enter, r};
     size_t at = 0;
     for (const size_t n = heap.size();;) {

@@ -205,6 +205,8 @@ TEST_CASE("two threads each in MPI_Recv: both calls recorded", "[hang][threads]"
       CHECK(mine.back().e.tag == (thread == 0 ? 21 : 22));
     }
   }
+  // where each rank was, from its op streams as from the trace (a rank's last op in its log's order)
+  require_same_hang_state(mpiadvise::build_trace(mpiadvise::JobLog(traced.dir)));
 }
 
 TEST_CASE("Fortran: MPI_Wait and MPI_Recv in progress recorded", "[hang][fortran]") {
@@ -229,6 +231,11 @@ TEST_CASE("Fortran: MPI_Wait and MPI_Recv in progress recorded", "[hang][fortran
   CHECK(evs1.back().e.tag == 12);
   CHECK(evs1.back().e.comm == 1);
   CHECK(calls_named(evs1, "MPI_Send").size() == 3);
+  // rank 0's MPI_Wait completes nothing and waits for the sender of its receive, rank 1 for rank 0
+  const mpiadvise::HangState h = require_same_hang_state(mpiadvise::build_trace(mpiadvise::JobLog(traced.dir)));
+  REQUIRE(h.ranks.size() == 2);
+  CHECK(h.ranks[0].waits_for == std::vector<int>{1});
+  CHECK(h.ranks[1].waits_for == std::vector<int>{0});
 }
 
 TEST_CASE("Open MPI's --timeout: the logs end in the calls", "[hang][openmpi-only]") {
@@ -249,4 +256,6 @@ TEST_CASE("Open MPI's --timeout: the logs end in the calls", "[hang][openmpi-onl
     CHECK(evs.back().e.unfinished);
     CHECK(evs.back().e.tag == 9 + rank);
   }
+  const mpiadvise::HangState h = require_same_hang_state(mpiadvise::build_trace(mpiadvise::JobLog(traced.dir)));
+  CHECK(h.deadlocks == std::vector<std::vector<int>>{{0, 1}});
 }

@@ -275,7 +275,9 @@ TEST_CASE("a rank stopped in a wait that completes nothing waits for the peers o
   // completed, a receive of rank 4's send (4), a receive from any source on a communicator of ranks 0
   // and 5 (5), and a receive from rank 1 it completed. Each of the first, fourth, fifth and last goes to
   // rank 1, so that a reader that kept any of them would name rank 1. Rank 2, stopped in a barrier that
-  // links nothing, waits for rank 0, whose send it never completed receiving.
+  // links nothing, waits for rank 0, whose send it never completed receiving. Rank 3, stopped in an
+  // MPI_Ssend no receive took, waits for its receiver, 4; rank 5, stopped in an MPI_Recv that rank 4's
+  // send matched (its stream carries no fields of it), for its sender, 4, which finished.
   Trace t = empty_trace(6);
   TraceComm pair;
   pair.members = {0, 5};
@@ -287,7 +289,8 @@ TEST_CASE("a rank stopped in a wait that completes nothing waits for the peers o
     return static_cast<uint32_t>(t.messages.size() - 1);
   };
   const uint32_t received = message(0, 1), pending = message(0, 2), unanswered = message(0, 3), blocking = message(0, 1),
-                 completed = message(0, 1), from_1 = message(1, 0), from_4 = message(4, 0), any = message(-1, 0, 1);
+                 completed = message(0, 1), from_1 = message(1, 0), from_4 = message(4, 0), any = message(-1, 0, 1),
+                 ssend = message(3, 4), to_5 = message(4, 5);
   auto post = [&](int r, uint64_t at, uint32_t call, OpKind kind, Link::Kind side, uint32_t id) {
     Message& m = t.messages[id];
     (side == Link::PostSend ? m.send_op : m.recv_op) = static_cast<uint32_t>(t.ranks[r].ops.size());
@@ -312,10 +315,13 @@ TEST_CASE("a rank stopped in a wait that completes nothing waits for the peers o
   post(2, 250, MPA_CALL_Irecv, OpKind::PostRecv, Link::PostRecv, pending);
   add_op(t, 2, 300, 9000, MPA_CALL_Barrier, OpKind::Other);
   t.ranks[2].ops.back().unfinished = true;
-  add_op(t, 3, 100, 200, MPA_CALL_Finalize, OpKind::Other);
+  post(3, 100, MPA_CALL_Ssend, OpKind::SyncSend, Link::PostSend, ssend);
+  t.ranks[3].ops.back().unfinished = true;
   post(4, 550, MPA_CALL_Isend, OpKind::PostSend, Link::PostSend, from_4);
+  post(4, 560, MPA_CALL_Isend, OpKind::PostSend, Link::PostSend, to_5);
   add_op(t, 4, 650, 660, MPA_CALL_Finalize, OpKind::Other);
-  add_op(t, 5, 100, 200, MPA_CALL_Finalize, OpKind::Other);
+  post(5, 100, MPA_CALL_Recv, OpKind::Recv, Link::PostRecv, to_5);
+  t.ranks[5].ops.back().unfinished = true;
   const HangState h = mpa_test::require_same_hang_state(t);
   REQUIRE(h.ranks.size() == 6);
   CHECK(h.ranks[0].state == HangState::State::InMpi);
@@ -324,6 +330,10 @@ TEST_CASE("a rank stopped in a wait that completes nothing waits for the peers o
   CHECK(h.ranks[2].state == HangState::State::InMpi);
   CHECK(h.ranks[2].waits_for == std::vector<int>{0});
   CHECK(h.deadlocks == std::vector<std::vector<int>>{{0, 2}});
+  CHECK(h.ranks[3].waits_for == std::vector<int>{4});
+  CHECK(h.ranks[4].state == HangState::State::Finished);
+  CHECK(h.ranks[5].waits_for == std::vector<int>{4});
+  CHECK(h.waited_for == std::vector<int>{4});
 }
 
 TEST_CASE("a rank's predicted parts are its computation and its call sites' parts, and they add up to its time",
