@@ -198,6 +198,27 @@ bool posts_own_sides(const Trace& t) {
   return true;
 }
 
+// A hand-made trace's op at `enter`, of 5 ns, with its links: its index in the rank's ops.
+uint32_t add_hand_op(Trace& t, int rank, uint64_t enter, uint8_t call, OpKind kind, uint32_t site,
+                     const std::vector<Link>& links) {
+  Op op;
+  REQUIRE(op.set_times(enter, enter + 5));
+  op.call = call, op.kind = kind, op.callsite = site;
+  const uint32_t first = static_cast<uint32_t>(t.links.size());
+  for (Link l : links) t.links.push_back(l);
+  t.set_links(op, first, static_cast<uint32_t>(links.size()));
+  t.ranks[rank].ops.push_back(op);
+  return static_cast<uint32_t>(t.ranks[rank].ops.size() - 1);
+}
+
+// A hand-made trace's message on communicator 0, its ops to be set: its id.
+uint32_t add_hand_message(Trace& t, int src, int dst, uint64_t bytes) {
+  Message m;
+  m.src = src, m.dst = dst, m.bytes = bytes, m.comm = 0, m.tag = 1;
+  t.messages.push_back(m);
+  return static_cast<uint32_t>(t.messages.size() - 1);
+}
+
 // Halo exchanges found from the streams over all check_stream_waits' calls
 uint64_t halos_compared = 0;
 
@@ -1119,21 +1140,9 @@ TEST_CASE("a halo's largest message from the streams may be one received from a 
   t.world_size = 4;
   t.ranks.resize(4);
   auto add = [&](int rank, uint64_t enter, uint8_t call, OpKind kind, uint32_t site, std::vector<Link> links) {
-    Op op;
-    REQUIRE(op.set_times(enter, enter + 5));
-    op.call = call, op.kind = kind, op.callsite = site;
-    const uint32_t first = static_cast<uint32_t>(t.links.size());
-    for (Link l : links) t.links.push_back(l);
-    t.set_links(op, first, static_cast<uint32_t>(links.size()));
-    t.ranks[rank].ops.push_back(op);
-    return static_cast<uint32_t>(t.ranks[rank].ops.size() - 1);
+    return add_hand_op(t, rank, enter, call, kind, site, links);
   };
-  auto message = [&](int src, int dst, uint64_t bytes) {
-    Message m;
-    m.src = src, m.dst = dst, m.bytes = bytes, m.comm = 0, m.tag = 7;
-    t.messages.push_back(m);
-    return static_cast<uint32_t>(t.messages.size() - 1);
-  };
+  auto message = [&](int src, int dst, uint64_t bytes) { return add_hand_message(t, src, dst, bytes); };
   auto isend = [&](int r, uint64_t at, uint32_t site, uint32_t id) {
     t.messages[id].send_op = add(r, at, MPA_CALL_Isend, OpKind::PostSend, site, {{Link::PostSend, id}});
   };
@@ -1191,21 +1200,9 @@ TEST_CASE("a rank's MPI_Sendrecv to itself beside a halo exchange: the same exch
   t.world_size = 2;
   t.ranks.resize(2);
   auto add = [&](int rank, uint64_t enter, uint8_t call, OpKind kind, std::vector<Link> links) {
-    Op op;
-    REQUIRE(op.set_times(enter, enter + 5));
-    op.call = call, op.kind = kind, op.callsite = call;
-    const uint32_t first = static_cast<uint32_t>(t.links.size());
-    for (Link l : links) t.links.push_back(l);
-    t.set_links(op, first, static_cast<uint32_t>(links.size()));
-    t.ranks[rank].ops.push_back(op);
-    return static_cast<uint32_t>(t.ranks[rank].ops.size() - 1);
+    return add_hand_op(t, rank, enter, call, kind, call, links);
   };
-  auto message = [&](int src, int dst, uint64_t bytes) {
-    Message m;
-    m.src = src, m.dst = dst, m.bytes = bytes, m.comm = 0, m.tag = 1;
-    t.messages.push_back(m);
-    return static_cast<uint32_t>(t.messages.size() - 1);
-  };
+  auto message = [&](int src, int dst, uint64_t bytes) { return add_hand_message(t, src, dst, bytes); };
   constexpr int kIterations = 5;
   for (uint64_t k = 0; k < kIterations; k++) {
     const uint64_t T = 1000 + k * 1000;
