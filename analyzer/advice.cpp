@@ -9,12 +9,33 @@
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 
 namespace mpiadvise {
 
 namespace {
+
+// The messages of the run at their posts: the ranks' op streams' where the replays walk them
+// (ReplayOptions::streams), else the trace's.
+MessageSides sides_of(const Trace& t, const ReplayOptions& base) {
+  return base.streams ? MessageSides(*base.streams) : MessageSides(t);
+}
+
+// f(rank, op) for every op of every rank in order: the op streams' StreamOp where the replays walk them,
+// else the trace's Op
+template <class F>
+void each_op(const Trace& t, const ReplayOptions& base, F&& f) {
+  if (!base.streams) {
+    for (size_t r = 0; r < t.ranks.size(); r++)
+      for (const Op& op : t.ranks[r].ops) f(static_cast<int>(r), op);
+    return;
+  }
+  StreamOp op;
+  for (size_t r = 0; r < base.streams->size(); r++)
+    for (OpCursor c((*base.streams)[r]); c.next(op);) f(static_cast<int>(r), std::as_const(op));
+}
 
 // By site (rank, call site): the other end of every matched message an op there completed.
 using SitePeers = std::map<std::pair<int, uint32_t>, std::set<int>>;
@@ -158,11 +179,14 @@ std::optional<EagerLimitChoice> choose_eager_limit(const Trace& trace, const Run
   // run advised btl_tcp_eager_limit 131072 for the halo's 131072-byte messages, S 131016: 0 messages
   // made eager, a 3.5% saving predicted, the rerun 2.3% slower)
   uint64_t smallest_waiting = LogGPSParams::kInfinite;
+  const MessageSides sides = sides_of(trace, base);
   {
     const LogGPS model(base.params);
-    for (const auto& m : trace.messages)
-      if (m.matched() && model.send_waits_for_receive(m.bytes, m.synchronous) && !m.synchronous)
+    sides.each([&](const MessageSide& x) {
+      const Message& m = *x.fields;
+      if (x.send && x.matched && model.send_waits_for_receive(m.bytes, m.synchronous) && !m.synchronous)
         smallest_waiting = std::min(smallest_waiting, m.bytes);
+    });
   }
   // the sweep: each power of two above the limit in force, up to the first that makes every message eager
   std::vector<uint64_t> limits;
@@ -216,13 +240,15 @@ std::optional<EagerLimitChoice> choose_eager_limit(const Trace& trace, const Run
   ReplayOptions raised = base;
   raised.params.move_S(best.S);
   const LogGPS before_model(base.params), after_model(raised.params);
-  for (const auto& m : trace.messages)
-    if (m.matched() && before_model.send_waits_for_receive(m.bytes, m.synchronous) &&
+  sides.each([&](const MessageSide& x) {
+    const Message& m = *x.fields;
+    if (x.send && x.matched && before_model.send_waits_for_receive(m.bytes, m.synchronous) &&
         !after_model.send_waits_for_receive(m.bytes, m.synchronous)) {
       senders[m.dst].insert(m.src);
-      sites.insert({m.src, trace.op(m.src, m.send_op).callsite});
+      sites.insert({x.rank, x.callsite});
       best.messages_made_eager++;
     }
+  });
   if (best.messages_made_eager == 0) return std::nullopt;
   // measured here: MPICH 4.0.2 over UCX's TCP hung in MPI_Finalize in 1 run of 20 of the pipeline example
   // with UCX_RNDV_THRESH=262144 (none of 20 at the default), untraced; one rank in the process manager's
@@ -236,9 +262,12 @@ std::optional<EagerLimitChoice> choose_eager_limit(const Trace& trace, const Run
   // wait (where every message is at most the S reached, the limit does all it is advised for: a CI machine's
   // calibration reached 259088 bytes, and the halo's 131072-byte messages were cautioned for nothing)
   const auto still_waiting = [&] {
-    for (const auto& m : trace.messages)
-      if (m.matched() && !m.synchronous && m.bytes > best.S && m.bytes <= best.value - header) return true;
-    return false;
+    bool found = false;
+    sides.each([&](const MessageSide& x) {
+      const Message& m = *x.fields;
+      found |= x.send && x.matched && !m.synchronous && m.bytes > best.S && m.bytes <= best.value - header;
+    });
+    return found;
   };
   if (base.params.raised_to && best.S == *base.params.raised_to && best.value > header && best.S < best.value - header &&
       still_waiting())
@@ -276,14 +305,27 @@ bool blocking_send(uint32_t call) {
 }
 bool blocking_recv(uint32_t call) { return call == MPA_CALL_Recv || call == MPA_CALL_Mrecv; }
 
-// The message an op posts the receive of, or kNone.
-uint32_t received_message(const Trace& t, const Op& op) {
+// The fields of the message an op posts the receive of (its first receive's), or null.
+const Message* received_fields(const Trace& t, const Op& op) {
   const OpLinks links = t.links_of(op);
   for (uint32_t k = 0; k < links.size(); k++) {
     const Link l = links[k];
-    if (l.kind == Link::PostRecv && l.id != kNone) return l.id;
+    if (l.kind == Link::PostRecv && l.id != kNone) return &t.messages[l.id];
   }
-  return kNone;
+  return nullptr;
+}
+// (from its stream: the sender's fields where a send matched it, the receive's own where none did)
+const Message* received_fields(const Trace&, const StreamOp& op) {
+  const OpLinks links = op.links();
+  for (uint32_t k = 0; k < links.size(); k++) {
+    const Link l = links[k];
+    if (l.kind != Link::PostRecv || l.id == kNone) continue;
+    for (const auto* list : {&op.received, &op.posted})
+      for (const StreamOp::Posted& p : *list)
+        if (p.id == l.id && !(list == &op.posted && p.m->sent)) return &p.m->fields;
+    return nullptr;
+  }
+  return nullptr;
 }
 
 // Can the receives at a site be posted as soon as the previous one there completed without changing
@@ -291,29 +333,27 @@ uint32_t received_message(const Trace& t, const Op& op) {
 // from the same source with the same tag on the same communicator: the early receive would take it;
 // nor where the rank probes in between. (The trace keeps the envelope each message matched, not the
 // one each receive asked for: a wildcard receive at the site is judged by the messages it took.)
-bool prepost_keeps_matching(const Trace& t, const SiteKey& site) {
-  for (size_t r = 0; r < t.ranks.size(); r++) {
-    const auto& ops = t.ranks[r].ops;
-    size_t previous = SIZE_MAX;
-    for (size_t i = 0; i < ops.size(); i++) {
-      if (ops[i].call != MPA_CALL_Recv || !(t.site(static_cast<int>(r), ops[i].callsite) == site)) continue;
-      uint32_t mine = received_message(t, ops[i]);
-      if (previous != SIZE_MAX && mine != kNone) {
-        const Message& m = t.messages[mine];
-        for (size_t j = previous + 1; j < i; j++) {
-          // a probe in between looks for a message the early receive could take first
-          const uint32_t c = ops[j].call;
-          if (c == MPA_CALL_Probe || c == MPA_CALL_Iprobe || c == MPA_CALL_Mprobe || c == MPA_CALL_Improbe) return false;
-          uint32_t other = received_message(t, ops[j]);
-          if (other == kNone) continue;
-          const Message& o = t.messages[other];
-          if (o.src == m.src && o.tag == m.tag && o.comm == m.comm) return false;
-        }
-      }
-      previous = i;
+bool prepost_keeps_matching(const Trace& t, const ReplayOptions& base, const SiteKey& site) {
+  // by rank: whether a receive at the site was met, and since the last one the envelopes the rank's
+  // other receives took and whether it probed
+  int rank = -1;
+  bool met = false, probed = false, keeps = true;
+  std::set<std::tuple<int, int32_t, uint32_t>> between;  // source, tag, communicator
+  each_op(t, base, [&](int r, const auto& op) {
+    if (!keeps) return;
+    if (r != rank) rank = r, met = probed = false, between.clear();
+    const Message* m = received_fields(t, op);
+    if (op.call != MPA_CALL_Recv || !(t.site(r, op.callsite) == site)) {
+      // a probe in between looks for a message the early receive could take first
+      const uint32_t c = op.call;
+      probed |= c == MPA_CALL_Probe || c == MPA_CALL_Iprobe || c == MPA_CALL_Mprobe || c == MPA_CALL_Improbe;
+      if (m) between.emplace(m->src, m->tag, uint32_t{m->comm});
+      return;
     }
-  }
-  return true;
+    if (met && m && (probed || between.count({m->src, m->tag, uint32_t{m->comm}}))) keeps = false;
+    met = true, probed = false, between.clear();
+  });
+  return keeps;
 }
 
 // The blocking point-to-point call sites of a trace, with what the advisors at sites weigh: how long
@@ -329,16 +369,16 @@ struct SiteFacts {
 std::vector<std::pair<SiteKey, SiteFacts>> ranked_sites(const AdviceInput& in) {
   const Trace& trace = in.trace;
   std::map<SiteKey, SiteFacts> sites;
-  for (size_t r = 0; r < trace.ranks.size(); r++) {
-    std::set<uint32_t> seen;
-    for (const auto& op : trace.ranks[r].ops) {
-      if (!blocking_send(op.call) && !blocking_recv(op.call)) continue;
-      if (!seen.insert(op.callsite).second) continue;
-      SiteFacts& f = sites[trace.site(static_cast<int>(r), op.callsite)];
-      f.members.emplace_back(static_cast<int>(r), op.callsite);
-      f.call = op.call;
-    }
-  }
+  int rank = -1;
+  std::set<uint32_t> seen;  // the rank's
+  each_op(trace, in.base, [&](int r, const auto& op) {
+    if (r != rank) rank = r, seen.clear();
+    if (!blocking_send(op.call) && !blocking_recv(op.call)) return;
+    if (!seen.insert(op.callsite).second) return;
+    SiteFacts& f = sites[trace.site(r, op.callsite)];
+    f.members.emplace_back(r, op.callsite);
+    f.call = op.call;
+  });
   for (const auto& [rc, w] : in.waits.sites) {
     auto it = sites.find(trace.site(w.rank, w.callsite));
     if (it == sites.end()) continue;
@@ -347,25 +387,17 @@ std::vector<std::pair<SiteKey, SiteFacts>> ranked_sites(const AdviceInput& in) {
   }
   const uint64_t S = in.base.params.S;
   const LogGPS model(in.base.params);
-  for (const auto& m : trace.messages) {
-    if (!m.matched()) continue;
-    const Op& send = trace.op(m.src, m.send_op);
-    if (blocking_send(send.call)) {
-      auto it = sites.find(trace.site(m.src, send.callsite));
-      if (it != sites.end()) {
-        SiteFacts& f = it->second;
-        f.messages++;
-        f.largest = std::max(f.largest, m.bytes);
-        if (!m.synchronous && !model.eager(m.bytes) && S > 0)  // a split into chunks of S would be eager
-          f.messages_above_S++, f.extra_chunks += (m.bytes + S - 1) / S - 1;
-      }
-    }
-    const Op& recv = trace.op(m.dst, m.recv_op);
-    if (blocking_recv(recv.call)) {
-      auto it = sites.find(trace.site(m.dst, recv.callsite));
-      if (it != sites.end()) it->second.messages++, it->second.largest = std::max(it->second.largest, m.bytes);
-    }
-  }
+  sides_of(trace, in.base).each([&](const MessageSide& x) {
+    if (!x.matched || !(x.send ? blocking_send(x.call) : blocking_recv(x.call))) return;
+    auto it = sites.find(trace.site(x.rank, x.callsite));
+    if (it == sites.end()) return;
+    SiteFacts& f = it->second;
+    const Message& m = *x.fields;
+    f.messages++;
+    f.largest = std::max(f.largest, m.bytes);
+    if (x.send && !m.synchronous && !model.eager(m.bytes) && S > 0)  // a split into chunks of S would be eager
+      f.messages_above_S++, f.extra_chunks += (m.bytes + S - 1) / S - 1;
+  });
   std::vector<std::pair<SiteKey, SiteFacts>> ranked(sites.begin(), sites.end());
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const auto& a, const auto& b) { return a.second.weight > b.second.weight; });
@@ -450,7 +482,7 @@ std::vector<Proposal> propose_prepost(const AdviceInput& in) {
   return heaviest_sites(
       in,
       [&](const SiteKey& key, const SiteFacts& f) {
-        return f.weight > 0 && f.call == MPA_CALL_Recv && prepost_keeps_matching(in.trace, key);
+        return f.weight > 0 && f.call == MPA_CALL_Recv && prepost_keeps_matching(in.trace, in.base, key);
       },
       [&](const SiteKey& key, const SiteFacts& f) {
         ReplayOptions o = in.base;
@@ -482,7 +514,7 @@ std::string title_nonblocking(const Advice&, const std::string& where) {
 std::vector<Proposal> propose_persistent(const AdviceInput& in) {
   std::vector<Proposal> out;
   if (!in.base.params.persistent_saving) return out;
-  for (const auto& rc : repeated_calls(in.trace)) {
+  for (const auto& rc : repeated_calls(in.trace, sides_of(in.trace, in.base))) {
     if (out.size() >= in.max_sites) break;
     Proposal p{Advice{}, in.base, std::nullopt};
     p.whatif.persistent_sites = {rc.site};
@@ -547,7 +579,9 @@ std::vector<Advice> advise(const AdviceInput& in) {
   return out;
 }
 
-std::vector<RepeatedCalls> repeated_calls(const Trace& trace) {
+std::vector<RepeatedCalls> repeated_calls(const Trace& trace) { return repeated_calls(trace, MessageSides(trace)); }
+
+std::vector<RepeatedCalls> repeated_calls(const Trace& trace, const MessageSides& sides) {
   using Signature = std::tuple<int, int32_t, uint64_t, uint32_t>;  // peer, tag, bytes, communicator
   struct Site {
     uint32_t call = 0;
@@ -555,25 +589,20 @@ std::vector<RepeatedCalls> repeated_calls(const Trace& trace) {
     std::map<Signature, uint64_t> signatures;
   };
   std::map<std::pair<int, uint32_t>, Site> sites;
-  auto persistent_able = [](const Op& op) {
+  auto persistent_able = [](const MessageSide& op) {
     return (op.kind == OpKind::Send || op.kind == OpKind::SyncSend || op.kind == OpKind::Recv ||
             op.kind == OpKind::PostSend || op.kind == OpKind::PostRecv) &&
            op.call != MPA_CALL_Start && op.call != MPA_CALL_Startall && op.call != MPA_CALL_Mrecv &&
            op.call != MPA_CALL_Imrecv;
   };
-  for (const auto& m : trace.messages) {
-    if (!m.matched()) continue;
-    const Op& send = trace.op(m.src, m.send_op);
-    if (persistent_able(send)) {
-      Site& s = sites[{m.src, send.callsite}];
-      s.call = send.call, s.calls++, s.signatures[{m.dst, m.tag, m.bytes, m.comm}]++;
-    }
-    const Op& recv = trace.op(m.dst, m.recv_op);
-    if (persistent_able(recv)) {
-      Site& s = sites[{m.dst, recv.callsite}];
-      s.call = recv.call, s.calls++, s.signatures[{m.src, m.tag, m.bytes, m.comm}]++;
-    }
-  }
+  sides.each([&](const MessageSide& x) {
+    if (!x.matched || !persistent_able(x)) return;
+    const Message& m = *x.fields;
+    Site& s = sites[{x.rank, x.callsite}];
+    // a site makes one call; where a trace's has two, the lower, whichever side was met first
+    s.call = s.calls == 0 ? x.call : std::min(s.call, uint32_t{x.call});
+    s.calls++, s.signatures[{x.send ? m.dst : m.src, m.tag, m.bytes, m.comm}]++;
+  });
   std::map<SiteKey, RepeatedCalls> by_key;
   for (const auto& [rc, s] : sites) {
     uint64_t most = 0;

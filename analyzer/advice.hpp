@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "message_sides.hpp"
 #include "replay.hpp"
 #include "run_facts.hpp"
 #include "waits.hpp"
@@ -59,6 +60,7 @@ struct RaiseEagerLimit {
   std::string caution;  // a measured hazard of the setting with this library and transport, or ""
 };
 
+// The messages are read from base's op streams where its replays walk them (AdviceInput).
 std::optional<RaiseEagerLimit> advise_eager_limit(const Trace& trace, const RunFacts& facts, const ReplayOptions& base);
 // The same from the replay of the run as it was (base's), handing back the replay of the setting advised:
 // the sweep has run it, and the report's advice takes it from there instead of running it again.
@@ -103,7 +105,10 @@ struct Advice {
 };
 
 // What an advisor looks at: the trace, what the log says of the job, the measured wait states, and the
-// replay of the run as it was (with its options).
+// replay of the run as it was (with its options). Where base's replays walk the ranks' op streams
+// (ReplayOptions::streams, Simulate mode), the advisors read the ops and the messages from them too, each
+// rank's alone, and ask the trace its call sites alone: the same advice (the trace's ops, links and
+// messages may be let go).
 struct AdviceInput {
   const Trace& trace;
   const RunFacts& facts;
@@ -140,6 +145,8 @@ struct RepeatedCalls {
   uint64_t calls = 0, identical = 0;
 };
 std::vector<RepeatedCalls> repeated_calls(const Trace& trace);
+// the same, the messages' sides read from `sides` (the trace's, or its op streams'), the call sites from the trace
+std::vector<RepeatedCalls> repeated_calls(const Trace& trace, const MessageSides& sides);
 
 // Every change the advisors propose, each replayed on the trace, best (lowest predicted run time) first;
 // worthwhile only when its predicted saving exceeds the model's error on the measured run and 1% of the

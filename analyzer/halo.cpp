@@ -7,11 +7,10 @@
 #include <set>
 #include <span>
 #include <stdexcept>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
-#include "measured_walk.hpp"
+#include "op_stream.hpp"
 #include "parallel.hpp"
 #include "replay.hpp"
 
@@ -81,25 +80,20 @@ class Bursts {
       posted_.insert({callsite, p.peer});
     }
   }
-  // a message of the open burst whose bytes were not known at its post
-  void add_bytes(uint64_t bytes) { bytes_ = std::max(bytes_, bytes); }
-  // ends the open burst: the counts of its pattern where it was an exchange (with every peer both ways),
-  // null where it was not, or none was open
-  Seen* close() {
-    if (!open_) return nullptr;
+  // ends the open burst, counted in its pattern where it was an exchange (with every peer both ways)
+  void close() {
+    if (!open_) return;
     open_ = false;
     bool exchange = !peers_.empty();
     for (const auto& [p, both] : peers_) exchange &= both.first && both.second && p != rank_;
-    Seen* seen = nullptr;
     if (exchange) {
       Pattern pat{{sends_.begin(), sends_.end()}, {recvs_.begin(), recvs_.end()}, {}};
       for (const auto& [p, both] : peers_) pat.peers.push_back(p);
-      seen = &patterns_[pat];
-      seen->times++, seen->bytes_max = std::max(seen->bytes_max, bytes_);
+      Seen& seen = patterns_[pat];
+      seen.times++, seen.bytes_max = std::max(seen.bytes_max, bytes_);
     }
     peers_.clear(), sends_.clear(), recvs_.clear(), posted_.clear();
     bytes_ = 0;
-    return seen;
   }
   // the rank's exchange: its most repeated pattern, if repeated enough
   std::optional<std::pair<Pattern, Seen>> exchange() const {
@@ -116,8 +110,28 @@ class Bursts {
   std::set<uint32_t> sends_, recvs_;
   uint64_t bytes_ = 0;
   std::set<std::pair<uint32_t, int>> posted_;
-  std::map<Pattern, Seen> patterns_;  // a node stays where it is: close()'s pointers hold
+  std::map<Pattern, Seen> patterns_;
 };
+
+// A rank's exchange, its ops in the replay's window read in order by `next` (false past the last): an op's
+// call site, kind and point-to-point posts (links of no id left out), in its links' order.
+template <class Next>
+std::optional<std::pair<Pattern, Seen>> rank_exchange(int rank, Next&& next) {
+  Bursts bursts(rank);
+  uint32_t callsite = 0;
+  OpKind kind = OpKind::Other;
+  std::vector<Post> posts;
+  while (next(callsite, kind, posts)) {
+    if (!point_to_point(kind)) {
+      bursts.close();
+      continue;
+    }
+    if (bursts.again(callsite, posts)) bursts.close();
+    bursts.add(callsite, posts);
+  }
+  bursts.close();
+  return bursts.exchange();
+}
 
 // Ranks exchanging with each other form one halo exchange: each rank's exchange, joined with its peers'.
 std::vector<HaloExchange> exchanges_of(const Trace& t, const std::vector<std::optional<std::pair<Pattern, Seen>>>& of_rank) {
@@ -152,112 +166,62 @@ std::vector<HaloExchange> exchanges_of(const Trace& t, const std::vector<std::op
 }  // namespace
 
 std::vector<HaloExchange> find_halos(const Trace& t) {
-  const int P = static_cast<int>(t.ranks.size());
-  std::vector<std::optional<std::pair<Pattern, Seen>>> of_rank(static_cast<size_t>(P));
-  std::vector<Post> posts;
-  for (int r = 0; r < P; r++) {
+  std::vector<std::optional<std::pair<Pattern, Seen>>> of_rank(t.ranks.size());
+  parallel_for(t.ranks.size(), [&](size_t r) {
     const auto& ops = t.ranks[r].ops;
     const ReplayWindow w = replay_window(t.ranks[r]);
-    Bursts bursts(r);
-    for (uint32_t i = w.first; i < w.end; i++) {
-      if (!point_to_point(ops[i].kind)) {
-        bursts.close();
-        continue;
-      }
+    uint32_t i = w.first;
+    of_rank[r] = rank_exchange(static_cast<int>(r), [&](uint32_t& callsite, OpKind& kind, std::vector<Post>& posts) {
+      if (i >= w.end) return false;
+      const Op& op = ops[i++];
+      callsite = op.callsite, kind = op.kind;
       posts.clear();
-      const OpLinks links = t.links_of(ops[i]);
+      const OpLinks links = t.links_of(op);
       for (uint32_t l = 0; l < links.size(); l++) {
         if (links[l].id == kNone || (links[l].kind != Link::PostSend && links[l].kind != Link::PostRecv)) continue;
         const Message& m = t.messages[links[l].id];
         const bool send = links[l].kind == Link::PostSend;
         posts.push_back({send, send ? m.dst : m.src, m.bytes});
       }
-      if (bursts.again(ops[i].callsite, posts)) bursts.close();
-      bursts.add(ops[i].callsite, posts);
-    }
-    bursts.close();
-    of_rank[r] = bursts.exchange();
-  }
+      return true;
+    });
+  });
   return exchanges_of(t, of_rank);
 }
 
-std::vector<HaloExchange> find_halos(const Trace& t, const std::vector<OpStream>& streams, HalosHeld* held) {
-  const int P = static_cast<int>(streams.size());
+std::vector<HaloExchange> find_halos(const Trace& t, const std::vector<OpStream>& streams) {
   if (t.ranks.size() != streams.size())
-    throw std::invalid_argument(fmt::format("halos: {} ranks' op streams for a trace of {} ranks", P, t.ranks.size()));
-  const Senders senders(streams);
-  std::vector<Bursts> bursts;
-  for (int r = 0; r < P; r++) bursts.emplace_back(r);
-  // A receive some send matched carries no fields: its sender is the runs', its bytes the send's, which
-  // the walk may meet before or after it. Until the two meet: the bytes of a send met first (arrived),
-  // and the receives met first (awaited), each with its rank and where its bytes go: that rank's open
-  // burst, or the pattern its burst made once closed (none: no exchange, or a receive posted outside any
-  // burst)
-  std::unordered_map<uint32_t, uint64_t> arrived;
-  struct Awaited {
-    int rank;
-    bool open;    // in the rank's open burst
-    Seen* seen;   // else: the pattern its burst made, or null
-  };
-  std::unordered_map<uint32_t, Awaited> awaited;
-  std::vector<std::vector<uint32_t>> open_ids(static_cast<size_t>(P));  // a rank's open burst's awaited ids
-  const auto close = [&](int r) {
-    Seen* seen = bursts[r].close();
-    for (uint32_t id : open_ids[r])
-      if (const auto it = awaited.find(id); it != awaited.end()) it->second = {r, false, seen};
-    open_ids[r].clear();
-  };
-  std::vector<Post> posts;
-  std::vector<uint32_t> ids;  // the op's receives awaiting their bytes
-  walk_by_entry(streams, [&](int r, uint32_t k, const StreamOp& op) {
+    throw std::invalid_argument(fmt::format("halos: {} ranks' op streams for a trace of {} ranks", streams.size(), t.ranks.size()));
+  std::vector<std::optional<std::pair<Pattern, Seen>>> of_rank(streams.size());
+  parallel_for(streams.size(), [&](size_t r) {
     const ReplayWindow& w = streams[r].window();
-    const bool in_burst = k >= w.first && k < w.end && point_to_point(op.kind);
-    if (!in_burst) close(r);
-    posts.clear(), ids.clear();
-    // the op's sends first: a message one op both sends and receives (a rank's MPI_Sendrecv to itself) is
-    // carried by its send alone, which leaves its bytes for its receive (a matched one's) in the same op
-    const OpLinks links = op.links();
-    for (uint32_t n = 0; n < 2 * links.size(); n++) {
-      const Link link = links[n % links.size()];
-      const bool send = link.kind == Link::PostSend;
-      if (link.id == kNone || (!send && link.kind != Link::PostRecv) || send != (n < links.size())) continue;
-      const auto carried = std::find_if(op.posted.begin(), op.posted.end(),
-                                        [&](const auto& p) { return p.id == link.id && p.m->sent == send; });
-      if (carried != op.posted.end()) {
-        const StreamMessage& m = *carried->m;
-        posts.push_back({send, send ? m.fields.dst : m.fields.src, m.fields.bytes});
-        if (send && m.answered) {  // its receive's bytes, met before or to come
-          if (const auto it = awaited.find(link.id); it != awaited.end()) {
-            if (it->second.open) bursts[it->second.rank].add_bytes(m.fields.bytes);
-            else if (Seen* seen = it->second.seen) seen->bytes_max = std::max(seen->bytes_max, m.fields.bytes);
-            awaited.erase(it);
-          } else {
-            arrived[link.id] = m.fields.bytes;
-          }
-        }
-      } else if (!send) {
-        posts.push_back({false, senders.of(link.id), 0});
-        if (const auto it = arrived.find(link.id); it != arrived.end()) {
-          posts.back().bytes = it->second;
-          arrived.erase(it);
-        } else {
-          awaited[link.id] = {r, in_burst, nullptr};
-          if (in_burst) ids.push_back(link.id);
-        }
+    OpCursor c(streams[r]);
+    c.seek(w.first);
+    StreamOp op;
+    of_rank[r] = rank_exchange(static_cast<int>(r), [&](uint32_t& callsite, OpKind& kind, std::vector<Post>& posts) {
+      if (c.op() >= w.end || !c.next(op)) return false;
+      callsite = op.callsite, kind = op.kind;
+      posts.clear();
+      // each post's fields as its op carries them: a send's and a receive's no send matched (posted),
+      // a matched receive's (received: the sender's fields); a hand-made trace's post from another rank's
+      // op carries none, and is left out
+      const OpLinks links = op.links();
+      for (uint32_t l = 0; l < links.size(); l++) {
+        const Link link = links[l];
+        const bool send = link.kind == Link::PostSend;
+        if (link.id == kNone || (!send && link.kind != Link::PostRecv)) continue;
+        const auto is = [&](const StreamOp::Posted& p) { return p.id == link.id && p.m->sent == send; };
+        auto it = std::find_if(op.posted.begin(), op.posted.end(), is);
+        const StreamMessage* m = it != op.posted.end() ? it->m : nullptr;
+        if (!m && !send)
+          if (auto got = std::find_if(op.received.begin(), op.received.end(), [&](const auto& p) { return p.id == link.id; });
+              got != op.received.end())
+            m = got->m;
+        if (m) posts.push_back({send, send ? m->fields.dst : m->fields.src, m->fields.bytes});
       }
-    }
-    if (held) held->most = std::max(held->most, arrived.size() + awaited.size());
-    if (!in_burst) return;
-    if (bursts[r].again(op.callsite, posts)) close(r);
-    bursts[r].add(op.callsite, posts);
-    open_ids[r].insert(open_ids[r].end(), ids.begin(), ids.end());
+      return true;
+    });
   });
-  std::vector<std::optional<std::pair<Pattern, Seen>>> of_rank(static_cast<size_t>(P));
-  for (int r = 0; r < P; r++) {
-    close(r);
-    of_rank[r] = bursts[r].exchange();
-  }
-  if (held) held->at_end = arrived.size() + awaited.size();
   return exchanges_of(t, of_rank);
 }
 

@@ -28,16 +28,11 @@ struct HaloExchange {
 inline constexpr uint64_t kHaloMinRepeats = 3;
 
 std::vector<HaloExchange> find_halos(const Trace& trace);
-// The same from the ranks' op streams (OpStream::encode_all of the trace), walked together by entry,
-// holding only the messages whose two posts the walk has not both met; the trace is asked its call sites
-// alone. The same exchanges, field for field, where every message's posts are its sender's send and its
-// receiver's receive, as build_trace makes them.
-// held: the messages it held at once, at most and when the walk ended (none where every message's
-// receive is posted, the receives some send matched by their senders' sends).
-struct HalosHeld {
-  size_t most = 0, at_end = 0;
-};
-std::vector<HaloExchange> find_halos(const Trace& trace, const std::vector<OpStream>& streams, HalosHeld* held = nullptr);
+// The same from the ranks' op streams (OpStream::encode_all of the trace), each rank's read alone: every
+// post's fields are in its own op (a matched receive's too, StreamOp::received); the trace is asked its call
+// sites alone. The same exchanges, field for field, where every message's posts are its sender's send and
+// its receiver's receive, as build_trace makes them.
+std::vector<HaloExchange> find_halos(const Trace& trace, const std::vector<OpStream>& streams);
 
 // A change to the whole exchange at once, replayed: what the advice at one of its calls cannot show.
 struct HaloWhatIf {

@@ -55,15 +55,16 @@ std::optional<uint32_t> rank_place(const Trace& t, int rank, uint32_t c) {
   return static_cast<uint32_t>(it - ms.begin());
 }
 
-// whether the op `i` of `rank` carries the fields of the message its link names: posted its send, or its
-// receive where no send of the trace matched it, or completes one the rank posted so
+// whether the op `i` of `rank` carries the fields of the message its link names: posted its send or its
+// receive (a receive some send matched carries them as its receiver's envelope: StreamOp::received), or
+// completes one the rank posted alone (a send of the rank's, a receive no send matched)
 bool carries(const Trace& t, int rank, uint32_t i, Link l) {
   if (l.id >= t.messages.size()) return false;
   const Message& m = t.messages[l.id];
   switch (l.kind) {
     case Link::PostSend: return m.src == rank && m.send_op == i;
     case Link::DoneSend: return m.src == rank && m.send_op != kNone;
-    case Link::PostRecv: return m.send_op == kNone && m.dst == rank && m.recv_op == i;
+    case Link::PostRecv: return m.dst == rank && m.recv_op == i;
     case Link::DoneRecv: return m.send_op == kNone && m.dst == rank && m.recv_op != kNone;
     default: return false;
   }
@@ -337,7 +338,7 @@ OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& 
       }
       StreamMessage carried;
       carried.fields = t.messages[id];
-      carried.sent = links[k].kind == Link::PostSend || links[k].kind == Link::DoneSend;
+      carried.sent = carried.fields.send_op != kNone;  // (a carried DoneRecv's: never)
       carried.answered = carried.sent && carried.fields.recv_op != kNone;
       if (id < together.size()) carried.together = together[id];
       carried.fields.send_op = carried.fields.recv_op = kNone;

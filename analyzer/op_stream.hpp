@@ -123,6 +123,10 @@ struct StreamOp {
     const StreamMessage* m;
   };
   std::vector<Posted> posted;
+  // the messages some send matched that the op's receives posted: the id and the sender's fields (the
+  // receiver's envelope: its source, tag, communicator and bytes), in the order of its links; what the
+  // stages that weigh a message at its receive read from the receiver's stream alone
+  std::vector<Posted> received;
   // the collective instances the op entered as a member (its PostColl links'): the trace's id, the op's
   // place among the members, and the whole instance (InstanceTable), of which its own bytes and counts
   struct Joined {
@@ -292,6 +296,7 @@ class OpCursor {
     op.link_ids.clear();
     op.link_kinds.clear();
     op.posted.clear();
+    op.received.clear();
     op.joined.clear();
     op.completed.clear();
     op.left.clear();
@@ -348,7 +353,11 @@ class OpCursor {
     op.link_kinds.push_back(k);
     if (!(kind & OpStream::kCarries)) return;
     if (k != Link::PostColl && k != Link::DoneColl) {
-      (k == Link::PostSend || k == Link::PostRecv ? op.posted : op.completed).push_back({id, &s_->messages_[varint()]});
+      const StreamMessage* m = &s_->messages_[varint()];
+      (k == Link::PostSend || (k == Link::PostRecv && !m->sent) ? op.posted
+       : k == Link::PostRecv                                  ? op.received
+                                                              : op.completed)
+          .push_back({id, m});
       return;
     }
     const OpStream::Member& m = s_->members_[varint()];

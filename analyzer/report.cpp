@@ -18,6 +18,7 @@
 #include "phases.hpp"
 #include "halo.hpp"
 #include "hang.hpp"
+#include "message_sides.hpp"
 #include "efficiency.hpp"
 #include "receive_side.hpp"
 #include "report_charts.hpp"
@@ -151,7 +152,7 @@ struct Builder {
     }
     s.traced_ns = baseline.measured_ns;
     s.mpi_share = s.rank_time_ns > 0 ? s.mpi_ns / s.rank_time_ns : 0.0;
-    for (const auto& m : t.messages) s.messages += m.matched();
+    MessageSides(t).each([&](const MessageSide& x) { s.messages += x.send && x.matched; });
     s.collectives = t.collectives.size();
     s.unmatched_sends = t.unmatched_sends;
     s.unmatched_recvs = t.unmatched_recvs;
@@ -404,15 +405,16 @@ struct Builder {
       x.recv_wait += sr.predicted.recv_wait;
       x.measured_wait += a.measured.site_send_wait_ns(sr.rank, sr.callsite) + a.measured.site_recv_wait_ns(sr.rank, sr.callsite);
     }
-    for (const auto& m : t.messages) {
-      if (!m.matched()) continue;
-      auto it = sites.find(t.site(m.src, t.op(m.src, m.send_op).callsite));
-      if (it == sites.end()) continue;
+    MessageSides(t).each([&](const MessageSide& x) {
+      if (!x.send || !x.matched) return;
+      auto it = sites.find(t.site(x.rank, x.callsite));
+      if (it == sites.end()) return;
+      const Message& m = *x.fields;
       it->second.messages++;
       it->second.bytes += m.bytes;
       if (model.send_waits_for_receive(m.bytes, m.synchronous))
         it->second.rendezvous_messages++, it->second.rendezvous_bytes += m.bytes;
-    }
+    });
     std::vector<std::pair<SiteKey, SiteSum>> ordered(sites.begin(), sites.end());
     std::stable_sort(ordered.begin(), ordered.end(), [](const auto& x, const auto& y) {
       return x.second.send_wait + x.second.recv_wait > y.second.send_wait + y.second.recv_wait;

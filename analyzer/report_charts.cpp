@@ -12,6 +12,7 @@
 
 #include "log_reader.hpp"
 #include "loggps.hpp"
+#include "message_sides.hpp"
 #include "parallel.hpp"
 
 namespace mpiadvise {
@@ -23,7 +24,7 @@ namespace fs = std::filesystem;
 report::SSweep s_sweep(const Analysis& a, const ReplayOptions& base, std::optional<uint64_t> advised_S,
              std::optional<uint64_t> considered_S) {
   uint64_t largest = 0;
-  for (const auto& m : a.trace.messages) largest = std::max(largest, m.bytes);
+  MessageSides(a.trace).each([&](const MessageSide& x) { largest = std::max(largest, x.fields->bytes); });
   for (const auto& c : a.trace.collectives) largest = std::max(largest, c.bytes);
   uint64_t top = 65536;
   while (top < largest && top < (uint64_t{1} << 40)) top *= 2;
@@ -62,13 +63,14 @@ report::MessageSizes message_sizes(const Analysis& a, const LogGPSParams& p) {
     uint64_t eager = 0, rendezvous = 0, eager_bytes = 0, rendezvous_bytes = 0;
   };
   std::map<int, Bin> bins;  // floor(log2(bytes)), -1 for empty messages
-  for (const auto& m : a.trace.messages) {
-    if (!m.matched()) continue;
+  MessageSides(a.trace).each([&](const MessageSide& x) {
+    if (!x.send || !x.matched) return;
+    const Message& m = *x.fields;
     const int lg = m.bytes == 0 ? -1 : 63 - __builtin_clzll(m.bytes);
     Bin& b = bins[lg];
     if (model.send_waits_for_receive(m.bytes, m.synchronous)) b.rendezvous++, b.rendezvous_bytes += m.bytes;
     else b.eager++, b.eager_bytes += m.bytes;
-  }
+  });
   report::MessageSizes sizes{{p.S}, {}};
   for (const auto& [lg, b] : bins)
     sizes.bins.push_back({lg, lg < 0 ? 0 : uint64_t{1} << lg, lg < 0 ? 0 : lg >= 63 ? UINT64_MAX : (uint64_t{1} << (lg + 1)) - 1,

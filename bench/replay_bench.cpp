@@ -27,6 +27,7 @@
 #include "advice.hpp"
 #include "causes.hpp"
 #include "halo.hpp"
+#include "message_sides.hpp"
 #include "op_stream.hpp"
 #include "phases.hpp"
 #include "replay.hpp"
@@ -376,7 +377,8 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(read_costs.frames),
                   static_cast<double>(std::max(read_costs.held_bytes, read_path.held_bytes)) / (1 << 20),
                   same_causes ? "the same causes and path" : "CAUSES DIFFER");
-      // the halo exchanges from the packed streams, walked together by entry, beside the trace's
+      // the halo exchanges from the packed streams, each rank's read alone (the analysis's threads taking
+      // ranks in turn, as the trace's reader does), beside the trace's
       std::vector<double> halos_trace, halos_streams;
       bool same_halos = true;
       size_t n_halos = 0;
@@ -395,9 +397,36 @@ int main(int argc, char** argv) {
                      });
       }
       std::printf("  the halo exchanges from the packed streams: %.2f M events/s, from the trace %.2f (medians of %d "
-                  "rounds); %zu exchanges; %s\n",
+                  "rounds, on the analysis's threads); %zu exchanges; %s\n",
                   events / median(halos_streams) / 1e6, events / median(halos_trace) / 1e6, repeats, n_halos,
                   same_halos ? "the same exchanges" : "HALOS DIFFER");
+      // every message at its send's and its receive's posts (MessageSides: the report's messages by size
+      // and by site, the advice's sites), each rank's packed stream read alone, beside the trace's
+      // messages; their sites of repeated calls (persistent requests' candidates) from each
+      std::vector<double> sides_trace, sides_streams;
+      bool same_sides = true;
+      uint64_t n_sides = 0;
+      for (int k = 0; k < repeats; k++) {
+        uint64_t bytes_trace = 0, bytes_streams = 0, n = 0;
+        auto t1 = std::chrono::steady_clock::now();
+        MessageSides(t).each([&](const MessageSide& x) { bytes_trace += x.fields->bytes + x.send; });
+        const std::vector<RepeatedCalls> rw = repeated_calls(t);
+        sides_trace.push_back(seconds_since(t1));
+        t1 = std::chrono::steady_clock::now();
+        const MessageSides from(*shared_packed);
+        from.each([&](const MessageSide& x) { bytes_streams += x.fields->bytes + x.send, n++; });
+        const std::vector<RepeatedCalls> rg = repeated_calls(t, from);
+        sides_streams.push_back(seconds_since(t1));
+        n_sides = n;
+        same_sides = same_sides && bytes_trace == bytes_streams &&
+                     std::equal(rw.begin(), rw.end(), rg.begin(), rg.end(), [](const auto& x, const auto& y) {
+                       return x.site == y.site && x.members == y.members && x.calls == y.calls && x.identical == y.identical;
+                     });
+      }
+      std::printf("  the messages at their posts from the packed streams (and their sites of repeated calls): %.2f M "
+                  "events/s, from the trace %.2f (medians of %d rounds); %llu sides; %s\n",
+                  events / median(sides_streams) / 1e6, events / median(sides_trace) / 1e6, repeats,
+                  static_cast<unsigned long long>(n_sides), same_sides ? "the same sides and sites" : "SIDES DIFFER");
     }
     auto t0 = std::chrono::steady_clock::now();
     WaitStates waits = measure_waits(t, LogGPS(o.params));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <barrier>
 #include <map>
 #include <cmath>
@@ -24,6 +25,7 @@
 #include "efficiency.hpp"
 #include "gate.hpp"
 #include "halo.hpp"
+#include "message_sides.hpp"
 #include "op_frames.hpp"
 #include "op_stream.hpp"
 #include "phases.hpp"
@@ -222,12 +224,9 @@ uint32_t add_hand_message(Trace& t, int src, int dst, uint64_t bytes) {
 // Halo exchanges found from the streams over all check_stream_waits' calls
 uint64_t halos_compared = 0;
 
-// The halo exchanges found walking the streams are the trace's, field for field, the trace's ops let go.
-// The walk holds no message at its end: each matched message's two posts were met.
+// The halo exchanges found reading each rank's stream are the trace's, field for field, the trace's ops let go.
 void require_same_halos(const Trace& t, const std::vector<OpStream>& streams) {
-  HalosHeld held;
-  const std::vector<HaloExchange> want = find_halos(t), got = find_halos(bare_of(t), streams, &held);
-  REQUIRE(held.at_end == 0);
+  const std::vector<HaloExchange> want = find_halos(t), got = find_halos(bare_of(t), streams);
   REQUIRE(got.size() == want.size());
   for (size_t k = 0; k < want.size(); k++) {
     INFO("halo " << k);
@@ -236,6 +235,92 @@ void require_same_halos(const Trace& t, const std::vector<OpStream>& streams) {
             std::tie(b.ranks, b.neighbours_min, b.neighbours_max, b.bytes_max, b.exchanges, b.send_sites, b.recv_sites));
   }
   halos_compared += want.size();
+}
+
+// Messages' sides and repeated calls' sites compared over all check_stream_waits' calls
+struct SidesCompared {
+  uint64_t sides = 0, received = 0, repeated = 0;
+};
+SidesCompared sides_compared;
+
+// Every message's posts read from the streams, each rank's alone, are the trace's: its send's and its
+// receive's, at the op's call, call site and kind, with the message's fields and whether the trace matched
+// it; and so are the sites of repeated calls they make (the trace's ops and messages let go).
+void require_same_sides(const Trace& t, const std::vector<OpStream>& streams) {
+  using Side = std::tuple<uint32_t, bool, int, uint32_t, uint8_t, OpKind, bool, int, int, uint32_t, int32_t, uint64_t,
+                          bool, bool, bool>;
+  auto sides_of = [](const MessageSides& from) {
+    std::vector<Side> out;
+    from.each([&](const MessageSide& x) {
+      const Message& m = *x.fields;
+      out.emplace_back(x.id, x.send, x.rank, x.callsite, x.call, x.kind, x.matched, m.src, m.dst, uint32_t{m.comm}, m.tag,
+                       m.bytes, m.synchronous, m.resent, m.cached);
+    });
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const std::vector<Side> want = sides_of(MessageSides(t)), got = sides_of(MessageSides(streams));
+  REQUIRE(got.size() == want.size());
+  for (size_t k = 0; k < want.size(); k++) {
+    INFO("side " << k << ": message " << std::get<0>(want[k]) << (std::get<1>(want[k]) ? ", its send" : ", its receive"));
+    REQUIRE(got[k] == want[k]);
+  }
+  sides_compared.sides += want.size();
+  sides_compared.received += std::count_if(want.begin(), want.end(), [](const Side& x) { return !std::get<1>(x) && std::get<6>(x); });
+  const std::vector<RepeatedCalls> a = repeated_calls(t), b = repeated_calls(bare_of(t), MessageSides(streams));
+  REQUIRE(a.size() == b.size());
+  for (size_t k = 0; k < a.size(); k++)
+    REQUIRE(std::tie(a[k].site, a[k].members, a[k].call, a[k].calls, a[k].identical) ==
+            std::tie(b[k].site, b[k].members, b[k].call, b[k].calls, b[k].identical));
+  sides_compared.repeated += a.size();
+}
+
+// Advice compared, by kind (AdviceKind's order), over all require_same_advice's calls
+std::array<uint64_t, 5> advice_compared{};
+
+// The advice from the op streams (packed in frames of 256 bytes, the replays walking them too) is the
+// trace's, change for change with its figures, the trace's ops, links and messages let go: at an S that
+// makes some sends rendezvous, with a persistent request's saving priced so that repeated calls are
+// proposed too.
+void require_same_advice(const Trace& t) {
+  LogGPSParams p;
+  p.s = p.S = 4096;
+  p.persistent_saving = 200;
+  ReplayOptions base;
+  base.params = p;
+  const LogGPS model(p);
+  const RunFacts facts;
+  const WaitStates waits = measure_waits(t, find_waits(t, model));
+  const ReplayResult baseline = replay(t, base);
+  const std::vector<Advice> want = advise({t, facts, waits, base, baseline, 10});
+  const auto streams = std::make_shared<const std::vector<OpStream>>(OpStream::encode_all(t, 256));
+  const Trace bare = bare_of(t);
+  ReplayOptions from = base;
+  from.streams = streams;
+  const WaitStates waits_from = measure_waits(*streams, find_waits(*streams, model));
+  const ReplayResult baseline_from = replay(bare, from);
+  const std::vector<Advice> got = advise({bare, facts, waits_from, from, baseline_from, 10});
+  REQUIRE(got.size() == want.size());
+  for (size_t k = 0; k < want.size(); k++) {
+    INFO("advice " << k << ": " << advice_kind_name(want[k].kind()));
+    const Advice &a = want[k], &b = got[k];
+    REQUIRE(std::tie(a.site, a.members, a.call, a.messages, a.baseline_ns, a.predicted_ns, a.worthwhile) ==
+            std::tie(b.site, b.members, b.call, b.messages, b.baseline_ns, b.predicted_ns, b.worthwhile));
+    REQUIRE(a.change.index() == b.change.index());
+    if (const auto* x = std::get_if<RaiseEagerLimit>(&a.change)) {
+      const auto& y = std::get<RaiseEagerLimit>(b.change);
+      REQUIRE(std::tie(x->value, x->S, x->messages_made_eager, x->send_sites, x->senders_per_rank, x->caution) ==
+              std::tie(y.value, y.S, y.messages_made_eager, y.send_sites, y.senders_per_rank, y.caution));
+    } else if (const auto* x = std::get_if<SplitMessages>(&a.change)) {
+      const auto& y = std::get<SplitMessages>(b.change);
+      REQUIRE(std::tie(x->chunk_bytes, x->extra_messages) == std::tie(y.chunk_bytes, y.extra_messages));
+    } else if (const auto* x = std::get_if<PrepostReceives>(&a.change)) {
+      REQUIRE(x->buffer_bytes == std::get<PrepostReceives>(b.change).buffer_bytes);
+    } else if (const auto* x = std::get_if<PersistentRequests>(&a.change)) {
+      REQUIRE(x->identical_calls == std::get<PersistentRequests>(b.change).identical_calls);
+    }
+    advice_compared[static_cast<size_t>(a.kind())]++;
+  }
 }
 
 // The waits found walking the streams by entry (packed or not) are the trace's, wait for wait and in its
@@ -265,7 +350,7 @@ size_t check_stream_waits(const Trace& t, WaitsHeld* held = nullptr) {
         REQUIRE(a.from == static_cast<double>(t.op(a.rank, a.op).t_enter));
       }
       require_same_states(measure_waits(t, want), measure_waits(*from, got));
-      if (S == 4096 && posts_own_sides(t)) require_same_halos(t, *from);
+      if (S == 4096 && posts_own_sides(t)) require_same_halos(t, *from), require_same_sides(t, *from);
       if (S == 4096 && from == &packed && posts_own_sides(t) && completes_own_sides(t)) require_same_hang_state(t);
       if (S == 4096) {
         require_same_causes(t, *from, want);
@@ -295,7 +380,7 @@ size_t check_stream_waits(const Trace& t, WaitsHeld* held = nullptr) {
 uint64_t check_streams(const Trace& t) {
   uint64_t compared = 0;
   StreamOp got;
-  std::vector<int> posted(t.messages.size());
+  std::vector<int> posted(t.messages.size()), received(t.messages.size());
   std::vector<int> sent_by(t.messages.size(), -1);  // as the streams' posts say
   const std::vector<int32_t> together = receives_together(t);
   uint32_t message_ids = 0;
@@ -351,6 +436,18 @@ uint64_t check_streams(const Trace& t) {
         CHECK(p.m->together == (together.empty() ? 1 : together[p.id]));
         if (p.m->sent) sent_by[p.id] = r;
         posted[p.id]++;
+      }
+      // a receive some send matched carries the sender's fields at the receiver's op that posted it
+      for (const StreamOp::Posted& p : got.received) {
+        REQUIRE(p.id < t.messages.size());
+        const Message& m = t.messages[p.id];
+        CHECK((m.send_op != kNone && m.dst == r && m.recv_op == i));
+        const Message& f = p.m->fields;
+        CHECK(std::tie(f.src, f.dst, f.tag, f.bytes) == std::tie(m.src, m.dst, m.tag, m.bytes));
+        CHECK((f.comm == m.comm && f.synchronous == m.synchronous && f.resent == m.resent && f.cached == m.cached));
+        CHECK((p.m->sent && p.m->answered));
+        CHECK(p.m->together == (together.empty() ? 1 : together[p.id]));
+        received[p.id]++;
       }
       // an owner's completions carry its entry again: a send of the rank's, a receive no send matched; in
       // the order of their links (what the causes' reader matches them by)
@@ -433,9 +530,14 @@ uint64_t check_streams(const Trace& t) {
           named = std::max(named, links[k].id + 1);
     }
   CHECK(message_ids == named);
+  // each matched message's receive once, where its receiver's op posted it (a hand-made trace may post it
+  // from another rank's op: none there)
+  const bool own_sides = posts_own_sides(t);
   for (size_t id = 0; id < t.messages.size(); id++) {
     INFO("message " << id << ": send op " << t.messages[id].send_op << ", receive op " << t.messages[id].recv_op);
     CHECK(posted[id] == 1);
+    if (own_sides) CHECK(received[id] == int{t.messages[id].matched()});
+    else CHECK(received[id] <= 1);
   }
   for (size_t c = 0; c < t.collectives.size(); c++) {
     INFO("collective instance " << c);
@@ -1065,21 +1167,31 @@ TEST_CASE("the logs of traced runs read back op for op", "[op_stream]") {
   // point to point of every kind, collectives of every kind, a rank of several threads, a damaged log
   const CausesCompared before = causes_compared;
   const uint64_t halos_before = halos_compared;
+  const SidesCompared sides_before = sides_compared;
+  const auto advice_before = advice_compared;
   for (const char* name : {"p2p-all", "coll-all", "threads", "halo-procnull", "halo-damaged"}) {
     INFO(name);
     const Trace t = build_trace(JobLog(fixture(name)));
     CHECK(check_streams(t) > 0);
+    if (posts_own_sides(t)) require_same_advice(t);
   }
   // the causes compared were some: waits found, their causes named
   CHECK(causes_compared.waits > before.waits);
   CHECK(causes_compared.causes > before.causes);
-  // and the halos' runs' exchanges found
+  // and the halos' runs' exchanges found, the messages' sides compared, matched receives among them
   CHECK(halos_compared > halos_before);
+  CHECK(sides_compared.sides > sides_before.sides);
+  CHECK(sides_compared.received > sides_before.received);
+  // and advice from the streams at blocking sites (p2p-all's receives preposted, sends made non-blocking)
+  CHECK(advice_compared[static_cast<size_t>(AdviceKind::PrepostReceives)] > advice_before[static_cast<size_t>(AdviceKind::PrepostReceives)]);
+  CHECK(advice_compared[static_cast<size_t>(AdviceKind::NonblockingSend)] > advice_before[static_cast<size_t>(AdviceKind::NonblockingSend)]);
 }
 
 TEST_CASE("mpiadvise-synth's logs read back op for op, and the parts --from and --until name", "[op_stream]") {
   const CausesCompared before = causes_compared;
   const uint64_t halos_before = halos_compared;
+  const SidesCompared sides_before = sides_compared;
+  const auto advice_before = advice_compared;
   for (const char* pattern : {"halo", "pipeline", "alltoall", "allreduce", "imbalance"}) {
     INFO(pattern);
     const fs::path dir = fresh_dir(std::string("op-stream-") + pattern);
@@ -1090,6 +1202,7 @@ TEST_CASE("mpiadvise-synth's logs read back op for op, and the parts --from and 
     const JobLog job(dir);
     const Trace whole = build_trace(job);
     CHECK(check_streams(whole) >= 6u * 1000);  // a run of unsuccessful polls is one op
+    require_same_advice(whole);
     {
       // the streams share one table of instances, each different instance once
       const std::vector<OpStream> all = OpStream::encode_all(whole);
@@ -1121,8 +1234,16 @@ TEST_CASE("mpiadvise-synth's logs read back op for op, and the parts --from and 
   // the causes compared were some, and the critical paths went from rank to rank
   CHECK(causes_compared.causes > before.causes);
   CHECK(causes_compared.rank_changes > before.rank_changes);
-  // the halo pattern's exchange found, whole and in part
+  // the halo pattern's exchange found, whole and in part; sites of repeated calls among the sides compared
   CHECK(halos_compared >= halos_before + 2);
+  CHECK(sides_compared.received > sides_before.received);
+  CHECK(sides_compared.repeated > sides_before.repeated);
+  // advice of every kind compared (the eager limit and the splits at the halo's and pipeline's 8192-byte
+  // messages above S 4096, the persistent requests at the loops' repeated calls)
+  for (size_t k = 0; k < advice_compared.size(); k++) {
+    INFO(advice_kind_name(static_cast<AdviceKind>(k)));
+    CHECK(advice_compared[k] > advice_before[k]);
+  }
 }
 
 TEST_CASE("a halo's largest message from the streams may be one received from a rank outside the exchange, its send "
@@ -1189,11 +1310,11 @@ TEST_CASE("a halo's largest message from the streams may be one received from a 
   }
 }
 
-TEST_CASE("a rank's MPI_Sendrecv to itself beside a halo exchange: the same exchange from the streams, no message "
-          "held once walked", "[op_stream][halo]") {
+TEST_CASE("a rank's MPI_Sendrecv to itself beside a halo exchange: the same exchange from the streams",
+          "[op_stream][halo]") {
   // Ranks 0 and 1 exchange with MPI_Sendrecv each iteration; after a barrier each sends itself a message
   // with another MPI_Sendrecv, whose one op posts both sides (its stream carries the message at its send
-  // alone), its links in either order.
+  // and again at its receive, one entry of the rank's table), its links in either order.
   const bool receive_first = GENERATE(false, true);
   INFO((receive_first ? "the self message's receive linked first" : "its send linked first"));
   Trace t;
@@ -1229,10 +1350,7 @@ TEST_CASE("a rank's MPI_Sendrecv to itself beside a halo exchange: the same exch
   for (const size_t chunk : {size_t{0}, size_t{64}}) {
     INFO("packed in frames of " << chunk);
     const std::vector<OpStream> streams = OpStream::encode_all(t, chunk);
-    require_same_halos(t, streams);  // and nothing held at the end
-    HalosHeld held;
-    find_halos(bare_of(t), streams, &held);
-    CHECK(held.most <= 2);  // an exchange's message in flight at a time
+    require_same_halos(t, streams);
   }
 }
 
