@@ -282,7 +282,7 @@ std::array<uint64_t, 5> advice_compared{};
 // trace's, change for change with its figures, the trace's ops, links and messages let go: at an S that
 // makes some sends rendezvous, with a persistent request's saving priced so that repeated calls are
 // proposed too.
-void require_same_advice(const Trace& t) {
+std::vector<Advice> require_same_advice(const Trace& t) {
   LogGPSParams p;
   p.s = p.S = 4096;
   p.persistent_saving = 200;
@@ -321,6 +321,7 @@ void require_same_advice(const Trace& t) {
     }
     advice_compared[static_cast<size_t>(a.kind())]++;
   }
+  return want;
 }
 
 // The waits found walking the streams by entry (packed or not) are the trace's, wait for wait and in its
@@ -1352,6 +1353,47 @@ TEST_CASE("a rank's MPI_Sendrecv to itself beside a halo exchange: the same exch
     const std::vector<OpStream> streams = OpStream::encode_all(t, chunk);
     require_same_halos(t, streams);
   }
+}
+
+TEST_CASE("a receive posted earlier is advised from the streams as from the trace: not where a receive in between "
+          "took a message of the same envelope, or the rank probed", "[op_stream][advice]") {
+  // Each iteration rank 1 receives a message from rank 0 at line 2 (MPI_Recv, or an MPI_Iprobe in its
+  // place), then waits at line 1 in MPI_Recv for rank 0's late send. An MPI_Irecv at line 1 posted as soon
+  // as the previous one completed would take line 2's message where it has the same source, tag and
+  // communicator: preposting keeps the matching only where line 2's tag differs and nothing probes. The
+  // streams' reader takes a matched receive's envelope from its own op (StreamOp::received).
+  const int between = GENERATE(0, 1, 2);  // line 2's receive: tag 2, tag 1 (line 1's), an MPI_Iprobe
+  INFO((between == 0 ? "another tag between" : between == 1 ? "the same envelope between" : "a probe between"));
+  Trace t;
+  t.world_size = 2;
+  t.ranks.resize(2);
+  for (uint64_t k = 0; k < 5; k++) {
+    const uint64_t T = 1000 + k * 1000;
+    const uint32_t late = add_hand_message(t, 0, 1, 64);
+    if (between < 2) {
+      const uint32_t early = add_hand_message(t, 0, 1, 64);
+      t.messages[early].tag = between == 0 ? 2 : 1;
+      t.messages[early].send_op = add_hand_op(t, 0, T + 50, MPA_CALL_Send, OpKind::Send, 10,
+                                              {{Link::PostSend, early}, {Link::DoneSend, early}});
+      t.messages[early].recv_op = add_hand_op(t, 1, T, MPA_CALL_Recv, OpKind::Recv, 2,
+                                              {{Link::PostRecv, early}, {Link::DoneRecv, early}});
+      REQUIRE(t.ranks[1].ops.back().set_times(T, T + 60));
+    } else {
+      add_hand_op(t, 1, T, MPA_CALL_Iprobe, OpKind::Probe, 2, {});
+    }
+    t.messages[late].send_op = add_hand_op(t, 0, T + 500, MPA_CALL_Send, OpKind::Send, 11,
+                                           {{Link::PostSend, late}, {Link::DoneSend, late}});
+    t.messages[late].recv_op = add_hand_op(t, 1, T + 100, MPA_CALL_Recv, OpKind::Recv, 1,
+                                           {{Link::PostRecv, late}, {Link::DoneRecv, late}});
+    REQUIRE(t.ranks[1].ops.back().set_times(T + 100, T + 510));
+  }
+  REQUIRE(posts_own_sides(t));
+  const std::vector<Advice> advice = require_same_advice(t);
+  const SiteKey line1 = t.site(1, 1);
+  const bool preposted = std::any_of(advice.begin(), advice.end(), [&](const Advice& a) {
+    return a.kind() == AdviceKind::PrepostReceives && a.site == line1;
+  });
+  CHECK(preposted == (between == 0));
 }
 
 TEST_CASE("ops at the edges read back as they were", "[op_stream]") {
