@@ -101,8 +101,8 @@ void waits_of(const Trace& t, const std::vector<OpStream>& streams, const Sender
     for (int m : t.comms[c.comm].members)
       if (!in.count(m)) who.insert(m);
   };
-  // the fields an op carries for one side of a message (a message one op both sends and receives, a
-  // rank's MPI_Sendrecv to itself, is carried by its send alone), null where it carries none
+  // the fields an op carries as the owner of one side of a message (posted: a message one op both sends
+  // and receives, a rank's MPI_Sendrecv to itself, is owned by its send), null where it carries none
   auto carried = [](const StreamOp& op, uint32_t id, bool send) -> const StreamMessage* {
     for (const auto& p : op.posted)
       if (p.id == id && p.m->sent == send) return p.m;

@@ -31,6 +31,7 @@ struct MessageSide {
 class MessageSides {
  public:
   explicit MessageSides(const Trace& t) : trace_(&t) {}
+  explicit MessageSides(const Trace&&) = delete;  // a temporary would not outlive it
   explicit MessageSides(const std::vector<OpStream>& streams) : streams_(&streams) {}
   explicit MessageSides(const std::vector<OpStream>&&) = delete;  // a temporary would not outlive it
   // f(const MessageSide&) at every post of every message the trace holds: from the trace message by

@@ -17,7 +17,8 @@
 // its other side before reaching it: whether a receive of the trace matched a send, and how many receives
 // its receiver's completing op completes together) travel in the stream of the op that posted it, as a
 // varint of their number in the rank's second table: the sender's for a send, the receiver's for a receive
-// no send matched. A halo's messages take a byte each there. The link that carries them says so in its
+// (a receive some send matched carries the sender's fields: its receiver's envelope, StreamOp::received).
+// A halo's messages take a byte each there. The link that carries them says so in its
 // kind (kCarries). The owner's completions carry the same entry again (a DoneSend of the rank's send, a
 // DoneRecv of its receive no send matched), and a DoneColl its member's entry: a reader that starts at any
 // frame (the causes, which look ops up out of order) knows each link's other end without the post, which
@@ -58,7 +59,7 @@ namespace mpiadvise {
 // A message's fields as the stream of the op that posted it carries them.
 struct StreamMessage {
   Message fields;           // but its ops: send_op and recv_op kNone, which the two next say
-  bool sent = false;        // posted by its send (else by a receive no send of the trace matched)
+  bool sent = false;        // the trace has its send (else it is a receive's no send of the trace matched)
   bool answered = false;    // sent, and a receive of the trace matched it
   int32_t together = 1;     // the receives its receiver's completing op completes together (receives_together)
   auto key() const {
@@ -117,7 +118,8 @@ struct StreamOp {
   std::vector<uint32_t> link_ids;
   std::vector<uint8_t> link_kinds;
   OpLinks links() const { return {link_ids.data(), link_kinds.data(), static_cast<uint32_t>(link_ids.size())}; }
-  // the messages the op posted as their owner (see above): the id and its fields, in the stream's table
+  // the messages the op posted as their owner (its sends, its receives no send matched): the id and its
+  // fields, in the stream's table
   struct Posted {
     uint32_t id;
     const StreamMessage* m;
@@ -197,7 +199,7 @@ class OpStream {
   }
   // the ids of the messages its rank sent, as runs [first, end) in the order of its sends
   const std::vector<std::pair<uint32_t, uint32_t>>& sent() const { return sent_; }
-  // its table of messages' fields: each different message posted by this rank's ops, once
+  // its table of messages' fields: each different message posted or received by this rank's ops, once
   std::span<const StreamMessage> message_table() const { return messages_; }
   size_t shapes() const { return shapes_.size(); }
   size_t message_shapes() const { return messages_.size(); }
@@ -244,8 +246,8 @@ class OpStream {
 };
 
 // The ranks that sent the streams' messages: every stream's runs of sent ids (OpStream::sent), by first
-// id. A reader that has met only a message's receive (a receive some send matched carries no fields)
-// names its sender by them.
+// id. A reader that has met only a message's id (at a completion, which carries no fields where the rank
+// does not own the message) names its sender by them.
 class Senders {
  public:
   Senders() = default;

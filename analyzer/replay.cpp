@@ -502,7 +502,8 @@ class Simulation {
     s.has_send = m.send_op != kNone, s.has_recv = m.recv_op != kNone;
   }
   // Walking op streams, the message's fields from the op that posted it (its send; its receive where no
-  // send matched it), or where the op is a receive's and carries none, what it says: its send is in the trace.
+  // send matched it), or where the op is a receive some send matched (whose fields are in `received`, not
+  // read here), what it says: its send is in the trace.
   void fill_posted(MsgState& s, int r, uint32_t id, const Here& op, bool send) {
     for (const StreamOp::Posted& p : op.streamed->posted)
       if (p.id == id) {

@@ -1360,19 +1360,31 @@ TEST_CASE("a receive posted earlier is advised from the streams as from the trac
   // Each iteration rank 1 receives a message from rank 0 at line 2 (MPI_Recv, or an MPI_Iprobe in its
   // place), then waits at line 1 in MPI_Recv for rank 0's late send. An MPI_Irecv at line 1 posted as soon
   // as the previous one completed would take line 2's message where it has the same source, tag and
-  // communicator: preposting keeps the matching only where line 2's tag differs and nothing probes. The
-  // streams' reader takes a matched receive's envelope from its own op (StreamOp::received).
-  const int between = GENERATE(0, 1, 2);  // line 2's receive: tag 2, tag 1 (line 1's), an MPI_Iprobe
-  INFO((between == 0 ? "another tag between" : between == 1 ? "the same envelope between" : "a probe between"));
+  // communicator: preposting keeps the matching only where line 2's tag differs and nothing probes
+  // between two receives of line 1 (what comes before the first does not count). The streams' reader
+  // takes a matched receive's envelope from its own op (StreamOp::received).
+  enum Between { Tag2, Tag1, Probe };
+  const int way = GENERATE(0, 1, 2, 3);
+  // line 2 in iteration k: tag 2 but line 1's envelope or a probe before line 1's first receive (0, 1:
+  // preposting keeps the matching), line 1's envelope throughout (2), a probe from the third (3)
+  const auto between = [&](uint64_t k) {
+    switch (way) {
+      case 0: return k == 0 ? Tag1 : Tag2;
+      case 1: return k == 0 ? Probe : Tag2;
+      case 2: return Tag1;
+      default: return k >= 2 ? Probe : Tag2;
+    }
+  };
+  INFO("way " << way);
   Trace t;
   t.world_size = 2;
   t.ranks.resize(2);
   for (uint64_t k = 0; k < 5; k++) {
     const uint64_t T = 1000 + k * 1000;
     const uint32_t late = add_hand_message(t, 0, 1, 64);
-    if (between < 2) {
+    if (between(k) != Probe) {
       const uint32_t early = add_hand_message(t, 0, 1, 64);
-      t.messages[early].tag = between == 0 ? 2 : 1;
+      t.messages[early].tag = between(k) == Tag2 ? 2 : 1;
       t.messages[early].send_op = add_hand_op(t, 0, T + 50, MPA_CALL_Send, OpKind::Send, 10,
                                               {{Link::PostSend, early}, {Link::DoneSend, early}});
       t.messages[early].recv_op = add_hand_op(t, 1, T, MPA_CALL_Recv, OpKind::Recv, 2,
@@ -1393,7 +1405,7 @@ TEST_CASE("a receive posted earlier is advised from the streams as from the trac
   const bool preposted = std::any_of(advice.begin(), advice.end(), [&](const Advice& a) {
     return a.kind() == AdviceKind::PrepostReceives && a.site == line1;
   });
-  CHECK(preposted == (between == 0));
+  CHECK(preposted == (way < 2));
 }
 
 TEST_CASE("ops at the edges read back as they were", "[op_stream]") {

@@ -277,7 +277,7 @@ TEST_CASE("a rank stopped in a wait that completes nothing waits for the peers o
   // rank 1, so that a reader that kept any of them would name rank 1. Rank 2, stopped in a barrier that
   // links nothing, waits for rank 0, whose send it never completed receiving. Rank 3, stopped in an
   // MPI_Ssend no receive took, waits for its receiver, 4; rank 5, stopped in an MPI_Recv that rank 4's
-  // send matched (its stream carries no fields of it), for its sender, 4, which finished.
+  // send matched (its stream carries the sender's fields in `received` alone), for its sender, 4, which finished.
   Trace t = empty_trace(6);
   TraceComm pair;
   pair.members = {0, 5};
