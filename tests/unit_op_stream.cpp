@@ -203,14 +203,7 @@ bool posts_own_sides(const Trace& t) {
 // A hand-made trace's op at `enter`, of 5 ns, with its links: its index in the rank's ops.
 uint32_t add_hand_op(Trace& t, int rank, uint64_t enter, uint8_t call, OpKind kind, uint32_t site,
                      const std::vector<Link>& links) {
-  Op op;
-  REQUIRE(op.set_times(enter, enter + 5));
-  op.call = call, op.kind = kind, op.callsite = site;
-  const uint32_t first = static_cast<uint32_t>(t.links.size());
-  for (Link l : links) t.links.push_back(l);
-  t.set_links(op, first, static_cast<uint32_t>(links.size()));
-  t.ranks[rank].ops.push_back(op);
-  return static_cast<uint32_t>(t.ranks[rank].ops.size() - 1);
+  return append_op(t, rank, enter, enter + 5, call, kind, site, links);
 }
 
 // A hand-made trace's message on communicator 0, its ops to be set: its id.
@@ -1387,17 +1380,15 @@ TEST_CASE("a receive posted earlier is advised from the streams as from the trac
       t.messages[early].tag = between(k) == Tag2 ? 2 : 1;
       t.messages[early].send_op = add_hand_op(t, 0, T + 50, MPA_CALL_Send, OpKind::Send, 10,
                                               {{Link::PostSend, early}, {Link::DoneSend, early}});
-      t.messages[early].recv_op = add_hand_op(t, 1, T, MPA_CALL_Recv, OpKind::Recv, 2,
-                                              {{Link::PostRecv, early}, {Link::DoneRecv, early}});
-      REQUIRE(t.ranks[1].ops.back().set_times(T, T + 60));
+      t.messages[early].recv_op = append_op(t, 1, T, T + 60, MPA_CALL_Recv, OpKind::Recv, 2,
+                                            {{Link::PostRecv, early}, {Link::DoneRecv, early}});
     } else {
       add_hand_op(t, 1, T, MPA_CALL_Iprobe, OpKind::Probe, 2, {});
     }
     t.messages[late].send_op = add_hand_op(t, 0, T + 500, MPA_CALL_Send, OpKind::Send, 11,
                                            {{Link::PostSend, late}, {Link::DoneSend, late}});
-    t.messages[late].recv_op = add_hand_op(t, 1, T + 100, MPA_CALL_Recv, OpKind::Recv, 1,
-                                           {{Link::PostRecv, late}, {Link::DoneRecv, late}});
-    REQUIRE(t.ranks[1].ops.back().set_times(T + 100, T + 510));
+    t.messages[late].recv_op = append_op(t, 1, T + 100, T + 510, MPA_CALL_Recv, OpKind::Recv, 1,
+                                         {{Link::PostRecv, late}, {Link::DoneRecv, late}});
   }
   REQUIRE(posts_own_sides(t));
   const std::vector<Advice> advice = require_same_advice(t);
