@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "loggps.hpp"
+#include "op_stream.hpp"
 #include "trace.hpp"
 
 namespace mpiadvise {
@@ -39,5 +40,15 @@ struct ReceiveSide {
 };
 
 ReceiveSide receive_side(const Trace& trace, const LogGPS& model);
+
+// The same from the ranks' op streams, walked together by entry (walk_by_entry): a message is held from
+// the first of its posts met until it has given what it gives (its arrival against its receive's post;
+// a non-blocking send's completion), and each rank's changes of its queues are folded in time order as
+// soon as no later message can give one before them, where the ranks' entries never go down
+// (OpStream::entries_sorted; else at the end). held: the most messages and changes held at once.
+struct ReceiveSideHeld {
+  size_t messages = 0, changes = 0;
+};
+ReceiveSide receive_side(const std::vector<OpStream>& streams, const LogGPS& model, ReceiveSideHeld* held = nullptr);
 
 }  // namespace mpiadvise

@@ -30,6 +30,7 @@
 #include "message_sides.hpp"
 #include "op_stream.hpp"
 #include "phases.hpp"
+#include "receive_side.hpp"
 #include "replay.hpp"
 #include "steady_trace.hpp"
 #include "waits.hpp"
@@ -427,6 +428,33 @@ int main(int argc, char** argv) {
                   "events/s, from the trace %.2f (medians of %d rounds); %llu sides; %s\n",
                   events / median(sides_streams) / 1e6, events / median(sides_trace) / 1e6, repeats,
                   static_cast<unsigned long long>(n_sides), same_sides ? "the same sides and sites" : "SIDES DIFFER");
+      // the receive side (receives posted early, the queues of unexpected messages and outstanding sends)
+      // from the packed streams walked by entry, each rank's queues folded as the walk goes, beside the
+      // trace's (rank by rank, a table of every matched message's id)
+      std::vector<double> receive_trace, receive_streams;
+      bool same_receive = true;
+      ReceiveSideHeld receive_held;
+      uint64_t n_receives = 0;
+      for (int k = 0; k < repeats; k++) {
+        auto t1 = std::chrono::steady_clock::now();
+        const ReceiveSide rw = receive_side(t, LogGPS(o.params));
+        receive_trace.push_back(seconds_since(t1));
+        t1 = std::chrono::steady_clock::now();
+        const ReceiveSide rg = receive_side(*shared_packed, LogGPS(o.params), &receive_held);
+        receive_streams.push_back(seconds_since(t1));
+        n_receives = rw.receives;
+        same_receive = same_receive && rw.receives == rg.receives && rw.posted_early == rg.posted_early &&
+                       std::equal(rw.ranks.begin(), rw.ranks.end(), rg.ranks.begin(), rg.ranks.end(), [](const auto& x, const auto& y) {
+                         return x.unexpected_max == y.unexpected_max && x.unexpected_max_bytes == y.unexpected_max_bytes &&
+                                x.unexpected_mean == y.unexpected_mean && x.outstanding_sends_max == y.outstanding_sends_max &&
+                                x.unexpected_by_step == y.unexpected_by_step && x.unexpected_peak_ns == y.unexpected_peak_ns;
+                       });
+      }
+      std::printf("  the receive side from the packed streams: %.2f M events/s, from the trace %.2f (medians of %d "
+                  "rounds); %llu receives; held at most %zu messages and %zu changes of the queues; %s\n",
+                  events / median(receive_streams) / 1e6, events / median(receive_trace) / 1e6, repeats,
+                  static_cast<unsigned long long>(n_receives), receive_held.messages, receive_held.changes,
+                  same_receive ? "the same receive side" : "RECEIVE SIDE DIFFERS");
     }
     auto t0 = std::chrono::steady_clock::now();
     WaitStates waits = measure_waits(t, LogGPS(o.params));

@@ -21,6 +21,7 @@
 
 #include "../bench/ring_trace.hpp"
 #include "advice.hpp"
+#include "buffering.hpp"
 #include "causes.hpp"
 #include "efficiency.hpp"
 #include "gate.hpp"
@@ -29,6 +30,8 @@
 #include "op_frames.hpp"
 #include "op_stream.hpp"
 #include "phases.hpp"
+#include "receive_side.hpp"
+#include "report_charts.hpp"
 #include "replay.hpp"
 #include "replay_peers.hpp"
 #include "steady_trace.hpp"
@@ -268,6 +271,36 @@ void require_same_sides(const Trace& t, const std::vector<OpStream>& streams) {
   sides_compared.repeated += a.size();
 }
 
+// Receives compared from the streams over all require_same_receive_side's calls: every matched one, those
+// posted before their message arrived, and the ranks whose queue of unexpected messages and of outstanding
+// sends grew
+struct ReceiveSideCompared {
+  uint64_t receives = 0, posted_early = 0, unexpected = 0, outstanding = 0;
+};
+ReceiveSideCompared receive_side_compared;
+
+// The receive side from the streams, walked by entry, is the trace's, rank for rank and bit for bit (the
+// trace's ops and messages let go); held: what the walk held at most.
+void require_same_receive_side(const Trace& t, const std::vector<OpStream>& streams, const LogGPS& model,
+                               ReceiveSideHeld* held = nullptr) {
+  const ReceiveSide a = receive_side(t, model), b = receive_side(streams, model, held);
+  REQUIRE(std::tie(a.start_ns, a.step_ns, a.receives, a.posted_early) == std::tie(b.start_ns, b.step_ns, b.receives, b.posted_early));
+  REQUIRE(a.ranks.size() == b.ranks.size());
+  for (size_t r = 0; r < a.ranks.size(); r++) {
+    INFO("rank " << r);
+    const ReceiveSide::Rank &x = a.ranks[r], &y = b.ranks[r];
+    REQUIRE(std::tie(x.rank, x.receives, x.posted_early, x.unexpected_max, x.unexpected_max_bytes, x.outstanding_sends_max) ==
+            std::tie(y.rank, y.receives, y.posted_early, y.unexpected_max, y.unexpected_max_bytes, y.outstanding_sends_max));
+    // the sums over time, made in the same order: equal to the bit
+    REQUIRE(std::tie(x.unexpected_mean, x.unexpected_by_step, x.unexpected_peak_ns) ==
+            std::tie(y.unexpected_mean, y.unexpected_by_step, y.unexpected_peak_ns));
+    receive_side_compared.unexpected += x.unexpected_max > 0;
+    receive_side_compared.outstanding += x.outstanding_sends_max > 0;
+  }
+  receive_side_compared.receives += a.receives;
+  receive_side_compared.posted_early += a.posted_early;
+}
+
 // Advice compared, by kind (AdviceKind's order), over all require_same_advice's calls
 std::array<uint64_t, 5> advice_compared{};
 
@@ -344,6 +377,7 @@ size_t check_stream_waits(const Trace& t, WaitsHeld* held = nullptr) {
         REQUIRE(a.from == static_cast<double>(t.op(a.rank, a.op).t_enter));
       }
       require_same_states(measure_waits(t, want), measure_waits(*from, got));
+      if (posts_own_sides(t) && completes_own_sides(t)) require_same_receive_side(t, *from, model);
       if (S == 4096 && posts_own_sides(t)) require_same_halos(t, *from), require_same_sides(t, *from);
       if (S == 4096 && from == &packed && posts_own_sides(t) && completes_own_sides(t)) require_same_hang_state(t);
       if (S == 4096) {
@@ -905,6 +939,58 @@ TEST_CASE("the gate's figures from the streams are the trace's, the trace's ops 
   CHECK(messages > 0);
 }
 
+TEST_CASE("the report's charts from the streams are the trace's, the trace's ops let go", "[op_stream][charts]") {
+  // the S sweep (its largest message and collective, its replays), the messages by size and protocol, and
+  // the timeline (the first calls of the shown ranks, sought in their streams, their spans replayed and
+  // the messages between them), as the report's JSON gives them; traced runs of point to point and
+  // collectives of every kind, a rank of several threads, and mpiadvise-synth's halo
+  std::vector<fs::path> dirs;
+  for (const char* name : {"p2p-all", "coll-all", "threads", "halo-procnull"}) dirs.push_back(fixture(name));
+  const fs::path halo = fresh_dir("op-stream-charts-halo");
+  auto r = run_command(fmt::format("'{}' --ranks 4 --events 2000 --pattern halo -o '{}'",
+                                   (build_dir() / "bin" / "mpiadvise-synth").string(), halo.string()));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  dirs.push_back(halo);
+  // an allreduce of 256 KiB, no message as large: the S sweep reaches up to its collective's bytes
+  const fs::path allreduce = fresh_dir("op-stream-charts-allreduce");
+  r = run_command(fmt::format("'{}' --ranks 4 --events 200 --pattern allreduce --bytes 262144 -o '{}'",
+                              (build_dir() / "bin" / "mpiadvise-synth").string(), allreduce.string()));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  dirs.push_back(allreduce);
+  uint64_t calls = 0, messages = 0, sweep_top = 0;  // the sweep's largest S but the advised one
+  bool truncated = false;
+  for (const fs::path& dir : dirs) {
+    INFO(dir.filename().string());
+    Analysis a = analyse(dir.string(), "");
+    ReplayOptions base;
+    base.params = a.chosen.params;
+    const report::Charts want = report_charts(a, base, uint64_t{1} << 20, std::nullopt);
+    calls += want.timeline.calls.size(), messages += want.timeline.messages.size();
+    truncated |= want.timeline.truncated;
+    for (const auto& point : want.s_sweep.points)
+      if (point.S != uint64_t{1} << 20) sweep_top = std::max(sweep_top, point.S);  // but the advised S given
+    const auto streams = std::make_shared<const std::vector<OpStream>>(OpStream::encode_all(a.trace, 256));
+    a.trace = bare_of(a.trace);
+    ReplayOptions from = base;
+    from.streams = streams;
+    const report::Charts got = report_charts(a, from, uint64_t{1} << 20, std::nullopt);
+    // as the report's JSON has them
+    const auto json_of = [](const report::Charts& c) {
+      report::Report rep;
+      rep.charts = c;
+      return nlohmann::json(rep).at("charts").dump();
+    };
+    CHECK(json_of(got) == json_of(want));
+  }
+  // calls and messages were shown, and the synthetic halo's were more than the timeline's cap
+  CHECK(calls > kTimelineCalls);
+  CHECK(messages > 100);
+  CHECK(truncated);
+  CHECK(sweep_top >= 262144);
+}
+
 TEST_CASE("a hot spot's peers from the streams: a send no receive took names none", "[op_stream]") {
   // rank 0: MPI_Isend (site 1) of message 0 to rank 1, which never receives it, completed by MPI_Wait (site
   // 2); then MPI_Send (site 3) of message 1, which rank 1's MPI_Recv (site 4) takes
@@ -948,6 +1034,21 @@ TEST_CASE("the benches' ring reads back op for op, in fewer bytes than the trace
     CHECK(peers_compared > peers_before);  // its hot spots name the ranks they exchanged with
     INFO(held.messages << " messages held of " << t.messages.size());
     CHECK(held.messages <= 4u * 8);
+  }
+  {
+    // the receive side's walk folds each rank's queues as it goes: it holds the messages in flight and the
+    // changes of the last few thousand ops, not the run's (every send is outstanding until its Waitall:
+    // two changes a message, and more for those that arrive before their receive)
+    LogGPSParams p;
+    p.s = p.S = 4096;
+    ReceiveSideHeld held;
+    const uint64_t outstanding_before = receive_side_compared.outstanding;
+    require_same_receive_side(t, OpStream::encode_all(t, 256), LogGPS(p), &held);
+    CHECK(receive_side_compared.outstanding == outstanding_before + 8);
+    INFO(held.messages << " messages and " << held.changes << " changes held, of " << t.messages.size() << " messages");
+    CHECK(held.messages <= 4u * 8);
+    CHECK(held.changes > 0);
+    CHECK(held.changes < t.messages.size() / 2);
   }
   {
     // packed in frames about the stream's whole size: its last op ends where a frame could be cut, the
@@ -1163,6 +1264,7 @@ TEST_CASE("the logs of traced runs read back op for op", "[op_stream]") {
   const uint64_t halos_before = halos_compared;
   const SidesCompared sides_before = sides_compared;
   const auto advice_before = advice_compared;
+  const ReceiveSideCompared receive_before = receive_side_compared;
   for (const char* name : {"p2p-all", "coll-all", "threads", "halo-procnull", "halo-damaged"}) {
     INFO(name);
     const Trace t = build_trace(JobLog(fixture(name)));
@@ -1179,6 +1281,11 @@ TEST_CASE("the logs of traced runs read back op for op", "[op_stream]") {
   // and advice from the streams at blocking sites (p2p-all's receives preposted, sends made non-blocking)
   CHECK(advice_compared[static_cast<size_t>(AdviceKind::PrepostReceives)] > advice_before[static_cast<size_t>(AdviceKind::PrepostReceives)]);
   CHECK(advice_compared[static_cast<size_t>(AdviceKind::NonblockingSend)] > advice_before[static_cast<size_t>(AdviceKind::NonblockingSend)]);
+  // and the receive side: receives posted early and late, unexpected messages queued, sends outstanding
+  CHECK(receive_side_compared.posted_early > receive_before.posted_early);
+  CHECK(receive_side_compared.receives > receive_side_compared.posted_early);
+  CHECK(receive_side_compared.unexpected > receive_before.unexpected);
+  CHECK(receive_side_compared.outstanding > receive_before.outstanding);
 }
 
 TEST_CASE("mpiadvise-synth's logs read back op for op, and the parts --from and --until name", "[op_stream]") {
@@ -1186,6 +1293,7 @@ TEST_CASE("mpiadvise-synth's logs read back op for op, and the parts --from and 
   const uint64_t halos_before = halos_compared;
   const SidesCompared sides_before = sides_compared;
   const auto advice_before = advice_compared;
+  const ReceiveSideCompared receive_before = receive_side_compared;
   for (const char* pattern : {"halo", "pipeline", "alltoall", "allreduce", "imbalance"}) {
     INFO(pattern);
     const fs::path dir = fresh_dir(std::string("op-stream-") + pattern);
@@ -1238,6 +1346,9 @@ TEST_CASE("mpiadvise-synth's logs read back op for op, and the parts --from and 
     INFO(advice_kind_name(static_cast<AdviceKind>(k)));
     CHECK(advice_compared[k] > advice_before[k]);
   }
+  // the receive side compared with unexpected messages queued
+  CHECK(receive_side_compared.receives > receive_before.receives);
+  CHECK(receive_side_compared.unexpected > receive_before.unexpected);
 }
 
 TEST_CASE("a halo's largest message from the streams may be one received from a rank outside the exchange, its send "
@@ -1345,6 +1456,175 @@ TEST_CASE("a rank's MPI_Sendrecv to itself beside a halo exchange: the same exch
     INFO("packed in frames of " << chunk);
     const std::vector<OpStream> streams = OpStream::encode_all(t, chunk);
     require_same_halos(t, streams);
+  }
+}
+
+TEST_CASE("the receive side of a hand-made run, from the trace and from the streams, is what its messages' times "
+          "say", "[op_stream][receive_side]") {
+  // Rank 0 posts an MPI_Isend every 1000 ns, 64 bytes (eager at S = 4096) and 8192 (rendezvous) in turn,
+  // and waits for each two sends later; rank 1 receives them with MPI_Recv, late or early, in the order of
+  // its receives' times. The figures are worked out here instruction by instruction from the definitions
+  // (receive_side.hpp): a message arrives at its send's entry plus the model's send overhead and transfer
+  // (eager) or o + L (its request); it is unexpected from its arrival until its receive's entry; a send is
+  // outstanding from its post until its wait's exit; the queue's steps are 40 equal parts of the run's
+  // window, each instant counted after the changes at it.
+  constexpr int kMessages = 24;
+  LogGPSParams p;
+  p.s = p.S = 4096;
+  const LogGPS model(p);
+  Trace t;
+  t.world_size = 2;
+  t.ranks.resize(2);
+  std::vector<uint64_t> sent_at(kMessages), received_at(kMessages), done_at(kMessages), bytes(kMessages);
+  for (int i = 0; i < kMessages; i++) {
+    bytes[i] = i % 2 ? 8192 : 64;
+    sent_at[i] = 1000 + 1000 * static_cast<uint64_t>(i);
+    received_at[i] = sent_at[i] - 500 + static_cast<uint64_t>((i * 7) % 5) * 1700;
+    add_hand_message(t, 0, 1, bytes[i]);
+  }
+  for (int i = 0; i < kMessages; i++) {
+    const auto id = static_cast<uint32_t>(i);
+    t.messages[id].send_op = add_hand_op(t, 0, sent_at[i], MPA_CALL_Isend, OpKind::PostSend, 1, {{Link::PostSend, id}});
+    if (i >= 2) {
+      add_hand_op(t, 0, sent_at[i] + 100, MPA_CALL_Wait, OpKind::Completion, 2, {{Link::DoneSend, id - 2}});
+      done_at[i - 2] = sent_at[i] + 105;
+    }
+  }
+  add_hand_op(t, 0, sent_at[kMessages - 1] + 200, MPA_CALL_Waitall, OpKind::Completion, 3,
+              {{Link::DoneSend, kMessages - 2}, {Link::DoneSend, kMessages - 1}});
+  done_at[kMessages - 2] = done_at[kMessages - 1] = sent_at[kMessages - 1] + 205;
+  std::vector<uint32_t> order(kMessages);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return received_at[a] < received_at[b]; });
+  for (const uint32_t id : order)
+    t.messages[id].recv_op = add_hand_op(t, 1, received_at[id], MPA_CALL_Recv, OpKind::Recv, 4, {{Link::PostRecv, id}, {Link::DoneRecv, id}});
+
+  // worked out: arrivals, the intervals unexpected and outstanding, the window and its steps
+  std::vector<uint64_t> arrival(kMessages);
+  uint64_t early = 0;
+  for (int i = 0; i < kMessages; i++) {
+    const bool eager = bytes[i] <= 4096;
+    const double offset = eager ? model.T1(bytes[i]) + model.transfer(bytes[i]) : p.o + p.L;
+    arrival[i] = sent_at[i] + static_cast<uint64_t>(std::max(0.0, offset));
+    early += received_at[i] <= arrival[i];
+  }
+  const uint64_t first = std::min(t.ranks[0].ops.front().t_enter, t.ranks[1].ops.front().t_enter);
+  const uint64_t last = std::max(t.ranks[0].ops.back().t_exit(), t.ranks[1].ops.back().t_exit());
+  const double step = static_cast<double>(last - first) / 40;
+  std::vector<uint32_t> by_step(40, 0);
+  uint64_t most = 0, most_bytes = 0, outstanding_most = 0;
+  double integral = 0, peak_at = 0;
+  for (uint64_t at = first; at <= last; at++) {
+    uint64_t n = 0, b = 0, out = 0;
+    for (int i = 0; i < kMessages; i++) {
+      if (arrival[i] <= at && at < received_at[i]) n++, b += bytes[i] <= 4096 ? bytes[i] : 0;
+      if (sent_at[i] <= at && at < done_at[i]) out++;
+    }
+    integral += static_cast<double>(n);
+    if (n > most) most = n, peak_at = static_cast<double>(at - first);
+    most_bytes = std::max(most_bytes, b), outstanding_most = std::max(outstanding_most, out);
+    const auto k = static_cast<size_t>(std::clamp(static_cast<double>(at - first) / step, 0.0, 39.0));
+    by_step[k] = std::max(by_step[k], static_cast<uint32_t>(n));
+  }
+  // the run made some receives late and some early, queued several messages and kept three sends out
+  REQUIRE(early > 0);
+  REQUIRE(early < kMessages);
+  REQUIRE(most >= 3);
+  REQUIRE(outstanding_most == 3);
+  const double span1 = static_cast<double>(t.ranks[1].ops.back().t_exit() - t.ranks[1].ops.front().t_enter);
+  auto check = [&](const ReceiveSide& rs) {
+    CHECK(rs.start_ns == static_cast<double>(first));
+    CHECK(rs.step_ns == step);
+    CHECK(rs.receives == kMessages);
+    CHECK(rs.posted_early == early);
+    REQUIRE(rs.ranks.size() == 2);
+    const ReceiveSide::Rank &r0 = rs.ranks[0], &r1 = rs.ranks[1];
+    CHECK(r0.receives == 0);
+    CHECK(r0.outstanding_sends_max == outstanding_most);
+    CHECK(r1.outstanding_sends_max == 0);
+    CHECK(r1.receives == kMessages);
+    CHECK(r1.posted_early == early);
+    CHECK(r1.unexpected_max == most);
+    CHECK(r1.unexpected_max_bytes == most_bytes);
+    CHECK(r1.unexpected_mean == integral / span1);
+    CHECK(r1.unexpected_peak_ns == peak_at);
+    CHECK(r1.unexpected_by_step == by_step);
+  };
+  {
+    INFO("from the trace");
+    check(receive_side(t, model));
+  }
+  for (const size_t chunk : {size_t{0}, size_t{64}}) {
+    INFO("from the streams packed in frames of " << chunk);
+    check(receive_side(OpStream::encode_all(t, chunk), model));
+  }
+}
+
+TEST_CASE("a program that depends on buffering is found from the streams as from the trace, from the sends a "
+          "parked op posted or completed", "[op_stream][buffering]") {
+  // Each iteration both ranks send 1 KiB to the other, then receive the other's: with MPI_Send, or with
+  // MPI_Isend and MPI_Wait. Eager at S = 4096 the run goes on; with every send waiting for its receive
+  // (S = 0) both ranks park, in the blocking send or in the wait that completes the send. The streams'
+  // reader seeks the parked op in its rank's stream: a blocking send's message among those it posted, the
+  // wait's among those it completed.
+  const bool nonblocking = GENERATE(false, true);
+  INFO((nonblocking ? "MPI_Isend and MPI_Wait" : "MPI_Send"));
+  Trace t;
+  t.world_size = 2;
+  t.ranks.resize(2);
+  constexpr int kIterations = 6;
+  for (uint64_t k = 0; k < kIterations; k++) {
+    const uint64_t T = 1000 + k * 1000;
+    const uint32_t to[2] = {add_hand_message(t, 0, 1, 1024), add_hand_message(t, 1, 0, 1024)};
+    for (int r = 0; r < 2; r++) {
+      const uint32_t out = to[r], in = to[1 - r];
+      if (nonblocking) {
+        t.messages[out].send_op = add_hand_op(t, r, T + 10 * r, MPA_CALL_Isend, OpKind::PostSend, 1, {{Link::PostSend, out}});
+        add_hand_op(t, r, T + 50, MPA_CALL_Wait, OpKind::Completion, 2, {{Link::DoneSend, out}});
+      } else {
+        t.messages[out].send_op =
+            add_hand_op(t, r, T + 10 * r, MPA_CALL_Send, OpKind::Send, 1, {{Link::PostSend, out}, {Link::DoneSend, out}});
+      }
+      t.messages[in].recv_op =
+          add_hand_op(t, r, T + 100, MPA_CALL_Recv, OpKind::Recv, 3, {{Link::PostRecv, in}, {Link::DoneRecv, in}});
+    }
+  }
+  REQUIRE(posts_own_sides(t));
+  REQUIRE(completes_own_sides(t));
+  LogGPSParams p;
+  p.s = p.S = 4096;
+  ReplayOptions base;
+  base.params = p;
+  const BufferingDependence want = buffering_dependence(t, base, replay(t, base));
+  REQUIRE(want.checked);
+  REQUIRE(want.deadlocks.size() == 1);
+  const auto& d = want.deadlocks[0];
+  REQUIRE(d.sends.size() == 2);
+  for (const auto& send : d.sends) {
+    CHECK(send.bytes == 1024);
+    CHECK(send.peer == 1 - send.rank);
+    CHECK(send.call == (nonblocking ? MPA_CALL_Wait : MPA_CALL_Send));
+  }
+  CHECK(d.hangs_below == std::optional<uint64_t>(1024));
+  for (const size_t chunk : {size_t{0}, size_t{64}}) {
+    INFO("packed in frames of " << chunk);
+    ReplayOptions from = base;
+    from.streams = std::make_shared<const std::vector<OpStream>>(OpStream::encode_all(t, chunk));
+    const Trace bare = bare_of(t);
+    const BufferingDependence got = buffering_dependence(bare, from, replay(bare, from));
+    REQUIRE(got.checked);
+    REQUIRE(got.deadlocks.size() == want.deadlocks.size());
+    for (size_t k = 0; k < want.deadlocks.size(); k++) {
+      const auto &a = want.deadlocks[k], &b = got.deadlocks[k];
+      REQUIRE(a.sends.size() == b.sends.size());
+      for (size_t j = 0; j < a.sends.size(); j++)
+        CHECK(std::tie(a.sends[j].rank, a.sends[j].peer, a.sends[j].op, a.sends[j].call, a.sends[j].callsite, a.sends[j].bytes) ==
+              std::tie(b.sends[j].rank, b.sends[j].peer, b.sends[j].op, b.sends[j].call, b.sends[j].callsite, b.sends[j].bytes));
+      REQUIRE(a.ranks.size() == b.ranks.size());
+      for (size_t j = 0; j < a.ranks.size(); j++)
+        CHECK(std::tie(a.ranks[j].rank, a.ranks[j].op, a.ranks[j].at_ns) == std::tie(b.ranks[j].rank, b.ranks[j].op, b.ranks[j].at_ns));
+      CHECK(std::tie(a.hangs_below, a.times) == std::tie(b.hangs_below, b.times));
+    }
   }
 }
 
