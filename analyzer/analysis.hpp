@@ -48,6 +48,9 @@ struct Analysis {
   // and about one for every four calls of a halo, are found again where a report needs them
   WaitStates measured;
   std::vector<std::unique_ptr<Symbolizer>> symbols;  // per rank
+  // The ranks' ops as op streams (OpStream::encode_all, packed), where the report reads them in place of
+  // the trace's ops, links, messages and collective instances (docs/streaming.md); null: the trace's.
+  std::shared_ptr<const std::vector<OpStream>> streams;
   // --until and --from: the seconds after the run's start the part analysed ends and starts at, where they
   // left calls out, and about how many calls the logs hold in all (RankLog::calls_estimate)
   std::optional<double> until_s, from_s;

@@ -4,10 +4,14 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "calibration.hpp"
+#include "message_sides.hpp"
+#include "op_stream.hpp"
 
 namespace mpiadvise {
 
@@ -150,16 +154,39 @@ std::optional<ProbeSpeed> probe_speed(const MessageProbe& probe, const LogGPSPar
 
 // The share of the bytes sent that were sent again unchanged (Message::cached). The set prices them at its
 // [resend] factors, or as data just written where it has none.
-double cached_resend_share(const Trace& t) {
+namespace {
+
+// Every message once: at its send, or at its receive where it has no send (a receive no send matched).
+double resend_share_of(const MessageSides& sides) {
   double sent = 0, cached = 0;
-  for (const Message& m : t.messages) {
-    sent += static_cast<double>(m.bytes);
-    if (m.cached) cached += static_cast<double>(m.bytes);
-  }
+  sides.each([&](const MessageSide& x) {
+    if (!x.send && x.matched) return;  // a matched message's receive: its send counts it
+    sent += static_cast<double>(x.fields->bytes);
+    if (x.fields->cached) cached += static_cast<double>(x.fields->bytes);
+  });
   return sent > 0 ? cached / sent : 0;
 }
 
-ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& params, const ReplayResult& baseline) {
+}  // namespace
+
+double cached_resend_share(const Trace& t) { return resend_share_of(MessageSides(t)); }
+double cached_resend_share(const std::vector<OpStream>& streams) { return resend_share_of(MessageSides(streams)); }
+
+namespace {
+
+// An op of a rank's replay window as the fit weighs it.
+struct FitOp {
+  OpKind kind = OpKind::Other;
+  uint32_t call = 0, callsite = 0;
+  double duration = 0;
+  bool messages = false;     // it completes point-to-point messages (a DoneSend or DoneRecv link)
+  bool never_waits = false;  // never_waits
+};
+
+// each_op(rank, f): f(FitOp) for each op of the rank's window, in order; resent_share(): cached_resend_share.
+template <typename EachOp, typename ResentShare>
+ModelFit fit_of(const Trace& t, const RunFacts& facts, const LogGPSParams& params, const ReplayResult& baseline,
+                EachOp each_op, ResentShare resent_share) {
   ModelFit fit;
   fit.error = baseline.error();
   fit.explained = std::fabs(fit.error) <= kExpectedModelError;
@@ -184,22 +211,33 @@ ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& p
   std::map<SiteKey, Site> sites;
   double polling_ns = 0, collectives_ns = 0;
   std::map<std::pair<int, uint32_t>, double> polling_at;
-  std::map<std::pair<int, uint32_t>, std::vector<double>> quiet_calls;  // durations of calls that never wait
+  // slow calls: above 50 times the median of their site and 100 us; the excess over the median counts.
+  // The durations of the calls that never wait are held for one rank at a time (its sites are its own).
+  double slow_ns = 0, worst_ns = 0;
+  std::pair<int, uint32_t> worst{-1, 0};
+  double worst_median = 0, worst_longest = 0;
+  std::map<uint32_t, std::vector<double>> quiet_calls;  // by call site of the rank
   for (const auto& rt : t.ranks) {
-    auto [first, end] = window(rt);
-    for (size_t i = first; i < end; i++) {
-      const Op& op = rt.ops[i];
+    quiet_calls.clear();
+    each_op(rt.rank, [&](const FitOp& op) {
       Site& s = sites[t.site(rt.rank, op.callsite)];
       if (s.rank < 0) s.rank = rt.rank, s.callsite = op.callsite, s.call = op.call;
-      s.measured += duration(op);
-      const OpLinks links = t.links_of(op);
-      for (uint32_t k = 0; k < links.size(); k++) {
-        const Link::Kind kind = links[k].kind;
-        s.messages |= kind == Link::DoneSend || kind == Link::DoneRecv;
-      }
-      if (op.kind == OpKind::Polling) polling_ns += duration(op), polling_at[{rt.rank, op.callsite}] += duration(op);
-      if (op.kind == OpKind::Collective || op.kind == OpKind::PostCollective) collectives_ns += duration(op);
-      if (never_waits(t, op, params)) quiet_calls[{rt.rank, op.callsite}].push_back(duration(op));
+      s.measured += op.duration;
+      s.messages |= op.messages;
+      if (op.kind == OpKind::Polling) polling_ns += op.duration, polling_at[{rt.rank, op.callsite}] += op.duration;
+      if (op.kind == OpKind::Collective || op.kind == OpKind::PostCollective) collectives_ns += op.duration;
+      if (op.never_waits) quiet_calls[op.callsite].push_back(op.duration);
+    });
+    for (auto& [callsite, ds] : quiet_calls) {
+      if (ds.size() < 5) continue;
+      std::vector<double> sorted = ds;
+      std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(sorted.size() / 2), sorted.end());
+      const double median = sorted[sorted.size() / 2];
+      double excess = 0, longest = 0;
+      for (double d : ds)
+        if (d > std::max(50 * median, 100e3)) excess += d - median, longest = std::max(longest, d);
+      slow_ns += excess;
+      if (excess > worst_ns) worst_ns = excess, worst = {rt.rank, callsite}, worst_median = median, worst_longest = longest;
     }
   }
   for (const auto& sr : baseline.sites) {
@@ -257,21 +295,6 @@ ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& p
                                         100 * polling_ns / ranks_ns),
                             most->first.first, most->first.second});
   }
-  // slow calls: above 50 times the median of their site and 100 us; the excess over the median counts
-  double slow_ns = 0, worst_ns = 0;
-  std::pair<int, uint32_t> worst{-1, 0};
-  double worst_median = 0, worst_longest = 0;
-  for (auto& [at, ds] : quiet_calls) {
-    if (ds.size() < 5) continue;
-    std::vector<double> sorted = ds;
-    std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(sorted.size() / 2), sorted.end());
-    const double median = sorted[sorted.size() / 2];
-    double excess = 0, longest = 0;
-    for (double d : ds)
-      if (d > std::max(50 * median, 100e3)) excess += d - median, longest = std::max(longest, d);
-    slow_ns += excess;
-    if (excess > worst_ns) worst_ns = excess, worst = at, worst_median = median, worst_longest = longest;
-  }
   if (slow_ns > 0.01 * ranks_ns)
     fit.suspects.push_back({MissReason::SlowCalls, slow_ns / ranks_ns,
                             fmt::format("calls that never wait for another rank (non-blocking posts, sends at or "
@@ -309,7 +332,7 @@ ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& p
                                         100 * fast_messages_ns / ranks_ns, messages_measured / 1e6, messages_predicted / 1e6)});
   for (auto& s : fit.suspects)
     if (s.reason == MissReason::FastMessages)
-      if (const double resent = cached_resend_share(t); resent >= 0.10)
+      if (const double resent = resent_share(); resent >= 0.10)
         s.detail += fmt::format("; {:.0f}% of the bytes sent were sent again unchanged (the buffer, bytes and type of "
                                 "the sender's previous send, too little computation between to have rewritten them at "
                                 "{:.0f} bytes a nanosecond): "
@@ -332,6 +355,60 @@ ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& p
   std::stable_sort(fit.suspects.begin(), fit.suspects.end(),
                    [](const auto& a, const auto& b) { return a.share > b.share; });
   return fit;
+}
+
+}  // namespace
+
+ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& params, const ReplayResult& baseline) {
+  return fit_of(
+      t, facts, params, baseline,
+      [&](int rank, auto&& f) {
+        const RankTrace& rt = t.ranks[static_cast<size_t>(rank)];
+        auto [first, end] = window(rt);
+        FitOp x;
+        for (size_t i = first; i < end; i++) {
+          const Op& op = rt.ops[i];
+          x.kind = op.kind, x.call = op.call, x.callsite = op.callsite, x.duration = duration(op);
+          const OpLinks links = t.links_of(op);
+          x.messages = false;
+          for (uint32_t k = 0; k < links.size(); k++) x.messages |= links[k].kind == Link::DoneSend || links[k].kind == Link::DoneRecv;
+          x.never_waits = never_waits(t, op, params);
+          f(std::as_const(x));
+        }
+      },
+      [&] { return cached_resend_share(t); });
+}
+
+ModelFit assess_fit(const Trace& t, const std::vector<OpStream>& streams, const RunFacts& facts, const LogGPSParams& params,
+                    const ReplayResult& baseline) {
+  if (streams.size() != t.ranks.size())
+    throw std::invalid_argument(fmt::format("{} ranks' op streams for a trace of {} ranks", streams.size(), t.ranks.size()));
+  StreamOp op;
+  return fit_of(
+      t, facts, params, baseline,
+      [&](int rank, auto&& f) {
+        const OpStream& stream = streams[static_cast<size_t>(rank)];
+        const ReplayWindow& w = stream.window();
+        OpCursor c(stream);
+        c.seek(w.first);
+        FitOp x;
+        for (uint32_t i = w.first; i < w.end && c.next(op); i++) {
+          x.kind = op.kind, x.call = op.call, x.callsite = op.callsite, x.duration = static_cast<double>(op.duration);
+          const OpLinks links = op.links();
+          x.messages = false;
+          bool large_send = false;  // a blocking send above S: it may wait
+          for (uint32_t k = 0; k < links.size(); k++) {
+            const Link l = links[k];
+            x.messages |= l.kind == Link::DoneSend || l.kind == Link::DoneRecv;
+            if (l.kind == Link::PostSend && l.id != kNone)
+              for (const StreamOp::Posted& p : op.posted)
+                if (p.id == l.id && p.m->fields.bytes > params.S) large_send = true;
+          }
+          x.never_waits = op.kind == OpKind::PostSend || op.kind == OpKind::PostRecv || (op.kind == OpKind::Send && !large_send);
+          f(std::as_const(x));
+        }
+      },
+      [&] { return cached_resend_share(streams); });
 }
 
 }  // namespace mpiadvise

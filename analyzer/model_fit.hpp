@@ -90,6 +90,10 @@ std::optional<ProbeSpeed> probe_speed(const MessageProbe& probe, const LogGPSPar
 inline constexpr double kProbeFactorMin = 0.2, kProbeFactorMax = 5;
 
 ModelFit assess_fit(const Trace& trace, const RunFacts& facts, const LogGPSParams& params, const ReplayResult& baseline);
+// The same reading the ranks' ops from their op streams, one rank's at a time (the trace is asked its call
+// sites and its ranks' hosts alone).
+ModelFit assess_fit(const Trace& trace, const std::vector<OpStream>& streams, const RunFacts& facts,
+                    const LogGPSParams& params, const ReplayResult& baseline);
 
 // The share of the bytes sent that went again unchanged (Message::cached, trace.hpp: RESENT with less
 // computation between than rewriting the bytes takes). The fast_messages suspect names it from 10% up: a
@@ -97,5 +101,6 @@ ModelFit assess_fit(const Trace& trace, const RunFacts& facts, const LogGPSParam
 // fresh data where it has none (over shared memory a receiver copies data it has just read faster: the
 // plain halo over vader was +25% without a [resend] table, -4.6% with one; the packed one +0.2% either way).
 double cached_resend_share(const Trace& trace);
+double cached_resend_share(const std::vector<OpStream>& streams);
 
 }  // namespace mpiadvise

@@ -55,22 +55,26 @@ const char* call_name_of(uint32_t call) { return call_name(static_cast<int>(call
 
 // The measured side of a rank: its window (MPI_Init's exit to MPI_Finalize's entry) split into
 // computation, waiting by cause, collectives and the rest of the time inside MPI.
+// Its ops read from the trace, or from its op stream where the analysis has them.
 report::MeasuredTimes measured_rank(const Analysis& a, int r) {
-  const auto& ops = a.trace.ranks[r].ops;
   report::MeasuredTimes m;
-  if (ops.empty()) return m;
-  size_t first = 0, end = ops.size();
-  if (ops.front().call == MPA_CALL_Init || ops.front().call == MPA_CALL_Init_thread) first = 1;
-  if (end > first && ops[end - 1].call == MPA_CALL_Finalize) end--;
-  if (end <= first) return m;
-  double start = first ? static_cast<double>(ops[0].t_exit()) : static_cast<double>(ops[0].t_enter);
-  double stop = end < ops.size() ? static_cast<double>(ops[end].t_enter) : static_cast<double>(ops.back().t_exit());
+  const ReplayWindow w = a.streams ? (*a.streams)[static_cast<size_t>(r)].window() : replay_window(a.trace.ranks[r]);
+  if (w.end <= w.first) return m;
   double mpi = 0, coll = 0;
-  for (size_t i = first; i < end; i++) {
-    double d = static_cast<double>(ops[i].t_exit() - ops[i].t_enter);
+  auto add = [&](uint64_t duration, OpKind kind) {
+    const double d = static_cast<double>(duration);
     mpi += d;
-    if (ops[i].kind == OpKind::Collective) coll += d;
+    if (kind == OpKind::Collective) coll += d;
+  };
+  if (a.streams) {
+    OpCursor c((*a.streams)[static_cast<size_t>(r)]);
+    c.seek(w.first);
+    StreamOp op;
+    for (uint32_t i = w.first; i < w.end && c.next(op); i++) add(op.duration, op.kind);
+  } else {
+    for (uint32_t i = w.first; i < w.end; i++) add(a.trace.ranks[r].ops[i].t_exit() - a.trace.ranks[r].ops[i].t_enter, a.trace.ranks[r].ops[i].kind);
   }
+  const double start = static_cast<double>(w.start_ns), stop = static_cast<double>(w.stop_ns);
   m.total_ns = stop - start;
   m.computation_ns = std::max(0.0, stop - start - mpi);
   m.mpi_ns = mpi;
@@ -117,13 +121,30 @@ struct Builder {
   ReplayResult baseline;
   report::Report r;
 
+  // the analysis's op streams (docs/streaming.md), where every stage reads the ops from them, or null
+  const std::vector<OpStream>* streams = nullptr;
+
   Builder(const Analysis& analysis, const ReportOptions& o) : a(analysis), t(analysis.trace), options(o) {
     base.params = a.chosen.params;
     base.compute_factor = o.compute_factor;
     replay_library(a.facts, base);
+    base.streams = a.streams;  // every replay walks them
+    streams = a.streams.get();
     marked = base;
-    marked.marks = std::make_shared<const PhaseMarks>(phase_marks(t));
+    marked.marks = std::make_shared<const PhaseMarks>(streams ? phase_marks(*streams) : phase_marks(t));
     baseline = replay(t, marked);
+  }
+
+  // The run's messages at their posts.
+  MessageSides sides() const { return streams ? MessageSides(*streams) : MessageSides(t); }
+  // An op's call and call site.
+  std::pair<uint32_t, uint32_t> call_at(int rank, uint32_t op) const {
+    if (!streams) return {t.op(rank, op).call, t.op(rank, op).callsite};
+    OpCursor c((*streams)[static_cast<size_t>(rank)]);
+    c.seek(op);
+    StreamOp x;
+    if (!c.next(x)) throw std::logic_error(fmt::format("rank {} has no op {} in its stream", rank, op));
+    return {x.call, x.callsite};
   }
 
   Location at(int rank, uint32_t callsite) const { return location_of(a.locate(rank, callsite)); }
@@ -152,8 +173,10 @@ struct Builder {
     }
     s.traced_ns = baseline.measured_ns;
     s.mpi_share = s.rank_time_ns > 0 ? s.mpi_ns / s.rank_time_ns : 0.0;
-    MessageSides(t).each([&](const MessageSide& x) { s.messages += x.send && x.matched; });
+    sides().each([&](const MessageSide& x) { s.messages += x.send && x.matched; });
     s.collectives = t.collectives.size();
+    if (streams)  // the instances' ids are the trace's: as many as one more than the highest a stream names
+      for (const OpStream& st : *streams) s.collectives = std::max<uint64_t>(s.collectives, st.instance_ids());
     s.unmatched_sends = t.unmatched_sends;
     s.unmatched_recvs = t.unmatched_recvs;
     s.incomplete_collectives = t.incomplete_collectives;
@@ -180,7 +203,7 @@ struct Builder {
     m.rendezvous_messages = baseline.rendezvous_messages;
     m.rendezvous_bytes = baseline.rendezvous_bytes;
     m.unresolved_ops = baseline.unresolved_ops;
-    const ModelFit fit = assess_fit(t, a.facts, p, baseline);
+    const ModelFit fit = streams ? assess_fit(t, *streams, a.facts, p, baseline) : assess_fit(t, a.facts, p, baseline);
     m.fit.explained = fit.explained;
     m.fit.expected_error = kExpectedModelError;
     for (const auto& x : fit.ranks) m.fit.ranks.push_back({x.rank, x.measured_ns, x.predicted_ns, x.error});
@@ -202,7 +225,7 @@ struct Builder {
     auto phase = [&](const Efficiency::Phase& ph) {
       report::Phase p;
       static_cast<report::Factors&>(p) = factors_of(ph.factors());
-      if (ph.opened_by_rank0_op >= 0) p.opened_at = at(0, t.op(0, static_cast<uint32_t>(ph.opened_by_rank0_op)).callsite);
+      if (ph.opened_by_rank0_op >= 0) p.opened_at = at(0, call_at(0, static_cast<uint32_t>(ph.opened_by_rank0_op)).second);
       return p;
     };
     if (e.phases_from == PhaseMarks::Source::Pcontrol)
@@ -242,16 +265,16 @@ struct Builder {
 
   // a run that did not finish: where each rank was, and who waits for whom
   void hang() {
-    const HangState h = hang_state(t);
+    const HangState h = streams ? hang_state(t, *streams) : hang_state(t);
     auto rank_at = [&](int k) {
       const auto& x = h.ranks[k];
       report::HangRank o;
       o.rank = k;
       o.state = hang_state_name(x.state);
       if (x.op != kNone && x.state != HangState::State::Finished) {
-        const Op& op = t.op(k, x.op);
-        o.call = call_name_of(op.call);
-        o.where = at(k, op.callsite);
+        const auto [call, callsite] = call_at(k, x.op);
+        o.call = call_name_of(call);
+        o.where = at(k, callsite);
         o.for_ns = h.end_ns - x.since_ns;
         o.waits_for = x.waits_for;
         o.any_source = x.any_source;
@@ -279,8 +302,8 @@ struct Builder {
   // would save, from what-if replays with it made twice as fast
   void causes_and_path() {
     // the waits, found again (the analysis keeps them added up only) and freed when this part is done
-    const std::vector<Wait> waits = find_waits(t, LogGPS(a.chosen.params));
-    const DelayCosts dc = delay_costs(t, waits);
+    const std::vector<Wait> waits = streams ? find_waits(*streams, LogGPS(a.chosen.params)) : find_waits(t, LogGPS(a.chosen.params));
+    const DelayCosts dc = streams ? delay_costs(t, *streams, waits) : delay_costs(t, waits);
     r.root_causes.waiting_ns = dc.waiting_ns;
     r.root_causes.unattributed_ns = dc.unattributed_ns;
     for (size_t i = 0; i < dc.causes.size() && i < options.top; i++) {
@@ -292,7 +315,7 @@ struct Builder {
       r.root_causes.causes.push_back(x);
     }
 
-    const CriticalPath cp = critical_path(t, waits);
+    const CriticalPath cp = streams ? critical_path(*streams, waits) : critical_path(t, waits);
     report::CriticalPath& path = r.critical_path;
     path.length_ns = cp.length_ns, path.computation_ns = cp.computation_ns, path.mpi_ns = cp.mpi_ns;
     path.ends_on_rank = cp.last_rank, path.rank_changes = cp.rank_changes;
@@ -310,7 +333,7 @@ struct Builder {
     int on = 0, off = 0;
     std::vector<CriticalPath::Part> picked;
     std::vector<ReplayOptions> whatifs;
-    for (const auto& c : computations(t)) {
+    for (const auto& c : streams ? computations(*streams) : computations(t)) {
       const bool on_path = path_ns.count(c.where) > 0;
       if (c.ns <= 0 || (on_path ? on : off) >= (on_path ? 3 : 2)) continue;
       (on_path ? on : off)++;
@@ -339,7 +362,7 @@ struct Builder {
 
   // the receive side (the third source paper's metrics), from the measured times
   void receive_side_metrics() {
-    const ReceiveSide rs = receive_side(t, LogGPS(a.chosen.params));
+    const ReceiveSide rs = streams ? receive_side(*streams, LogGPS(a.chosen.params)) : receive_side(t, LogGPS(a.chosen.params));
     r.receive_side = {rs.receives, rs.posted_early, rs.posted_early_share(), rs.step_ns, {}};
     for (const auto& x : rs.ranks)
       r.receive_side.ranks.push_back({x.rank, x.receives, x.posted_early, x.unexpected_max, x.unexpected_mean,
@@ -355,8 +378,8 @@ struct Builder {
       report::BufferingCycle c;
       for (const auto& s : d.sends) c.sends.push_back({s.rank, s.peer, at(s.rank, s.callsite), call_name_of(s.call), s.bytes});
       for (const auto& p : d.ranks) {
-        const Op& op = t.op(p.rank, p.op);
-        c.ranks.push_back({p.rank, at(p.rank, op.callsite), call_name_of(op.call)});
+        const auto [call, callsite] = call_at(p.rank, p.op);
+        c.ranks.push_back({p.rank, at(p.rank, callsite), call_name_of(call)});
       }
       c.hangs_below_bytes = d.hangs_below;
       c.times = d.times;
@@ -369,7 +392,7 @@ struct Builder {
   void hot_spot_list() {
     for (const auto& [key, w] : a.measured.sites)
       for (const auto& [c, ns] : w.waited_ns) waited_all += ns;
-    for (const auto& h : hot_spots(t, a.measured, options.top)) {
+    for (const auto& h : streams ? hot_spots(t, *streams, a.measured, options.top) : hot_spots(t, a.measured, options.top)) {
       report::HotSpot x;
       x.where = at(h.rank, h.callsite);
       x.call = call_name_of(h.call);
@@ -405,7 +428,7 @@ struct Builder {
       x.recv_wait += sr.predicted.recv_wait;
       x.measured_wait += a.measured.site_send_wait_ns(sr.rank, sr.callsite) + a.measured.site_recv_wait_ns(sr.rank, sr.callsite);
     }
-    MessageSides(t).each([&](const MessageSide& x) {
+    sides().each([&](const MessageSide& x) {
       if (!x.send || !x.matched) return;
       auto it = sites.find(t.site(x.rank, x.callsite));
       if (it == sites.end()) return;
@@ -436,7 +459,7 @@ struct Builder {
                        h.ranks.size(), n, h.neighbours_max == 1 ? "" : "s", h.bytes_max, h.exchanges);
   }
   void halo_list() {
-    halos = find_halos(t);
+    halos = streams ? find_halos(t, *streams) : find_halos(t);
     for (const auto& h : halos) {
       report::Halo x;
       x.ranks = h.ranks;
@@ -562,7 +585,7 @@ struct Builder {
       notes.push_back(a.facts.eager_setting_futile +
                       ": no eager limit is advised; the changes to the program (split messages, non-blocking sends, "
                       "earlier receives) are weighed as everywhere else, under advice and considered");
-    const auto repeated = repeated_calls(t);
+    const auto repeated = repeated_calls(t, sides());
     if (!repeated.empty()) {
       const auto& top = repeated.front();
       std::string first = fmt::format("{} at {} ({} of {} calls alike)", call_name_of(top.call),
@@ -629,7 +652,7 @@ report::Report make_report(const Analysis& a, const ReportOptions& options) {
   then_trim([&] { b.buffering(); });
   b.hot_spot_list();
   b.site_list();
-  if (options.gate_figures) then_trim([&] { b.r.gate = gate::run_figures(a); });  // what mpiadvise gate compares
+  if (options.gate_figures) then_trim([&] { b.r.gate = gate::run_figures(a, a.streams); });  // what mpiadvise gate compares
   then_trim([&] { b.halo_list(); });
   then_trim([&] { b.advice(); });
   if (options.charts) b.charts();

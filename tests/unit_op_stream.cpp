@@ -27,10 +27,12 @@
 #include "gate.hpp"
 #include "halo.hpp"
 #include "message_sides.hpp"
+#include "model_fit.hpp"
 #include "op_frames.hpp"
 #include "op_stream.hpp"
 #include "phases.hpp"
 #include "receive_side.hpp"
+#include "report.hpp"
 #include "report_charts.hpp"
 #include "replay.hpp"
 #include "replay_peers.hpp"
@@ -939,7 +941,8 @@ TEST_CASE("the gate's figures from the streams are the trace's, the trace's ops 
   CHECK(messages > 0);
 }
 
-TEST_CASE("the report's charts from the streams are the trace's, the trace's ops let go", "[op_stream][charts]") {
+TEST_CASE("the report's charts and the model's fit from the streams are the trace's, the trace's ops let go",
+          "[op_stream][charts]") {
   // the S sweep (its largest message and collective, its replays), the messages by size and protocol, and
   // the timeline (the first calls of the shown ranks, sought in their streams, their spans replayed and
   // the messages between them), as the report's JSON gives them; traced runs of point to point and
@@ -960,6 +963,7 @@ TEST_CASE("the report's charts from the streams are the trace's, the trace's ops
   REQUIRE(r.status == 0);
   dirs.push_back(allreduce);
   uint64_t calls = 0, messages = 0, sweep_top = 0;  // the sweep's largest S but the advised one
+  uint64_t fit_sites = 0, fit_suspects = 0;
   bool truncated = false;
   for (const fs::path& dir : dirs) {
     INFO(dir.filename().string());
@@ -967,6 +971,8 @@ TEST_CASE("the report's charts from the streams are the trace's, the trace's ops
     ReplayOptions base;
     base.params = a.chosen.params;
     const report::Charts want = report_charts(a, base, uint64_t{1} << 20, std::nullopt);
+    const ModelFit fit_want = assess_fit(a.trace, a.facts, base.params, replay(a.trace, base));
+    const double resent_want = cached_resend_share(a.trace);
     calls += want.timeline.calls.size(), messages += want.timeline.messages.size();
     truncated |= want.timeline.truncated;
     for (const auto& point : want.s_sweep.points)
@@ -976,6 +982,28 @@ TEST_CASE("the report's charts from the streams are the trace's, the trace's ops
     ReplayOptions from = base;
     from.streams = streams;
     const report::Charts got = report_charts(a, from, uint64_t{1} << 20, std::nullopt);
+    {
+      // the model's fit: where the replay misses the run and what the trace suggests as the reason
+      const ModelFit fit = assess_fit(a.trace, *streams, a.facts, from.params, replay(a.trace, from));
+      CHECK(std::tie(fit.error, fit.explained) == std::tie(fit_want.error, fit_want.explained));
+      REQUIRE(fit.ranks.size() == fit_want.ranks.size());
+      for (size_t k = 0; k < fit.ranks.size(); k++)
+        CHECK(std::tie(fit.ranks[k].rank, fit.ranks[k].measured_ns, fit.ranks[k].predicted_ns) ==
+              std::tie(fit_want.ranks[k].rank, fit_want.ranks[k].measured_ns, fit_want.ranks[k].predicted_ns));
+      REQUIRE(fit.sites.size() == fit_want.sites.size());
+      for (size_t k = 0; k < fit.sites.size(); k++)
+        CHECK(std::tie(fit.sites[k].rank, fit.sites[k].callsite, fit.sites[k].call, fit.sites[k].measured_ns, fit.sites[k].predicted_ns) ==
+              std::tie(fit_want.sites[k].rank, fit_want.sites[k].callsite, fit_want.sites[k].call, fit_want.sites[k].measured_ns,
+                       fit_want.sites[k].predicted_ns));
+      REQUIRE(fit.suspects.size() == fit_want.suspects.size());
+      for (size_t k = 0; k < fit.suspects.size(); k++)
+        CHECK(std::tie(fit.suspects[k].reason, fit.suspects[k].share, fit.suspects[k].detail, fit.suspects[k].rank,
+                       fit.suspects[k].callsite) == std::tie(fit_want.suspects[k].reason, fit_want.suspects[k].share,
+                                                             fit_want.suspects[k].detail, fit_want.suspects[k].rank,
+                                                             fit_want.suspects[k].callsite));
+      fit_sites += fit_want.sites.size(), fit_suspects += fit_want.suspects.size();
+      CHECK(cached_resend_share(*streams) == resent_want);
+    }
     // as the report's JSON has them
     const auto json_of = [](const report::Charts& c) {
       report::Report rep;
@@ -989,6 +1017,49 @@ TEST_CASE("the report's charts from the streams are the trace's, the trace's ops
   CHECK(messages > 100);
   CHECK(truncated);
   CHECK(sweep_top >= 262144);
+  // and the fit named some call sites the replay missed, and some suspects
+  CHECK(fit_sites > 0);
+  CHECK(fit_suspects > 0);
+}
+
+TEST_CASE("the whole report from the analysis's op streams is the trace's, the trace's ops let go", "[op_stream][report]") {
+  // every part of the report (the summary and ranks, the model's fit, the efficiency and its phases, the
+  // hang, the causes and path, the receive side, the buffering, the hot spots and sites, the gate's
+  // figures, the halos, the advice, the charts, the notes) read from the streams where the analysis has
+  // them, as mpiadvise report's JSON gives it; traced runs of point to point and collectives of every kind,
+  // a rank of several threads, a halo, and mpiadvise-synth's halo and pipeline
+  std::vector<fs::path> dirs;
+  for (const char* name : {"p2p-all", "coll-all", "threads", "halo-procnull", "halo-damaged"}) dirs.push_back(fixture(name));
+  for (const char* pattern : {"halo", "pipeline"}) {
+    const fs::path dir = fresh_dir(std::string("op-stream-report-") + pattern);
+    auto r = run_command(fmt::format("'{}' --ranks 4 --events 2000 --pattern {} -o '{}'",
+                                     (build_dir() / "bin" / "mpiadvise-synth").string(), pattern, dir.string()));
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    dirs.push_back(dir);
+  }
+  uint64_t advice = 0, hot_spots = 0, causes = 0;
+  for (const fs::path& dir : dirs) {
+    INFO(dir.filename().string());
+    Analysis a = analyse(dir.string(), "");
+    ReportOptions options;
+    options.charts = true;
+    const nlohmann::json want = build_report(a, options);
+    advice += want.at("advice").size() + want.at("considered").size();
+    hot_spots += want.at("hot_spots").size();
+    causes += want.at("root_causes").at("causes").size();
+    a.streams = std::make_shared<const std::vector<OpStream>>(OpStream::encode_all(a.trace, 256));
+    a.trace = bare_of(a.trace);
+    const nlohmann::json got = build_report(a, options);
+    for (const auto& [key, value] : want.items()) {
+      INFO("the report's " << key);
+      CHECK(got.at(key).dump() == value.dump());
+    }
+    CHECK(got.size() == want.size());
+  }
+  CHECK(advice > 0);
+  CHECK(hot_spots > 0);
+  CHECK(causes > 0);
 }
 
 TEST_CASE("a hot spot's peers from the streams: a send no receive took names none", "[op_stream]") {
