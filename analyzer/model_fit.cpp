@@ -183,7 +183,7 @@ struct FitOp {
   bool never_waits = false;  // never_waits
 };
 
-// each_op(rank, f): f(FitOp) for each op of the rank's window, in order; resent_share(): cached_resend_share.
+// each_op(r, f): f(FitOp) for each op of the window of t.ranks[r], in order; resent_share(): cached_resend_share.
 template <typename EachOp, typename ResentShare>
 ModelFit fit_of(const Trace& t, const RunFacts& facts, const LogGPSParams& params, const ReplayResult& baseline,
                 EachOp each_op, ResentShare resent_share) {
@@ -217,9 +217,10 @@ ModelFit fit_of(const Trace& t, const RunFacts& facts, const LogGPSParams& param
   std::pair<int, uint32_t> worst{-1, 0};
   double worst_median = 0, worst_longest = 0;
   std::map<uint32_t, std::vector<double>> quiet_calls;  // by call site of the rank
-  for (const auto& rt : t.ranks) {
+  for (size_t r = 0; r < t.ranks.size(); r++) {
+    const RankTrace& rt = t.ranks[r];
     quiet_calls.clear();
-    each_op(rt.rank, [&](const FitOp& op) {
+    each_op(r, [&](const FitOp& op) {
       Site& s = sites[t.site(rt.rank, op.callsite)];
       if (s.rank < 0) s.rank = rt.rank, s.callsite = op.callsite, s.call = op.call;
       s.measured += op.duration;
@@ -362,8 +363,8 @@ ModelFit fit_of(const Trace& t, const RunFacts& facts, const LogGPSParams& param
 ModelFit assess_fit(const Trace& t, const RunFacts& facts, const LogGPSParams& params, const ReplayResult& baseline) {
   return fit_of(
       t, facts, params, baseline,
-      [&](int rank, auto&& f) {
-        const RankTrace& rt = t.ranks[static_cast<size_t>(rank)];
+      [&](size_t r, auto&& f) {
+        const RankTrace& rt = t.ranks[r];
         auto [first, end] = window(rt);
         FitOp x;
         for (size_t i = first; i < end; i++) {
@@ -386,8 +387,8 @@ ModelFit assess_fit(const Trace& t, const std::vector<OpStream>& streams, const 
   StreamOp op;
   return fit_of(
       t, facts, params, baseline,
-      [&](int rank, auto&& f) {
-        const OpStream& stream = streams[static_cast<size_t>(rank)];
+      [&](size_t r, auto&& f) {
+        const OpStream& stream = streams[r];
         const ReplayWindow& w = stream.window();
         OpCursor c(stream);
         c.seek(w.first);

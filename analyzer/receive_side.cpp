@@ -4,6 +4,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <queue>
 #include <utility>
@@ -27,20 +28,28 @@ class Sweep {
     count_.push({start, 1}), count_.push({end, -1});
     if (w) weight_.push({start, static_cast<int64_t>(w)}), weight_.push({end, -static_cast<int64_t>(w)});
   }
+  // An interval of the count (no weight) given in two (start_at, end_at): its start, then its end, no earlier than the time
+  // settled when its start was given (an interval ending where it starts is none: its start is taken back,
+  // which has not been folded then).
+  void start_at(uint64_t start) { count_.push({start, 1}); }
+  void end_at(uint64_t start, uint64_t end) {
+    if (end > start) count_.push({end, -1});
+    else taken_back_[start]++;
+  }
   // No change before `before` is still to come: fold those held.
   void settle(uint64_t before) {
-    while (!count_.empty() && count_.top().first < before) fold(take(count_));
+    while (!count_.empty() && count_.top().first < before) fold_count();
     while (!weight_.empty() && weight_.top().first < before) weight_now_ += take(weight_).second, weight_most_ = std::max(weight_most_, weight_now_);
   }
   // Every change has been given.
   void finish() {
     settle(std::numeric_limits<uint64_t>::max());
-    while (!count_.empty()) fold(take(count_));
+    while (!count_.empty()) fold_count();
     while (!weight_.empty()) weight_now_ += take(weight_).second, weight_most_ = std::max(weight_most_, weight_now_);
     if (instant_) close(*instant_, std::nullopt);
     instant_.reset();
   }
-  size_t held() const { return count_.size() + weight_.size(); }
+  size_t held() const { return count_.size() + weight_.size() + taken_back_.size(); }
   uint64_t most() const { return static_cast<uint64_t>(most_); }
   uint64_t most_weight() const { return static_cast<uint64_t>(weight_most_); }
   double integral() const { return integral_; }
@@ -54,6 +63,15 @@ class Sweep {
     const Change c = h.top();
     h.pop();
     return c;
+  }
+  void fold_count() {
+    const Change c = take(count_);
+    if (c.second > 0 && !taken_back_.empty())
+      if (const auto it = taken_back_.find(c.first); it != taken_back_.end()) {
+        if (--it->second == 0) taken_back_.erase(it);
+        return;
+      }
+    fold(c);
   }
   void fold(const Change& c) {
     const auto [t, d] = c;
@@ -79,6 +97,7 @@ class Sweep {
   double start_, step_;
   std::vector<uint32_t> steps_;
   Heap count_, weight_;
+  std::map<uint64_t, uint32_t> taken_back_;  // starts given by start_at() whose interval is none
   std::optional<uint64_t> instant_;  // the time of the last change folded
   int64_t now_ = 0, most_ = 0, peak_ = 0, weight_now_ = 0, weight_most_ = 0;
   double integral_ = 0, peak_at_ = 0;
@@ -207,7 +226,7 @@ ReceiveSide receive_side(const std::vector<OpStream>& streams, const LogGPS& mod
   const ResentModels resent(model.params());
   // a matched message from the first of its posts met until it has given its receive and, sent by a
   // non-blocking call, its time outstanding: in a pool, found by its slot (as find_waits' walk)
-  enum : uint8_t { kSend = 1, kRecv = 2, kDone = 4, kReceived = 8, kOutstanding = 16 };
+  enum : uint8_t { kSend = 1, kRecv = 2, kDone = 4, kReceived = 8, kOpened = 16, kOutstanding = 32 };
   struct InFlight {
     Arrival arrival;
     uint64_t send_enter = 0, recv_enter = 0, done_exit = 0;
@@ -245,7 +264,10 @@ ReceiveSide receive_side(const std::vector<OpStream>& streams, const LogGPS& mod
   std::deque<std::pair<uint64_t, uint32_t>> sends;
   std::vector<uint64_t> last_exit(n, 0);
   auto settle = [&](uint64_t now) {
-    while (!sends.empty() && slot[sends.front().second] == kNone) sends.pop_front();
+    // a send's message keeps the bound at its send's entry until its receive is met (its arrival is then
+    // given); its time outstanding was given from its start when the send was met
+    while (!sends.empty() && (slot[sends.front().second] == kNone || (pool[slot[sends.front().second]].met & kReceived)))
+      sends.pop_front();
     const uint64_t before = sends.empty() ? now : std::min(now, sends.front().first);
     size_t changes = 0;
     for (size_t r = 0; r < n; r++) {
@@ -298,8 +320,15 @@ ReceiveSide receive_side(const std::vector<OpStream>& streams, const LogGPS& mod
         q.receive(m.dst, m.arrival, m.recv_enter);
         m.met |= kReceived;
       }
+      // a non-blocking send outstanding: its start given once its send is met, its end once the op that
+      // completed it is (no earlier than that op's entry), or both at once where that op came first
+      if (m.nonblocking && (m.met & (kSend | kDone | kOpened | kOutstanding)) == kSend) {
+        q.outstanding[m.src].start_at(m.send_enter);
+        m.met |= kOpened;
+      }
       if (m.nonblocking && (m.met & (kSend | kDone | kOutstanding)) == (kSend | kDone)) {
-        q.outstanding[m.src].add(m.send_enter, m.done_exit, 0);
+        if (m.met & kOpened) q.outstanding[m.src].end_at(m.send_enter, m.done_exit);
+        else q.outstanding[m.src].add(m.send_enter, m.done_exit, 0);
         m.met |= kOutstanding;
       }
       if ((m.met & kReceived) && (!m.nonblocking || (m.met & kOutstanding))) {
@@ -315,7 +344,7 @@ ReceiveSide receive_side(const std::vector<OpStream>& streams, const LogGPS& mod
   for (uint32_t id = 0; id < ids && in_flight; id++) {
     if (slot[id] == kNone) continue;
     const InFlight& m = pool[slot[id]];
-    if (m.nonblocking && (m.met & (kSend | kDone)) == kSend) q.outstanding[m.src].add(m.send_enter, last_exit[m.src], 0);
+    if ((m.met & kOpened) && !(m.met & kOutstanding)) q.outstanding[m.src].end_at(m.send_enter, last_exit[m.src]);
     in_flight--;
   }
   size_t changes = 0;
