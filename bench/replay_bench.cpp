@@ -31,6 +31,7 @@
 #include "op_stream.hpp"
 #include "phases.hpp"
 #include "receive_side.hpp"
+#include "report.hpp"
 #include "replay.hpp"
 #include "steady_trace.hpp"
 #include "waits.hpp"
@@ -506,6 +507,60 @@ int main(int argc, char** argv) {
                 "most 16], of which the packed streams %.2f with their table of instances; %s\n",
                 held_packed / events, packed_bytes / events,
                 p.predicted_ns == predicted ? "the same prediction" : "PREDICTIONS DIFFER");
+  }
+  if (logs) {
+    // the whole report (mpiadvise report's JSON, without charts) from the analysis of the logs, then from
+    // its packed op streams with the trace's ops, links, messages and collectives let go: its time and the
+    // process's peak while it runs (reset before each), and whether the two are the same
+    t = Trace{};
+    malloc_trim(0);
+    const auto seconds_since = [](std::chrono::steady_clock::time_point from) {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+    };
+    Analysis a = analyse(argv[1], "");
+    std::ofstream("/proc/self/clear_refs") << "5";
+    const long analysed_kib = vm_rss_kib();
+    auto t1 = std::chrono::steady_clock::now();
+    const std::string want = build_report(a, ReportOptions{}).dump();
+    const double trace_s = seconds_since(t1);
+    const double trace_mib = vm_hwm_kib() / 1024.0;
+    t1 = std::chrono::steady_clock::now();
+    a.streams = std::make_shared<const std::vector<OpStream>>(OpStream::encode_all(a.trace, OpStream::kChunk));
+    const double encode_s = seconds_since(t1);
+    for (RankTrace& rank : a.trace.ranks) std::vector<Op>().swap(rank.ops);
+    a.trace.links = LinkList{};
+    a.trace.spilled_links.clear();
+    std::vector<Message>().swap(a.trace.messages);
+    a.trace.receives_together.reset();
+    a.trace.collectives = CollectiveList{};
+    malloc_trim(0);
+    std::ofstream("/proc/self/clear_refs") << "5";
+    const long bare_kib = vm_rss_kib();
+    t1 = std::chrono::steady_clock::now();
+    const std::string got = build_report(a, ReportOptions{}).dump();
+    const double streams_s = seconds_since(t1);
+    std::printf("  the whole report: from the trace %.2f s, peak %.0f MiB (the analysis holding %.0f); from the packed "
+                "streams %.2f s (x%.2f; encoding them %.2f s before), peak %.0f MiB (the analysis holding %.0f, its "
+                "trace's ops let go); %s\n",
+                trace_s, trace_mib, analysed_kib / 1024.0, streams_s, streams_s / trace_s, encode_s, vm_hwm_kib() / 1024.0,
+                bare_kib / 1024.0, got == want ? "the same report" : "REPORTS DIFFER");
+    // what of it still grows with the run: the waits found again for the causes, and the causes' reader
+    malloc_trim(0);
+    std::ofstream("/proc/self/clear_refs") << "5";
+    const long before_waits_kib = vm_rss_kib();
+    std::vector<Wait> waits = find_waits(*a.streams, LogGPS(a.chosen.params));
+    const double waits_mib = vm_hwm_kib() / 1024.0;
+    std::ofstream("/proc/self/clear_refs") << "5";
+    const long before_causes_kib = vm_rss_kib();
+    {
+      const DelayCosts dc = delay_costs(a.trace, *a.streams, waits);
+      const CriticalPath cp = critical_path(*a.streams, waits);
+    }
+    std::printf("  of which the waits from the packed streams (%zu) peak at %.0f MiB, from %.0f before (%.0f bytes a "
+                "wait); the causes and the path from them at %.0f MiB, from %.0f\n",
+                waits.size(), waits_mib, before_waits_kib / 1024.0,
+                (waits_mib * 1024 - static_cast<double>(before_waits_kib)) * 1024 / static_cast<double>(std::max<size_t>(waits.size(), 1)),
+                vm_hwm_kib() / 1024.0, before_causes_kib / 1024.0);
   }
   return 0;
 }
