@@ -258,8 +258,9 @@ ReceiveSide receive_side(const std::vector<OpStream>& streams, const LogGPS& mod
   };
   // Where every rank's entries go up, the walk meets the ops in the order of their entries: no change is
   // still to come before the earliest of the current op's entry and the send entries of the messages
-  // held whose send was met (a message's changes start at its send's post or after). Their sends, in the
-  // order met (that of their entries), each let go from the front once its message is.
+  // held whose send was met and whose receive was not (a message's changes start at its send's post or
+  // after; a non-blocking send's end, given later, at the exit of an op not yet met). Their sends, in the
+  // order met (that of their entries), each let go from the front once its receive is met.
   const bool sorted = std::all_of(streams.begin(), streams.end(), [](const OpStream& s) { return s.entries_sorted(); });
   std::deque<std::pair<uint64_t, uint32_t>> sends;
   std::vector<uint64_t> last_exit(n, 0);
