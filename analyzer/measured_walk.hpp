@@ -15,6 +15,53 @@
 
 namespace mpiadvise {
 
+// The states of the messages a walk holds in flight: each in a pool, its room taken again by the next once
+// let go, found by the message's slot (4 bytes a message id, as the simulation's MsgInfo): faster than a
+// hash table. ids: one more than the highest message id the streams name (OpStream::message_ids).
+template <class State>
+class HeldMessages {
+ public:
+  explicit HeldMessages(uint32_t ids) : slot_(ids, kNone) {}
+  // the message's state, made (value-initialised) where it has none
+  State& at(uint32_t id) {
+    uint32_t& at = slot_[id];
+    if (at == kNone) {
+      if (free_.empty()) {
+        at = static_cast<uint32_t>(pool_.size());
+        pool_.emplace_back();
+      } else {
+        at = free_.back();
+        free_.pop_back();
+        pool_[at] = State{};
+      }
+      most_ = std::max(most_, ++held_);
+    }
+    return pool_[at];
+  }
+  bool held(uint32_t id) const { return slot_[id] != kNone; }
+  const State& operator[](uint32_t id) const { return pool_[slot_[id]]; }  // a message held
+  void let_go(uint32_t id) {
+    free_.push_back(slot_[id]);
+    slot_[id] = kNone;
+    held_--;
+  }
+  size_t ids() const { return slot_.size(); }
+  size_t held() const { return held_; }
+  size_t most() const { return most_; }  // held at once
+  // f(id, state) for every message still held, by id
+  template <class F>
+  void each_held(F&& f) const {
+    for (uint32_t id = 0, left = static_cast<uint32_t>(held_); id < slot_.size() && left; id++)
+      if (slot_[id] != kNone) f(id, pool_[slot_[id]]), left--;
+  }
+
+ private:
+  std::vector<uint32_t> slot_;
+  std::vector<State> pool_;
+  std::vector<uint32_t> free_;
+  size_t held_ = 0, most_ = 0;
+};
+
 // f(rank, the op's index in its rank's ops, the op) for every op of every stream.
 template <class F>
 void walk_by_entry(const std::vector<OpStream>& streams, F&& f) {

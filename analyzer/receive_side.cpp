@@ -225,7 +225,7 @@ ReceiveSide receive_side(const std::vector<OpStream>& streams, const LogGPS& mod
   Queues q(windows);
   const ResentModels resent(model.params());
   // a matched message from the first of its posts met until it has given its receive and, sent by a
-  // non-blocking call, its time outstanding: in a pool, found by its slot (as find_waits' walk)
+  // non-blocking call, its time outstanding (HeldMessages, as find_waits' walk)
   enum : uint8_t { kSend = 1, kRecv = 2, kDone = 4, kReceived = 8, kOpened = 16, kOutstanding = 32 };
   struct InFlight {
     Arrival arrival;
@@ -236,26 +236,8 @@ ReceiveSide receive_side(const std::vector<OpStream>& streams, const LogGPS& mod
   };
   uint32_t ids = 0;
   for (const OpStream& s : streams) ids = std::max(ids, s.message_ids());
-  std::vector<uint32_t> slot(ids, kNone);
-  std::vector<InFlight> pool;
-  std::vector<uint32_t> free_slots;
-  size_t in_flight = 0;
+  HeldMessages<InFlight> messages(ids);
   ReceiveSideHeld most;
-  auto state = [&](uint32_t id) -> InFlight& {
-    uint32_t& at = slot[id];
-    if (at == kNone) {
-      if (free_slots.empty()) {
-        at = static_cast<uint32_t>(pool.size());
-        pool.emplace_back();
-      } else {
-        at = free_slots.back();
-        free_slots.pop_back();
-        pool[at] = InFlight{};
-      }
-      most.messages = std::max(most.messages, ++in_flight);
-    }
-    return pool[at];
-  };
   // Where every rank's entries go up, the walk meets the ops in the order of their entries: no change is
   // still to come before the earliest of the current op's entry and the send entries of the messages
   // held whose send was met and whose receive was not (a message's changes start at its send's post or
@@ -267,7 +249,7 @@ ReceiveSide receive_side(const std::vector<OpStream>& streams, const LogGPS& mod
   auto settle = [&](uint64_t now) {
     // a send's message keeps the bound at its send's entry until its receive is met (its arrival is then
     // given); its time outstanding was given from its start when the send was met
-    while (!sends.empty() && (slot[sends.front().second] == kNone || (pool[slot[sends.front().second]].met & kReceived)))
+    while (!sends.empty() && (!messages.held(sends.front().second) || (messages[sends.front().second].met & kReceived)))
       sends.pop_front();
     const uint64_t before = sends.empty() ? now : std::min(now, sends.front().first);
     size_t changes = 0;
@@ -289,7 +271,7 @@ ReceiveSide receive_side(const std::vector<OpStream>& streams, const LogGPS& mod
     const OpLinks links = op.links();
     for (uint32_t k = 0; k < links.size(); k++) {
       const Link l = links[k];
-      if (l.id >= slot.size()) continue;
+      if (l.id >= messages.ids()) continue;
       const StreamMessage* sm = nullptr;
       if (l.kind == Link::PostSend) {
         sm = sender_fields(op.posted, l.id);
@@ -304,7 +286,7 @@ ReceiveSide receive_side(const std::vector<OpStream>& streams, const LogGPS& mod
       if (!sm || sm->fields.src < 0 || sm->fields.dst < 0 || static_cast<size_t>(sm->fields.src) >= n ||
           static_cast<size_t>(sm->fields.dst) >= n)
         continue;
-      InFlight& m = state(l.id);
+      InFlight& m = messages.at(l.id);
       m.src = static_cast<uint32_t>(sm->fields.src), m.dst = static_cast<uint32_t>(sm->fields.dst);
       if (l.kind == Link::PostSend) {
         m.met |= kSend;
@@ -333,21 +315,17 @@ ReceiveSide receive_side(const std::vector<OpStream>& streams, const LogGPS& mod
         m.met |= kOutstanding;
       }
       if ((m.met & kReceived) && (!m.nonblocking || (m.met & kOutstanding))) {
-        free_slots.push_back(slot[l.id]);
-        slot[l.id] = kNone;
-        in_flight--;
+        messages.let_go(l.id);
       }
     }
     if (sorted && ++walked % kSettleEvery == 0) settle(op.t_enter);
   });
   // what the walk left: non-blocking sends no op completed (a request freed), outstanding to their rank's
   // last op's exit
-  for (uint32_t id = 0; id < ids && in_flight; id++) {
-    if (slot[id] == kNone) continue;
-    const InFlight& m = pool[slot[id]];
+  messages.each_held([&](uint32_t, const InFlight& m) {
     if ((m.met & kOpened) && !(m.met & kOutstanding)) q.outstanding[m.src].end_at(m.send_enter, last_exit[m.src]);
-    in_flight--;
-  }
+  });
+  most.messages = messages.most();
   size_t changes = 0;
   for (size_t r = 0; r < n; r++) changes += q.unexpected[r].held() + q.outstanding[r].held();
   most.changes = std::max(most.changes, changes);

@@ -184,14 +184,10 @@ std::vector<Wait> find_waits(const std::vector<OpStream>& streams, const LogGPS&
     size_t met = 0;
     std::vector<Member> members;
   };
-  // the messages in flight: each one's state in a pool, its room taken again by the next once freed, found
-  // by the message's slot (4 bytes a message, as the simulation's MsgInfo): faster than a hash table
+  // the messages in flight
   uint32_t ids = 0;
   for (const OpStream& s : streams) ids = std::max(ids, s.message_ids());
-  std::vector<uint32_t> slot(ids, kNone);
-  std::vector<InFlight> pool;
-  std::vector<uint32_t> free_slots;
-  size_t in_flight = 0;
+  HeldMessages<InFlight> held_messages(ids);
   std::unordered_map<uint32_t, Instance> instances;
   WaitsHeld most;
   // the waits as found, and their places in find_waits(trace)'s order: the messages' by id, the sender's
@@ -227,20 +223,8 @@ std::vector<Wait> find_waits(const std::vector<OpStream>& streams, const LogGPS&
     for (uint32_t k = 0; k < links.size(); k++) {
       const Link l = links[k];
       // (an id beyond the messages, a hand-made trace's, names none: the trace's waits pass it by too)
-      if (l.kind > Link::DoneRecv || l.id >= slot.size()) continue;
-      uint32_t& at = slot[l.id];
-      if (at == kNone) {
-        if (free_slots.empty()) {
-          at = static_cast<uint32_t>(pool.size());
-          pool.emplace_back();
-        } else {
-          at = free_slots.back();
-          free_slots.pop_back();
-          pool[at] = InFlight{};
-        }
-        most.messages = std::max(most.messages, ++in_flight);
-      }
-      InFlight& m = pool[at];
+      if (l.kind > Link::DoneRecv || l.id >= held_messages.ids()) continue;
+      InFlight& m = held_messages.at(l.id);
       switch (l.kind) {
         case Link::PostSend:
           m.met |= kPostedSend;
@@ -257,9 +241,7 @@ std::vector<Wait> find_waits(const std::vector<OpStream>& streams, const LogGPS&
       }
       if (m.met == kAll) {
         message_done(l.id, m);
-        free_slots.push_back(at);
-        at = kNone;
-        in_flight--;
+        held_messages.let_go(l.id);
       }
     }
     for (const StreamOp::Joined& j : op.joined) {
@@ -280,8 +262,8 @@ std::vector<Wait> find_waits(const std::vector<OpStream>& streams, const LogGPS&
   });
   // what the walk left: messages one of whose sides no op completed, or never matched (an instance's
   // members are all met: each is an op of a stream)
-  for (uint32_t id = 0; id < ids && in_flight; id++)
-    if (slot[id] != kNone) message_done(id, pool[slot[id]]), in_flight--;
+  held_messages.each_held(message_done);
+  most.messages = held_messages.most();
   found.fit();
   order.fit();
   Place* const places = order.empty() ? nullptr : &order[0];
