@@ -95,7 +95,12 @@ OpStream OpStream::encode(const Trace& t, int rank) {
   return encode(t, rank, receives_together(t));
 }
 
-std::vector<OpStream> OpStream::encode_all(const Trace& t, size_t packed_chunk) {
+namespace {
+
+// encode_all, and with `taken` each rank's ops let go once encoded. An instance's entry is made at its
+// first member met, in the lowest of its members' ranks: the op of its head member, which it reads, is
+// in that rank or a later one, not let go yet.
+std::vector<OpStream> encode_ranks(const Trace& t, size_t packed_chunk, std::vector<RankTrace>* taken) {
   std::vector<int32_t> counted;
   const std::vector<int32_t>* together = &counted;
   if (t.receives_together && (t.receives_together->empty() || t.receives_together->size() == t.messages.size()))
@@ -107,9 +112,24 @@ std::vector<OpStream> OpStream::encode_all(const Trace& t, size_t packed_chunk) 
   auto instances = std::make_shared<InstanceTable>();
   std::vector<uint32_t> by_instance;
   for (int r = 0; r < static_cast<int>(t.ranks.size()); r++) {
-    all.push_back(encode(t, r, *together, instances, &by_instance));
+    all.push_back(OpStream::encode(t, r, *together, instances, &by_instance));
     if (packed_chunk) all.back().pack(packed_chunk);
+    if (taken) std::vector<Op>().swap((*taken)[static_cast<size_t>(r)].ops);
   }
+  return all;
+}
+
+}  // namespace
+
+std::vector<OpStream> OpStream::encode_all(const Trace& t, size_t packed_chunk) { return encode_ranks(t, packed_chunk, nullptr); }
+
+std::vector<OpStream> OpStream::take_all(Trace& t, size_t packed_chunk) {
+  std::vector<OpStream> all = encode_ranks(t, packed_chunk, &t.ranks);
+  t.links = LinkList{};
+  t.spilled_links = SpilledLinks{};
+  std::vector<Message>().swap(t.messages);
+  t.receives_together.reset();
+  t.collectives = CollectiveList{};
   return all;
 }
 

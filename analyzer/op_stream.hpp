@@ -160,6 +160,11 @@ class OpStream {
   // packed_chunk nonzero: each stream packed (pack) once encoded, so that one rank's bytes at a time are
   // held unpacked
   static std::vector<OpStream> encode_all(const Trace& t, size_t packed_chunk = 0);
+  // encode_all's streams, packed, taken from the trace: each rank's ops let go once its stream is written,
+  // and the trace's links, messages, receives together and collective instances once every rank's is (its
+  // ranks, communicators, call sites and problems stay), so that the trace and its streams are never held
+  // whole together (mpiadvise report --low-memory; docs/streaming.md's plan, step 1).
+  static std::vector<OpStream> take_all(Trace& t, size_t packed_chunk = kChunk);
   // Packs its bytes as zstd frames (level 1, as the logs' chunks) of whole ops, a frame at least `chunk`
   // bytes unpacked but where the ops end first: a cursor gives back the same ops, unpacking a frame at a
   // time into a buffer of its own (docs/streaming.md's step 3). Each frame starts with the cursor's state

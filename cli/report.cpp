@@ -15,6 +15,8 @@
 #include "commands.hpp"
 #include "spread.hpp"
 #include "format_units.hpp"
+#include "op_stream.hpp"
+#include "replay_peers.hpp"
 #include "report.hpp"
 #include "text_escape.hpp"
 
@@ -30,6 +32,7 @@ struct ReportCommand {
   ReplaySpeed speed;
   RunPart part;
   double compute_factor = 1.0;
+  bool low_memory = false;
 };
 
 // Ranks (or hosts) a line names at most; the JSON lists them all.
@@ -513,7 +516,13 @@ std::string render_markdown(const report::Report& j, size_t top) {
 }
 
 int run_report(const ReportCommand& c) {
+  if (c.low_memory && replay_peers())
+    throw std::invalid_argument("--low-memory: not with the analysis spread over processes (mpirun -np K mpiadvise "
+                                "report); run it as one process");
   Analysis a = analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.speed, c.part);
+  // the calls kept as packed op streams, the trace's ops let go rank by rank (docs/streaming.md): every
+  // part of the report reads them, and gives the same report
+  if (c.low_memory) a.streams = std::make_shared<const std::vector<OpStream>>(OpStream::take_all(a.trace));
   int status = kOk;
   for (const auto& p : a.trace.problems) {
     std::fprintf(stderr, "mpiadvise: %s\n", p.text().c_str());
@@ -564,6 +573,9 @@ std::function<int()> add_report(CLI::App& app) {
                   "F: replay, and make the what-ifs, with every computation between MPI calls taking F times its "
                   "measured time (another run's computation against this one's sets this run beside it)")
       ->check(factor_check);
+  sub->add_flag("--low-memory", c->low_memory,
+               "Keep the calls, once read and matched, as compressed op streams in place of the whole trace: the "
+               "same report in less memory, about a third slower");
   add_debug_dir_option(sub, c->debug_dirs);
   add_threads_option(sub);
   return [c] { return run_report(*c); };

@@ -583,6 +583,30 @@ TEST_CASE("the report is the same whatever the number of threads replaying its w
   CHECK(bad.err.find("--threads") != std::string::npos);
 }
 
+TEST_CASE("--low-memory gives the same report from the calls kept as compressed op streams", "[report][cli]") {
+  // the trace's ops let go once each rank's stream is written, every part of the report read from the
+  // streams: the pipeline (advice of three kinds, targets, the S sweep, the gate's figures) and a halo,
+  // in JSON (every figure, the charts' too) and in text
+  auto pipeline = traced_run("pipeline", {"131072", "20", "2"}, 0);
+  REQUIRE(pipeline.status == 0);
+  auto halo = traced_run("halo", {"16384", "10"}, 0, 4);
+  REQUIRE(halo.status == 0);
+  for (const fs::path& dir : {pipeline.dir, halo.dir}) {
+    INFO(dir.string());
+    for (const char* format : {"json", "text"}) {
+      INFO(format);
+      const std::string report = mpiadvise_cmd() + " report --format " + format + " " + dir.string();
+      auto whole = run_command(report);
+      auto low = run_command(report + " --low-memory");
+      INFO(low.err);
+      REQUIRE(whole.status == 0);
+      REQUIRE(low.status == 0);
+      CHECK(low.out == whole.out);
+      if (std::string(format) == "json") CHECK(!json::parse(low.out)["hot_spots"].empty());
+    }
+  }
+}
+
 TEST_CASE("--compute-factor replays the run and weighs its advice with every computation scaled, as whatif does",
           "[report][cli]") {
   // validate sets a what-if beside reruns whose machine computed slower than the run it replays: the report

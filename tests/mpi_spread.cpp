@@ -163,6 +163,10 @@ TEST_CASE("spread over processes, an input error ends every process with one mes
   CHECK(r.status != 0);
   CHECK(r.status != 124);  // not ended by the timeout
   CHECK(r.err.find("mpiadvise: " + empty.string()) != std::string::npos);
+  // an option the spread analysis does not take: one line, before any log is read
+  const auto low = analysis("report --low-memory " + empty.string(), 2);
+  CHECK(low.status == 2);
+  CHECK(low.err.find("mpiadvise: --low-memory: not with the analysis spread over processes") != std::string::npos);
 }
 
 TEST_CASE("spread over processes, processes that read different runs' logs say so instead of replaying", "[spread]") {

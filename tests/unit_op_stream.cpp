@@ -365,6 +365,8 @@ size_t check_stream_waits(const Trace& t, WaitsHeld* held = nullptr) {
     p.s = p.S = static_cast<double>(S);
     const LogGPS model(p);
     const std::vector<Wait> want = find_waits(t, model);
+    // the analysis's sums, each wait added as found, none held: the sums of the waits found
+    require_same_states(measure_waits(t, model), measure_waits(t, want));
     for (const auto* from : {&streams, &packed}) {
       INFO((from == &packed ? "packed" : "unpacked"));
       WaitsHeld h;
@@ -1048,8 +1050,7 @@ TEST_CASE("the whole report from the analysis's op streams is the trace's, the t
     advice += want.at("advice").size() + want.at("considered").size();
     hot_spots += want.at("hot_spots").size();
     causes += want.at("root_causes").at("causes").size();
-    a.streams = std::make_shared<const std::vector<OpStream>>(OpStream::encode_all(a.trace, 256));
-    a.trace = bare_of(a.trace);
+    a.streams = std::make_shared<const std::vector<OpStream>>(OpStream::take_all(a.trace, 256));  // as --low-memory
     const nlohmann::json got = build_report(a, options);
     for (const auto& [key, value] : want.items()) {
       INFO("the report's " << key);
@@ -1060,6 +1061,68 @@ TEST_CASE("the whole report from the analysis's op streams is the trace's, the t
   CHECK(advice > 0);
   CHECK(hot_spots > 0);
   CHECK(causes > 0);
+}
+
+TEST_CASE("streams taken from a trace rank by rank are encode_all's, and the trace's ops are let go", "[op_stream]") {
+  // what mpiadvise report --low-memory keeps: each rank's stream written and packed, then its ops let go,
+  // before the next rank's; the collectives' instances are made at their first member met, which reads the
+  // op of the instance's head member, in that rank or a later one (coll-all: heads on every rank)
+  std::vector<Trace> traces;
+  for (const char* name : {"p2p-all", "coll-all", "threads", "halo-procnull"}) traces.push_back(build_trace(JobLog(fixture(name))));
+  traces.push_back(build_trace(JobLog(synth("alltoall", 6, 600))));
+  traces.push_back(build_trace(JobLog(synth("pipeline", 5, 900))));
+  uint64_t ops = 0, joined = 0, received = 0;
+  for (const Trace& t : traces) {
+    const std::vector<OpStream> want = OpStream::encode_all(t, 256);
+    Trace taken = t;
+    const std::vector<OpStream> got = OpStream::take_all(taken, 256);
+    REQUIRE(got.size() == want.size());
+    for (size_t r = 0; r < want.size(); r++) {
+      INFO("rank " << r);
+      REQUIRE(got[r].packed());
+      REQUIRE(got[r].ops() == want[r].ops());
+      REQUIRE(got[r].ops() == t.ranks[r].ops.size());
+      CHECK(taken.ranks[r].ops.empty());
+      CHECK(taken.ranks[r].ops.capacity() == 0);
+      REQUIRE(std::tie(got[r].window().first, got[r].window().end) == std::tie(want[r].window().first, want[r].window().end));
+      OpCursor a(want[r]), b(got[r]);
+      StreamOp x, y;
+      while (a.next(x)) {
+        REQUIRE(b.next(y));
+        REQUIRE(std::tie(x.t_enter, x.duration, x.callsite, x.call, x.kind, x.unfinished, x.link_ids, x.link_kinds) ==
+                std::tie(y.t_enter, y.duration, y.callsite, y.call, y.kind, y.unfinished, y.link_ids, y.link_kinds));
+        for (const auto* v : {&x.posted, &x.completed, &x.received}) {
+          const auto& w = v == &x.posted ? y.posted : v == &x.completed ? y.completed : y.received;
+          REQUIRE(v->size() == w.size());
+          for (size_t k = 0; k < v->size(); k++) REQUIRE(((*v)[k].id == w[k].id && (*v)[k].m->key() == w[k].m->key()));
+          if (v == &x.received) received += v->size();
+        }
+        for (const auto* v : {&x.joined, &x.left}) {
+          const auto& w = v == &x.joined ? y.joined : y.left;
+          REQUIRE(v->size() == w.size());
+          for (size_t k = 0; k < v->size(); k++)
+            REQUIRE((std::tie((*v)[k].instance, (*v)[k].k) == std::tie(w[k].instance, w[k].k) &&
+                     (*v)[k].fields->key() == w[k].fields->key()));
+          joined += v->size();
+        }
+        ops++;
+      }
+      REQUIRE_FALSE(b.next(y));
+    }
+    // the rest of the trace's calls let go; what else the report asks of it stays
+    CHECK(taken.messages.empty());
+    CHECK(taken.collectives.size() == 0);
+    CHECK(!taken.receives_together);
+    CHECK(taken.spilled_links.empty());
+    CHECK(std::make_tuple(taken.world_size, taken.comms.size()) == std::make_tuple(t.world_size, t.comms.size()));
+    REQUIRE(taken.ranks.size() == t.ranks.size());
+    for (size_t r = 0; r < t.ranks.size(); r++)
+      CHECK(std::tie(taken.ranks[r].rank, taken.ranks[r].calls, taken.ranks[r].cut) ==
+            std::tie(t.ranks[r].rank, t.ranks[r].calls, t.ranks[r].cut));
+  }
+  CHECK(ops > 5000);
+  CHECK(joined > 1000);
+  CHECK(received > 1000);
 }
 
 TEST_CASE("a hot spot's peers from the streams: a send no receive took names none", "[op_stream]") {
