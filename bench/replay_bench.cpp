@@ -525,14 +525,9 @@ int main(int argc, char** argv) {
     const double trace_s = seconds_since(t1);
     const double trace_mib = vm_hwm_kib() / 1024.0;
     t1 = std::chrono::steady_clock::now();
-    a.streams = std::make_shared<const std::vector<OpStream>>(OpStream::encode_all(a.trace, OpStream::kChunk));
+    // as mpiadvise report --low-memory takes them
+    a.streams = std::make_shared<const std::vector<OpStream>>(OpStream::take_all(a.trace));
     const double encode_s = seconds_since(t1);
-    for (RankTrace& rank : a.trace.ranks) std::vector<Op>().swap(rank.ops);
-    a.trace.links = LinkList{};
-    a.trace.spilled_links.clear();
-    std::vector<Message>().swap(a.trace.messages);
-    a.trace.receives_together.reset();
-    a.trace.collectives = CollectiveList{};
     malloc_trim(0);
     std::ofstream("/proc/self/clear_refs") << "5";
     const long bare_kib = vm_rss_kib();
