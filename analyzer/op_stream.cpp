@@ -98,8 +98,9 @@ OpStream OpStream::encode(const Trace& t, int rank) {
 namespace {
 
 // encode_all, and with `taken` each rank's ops let go once encoded. An instance's entry is made at its
-// first member met, in the lowest of its members' ranks: the op of its head member, which it reads, is
-// in that rank or a later one, not let go yet.
+// first member met and reads the op of its head member (its first): every member's op links to its
+// instance, so the instance is met at the latest in the head's own rank, whose ops are not let go yet
+// (encode refuses an instance whose head op is gone).
 std::vector<OpStream> encode_ranks(const Trace& t, size_t packed_chunk, std::vector<RankTrace>* taken) {
   std::vector<int32_t> counted;
   const std::vector<int32_t>* together = &counted;
@@ -284,7 +285,12 @@ OpStream OpStream::encode(const Trace& t, int rank, const std::vector<int32_t>& 
     const CollectiveInstance c = t.collectives[c_id];
     StreamInstance i;
     i.call = c.call, i.comm = c.comm, i.root = c.root, i.bytes = c.bytes;
-    i.head_site = t.op(c.members.front().first, c.members.front().second).callsite;
+    const auto [head_rank, head_op] = c.members.front();
+    if (head_op >= t.ranks[static_cast<size_t>(head_rank)].ops.size())  // take_all let its rank's ops go
+      throw std::logic_error(fmt::format("OpStream::encode: instance {}'s head member, op {} of rank {}, is not in the "
+                                         "trace (rank {} met the instance first)",
+                                         c_id, head_op, head_rank, rank));
+    i.head_site = t.op(head_rank, head_op).callsite;
     for (const auto& m : c.members) i.members.emplace_back(m.first, kNone);
     for (size_t k = 0; k < c.members.size(); k++) {
       i.sent.push_back(k < c.sent.size() ? MemberBytes::held(c.sent[k]) : MemberBytes::kNoBytes);

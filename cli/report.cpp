@@ -575,7 +575,7 @@ std::function<int()> add_report(CLI::App& app) {
       ->check(factor_check);
   sub->add_flag("--low-memory", c->low_memory,
                "Keep the calls, once read and matched, as compressed op streams in place of the whole trace: the "
-               "same report in less memory, about a third slower");
+               "same report in less memory, a third to a half slower");
   add_debug_dir_option(sub, c->debug_dirs);
   add_threads_option(sub);
   return [c] { return run_report(*c); };
