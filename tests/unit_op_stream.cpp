@@ -878,18 +878,28 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
       v.streams = packed;
       require_same(from_trace, replay(t, v));
       if (!v.retiming) require_same(from_trace, replay(bare, v));
-      require_same(from_trace, spread_replay(t, v, 2), false);  // a cursor on each process's thread
       v.streams = streams;
     }
-    {
+    // Spread, one way a variant, the three in turn: a spread replay here takes about two rounds an event,
+    // each round two meetings of its threads, and three for every variant took most of the suite's time
+    // under the sanitizers (420 spread replays, 4.7 M rounds for the patterns' section alone).
+    const int spread_way = v.retiming ? 1 : variant % 3;
+    if (spread_way == 0) {
+      INFO("the streams packed, spread over 2 processes");  // a cursor on each process's thread
+      v.streams = packed;
+      require_same(from_trace, spread_replay(t, v, 2), false);
+      v.streams = streams;
+    } else if (spread_way == 1) {
       INFO("spread over 2 processes");
       require_same(from_trace, spread_replay(t, v, 2), false);
     }
     if (!v.retiming) {  // a retiming of the trace makes its times from the trace's ops
       INFO("the trace without its ops");
       require_same(from_trace, replay(bare, v));
-      INFO("spread over 3 processes");
-      require_same(from_trace, spread_replay(bare, v, 3), false);
+      if (spread_way == 2) {
+        INFO("spread over 3 processes");
+        require_same(from_trace, spread_replay(bare, v, 3), false);
+      }
     } else {
       // the intervals and the retiming from the streams: the trace's ops let go
       for (const auto& s : {streams, packed}) {
@@ -901,7 +911,7 @@ int check_streamed_replays(const Trace& t, ReplayOptions o) {
         w.retiming = std::make_shared<const Retiming>(*s, from, draw);
         CHECK(w.retiming->all_values() == v.retiming->all_values());
         require_same(from_trace, replay(bare, w));
-        require_same(from_trace, spread_replay(bare, w, 3), false);
+        if (s == packed) require_same(from_trace, spread_replay(bare, w, 3), false);
         w.streams = s == packed ? streams : packed;  // streams of the same trace, but not these
         CHECK_THROWS_WITH(replay(bare, w), Catch::Contains("retimes another trace, or other streams"));
       }
