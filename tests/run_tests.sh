@@ -4,15 +4,17 @@
 # its test cases counted each time; there a test tagged [openmpi-only] runs under Open MPI alone and one
 # tagged [mpich-only] under MPICH alone (what it checks exists only in that MPI). Each run's whole output is kept in logs/ beside the binary; the
 # failures are named again just before the total, so that the last lines of a CI log say what failed and
-# where. Each run has MPA_TEST_TIMEOUT seconds (default 600; the longest, mpi_spread under MPICH, took
-# 64 s here): a job that hangs (MPICH 4.0.2 over UCX now and then does, in MPI_Finalize) fails its
+# where. Each run has MPA_TEST_TIMEOUT seconds (default 600; the longest, unit_op_stream built with ASan
+# and UBSan, took 265 s here): a job that hangs (MPICH 4.0.2 over UCX now and then does, in MPI_Finalize) fails its
 # binary with the time limit named, instead of holding the whole check until CI gives up with nothing said.
+# Each run's time is printed after it, and the runs past half the limit are listed again before the total.
 set -u
 limit=${MPA_TEST_TIMEOUT:-600}
 case "$limit" in '' | *[!0-9]*) echo "run_tests.sh: MPA_TEST_TIMEOUT=$limit is not a number of seconds" >&2; exit 2 ;; esac
 passed=0
 failed=0
 failures=""
+slow=""
 runs=()
 for bin in "$@"; do
   case "$(basename "$bin")" in
@@ -44,6 +46,11 @@ for run in "${runs[@]}"; do
     failures+=$(printf '%s\n' "$out" | grep -E -A8 ': FAILED:$|^[^ ].*: (error|fatal error):|: stopped at the limit of [0-9]+ s' | grep -v '^$' | head -n 60)$'\n'
   fi
   printf '%s\n' "$out" | grep -v '^$' | tail -n 40
+  took=$((SECONDS - start))
+  echo "$name: $took s"
+  # a run past half its limit is named again before the total: one that grows (a slower machine, the
+  # sanitizers, a test added) is seen before the limit fails it
+  if [ $((2 * took)) -gt "$limit" ]; then slow+="$name: $took s of the $limit s limit"$'\n'; fi
   if line=$(printf '%s\n' "$out" | grep -E '^All tests passed' | tail -1) && [ -n "$line" ]; then
     n=$(printf '%s' "$line" | sed -E 's/.* in ([0-9]+) test case.*/\1/')
     passed=$((passed + n))
@@ -57,6 +64,10 @@ for run in "${runs[@]}"; do
     failed=$((failed + 1))
   fi
 done
+if [ -n "$slow" ]; then
+  echo "== past half the time limit (MPA_TEST_TIMEOUT)"
+  printf '%s' "$slow"
+fi
 if [ -n "$failures" ]; then
   echo "== failures"
   printf '%s' "$failures"
