@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "model_fit.hpp"
+#include "op_stream.hpp"
 #include "parallel.hpp"
 #include "replay_peers.hpp"
 
@@ -434,7 +435,10 @@ void check_same_trace(const Trace& t, const std::string& dir) {
 }
 
 Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs,
-                 const ReplaySpeed& speed, const RunPart& part) {
+                 const ReplaySpeed& speed, const RunPart& part, bool low_memory) {
+  if (low_memory && replay_peers())
+    throw std::invalid_argument("--low-memory: not with the analysis spread over processes (mpirun -np K mpiadvise "
+                                "report); run it as one process");
   Analysis a;
   a.dir = dir;
   a.job = std::make_unique<JobLog>(dir);
@@ -476,10 +480,13 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
   if (a.trace.cut())
     for (const auto& r : a.job->ranks()) a.calls_in_logs += r->calls_estimate();
   check_same_trace(a.trace, dir);
+  // the calls kept as packed op streams from here, the trace's ops let go rank by rank (docs/streaming.md)
+  if (low_memory) a.streams = std::make_shared<const std::vector<OpStream>>(OpStream::take_all(a.trace));
   a.facts = run_facts(*a.job);
   a.chosen = choose_params(a.facts, params, default_params_dir());
   a.set_params = a.chosen.params;
-  if (const auto probe = message_probe(*a.job)) a.probe = probe_speed(*probe, a.chosen.params, a.trace);
+  if (const auto probe = message_probe(*a.job))
+    a.probe = a.streams ? probe_speed(*probe, a.chosen.params, *a.streams) : probe_speed(*probe, a.chosen.params, a.trace);
   const bool probe_plausible = a.probe && a.probe->factor >= kProbeFactorMin && a.probe->factor <= kProbeFactorMax;
   if (a.probe && !probe_plausible)
     a.chosen.why += fmt::format("; the run's own round trips between ranks 0 and {} went at x{:.3g} the set's times, "
@@ -509,7 +516,7 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
     a.chosen.why += fmt::format("; its times x{:.3f}: the run's own round trips between ranks 0 and {} ({}) against the "
                                 "set's",
                                 a.probe->factor, a.probe->partner, sizes);
-  } else if (const auto speed = run_speed(a.trace, a.facts, a.chosen.params)) {
+  } else if (const auto speed = run_speed(a.trace, a.streams, a.facts, a.chosen.params)) {
     a.chosen.params = a.chosen.params.scaled(speed->factor);
     for (double& f : a.chosen.params.speeds) f /= speed->factor;  // now on the scaled set's times
     a.chosen.why += fmt::format(
@@ -517,7 +524,8 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
         "{:+.1f}% off at the set's, {:+.1f}% at that one)",
         speed->factor, speed->faster ? "faster" : "slower", 100 * speed->error_set, 100 * speed->error_run);
   }
-  a.measured = measure_waits(a.trace, LogGPS(a.chosen.params));
+  a.measured = a.streams ? measure_waits(*a.streams, find_waits(*a.streams, LogGPS(a.chosen.params)))
+                         : measure_waits(a.trace, LogGPS(a.chosen.params));
   a.symbols.resize(static_cast<size_t>(a.trace.world_size));
   auto shared = std::make_shared<ModuleSymbols>(debug_dirs);
   for (const auto& r : a.job->ranks())

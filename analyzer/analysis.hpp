@@ -96,8 +96,12 @@ struct ReplaySpeed {
 };
 
 
+// low_memory: the trace taken into packed op streams (OpStream::take_all, Analysis::streams) as soon as it
+// is read, its ops let go rank by rank; the analysis from there (the run's speed, the measured waits) and
+// every stage after it read the streams, with the same results to the bit (mpiadvise report --low-memory).
+// Not with the analysis spread over processes.
 Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs = {},
-                 const ReplaySpeed& speed = {}, const RunPart& part = {});
+                 const ReplaySpeed& speed = {}, const RunPart& part = {}, bool low_memory = false);
 
 // Call sites with a function but no line (a program stripped of its debug information, or whose
 // debug files are not found) keyed as one site per function (module and function): their calls and

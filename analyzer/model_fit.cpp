@@ -57,10 +57,16 @@ bool never_waits(const Trace& t, const Op& op, const LogGPSParams& p) {
 }  // namespace
 
 std::optional<RunSpeed> run_speed(const Trace& trace, const RunFacts& facts, const LogGPSParams& params) {
+  return run_speed(trace, nullptr, facts, params);
+}
+
+std::optional<RunSpeed> run_speed(const Trace& trace, const std::shared_ptr<const std::vector<OpStream>>& streams,
+                                  const RunFacts& facts, const LogGPSParams& params) {
   if (!params.speeds_ratio || trace.ranks.empty()) return std::nullopt;
   auto error_at = [&](double f) {
     ReplayOptions o;
     o.params = params.scaled(f);
+    o.streams = streams;
     replay_library(facts, o);
     return replay(trace, o).error();
   };
@@ -94,12 +100,14 @@ std::optional<std::vector<double>> medians(const std::vector<const std::vector<s
 
 // The run's messages by size, as the probe's sizes weigh them: for each power-of-two band of sizes the
 // run sent, its mean size and the time the set gives its messages (count x round trip / 2).
-std::vector<std::pair<double, double>> message_weights(const Trace& trace, const LogGPS& model) {
+// each_message(add): add(bytes) for every message of the run, once.
+template <class EachMessage>
+std::vector<std::pair<double, double>> message_weights(const EachMessage& each_message, const LogGPS& model) {
   std::array<uint64_t, 65> count{}, bytes{};
-  for (const Message& m : trace.messages) {
-    const int band = m.bytes ? 64 - __builtin_clzll(m.bytes) : 0;
-    count[band]++, bytes[band] += m.bytes;
-  }
+  each_message([&](uint64_t b) {
+    const int band = b ? 64 - __builtin_clzll(b) : 0;
+    count[band]++, bytes[band] += b;
+  });
   std::vector<std::pair<double, double>> w;
   for (size_t b = 0; b < count.size(); b++) {
     if (!count[b]) continue;
@@ -128,9 +136,9 @@ std::optional<double> weighted_factor(const std::optional<std::vector<double>>& 
   return std::exp(sum / total);
 }
 
-}  // namespace
-
-std::optional<ProbeSpeed> probe_speed(const MessageProbe& probe, const LogGPSParams& params, const Trace& trace) {
+template <class EachMessage>
+std::optional<ProbeSpeed> probe_speed_of(const MessageProbe& probe, const LogGPSParams& params,
+                                         const EachMessage& each_message) {
   if (probe.bytes.empty() || !std::is_sorted(probe.bytes.begin(), probe.bytes.end())) return std::nullopt;
   ProbeSpeed s;
   s.bytes = probe.bytes;
@@ -143,13 +151,31 @@ std::optional<ProbeSpeed> probe_speed(const MessageProbe& probe, const LogGPSPar
   const auto measured = medians(both, s.bytes.size());
   if (both.empty() || !measured) return std::nullopt;
   s.measured_ns = *measured;
-  const auto weights = message_weights(trace, model);
+  const auto weights = message_weights(each_message, model);
   const auto f = weighted_factor(measured, s, weights);
   if (!f) return std::nullopt;
   s.factor = *f;
   if (!probe.init.empty()) s.init = weighted_factor(medians({&probe.init}, s.bytes.size()), s, weights);
   if (!probe.finalize.empty()) s.finalize = weighted_factor(medians({&probe.finalize}, s.bytes.size()), s, weights);
   return s;
+}
+
+}  // namespace
+
+std::optional<ProbeSpeed> probe_speed(const MessageProbe& probe, const LogGPSParams& params, const Trace& trace) {
+  return probe_speed_of(probe, params, [&](const auto& add) {
+    for (const Message& m : trace.messages) add(m.bytes);
+  });
+}
+
+std::optional<ProbeSpeed> probe_speed(const MessageProbe& probe, const LogGPSParams& params,
+                                      const std::vector<OpStream>& streams) {
+  return probe_speed_of(probe, params, [&](const auto& add) {
+    MessageSides(streams).each([&](const MessageSide& x) {
+      if (!x.send && x.matched) return;  // a matched message's receive: its send counts it
+      add(x.fields->bytes);
+    });
+  });
 }
 
 // The share of the bytes sent that were sent again unchanged (Message::cached). The set prices them at its

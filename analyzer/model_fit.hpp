@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,10 @@ struct RunSpeed {
   double error_set = 0, error_run = 0;  // the replay's error with the set as it is, and scaled
 };
 std::optional<RunSpeed> run_speed(const Trace& trace, const RunFacts& facts, const LogGPSParams& params);
+// The same, the replays reading the ranks' ops from their op streams (ReplayOptions::streams, a trace
+// without its ops beside them): the same speed, to the bit.
+std::optional<RunSpeed> run_speed(const Trace& trace, const std::shared_ptr<const std::vector<OpStream>>& streams,
+                                  const RunFacts& facts, const LogGPSParams& params);
 
 // The speed of the run's messages against the set's: each size's median round trip (both probes' rounds
 // together) against the set's model of it (LogGPS::round_trip(k, 0), the steady ping-pong the calibration
@@ -84,6 +89,9 @@ struct ProbeSpeed {
   int partner = 1;                            // MessageProbe's
 };
 std::optional<ProbeSpeed> probe_speed(const MessageProbe& probe, const LogGPSParams& params, const Trace& trace);
+// The same, the run's messages read from the ranks' op streams, each once (MessageSides).
+std::optional<ProbeSpeed> probe_speed(const MessageProbe& probe, const LogGPSParams& params,
+                                      const std::vector<OpStream>& streams);
 // A factor beyond these is no speed of the machine the set was measured on (here the runs' went at
 // 0.72 to 1.67 of their sets' times): a set for another machine or transport, or a damaged log. The
 // report then leaves the set's times as they are, and says so.

@@ -516,13 +516,9 @@ std::string render_markdown(const report::Report& j, size_t top) {
 }
 
 int run_report(const ReportCommand& c) {
-  if (c.low_memory && replay_peers())
-    throw std::invalid_argument("--low-memory: not with the analysis spread over processes (mpirun -np K mpiadvise "
-                                "report); run it as one process");
-  Analysis a = analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.speed, c.part);
-  // the calls kept as packed op streams, the trace's ops let go rank by rank (docs/streaming.md): every
-  // part of the report reads them, and gives the same report
-  if (c.low_memory) a.streams = std::make_shared<const std::vector<OpStream>>(OpStream::take_all(a.trace));
+  // --low-memory: the calls kept as packed op streams once read, the trace's ops let go rank by rank
+  // (docs/streaming.md): the analysis and every part of the report read them, and give the same report
+  Analysis a = analyse(c.dir, c.params, debug_search_dirs(c.debug_dirs), c.speed, c.part, c.low_memory);
   int status = kOk;
   for (const auto& p : a.trace.problems) {
     std::fprintf(stderr, "mpiadvise: %s\n", p.text().c_str());

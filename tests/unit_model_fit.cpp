@@ -2,10 +2,14 @@
 // model's equations, the measured times are set to miss it in one known way, and the assessment must
 // name the way and the place.
 #include <cmath>
+#include <memory>
+#include <tuple>
 
 #include <catch2/catch.hpp>
 
 #include "model_fit.hpp"
+#include "op_stream.hpp"
+#include "support.hpp"
 
 using namespace mpiadvise;
 using Catch::Detail::Approx;
@@ -168,6 +172,19 @@ TEST_CASE("a run at another of the machine's speeds than the set's is replayed a
   CHECK(s->factor == Approx(60));
   // closer, not exact: the trace's calls were stretched, not its latencies (600 us at the slower speed)
   CHECK(std::abs(s->error_run) < std::abs(s->error_set) / 2);
+  // the replays reading the ranks' ops from their op streams, the trace's let go (analyse's low_memory): the
+  // same speed and errors, to the bit
+  for (const Trace* run : {&t, &slower}) {
+    for (const LogGPSParams& set : {slow, fast}) {
+      const auto want = run_speed(*run, tcp_facts(), set);
+      const auto streams = std::make_shared<const std::vector<OpStream>>(OpStream::encode_all(*run, 256));
+      const auto got = run_speed(mpa_test::bare_of(*run), streams, tcp_facts(), set);
+      REQUIRE(got.has_value() == want.has_value());
+      if (want)
+        CHECK(std::tie(got->factor, got->faster, got->error_set, got->error_run) ==
+              std::tie(want->factor, want->faster, want->error_set, want->error_run));
+    }
+  }
 }
 
 TEST_CASE("a set that prices the messages above what they took is suspected when the prediction is too long",

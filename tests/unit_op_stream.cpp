@@ -1035,6 +1035,8 @@ TEST_CASE("the report's charts and the model's fit from the streams are the trac
 }
 
 TEST_CASE("the whole report from the analysis's op streams is the trace's, the trace's ops let go", "[op_stream][report]") {
+  // and the analysis made from the streams, the trace taken as soon as it is read (analyse's low_memory):
+  // the run's speed from its own round trips, and the measured waits, the same to the bit
   // every part of the report (the summary and ranks, the model's fit, the efficiency and its phases, the
   // hang, the causes and path, the receive side, the buffering, the hot spots and sites, the gate's
   // figures, the halos, the advice, the charts, the notes) read from the streams where the analysis has
@@ -1050,7 +1052,7 @@ TEST_CASE("the whole report from the analysis's op streams is the trace's, the t
     REQUIRE(r.status == 0);
     dirs.push_back(dir);
   }
-  uint64_t advice = 0, hot_spots = 0, causes = 0;
+  uint64_t advice = 0, hot_spots = 0, causes = 0, probed = 0, waits = 0;
   for (const fs::path& dir : dirs) {
     INFO(dir.filename().string());
     Analysis a = analyse(dir.string(), "");
@@ -1060,14 +1062,41 @@ TEST_CASE("the whole report from the analysis's op streams is the trace's, the t
     advice += want.at("advice").size() + want.at("considered").size();
     hot_spots += want.at("hot_spots").size();
     causes += want.at("root_causes").at("causes").size();
-    a.streams = std::make_shared<const std::vector<OpStream>>(OpStream::take_all(a.trace, 256));  // as --low-memory
-    const nlohmann::json got = build_report(a, options);
-    for (const auto& [key, value] : want.items()) {
-      INFO("the report's " << key);
-      CHECK(got.at(key).dump() == value.dump());
+    // as mpiadvise report --low-memory: the trace taken into streams as soon as it is read, the run's speed
+    // and the measured waits found from them
+    const Analysis b = analyse(dir.string(), "", {}, {}, {}, true);
+    REQUIRE(b.streams);
+    CHECK(b.trace.messages.empty());
+    CHECK(std::all_of(b.trace.ranks.begin(), b.trace.ranks.end(), [](const RankTrace& r) { return r.ops.empty(); }));
+    CHECK(b.chosen.why == a.chosen.why);
+    CHECK(b.chosen.params.o == a.chosen.params.o);
+    CHECK(b.chosen.params.L == a.chosen.params.L);
+    REQUIRE(b.probe.has_value() == a.probe.has_value());
+    if (a.probe) {
+      probed++;
+      CHECK(b.probe->factor == a.probe->factor);
+      CHECK(b.probe->init == a.probe->init);
+      CHECK(b.probe->finalize == a.probe->finalize);
     }
-    CHECK(got.size() == want.size());
+    CHECK(b.measured.rank_ns == a.measured.rank_ns);
+    REQUIRE(b.measured.sites.size() == a.measured.sites.size());
+    for (const auto& [key, s] : a.measured.sites) {
+      const SiteWaits& t = b.measured.sites.at(key);
+      CHECK(std::tie(t.call, t.waited_ns, t.caused_ns, t.count, t.message_bytes) ==
+            std::tie(s.call, s.waited_ns, s.caused_ns, s.count, s.message_bytes));
+    }
+    waits += a.measured.sites.size();
+    a.streams = std::make_shared<const std::vector<OpStream>>(OpStream::take_all(a.trace, 256));  // as the report takes them
+    for (const nlohmann::json& got : {build_report(a, options), build_report(b, options)}) {
+      for (const auto& [key, value] : want.items()) {
+        INFO("the report's " << key);
+        CHECK(got.at(key).dump() == value.dump());
+      }
+      CHECK(got.size() == want.size());
+    }
   }
+  CHECK(probed > 0);
+  CHECK(waits > 0);
   CHECK(advice > 0);
   CHECK(hot_spots > 0);
   CHECK(causes > 0);
