@@ -92,6 +92,9 @@ namespace {
 // optionals took 16, the reading's memberships took 48 bytes where they took 88 and the replays held
 // arrivals for the closed formula's instances alone; 191, 214, 220, 243, 258 before; 127 now, its collectives
 // counted beside it: kBytesPerCollectiveCall). Less than either: only a run that cannot fit is refused.
+// mpiadvise report --low-memory is counted the same: it took 36.5 bytes a call on the 64-rank halo but 70.6
+// on a halo of 1024 ranks x 5000 calls, where the report's stages hold memory for each rank
+// (docs/streaming.md, session 80).
 constexpr double kBytesPerCall = 62;
 // And for each replay run beside the first (analysis_threads): its state; mpiadvise report --format json
 // of a halo of 64 ranks x 2e4 calls peaked at 132 MiB with one thread and 146 MiB with two, 11-14
@@ -468,10 +471,10 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
     const double calls = static_cast<double>(n.calls);
     check_room(*a.job, until_ns, from_ns, room,
                {static_cast<double>(n.collective_calls) / calls, static_cast<double>(n.instances) / calls});
-  });
+  }, low_memory);
   a.part = part;
   const auto& ranks = a.trace.ranks;
-  if (part.from_s && std::all_of(ranks.begin(), ranks.end(), [](const RankTrace& r) { return r.ops.empty(); }))
+  if (part.from_s && std::all_of(ranks.begin(), ranks.end(), [&](const RankTrace& r) { return a.trace.ops_of(r.rank) == 0; }))
     throw std::invalid_argument(fmt::format("--from {}: no rank's log holds a call entered that long after the run's "
                                             "start{}: the part is empty",
                                             *part.from_s, part.until_s ? " and before --until" : ""));
@@ -480,7 +483,8 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
   if (a.trace.cut())
     for (const auto& r : a.job->ranks()) a.calls_in_logs += r->calls_estimate();
   check_same_trace(a.trace, dir);
-  // the calls kept as packed op streams from here, the trace's ops let go rank by rank (docs/streaming.md)
+  // the calls kept as packed op streams from here, the trace's ops (packed by the reading) let go rank by
+  // rank (docs/streaming.md)
   if (low_memory) a.streams = std::make_shared<const std::vector<OpStream>>(OpStream::take_all(a.trace));
   a.facts = run_facts(*a.job);
   a.chosen = choose_params(a.facts, params, default_params_dir());

@@ -101,7 +101,7 @@ namespace {
 // first member met and reads the op of its head member (its first): every member's op links to its
 // instance, so the instance is met at the latest in the head's own rank, whose ops are not let go yet
 // (encode refuses an instance whose head op is gone).
-std::vector<OpStream> encode_ranks(const Trace& t, size_t packed_chunk, std::vector<RankTrace>* taken) {
+std::vector<OpStream> encode_ranks(const Trace& t, size_t packed_chunk, Trace* taken) {
   std::vector<int32_t> counted;
   const std::vector<int32_t>* together = &counted;
   if (t.receives_together && (t.receives_together->empty() || t.receives_together->size() == t.messages.size()))
@@ -113,19 +113,28 @@ std::vector<OpStream> encode_ranks(const Trace& t, size_t packed_chunk, std::vec
   auto instances = std::make_shared<InstanceTable>();
   std::vector<uint32_t> by_instance;
   for (int r = 0; r < static_cast<int>(t.ranks.size()); r++) {
+    // ops the reading packed (Trace::packed_ops), unpacked a rank at a time
+    if (taken && !taken->packed_ops.empty()) {
+      taken->ranks[static_cast<size_t>(r)].ops = taken->packed_ops[static_cast<size_t>(r)].unpack();
+      taken->packed_ops[static_cast<size_t>(r)].clear();
+    }
     all.push_back(OpStream::encode(t, r, *together, instances, &by_instance));
     if (packed_chunk) all.back().pack(packed_chunk);
-    if (taken) std::vector<Op>().swap((*taken)[static_cast<size_t>(r)].ops);
+    if (taken) std::vector<Op>().swap(taken->ranks[static_cast<size_t>(r)].ops);
   }
   return all;
 }
 
 }  // namespace
 
-std::vector<OpStream> OpStream::encode_all(const Trace& t, size_t packed_chunk) { return encode_ranks(t, packed_chunk, nullptr); }
+std::vector<OpStream> OpStream::encode_all(const Trace& t, size_t packed_chunk) {
+  if (!t.packed_ops.empty()) throw std::logic_error("encode_all: the trace's ops are packed (take_all unpacks them)");
+  return encode_ranks(t, packed_chunk, nullptr);
+}
 
 std::vector<OpStream> OpStream::take_all(Trace& t, size_t packed_chunk) {
-  std::vector<OpStream> all = encode_ranks(t, packed_chunk, &t.ranks);
+  std::vector<OpStream> all = encode_ranks(t, packed_chunk, &t);
+  std::vector<PackedOps>().swap(t.packed_ops);
   t.links = LinkList{};
   t.spilled_links = SpilledLinks{};
   std::vector<Message>().swap(t.messages);

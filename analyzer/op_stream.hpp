@@ -163,7 +163,8 @@ class OpStream {
   // encode_all's streams, packed, taken from the trace: each rank's ops let go once its stream is written,
   // and the trace's links, messages, receives together and collective instances once every rank's is (its
   // ranks, communicators, call sites and problems stay), so that the trace and its streams are never held
-  // whole together (mpiadvise report --low-memory; docs/streaming.md's plan, step 1).
+  // whole together (mpiadvise report --low-memory; docs/streaming.md's plan, step 1). Ops the reading
+  // packed (Trace::packed_ops) are unpacked a rank at a time, each let go once its stream is written.
   static std::vector<OpStream> take_all(Trace& t, size_t packed_chunk = kChunk);
   // Packs its bytes as zstd frames (level 1, as the logs' chunks) of whole ops, a frame at least `chunk`
   // bytes unpacked but where the ops end first: a cursor gives back the same ops, unpacking a frame at a

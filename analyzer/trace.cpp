@@ -13,8 +13,10 @@
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
+#include <zstd.h>
 
 namespace mpiadvise {
 
@@ -58,7 +60,56 @@ OpKind op_kind(int call, uint32_t count) {
   }
 }
 
+void PackedOps::pack(std::vector<Op>& ops) {
+  const size_t raw = ops.size() * sizeof(Op);
+  std::vector<uint8_t> out(ZSTD_compressBound(raw));
+  const size_t z = ZSTD_compress(out.data(), out.size(), ops.data(), raw, 1);
+  if (ZSTD_isError(z)) throw std::runtime_error(fmt::format("packing a rank's ops: zstd: {}", ZSTD_getErrorName(z)));
+  out.resize(z);
+  out.shrink_to_fit();
+  bytes_ = std::move(out);
+  n_ = ops.size();
+  std::vector<Op>().swap(ops);
+}
+
+std::vector<Op> PackedOps::unpack() const {
+  std::vector<Op> ops(n_);
+  if (!n_) return ops;
+  const size_t got = ZSTD_decompress(ops.data(), n_ * sizeof(Op), bytes_.data(), bytes_.size());
+  if (ZSTD_isError(got) || got != n_ * sizeof(Op))
+    throw std::logic_error(fmt::format("unpacking a rank's ops: {}", ZSTD_isError(got) ? ZSTD_getErrorName(got) : "not the ops packed"));
+  return ops;
+}
+
 namespace {
+
+// f(RankTrace&) on each rank in order, its ops unpacked from Trace::packed_ops where they are packed and
+// packed again after it (f may change them): one rank's ops unpacked at a time.
+template <class F>
+void change_each_rank(Trace& t, F&& f) {
+  for (size_t r = 0; r < t.ranks.size(); r++) {
+    if (t.packed_ops.empty()) {
+      f(t.ranks[r]);
+      continue;
+    }
+    t.ranks[r].ops = t.packed_ops[r].unpack();
+    f(t.ranks[r]);
+    t.packed_ops[r].pack(t.ranks[r].ops);
+  }
+}
+
+// f(ops) on each rank's ops in order, unpacked from Trace::packed_ops a rank at a time where they are packed.
+template <class F>
+void read_each_rank(const Trace& t, F&& f) {
+  for (size_t r = 0; r < t.ranks.size(); r++) {
+    if (t.packed_ops.empty()) {
+      f(std::as_const(t.ranks[r].ops));
+      continue;
+    }
+    const std::vector<Op> ops = t.packed_ops[r].unpack();
+    f(ops);
+  }
+}
 
 // A send is its message from the start: the reading makes one Message for each send, in the ranks' order
 // and each rank's order of sending, and the matching fills in the receive's side. A message is so named by
@@ -698,10 +749,13 @@ struct Builder {
         e.id = id(e);
         t.links.push_back(e);
       }
-      for (Op& op : t.ranks[ranks[p]].ops) {
+      RankTrace& rt = t.ranks[ranks[p]];
+      if (!t.packed_ops.empty()) rt.ops = t.packed_ops[ranks[p]].unpack();
+      for (Op& op : rt.ops) {
         if (op.inline_link) op.first_link = id(own_link(op));
         else if (op.has_links()) op.first_link += place.links;
       }
+      if (!t.packed_ops.empty()) t.packed_ops[ranks[p]].pack(rt.ops);
       recv_rank.emplace_back(place.recvs, ranks[p]);
       for (const auto& [first, n] : part.spilled) t.spilled_links.emplace(first + place.links, n);
       const size_t bytes = part.bytes();
@@ -823,9 +877,10 @@ struct Builder {
       return l.id;
     };
     for (size_t i = 0; i < t.links.size(); i++) t.links.set_id(i, message(t.links[i]));
-    for (RankTrace& rt : t.ranks)
+    change_each_rank(t, [&](RankTrace& rt) {
       for (Op& op : rt.ops)
         if (op.inline_link) op.first_link = message(own_link(op));
+    });
     std::vector<RecvEnd>().swap(recvs);  // before compact_links makes its list beside the trace's
     for (const auto& c : t.collectives)
       if (c.members.size() != t.comms[c.comm].members.size()) t.incomplete_collectives++;
@@ -850,7 +905,8 @@ std::optional<uint64_t> run_start_ns(const JobLog& job) {
   return start;
 }
 
-Trace build_trace(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const std::function<void(const ReadCounts&)>& after_read) {
+Trace build_trace(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const std::function<void(const ReadCounts&)>& after_read,
+                  bool pack_ops) {
   Trace t;
   t.cut_ns = until_ns;
   t.from_ns = from_ns;
@@ -864,11 +920,17 @@ Trace build_trace(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const 
   std::vector<RankPart> parts(logs.size());
   std::vector<int> ranks(logs.size());
   GiveBack give_back;
+  if (pack_ops) t.packed_ops.resize(t.ranks.size());
   parallel_for(logs.size(), [&](size_t i) {
     ranks[i] = logs[i]->rank();
     RankReader(*logs[i], t.ranks[ranks[i]], parts[i], until_ns, from_ns).read();
     parts[i].fit();
     give_back.made(parts[i].bytes());
+    if (pack_ops) {
+      std::vector<Op>& ops = t.ranks[ranks[i]].ops;
+      give_back.made(ops.capacity() * sizeof(Op));
+      t.packed_ops[ranks[i]].pack(ops);
+    }
   });
   if (after_read) {
     ReadCounts n;
@@ -918,8 +980,8 @@ Trace build_trace(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const 
 
 std::vector<int32_t> receives_together(const Trace& t) {
   std::vector<int32_t> together;
-  for (const RankTrace& rt : t.ranks)
-    for (const Op& op : rt.ops) {
+  read_each_rank(t, [&](const std::vector<Op>& ops) {
+    for (const Op& op : ops) {
       if (op.links_here < 2) continue;
       const OpLinks links = t.links_of(op);
       int32_t receives = 0;
@@ -929,6 +991,7 @@ std::vector<int32_t> receives_together(const Trace& t) {
       for (uint32_t k = 0; k < links.size(); k++)
         if (const Link l = links[k]; l.kind == Link::DoneRecv && l.id < together.size()) together[l.id] = receives;
     }
+  });
   return together;
 }
 
@@ -946,8 +1009,7 @@ void mark_cached_resends(Trace& t) {
         return false;
     }
   };
-  for (const RankTrace& rank : t.ranks) {
-    const auto& ops = rank.ops;
+  read_each_rank(t, [&](const std::vector<Op>& ops) {
     size_t previous = ops.size();  // the rank's previous compared send
     double computation = 0;        // on the rank since its call
     for (size_t i = 0; i < ops.size(); i++) {
@@ -964,7 +1026,7 @@ void mark_cached_resends(Trace& t) {
       previous = i;
       computation = 0;
     }
-  }
+  });
 }
 
 void compact_links(Trace& t) {
@@ -974,13 +1036,14 @@ void compact_links(Trace& t) {
     return n;
   };
   size_t listed = 0;
-  for (const RankTrace& rt : t.ranks)
-    for (const Op& op : rt.ops)
+  read_each_rank(t, [&](const std::vector<Op>& ops) {
+    for (const Op& op : ops)
       if (const uint32_t n = kept_of(t.links_of(op)); n > 1) listed += n;
+  });
   LinkList kept;
   SpilledLinks spilled;
   kept.reserve(listed);
-  for (RankTrace& rt : t.ranks)
+  change_each_rank(t, [&](RankTrace& rt) {
     for (Op& op : rt.ops) {
       const OpLinks links = t.links_of(op);
       const uint32_t first = static_cast<uint32_t>(kept.size());
@@ -998,6 +1061,7 @@ void compact_links(Trace& t) {
       if (!n && (op.kind == OpKind::PostSend || op.kind == OpKind::PostRecv || op.kind == OpKind::Completion))
         op.kind = OpKind::Other;
     }
+  });
   t.links = std::move(kept);
   t.spilled_links = std::move(spilled);
 }

@@ -406,6 +406,22 @@ struct RankTrace {
 // this kind: the packed halo's refills then counted as data sent again unchanged.
 inline constexpr double kRewriteBytesPerNs = 256;
 
+// A rank's ops packed: one zstd frame (level 1) of their Op bytes as they are, about 6 bytes an op where an
+// Op takes 24 (mpiadvise-synth's halo of 64 ranks x 10^5 calls: 154 MB of ops in 40 MB). What a reading for
+// mpiadvise report --low-memory holds in place of the ranks' ops while it joins and matches them.
+class PackedOps {
+ public:
+  void pack(std::vector<Op>& ops);  // the ops held packed, and `ops` emptied, its memory freed
+  std::vector<Op> unpack() const;   // the ops, as packed
+  size_t size() const { return n_; }  // ops
+  size_t bytes() const { return bytes_.capacity(); }
+  void clear() { std::vector<uint8_t>().swap(bytes_), n_ = 0; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  size_t n_ = 0;
+};
+
 struct Trace {
   int world_size = 0;
   std::vector<RankTrace> ranks;       // by world rank (empty ops where a log is missing)
@@ -434,6 +450,13 @@ struct Trace {
   uint64_t cut_ns = UINT64_MAX;
   // ... and entered at or after this one (0: from the first): build_trace's from_ns, mpiadvise --from
   uint64_t from_ns = 0;
+  // By world rank, the ranks' ops packed where build_trace was asked to (pack_ops): ranks[r].ops is empty
+  // while packed_ops[r] holds them, until OpStream::take_all writes each rank's stream from them. Empty:
+  // the ops are in ranks[r].ops.
+  std::vector<PackedOps> packed_ops;
+  size_t ops_of(int rank) const {  // the rank's ops, packed or not
+    return packed_ops.empty() ? ranks[rank].ops.size() : packed_ops[rank].size() + ranks[rank].ops.size();
+  }
   // calls of the logs left out of the part: after it (cut_ns), or before it (from_ns)
   bool cut() const {
     return std::any_of(ranks.begin(), ranks.end(), [](const RankTrace& r) { return r.cut || r.calls_before; });
@@ -483,8 +506,11 @@ struct ReadCounts {
   uint64_t collective_calls = 0;  // of them, calls of collectives: each a member of an instance
   uint64_t instances = 0;         // the collective instances they make, about (each communicator's span of them)
 };
+// pack_ops: each rank's ops packed as soon as its log is read (Trace::packed_ops), and unpacked a rank at a
+// time, by one thread, where the joining and matching change or read them: the reading's peak holds
+// the ops packed, not the ops (OpStream::take_all writes the streams from them; docs/streaming.md).
 Trace build_trace(const JobLog& job, uint64_t until_ns = UINT64_MAX, uint64_t from_ns = 0,
-                  const std::function<void(const ReadCounts&)>& after_read = {});
+                  const std::function<void(const ReadCounts&)>& after_read = {}, bool pack_ops = false);
 // Where a run starts: MPI_Init's return (the first call's entry without one) on the lowest rank whose log
 // has an event, rank 0 in a whole run; ns on rank 0's clock; nullopt without any event. --until counts from there.
 std::optional<uint64_t> run_start_ns(const JobLog& job);

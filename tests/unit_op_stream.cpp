@@ -1106,66 +1106,99 @@ TEST_CASE("streams taken from a trace rank by rank are encode_all's, and the tra
   // what mpiadvise report --low-memory keeps: each rank's stream written and packed, then its ops let go,
   // before the next rank's; the collectives' instances are made at their first member met, which reads the
   // op of the instance's head member, in that rank or a later one (coll-all: heads on every rank)
-  std::vector<Trace> traces;
-  for (const char* name : {"p2p-all", "coll-all", "threads", "halo-procnull"}) traces.push_back(build_trace(JobLog(fixture(name))));
-  traces.push_back(build_trace(JobLog(synth("alltoall", 6, 600))));
-  traces.push_back(build_trace(JobLog(synth("pipeline", 5, 900))));
-  uint64_t ops = 0, joined = 0, received = 0;
-  for (const Trace& t : traces) {
-    const std::vector<OpStream> want = OpStream::encode_all(t, 256);
-    Trace taken = t;
-    const std::vector<OpStream> got = OpStream::take_all(taken, 256);
-    REQUIRE(got.size() == want.size());
-    for (size_t r = 0; r < want.size(); r++) {
-      INFO("rank " << r);
-      REQUIRE(got[r].packed());
-      REQUIRE(got[r].ops() == want[r].ops());
-      REQUIRE(got[r].ops() == t.ranks[r].ops.size());
-      CHECK(taken.ranks[r].ops.empty());
-      CHECK(taken.ranks[r].ops.capacity() == 0);
-      REQUIRE(std::tie(got[r].window().first, got[r].window().end) == std::tie(want[r].window().first, want[r].window().end));
-      OpCursor a(want[r]), b(got[r]);
-      StreamOp x, y;
-      while (a.next(x)) {
-        REQUIRE(b.next(y));
-        REQUIRE(std::tie(x.t_enter, x.duration, x.callsite, x.call, x.kind, x.unfinished, x.link_ids, x.link_kinds) ==
-                std::tie(y.t_enter, y.duration, y.callsite, y.call, y.kind, y.unfinished, y.link_ids, y.link_kinds));
-        for (const auto* v : {&x.posted, &x.completed, &x.received}) {
-          const auto& w = v == &x.posted ? y.posted : v == &x.completed ? y.completed : y.received;
-          REQUIRE(v->size() == w.size());
-          for (size_t k = 0; k < v->size(); k++) REQUIRE(((*v)[k].id == w[k].id && (*v)[k].m->key() == w[k].m->key()));
-          if (v == &x.received) received += v->size();
-        }
-        for (const auto* v : {&x.joined, &x.left}) {
-          const auto& w = v == &x.joined ? y.joined : y.left;
-          REQUIRE(v->size() == w.size());
-          for (size_t k = 0; k < v->size(); k++)
-            REQUIRE((std::tie((*v)[k].instance, (*v)[k].k) == std::tie(w[k].instance, w[k].k) &&
-                     (*v)[k].fields->key() == w[k].fields->key()));
-          joined += v->size();
-        }
-        ops++;
-      }
-      REQUIRE_FALSE(b.next(y));
-    }
-    // the rest of the trace's calls let go; what else the report asks of it stays
-    CHECK(taken.messages.capacity() == 0);
-    CHECK(taken.collectives.size() == 0);
-    CHECK(!taken.receives_together);
-    CHECK(taken.spilled_links.empty());
-    CHECK(taken.links.size() == 0);
-    CHECK(std::make_tuple(taken.world_size, taken.comms.size(), taken.site_keys.size(), taken.problems.size(),
-                          taken.unmatched_recvs, taken.largest_message) ==
-          std::make_tuple(t.world_size, t.comms.size(), t.site_keys.size(), t.problems.size(), t.unmatched_recvs,
-                          t.largest_message));
-    REQUIRE(taken.ranks.size() == t.ranks.size());
-    for (size_t r = 0; r < t.ranks.size(); r++)
-      CHECK(std::tie(taken.ranks[r].rank, taken.ranks[r].calls, taken.ranks[r].cut) ==
-            std::tie(t.ranks[r].rank, t.ranks[r].calls, t.ranks[r].cut));
+  // And the same streams taken from a reading that packed each rank's ops as soon as it read them
+  // (build_trace's pack_ops, as --low-memory reads), on the whole runs and on a part (--from, --until).
+  std::vector<fs::path> dirs;
+  for (const char* name : {"p2p-all", "coll-all", "threads", "halo-procnull"}) dirs.push_back(fixture(name));
+  dirs.push_back(synth("alltoall", 6, 600));
+  dirs.push_back(synth("pipeline", 5, 900));
+  struct Reading {
+    Trace t, packed;
+  };
+  std::vector<Reading> traces;
+  for (const fs::path& dir : dirs) {
+    const JobLog job(dir);
+    traces.push_back({build_trace(job), build_trace(job, UINT64_MAX, 0, {}, true)});
   }
+  {
+    // the pipeline's middle third, by rank 0's entries
+    const JobLog job(dirs.back());
+    const auto& ops = traces.back().t.ranks[0].ops;
+    REQUIRE(ops.size() > 30);
+    const uint64_t from = ops[ops.size() / 3].t_enter, until = ops[2 * ops.size() / 3].t_enter;
+    traces.push_back({build_trace(job, until, from), build_trace(job, until, from, {}, true)});
+    REQUIRE(traces.back().t.cut());
+  }
+  uint64_t ops = 0, joined = 0, received = 0, packed_ops = 0;
+  for (const auto& [t, packed] : traces)
+    for (const bool from_packed : {false, true}) {
+      INFO((from_packed ? "the reading's ops packed" : "the trace's ops"));
+      const std::vector<OpStream> want = OpStream::encode_all(t, 256);
+      if (from_packed) {
+        REQUIRE(packed.packed_ops.size() == t.ranks.size());
+        for (size_t r = 0; r < t.ranks.size(); r++) {
+          CHECK(packed.ranks[r].ops.empty());
+          CHECK(packed.packed_ops[r].size() == t.ranks[r].ops.size());
+          CHECK(packed.ops_of(static_cast<int>(r)) == t.ranks[r].ops.size());
+          packed_ops += packed.packed_ops[r].size();
+        }
+        CHECK_THROWS_AS(OpStream::encode_all(packed), std::logic_error);  // its ops are not in its ranks
+      }
+      Trace taken = from_packed ? packed : t;
+      const std::vector<OpStream> got = OpStream::take_all(taken, 256);
+      CHECK(taken.packed_ops.empty());
+      REQUIRE(got.size() == want.size());
+      for (size_t r = 0; r < want.size(); r++) {
+        INFO("rank " << r);
+        REQUIRE(got[r].packed());
+        REQUIRE(got[r].ops() == want[r].ops());
+        REQUIRE(got[r].ops() == t.ranks[r].ops.size());
+        CHECK(taken.ranks[r].ops.empty());
+        CHECK(taken.ranks[r].ops.capacity() == 0);
+        REQUIRE(std::tie(got[r].window().first, got[r].window().end) == std::tie(want[r].window().first, want[r].window().end));
+        OpCursor a(want[r]), b(got[r]);
+        StreamOp x, y;
+        while (a.next(x)) {
+          REQUIRE(b.next(y));
+          REQUIRE(std::tie(x.t_enter, x.duration, x.callsite, x.call, x.kind, x.unfinished, x.link_ids, x.link_kinds) ==
+                  std::tie(y.t_enter, y.duration, y.callsite, y.call, y.kind, y.unfinished, y.link_ids, y.link_kinds));
+          for (const auto* v : {&x.posted, &x.completed, &x.received}) {
+            const auto& w = v == &x.posted ? y.posted : v == &x.completed ? y.completed : y.received;
+            REQUIRE(v->size() == w.size());
+            for (size_t k = 0; k < v->size(); k++) REQUIRE(((*v)[k].id == w[k].id && (*v)[k].m->key() == w[k].m->key()));
+            if (v == &x.received) received += v->size();
+          }
+          for (const auto* v : {&x.joined, &x.left}) {
+            const auto& w = v == &x.joined ? y.joined : y.left;
+            REQUIRE(v->size() == w.size());
+            for (size_t k = 0; k < v->size(); k++)
+              REQUIRE((std::tie((*v)[k].instance, (*v)[k].k) == std::tie(w[k].instance, w[k].k) &&
+                       (*v)[k].fields->key() == w[k].fields->key()));
+            joined += v->size();
+          }
+          ops++;
+        }
+        REQUIRE_FALSE(b.next(y));
+      }
+      // the rest of the trace's calls let go; what else the report asks of it stays
+      CHECK(taken.messages.capacity() == 0);
+      CHECK(taken.collectives.size() == 0);
+      CHECK(!taken.receives_together);
+      CHECK(taken.spilled_links.empty());
+      CHECK(taken.links.size() == 0);
+      CHECK(std::make_tuple(taken.world_size, taken.comms.size(), taken.site_keys.size(), taken.problems.size(),
+                            taken.unmatched_recvs, taken.unmatched_sends, taken.incomplete_collectives, taken.largest_message) ==
+            std::make_tuple(t.world_size, t.comms.size(), t.site_keys.size(), t.problems.size(), t.unmatched_recvs,
+                            t.unmatched_sends, t.incomplete_collectives, t.largest_message));
+      REQUIRE(taken.ranks.size() == t.ranks.size());
+      for (size_t r = 0; r < t.ranks.size(); r++)
+        CHECK(std::tie(taken.ranks[r].rank, taken.ranks[r].calls, taken.ranks[r].cut, taken.ranks[r].calls_before) ==
+              std::tie(t.ranks[r].rank, t.ranks[r].calls, t.ranks[r].cut, t.ranks[r].calls_before));
+    }
   CHECK(ops > 5000);
   CHECK(joined > 1000);
   CHECK(received > 1000);
+  CHECK(packed_ops > 2500);
   // an instance whose head member's op does not link to it (no trace build_trace makes): met first in a
   // later rank than the head's, whose ops are gone; refused, not read from freed memory
   Trace odd;
