@@ -92,9 +92,8 @@ namespace {
 // optionals took 16, the reading's memberships took 48 bytes where they took 88 and the replays held
 // arrivals for the closed formula's instances alone; 191, 214, 220, 243, 258 before; 127 now, its collectives
 // counted beside it: kBytesPerCollectiveCall). Less than either: only a run that cannot fit is refused.
-// mpiadvise report --low-memory is counted the same: it took 36.5 bytes a call on the 64-rank halo but 70.6
-// on a halo of 1024 ranks x 5000 calls, where the report's stages hold memory for each rank
-// (docs/streaming.md, session 80).
+// mpiadvise report --low-memory is counted the same, though it took 36.5 bytes a call on the 64-rank halo
+// and 44 on a halo of 1024 ranks x 5000 calls (docs/streaming.md, session 80).
 constexpr double kBytesPerCall = 62;
 // And for each replay run beside the first (analysis_threads): its state; mpiadvise report --format json
 // of a halo of 64 ranks x 2e4 calls peaked at 132 MiB with one thread and 146 MiB with two, 11-14

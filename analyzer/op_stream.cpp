@@ -101,7 +101,7 @@ namespace {
 // first member met and reads the op of its head member (its first): every member's op links to its
 // instance, so the instance is met at the latest in the head's own rank, whose ops are not let go yet
 // (encode refuses an instance whose head op is gone).
-std::vector<OpStream> encode_ranks(const Trace& t, size_t packed_chunk, Trace* taken) {
+std::vector<OpStream> encode_ranks(const Trace& t, size_t packed_chunk, Trace* taken, uint64_t frame_ops = UINT64_MAX) {
   std::vector<int32_t> counted;
   const std::vector<int32_t>* together = &counted;
   if (t.receives_together && (t.receives_together->empty() || t.receives_together->size() == t.messages.size()))
@@ -119,7 +119,14 @@ std::vector<OpStream> encode_ranks(const Trace& t, size_t packed_chunk, Trace* t
       taken->packed_ops[static_cast<size_t>(r)].clear();
     }
     all.push_back(OpStream::encode(t, r, *together, instances, &by_instance));
-    if (packed_chunk) all.back().pack(packed_chunk);
+    if (packed_chunk) {
+      // frames of about frame_ops ops at most, by the rank's bytes an op
+      OpStream& s = all.back();
+      size_t chunk = packed_chunk;
+      if (s.ops() > frame_ops)
+        chunk = std::min<size_t>(chunk, std::max<uint64_t>(1, s.data().size() * frame_ops / s.ops()));
+      s.pack(chunk);
+    }
     if (taken) std::vector<Op>().swap(taken->ranks[static_cast<size_t>(r)].ops);
   }
   return all;
@@ -133,7 +140,8 @@ std::vector<OpStream> OpStream::encode_all(const Trace& t, size_t packed_chunk) 
 }
 
 std::vector<OpStream> OpStream::take_all(Trace& t, size_t packed_chunk) {
-  std::vector<OpStream> all = encode_ranks(t, packed_chunk, &t);
+  const uint64_t ranks = std::max<uint64_t>(t.ranks.size(), 1);
+  std::vector<OpStream> all = encode_ranks(t, packed_chunk, &t, std::max(kMinFrameOps, kDecodedOps / (2 * ranks)));
   std::vector<PackedOps>().swap(t.packed_ops);
   t.links = LinkList{};
   t.spilled_links = SpilledLinks{};

@@ -165,6 +165,10 @@ class OpStream {
   // ranks, communicators, call sites and problems stay), so that the trace and its streams are never held
   // whole together (mpiadvise report --low-memory; docs/streaming.md's plan, step 1). Ops the reading
   // packed (Trace::packed_ops) are unpacked a rank at a time, each let go once its stream is written.
+  // Its frames hold at most kDecodedOps / (2 x ranks) ops (kMinFrameOps at least): the causes keep two
+  // frames of each rank decoded (OpFrames, about 35 bytes an op), which at 1024 ranks of 5000 calls, each
+  // rank's stream one frame of kChunk, held every op of the run decoded (docs/streaming.md, session 80).
+  static constexpr uint64_t kDecodedOps = uint64_t{1} << 20, kMinFrameOps = 256;
   static std::vector<OpStream> take_all(Trace& t, size_t packed_chunk = kChunk);
   // Packs its bytes as zstd frames (level 1, as the logs' chunks) of whole ops, a frame at least `chunk`
   // bytes unpacked but where the ops end first: a cursor gives back the same ops, unpacking a frame at a

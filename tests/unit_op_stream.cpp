@@ -1199,6 +1199,23 @@ TEST_CASE("streams taken from a trace rank by rank are encode_all's, and the tra
   CHECK(joined > 1000);
   CHECK(received > 1000);
   CHECK(packed_ops > 2500);
+  {
+    // many ranks: frames of at most about kDecodedOps / (2 x ranks) ops, so that the two frames of each rank
+    // the causes keep decoded (OpFrames) are not the whole run (1024 ranks x 2000 calls: 512 ops a frame,
+    // where each rank's 2000 ops fit one frame of kChunk bytes)
+    Trace t = build_trace(JobLog(synth("halo", 1024, 2000)), UINT64_MAX, 0, {}, true);
+    const uint64_t frame_ops = std::max(OpStream::kMinFrameOps, OpStream::kDecodedOps / (2 * 1024));
+    const std::vector<OpStream> got = OpStream::take_all(t);
+    uint64_t most = 0, frames = 0;
+    for (const OpStream& s : got) {
+      REQUIRE(s.packed());
+      frames += s.frames();
+      for (size_t k = 0; k < s.frames(); k++)
+        most = std::max(most, (k + 1 < s.frames() ? s.frame_first_op(k + 1) : s.ops()) - s.frame_first_op(k));
+    }
+    CHECK(frames >= got.size() * 3);
+    CHECK(most <= 2 * frame_ops);
+  }
   // an instance whose head member's op does not link to it (no trace build_trace makes): met first in a
   // later rank than the head's, whose ops are gone; refused, not read from freed memory
   Trace odd;
