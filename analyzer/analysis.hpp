@@ -97,9 +97,10 @@ struct ReplaySpeed {
 
 
 // low_memory: the ranks' ops held packed while the logs are read and matched (build_trace's pack_ops), and
-// the trace taken into packed op streams (OpStream::take_all, Analysis::streams) as soon as it is read; the analysis from there (the run's speed, the measured waits) and
-// every stage after it read the streams, with the same results to the bit (mpiadvise report --low-memory).
-// Not with the analysis spread over processes.
+// the trace taken into packed op streams (OpStream::take_all, Analysis::streams) as soon as it is read;
+// the analysis from there (the run's speed, the measured waits) and every stage after it read the
+// streams, with the same results to the bit (mpiadvise report --low-memory). Not with the analysis spread
+// over processes.
 Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs = {},
                  const ReplaySpeed& speed = {}, const RunPart& part = {}, bool low_memory = false);
 
