@@ -92,9 +92,19 @@ namespace {
 // optionals took 16, the reading's memberships took 48 bytes where they took 88 and the replays held
 // arrivals for the closed formula's instances alone; 191, 214, 220, 243, 258 before; 127 now, its collectives
 // counted beside it: kBytesPerCollectiveCall). Less than either: only a run that cannot fit is refused.
-// mpiadvise report --low-memory is counted the same, though it took 36.5 bytes a call on the 64-rank halo
-// and 44 on a halo of 1024 ranks x 5000 calls (docs/streaming.md, session 80).
+// The calls held packed (--low-memory) are counted apart: kPackedBytesPerCall.
 constexpr double kBytesPerCall = 62;
+// And each rank's, beside its calls: 45 KiB a rank more for 1024 ranks x 1000 calls than for 64 x 16000 (138
+// MiB, 79 MiB at the peak, session 81); the mapped lists of each rank's part and its log's index.
+constexpr double kBytesPerRank = 32.0 * 1024;
+// Held packed (analyse's low_memory; mpiadvise report --low-memory --threads 1, session 81): 28 bytes a
+// call beside those of each rank, and 34 for each op the causes hold decoded (two frames of each rank's
+// stream: OpStream::kDecodedOps in all, or 2 x kMinFrameOps a rank where that is more, or every op of a
+// shorter run), below each of 67 MiB for 64 ranks x 16000 calls (this counts 62), 109 for 1024 x 1000
+// (93), 215 for 1024 x 5000 (203) and 223 for 64 x 1e5 (207), the peaks less the program's 14 MiB. Up to
+// 2^20 calls it counts what the calls take whole: held packed, they take no less (64 x 16000: 63 MiB whole,
+// 67 packed).
+constexpr double kPackedBytesPerCall = 28, kDecodedBytesPerOp = 34;
 // And for each replay run beside the first (analysis_threads): its state; mpiadvise report --format json
 // of a halo of 64 ranks x 2e4 calls peaked at 132 MiB with one thread and 146 MiB with two, 11-14
 // bytes a call more from one run to the next (where the two replays' peaks meet); 4 is below any seen (25
@@ -114,6 +124,12 @@ constexpr double kBytesPerCallPerThread = 4;
 // instance held beside its op: counted once the reading has counted them (kBytesPerCollectiveCall).
 constexpr double kAddressBytes = 24.0 * 1024 * 1024;
 constexpr double kAddressBytesPerCall = 72;
+// Held packed (analyse's low_memory): 24 MiB, 48 KiB a rank, 20 bytes for each op the causes hold decoded
+// and 42 bytes a call, above the least ulimit -v of mpiadvise report --low-memory --threads 1 less the program's
+// 14 MiB (session 81): 80 MiB for 64 ranks x 16000 calls (this counts 87), 121 for 1024 x 1000 (132), 286
+// for 64 x 1e5 (303), 271 for 1024 x 5000 (297). The decoded ops and each rank's part make a short run take more
+// packed than whole (64 x 16000: 77 MiB whole); from about 2 million calls packed takes less.
+constexpr double kPackedAddressBytesPerCall = 42, kPackedAddressBytesPerRank = 48.0 * 1024, kDecodedAddressBytesPerOp = 20;
 // And each replay run beside the first: its malloc arena, which glibc reserves 64 MiB of address space for
 // (HEAP_MAX_SIZE), and its state at kBytesPerCallPerThread. With two threads the least limits, which vary
 // from run to run with where the threads' arenas are made, were 16 to 73 MiB above those of one (the 64 x 1e5
@@ -180,10 +196,11 @@ Room room_left() {
   return room;
 }
 
-// What an analysis of `calls` MPI calls with `threads` replays at once needs, `here` processes of it on
-// this node (spread over processes, each holds the whole trace; those of a node share its memory, each
-// has its own address space). Collectives, where the reading has counted them: the share of the calls
-// that are collectives' and of the instances they make.
+// What an analysis of `calls` MPI calls in the logs of `ranks` ranks with `threads` replays at once needs,
+// `here` processes of it on this node (spread over processes, each holds the whole trace; those of a node
+// share its memory, each has its own address space), the calls held whole or, `packed`, as analyse's
+// low_memory holds them. Collectives, where the reading has counted them: the share of the calls that are
+// collectives' and of the instances they make.
 struct Need {
   double memory = 0, address = 0;
 };
@@ -192,17 +209,31 @@ struct Collectives {
 };
 
 // Bytes a call, and beyond them what each call of a collective and each instance adds.
-double bytes_per_call(const Collectives& k) {
-  return kBytesPerCall + k.calls * kBytesPerCollectiveCall + k.instances * kBytesPerInstance;
+double bytes_per_call(const Collectives& k, bool packed) {
+  return (packed ? kPackedBytesPerCall : kBytesPerCall) + k.calls * kBytesPerCollectiveCall + k.instances * kBytesPerInstance;
 }
-double address_per_call(const Collectives& k) {
-  return kAddressBytesPerCall + k.calls * kAddressBytesPerCollectiveCall + k.instances * kAddressBytesPerInstance;
+double address_per_call(const Collectives& k, bool packed) {
+  return (packed ? kPackedAddressBytesPerCall : kAddressBytesPerCall) + k.calls * kAddressBytesPerCollectiveCall +
+         k.instances * kAddressBytesPerInstance;
+}
+// What does not grow with the calls beyond a bound: the program's own, each rank's, and packed, the ops the
+// causes hold decoded.
+double decoded_ops(size_t ranks, uint64_t calls) {
+  return static_cast<double>(std::min<uint64_t>(calls, std::max<uint64_t>(OpStream::kDecodedOps, 2 * OpStream::kMinFrameOps * ranks)));
+}
+double fixed_address(size_t ranks, uint64_t calls, bool packed) {
+  if (!packed) return kAddressBytes;
+  return kAddressBytes + static_cast<double>(ranks) * kPackedAddressBytesPerRank + decoded_ops(ranks, calls) * kDecodedAddressBytesPerOp;
+}
+double fixed_memory(size_t ranks, uint64_t calls, bool packed) {
+  return static_cast<double>(ranks) * kBytesPerRank + (packed ? decoded_ops(ranks, calls) * kDecodedBytesPerOp : 0);
 }
 
-Need need_of(uint64_t calls, unsigned threads, int here, const Collectives& k = {}) {
+Need need_of(uint64_t calls, size_t ranks, unsigned threads, int here, const Collectives& k, bool packed) {
   const double c = static_cast<double>(calls), more = threads > 1 ? threads - 1 : 0;
-  return {(c * bytes_per_call(k) + more * c * kBytesPerCallPerThread) * here,
-          kAddressBytes + c * address_per_call(k) + more * (kAddressBytesPerThread + c * kBytesPerCallPerThread)};
+  return {(fixed_memory(ranks, calls, packed) + c * bytes_per_call(k, packed) + more * c * kBytesPerCallPerThread) * here,
+          fixed_address(ranks, calls, packed) + c * address_per_call(k, packed) +
+              more * (kAddressBytesPerThread + c * kBytesPerCallPerThread)};
 }
 
 bool fits(const Need& n, const Room& r) {
@@ -293,22 +324,42 @@ MemoryRoom memory_room() {
   return {room, here};
 }
 
+// How the analysis holds the calls once read: whole, or packed (analyse's low_memory), asked for or
+// chosen by the check where they fit only so; may_pack: the check may choose it (not spread over processes).
+struct Holding {
+  bool packed = false, may_pack = true;
+};
+
 // The check against the room found before the reading: of the calls alone, and once the reading has
-// counted them, of the calls with their collectives (k).
-void check_room(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const MemoryRoom& at, const Collectives& k) {
+// counted them, of the calls with their collectives (k). Where the calls fit only packed, and may be, it
+// holds them so (hold.packed) and says so on stderr.
+void check_room(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const MemoryRoom& at, const Collectives& k,
+                Holding& hold) {
   const Room& room = at.room;
   const int here = at.here;
   if (room.memory == UINT64_MAX && room.address == UINT64_MAX) return;
   uint64_t calls = 0;
   for (const auto& r : job.ranks())
     calls += until_ns == UINT64_MAX && from_ns == 0 ? r->calls_estimate() : r->calls_estimate(until_ns, from_ns);
-  const Need need = need_of(calls, 1, here, k);
+  const size_t ranks = job.ranks().size();
+  const auto need_at = [&](uint64_t n, unsigned threads, bool packed) { return need_of(n, ranks, threads, here, k, packed); };
+  if (!hold.packed && !fits(need_at(calls, 1, false), room) && hold.may_pack && fits(need_at(calls, 1, true), room)) {
+    const Need whole = need_at(calls, 1, false), packed = need_at(calls, 1, true);
+    const bool address = whole.address > static_cast<double>(room.address);
+    std::fprintf(stderr, "mpiadvise: %s: the analysis of its %llu MPI calls would need about %s where %s %s: the calls "
+                 "held packed once read (as --low-memory holds them), in about %s\n",
+                 job.dir().c_str(), static_cast<unsigned long long>(calls), gib(address ? whole.address : whole.memory).c_str(),
+                 gib(static_cast<double>(address ? room.address : room.memory)).c_str(),
+                 address ? "of address space is left (ulimit -v)" : "is available",
+                 gib(address ? packed.address : packed.memory).c_str());
+    hold.packed = true;
+  }
   // replays at once: as many as fit beside the analysis itself
   const unsigned threads = analysis_threads();
-  if (threads > 1 && calls > 0 && fits(need, room) && !fits(need_of(calls, threads, here, k), room)) {
+  if (threads > 1 && calls > 0 && fits(need_at(calls, 1, hold.packed), room) && !fits(need_at(calls, threads, hold.packed), room)) {
     unsigned n = threads - 1;
-    while (n > 1 && !fits(need_of(calls, n, here, k), room)) n--;
-    const Need all = need_of(calls, threads, here, k);
+    while (n > 1 && !fits(need_at(calls, n, hold.packed), room)) n--;
+    const Need all = need_at(calls, threads, hold.packed);
     const bool address = all.address > static_cast<double>(room.address);
     std::fprintf(stderr, "mpiadvise: %s: %u replays at once would need about %s where %s %s: %u at once\n",
                  job.dir().c_str(), threads, gib(address ? all.address : all.memory).c_str(),
@@ -316,14 +367,21 @@ void check_room(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const Me
                  address ? "of address space is left (ulimit -v)" : "is available", n);
     set_analysis_threads(n);
   }
-  if (fits(need, room)) return;
+  if (fits(need_at(calls, 1, hold.packed), room)) return;
+  // refused: the figures of the way that comes nearer to fitting (the lesser of its shares of the room
+  // needed), packed where it may be and does
+  const auto share = [&](const Need& n) {
+    return std::max(n.memory / static_cast<double>(room.memory), n.address / static_cast<double>(room.address));
+  };
+  const bool packed = hold.packed || (hold.may_pack && share(need_at(calls, 1, true)) <= share(need_at(calls, 1, false)));
+  const Need need = need_at(calls, 1, packed);
   // what binds: the memory, or the address space (of both short, the one with the smaller share of its need left)
   const bool memory_short = need.memory > static_cast<double>(room.memory);
   const bool address = need.address > static_cast<double>(room.address) &&
                        (!memory_short || static_cast<double>(room.address) / need.address <
                                              static_cast<double>(room.memory) / need.memory);
   const double needed = address ? need.address : need.memory, left = static_cast<double>(address ? room.address : room.memory);
-  const double fixed = address ? kAddressBytes : 0;  // what does not grow with the calls
+  const double fixed = address ? fixed_address(ranks, 0, packed) : fixed_memory(ranks, 0, packed) * here;  // not with the calls
   // the part of the run that fits: the longest from the run's start (or from --from) whose calls fit, as
   // the check counts them; and the longest that fits elsewhere, where the run's calls are as dense
   std::string part;
@@ -346,20 +404,25 @@ void check_room(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const Me
     // by up to a chunk of each thread's calls (the count takes a chunk's calls as spread evenly over its
     // time, and counts one chunk beyond the part's end whole), so as long a part as from the start may
     // not fit elsewhere: the part said for anywhere fits at each of those places.
+    // a part fits as analyse would hold it: whole where its calls fit whole, else packed where they may be
+    const auto part_fits = [&](uint64_t n) {
+      if (!hold.packed && fits(need_at(n, 1, false), room)) return fits(need_at(n, 1, false), part_room);
+      return (hold.packed || hold.may_pack) && fits(need_at(n, 1, true), part_room);
+    };
     const auto longest = [&](bool anywhere) {
       constexpr int kPlaces = 8;
       const auto fits_len = [&](uint64_t len) {
         if (!anywhere) {
           uint64_t n = 0;
           for (const auto& r : job.ranks()) n += r->calls_estimate(begin + len, from_ns);
-          return fits(need_of(n, 1, here, k), part_room);
+          return part_fits(n);
         }
         const uint64_t span = end > begin + len ? end - begin - len : 0;
         for (int j = 0; j < kPlaces; j++) {
           const uint64_t from = begin + span / (kPlaces - 1) * j;
           uint64_t n = 0;
           for (const auto& r : job.ranks()) n += r->calls_estimate(from + len, from);
-          if (!fits(need_of(n, 1, here, k), part_room)) return false;
+          if (!part_fits(n)) return false;
         }
         return true;
       };
@@ -390,12 +453,22 @@ void check_room(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const Me
       part = fmt::format(", or analyse only about {:g} s of the run, whose analysis fits (--from {:.9g} --until {:.9g}), "
                          "a shorter part", fit_s, from_s, from_s + fit_s);
   }
-  std::string rate = address ? fmt::format("{} and {:.0f} bytes a call", gib(kAddressBytes), address_per_call(k))
-                             : fmt::format("{:.0f} bytes a call", bytes_per_call(k));
+  const double fixed_need = address ? fixed_address(ranks, calls, packed) : fixed_memory(ranks, calls, packed);
+  std::string rate = fmt::format("{}{:.0f} bytes a call", fixed_need > 0 ? gib(fixed_need) + " and " : "",
+                                 address ? address_per_call(k, packed) : bytes_per_call(k, packed));
   if (k.calls > 0) rate += fmt::format(", {:.0f}% of them calls of collectives", 100 * k.calls);
+  if (packed) rate += ", the calls held packed once read, as --low-memory holds them";
+  // spread over processes, each holds the whole trace: one process of it, holding the calls packed, may fit
+  std::string alone;
+  if (!hold.may_pack) {
+    const Need one = need_of(calls, ranks, 1, 1, k, true);
+    if (fits(one, room))
+      alone = fmt::format(", or in one process (mpiadvise report without mpirun), which holds the calls packed in about {}",
+                          gib(address ? one.address : one.memory));
+  }
   throw MemoryError(fmt::format(
       "{}: the logs of {} ranks hold {} MPI calls{}, and their analysis needs about {}{} ({}{}) where {} {}; analyse "
-      "them {}{}{}, or trace only the part of the run that matters (MPI_Pcontrol(0) pauses tracing, MPI_Pcontrol(1) "
+      "them {}{}{}{}, or trace only the part of the run that matters (MPI_Pcontrol(0) pauses tracing, MPI_Pcontrol(1) "
       "resumes it)",
       job.dir().string(), job.ranks().size(), calls,
       until_ns == UINT64_MAX && from_ns == 0 ? ""
@@ -406,13 +479,14 @@ void check_room(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const Me
       here > 1 && !address ? fmt::format(", in each of the {} processes of the analysis on this node", here) : "",
       gib(left), address ? "is left under its limit (ulimit -v)" : "is available",
       address ? "under a higher limit" : "on a machine with that memory", here > 1 && !address ? " or with fewer processes on it" : "",
-      part));
+      alone, part));
 }
 
 }  // namespace
 
 void check_memory(const JobLog& job, uint64_t until_ns, uint64_t from_ns) {
-  check_room(job, until_ns, from_ns, memory_room(), {});
+  Holding hold;
+  check_room(job, until_ns, from_ns, memory_room(), {}, hold);
 }
 
 // Spread over processes, every process must have read the same logs (a path that names other files on
@@ -464,13 +538,16 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
   // collectives' need beside it against the same room (a run of collectives alone needs twice a halo's
   // bytes a call, and more where its instances have few members)
   const MemoryRoom room = memory_room();
-  check_room(*a.job, until_ns, from_ns, room, {});
+  Holding hold{low_memory, !replay_peers()};
+  check_room(*a.job, until_ns, from_ns, room, {}, hold);
+  const bool packed_before = hold.packed;
   a.trace = build_trace(*a.job, until_ns, from_ns, [&](const ReadCounts& n) {
-    if (n.calls == 0 || n.collective_calls == 0) return;
+    if (n.calls == 0 || n.collective_calls == 0) return false;
     const double calls = static_cast<double>(n.calls);
     check_room(*a.job, until_ns, from_ns, room,
-               {static_cast<double>(n.collective_calls) / calls, static_cast<double>(n.instances) / calls});
-  }, low_memory);
+               {static_cast<double>(n.collective_calls) / calls, static_cast<double>(n.instances) / calls}, hold);
+    return hold.packed && !packed_before;  // the ops packed from here where only the collectives' count made it so
+  }, hold.packed);
   a.part = part;
   const auto& ranks = a.trace.ranks;
   if (part.from_s && std::all_of(ranks.begin(), ranks.end(), [&](const RankTrace& r) { return a.trace.ops_of(r.rank) == 0; }))
@@ -484,7 +561,7 @@ Analysis analyse(const std::string& dir, const std::string& params, const std::v
   check_same_trace(a.trace, dir);
   // the calls kept as packed op streams from here, the trace's ops (packed by the reading) let go rank by
   // rank (docs/streaming.md)
-  if (low_memory) a.streams = std::make_shared<const std::vector<OpStream>>(OpStream::take_all(a.trace));
+  if (hold.packed) a.streams = std::make_shared<const std::vector<OpStream>>(OpStream::take_all(a.trace));
   a.facts = run_facts(*a.job);
   a.chosen = choose_params(a.facts, params, default_params_dir());
   a.set_params = a.chosen.params;

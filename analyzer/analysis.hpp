@@ -69,8 +69,9 @@ struct Analysis {
 // Throws LogError (bad logs) or ParamError (bad parameter set); params: a name, a file, or "" to choose;
 // debug_dirs: where to look first for separate debug files (see debug_dirs() in symbolizer.hpp).
 // Refuses, with one line naming the figures and what helps, logs whose analysis cannot fit in the memory
-// this process may still take (the system's, its cgroup's, its address-space limit); where it fits but
-// not with analysis_threads() replays at once, lowers them to as many as fit, and says so on stderr.
+// this process may still take (the system's, its cgroup's, its address-space limit), as the least of the
+// trace held whole and held packed (analyse's low_memory); where it fits but not with analysis_threads()
+// replays at once, lowers them to as many as fit, and says so on stderr.
 // until_ns, from_ns: only the calls entered before until_ns and at or after from_ns are to be analysed
 // (build_trace). analyse() checks so before it reads the logs, and again once it has read them, where
 // they hold collectives, with these counted.
@@ -100,7 +101,8 @@ struct ReplaySpeed {
 // the trace taken into packed op streams (OpStream::take_all, Analysis::streams) as soon as it is read;
 // the analysis from there (the run's speed, the measured waits) and every stage after it read the
 // streams, with the same results to the bit (mpiadvise report --low-memory). Not with the analysis spread
-// over processes.
+// over processes. Without it, where the memory check finds the calls fit only held so (before the reading,
+// or once it has counted their collectives), analyse() holds them so, and says so in a line on stderr.
 Analysis analyse(const std::string& dir, const std::string& params, const std::vector<std::string>& debug_dirs = {},
                  const ReplaySpeed& speed = {}, const RunPart& part = {}, bool low_memory = false);
 

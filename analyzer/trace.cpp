@@ -83,19 +83,23 @@ std::vector<Op> PackedOps::unpack() const {
 
 namespace {
 
-// f(RankTrace&) on each rank in order, its ops unpacked from Trace::packed_ops where they are packed and
-// packed again after it (f may change them): one rank's ops unpacked at a time.
+// f(RankTrace&) on rank r, its ops unpacked from Trace::packed_ops where they are packed and packed again
+// after it (f may change them).
+template <class F>
+void change_rank(Trace& t, size_t r, F&& f) {
+  if (t.packed_ops.empty()) {
+    f(t.ranks[r]);
+    return;
+  }
+  t.ranks[r].ops = t.packed_ops[r].unpack();
+  f(t.ranks[r]);
+  t.packed_ops[r].pack(t.ranks[r].ops);
+}
+
+// change_rank on each rank in order: one rank's ops unpacked at a time.
 template <class F>
 void change_each_rank(Trace& t, F&& f) {
-  for (size_t r = 0; r < t.ranks.size(); r++) {
-    if (t.packed_ops.empty()) {
-      f(t.ranks[r]);
-      continue;
-    }
-    t.ranks[r].ops = t.packed_ops[r].unpack();
-    f(t.ranks[r]);
-    t.packed_ops[r].pack(t.ranks[r].ops);
-  }
+  for (size_t r = 0; r < t.ranks.size(); r++) change_rank(t, r, f);
 }
 
 // f(ops) on each rank's ops in order, unpacked from Trace::packed_ops a rank at a time where they are packed.
@@ -749,13 +753,12 @@ struct Builder {
         e.id = id(e);
         t.links.push_back(e);
       }
-      RankTrace& rt = t.ranks[ranks[p]];
-      if (!t.packed_ops.empty()) rt.ops = t.packed_ops[ranks[p]].unpack();
-      for (Op& op : rt.ops) {
-        if (op.inline_link) op.first_link = id(own_link(op));
-        else if (op.has_links()) op.first_link += place.links;
-      }
-      if (!t.packed_ops.empty()) t.packed_ops[ranks[p]].pack(rt.ops);
+      change_rank(t, static_cast<size_t>(ranks[p]), [&](RankTrace& rt) {
+        for (Op& op : rt.ops) {
+          if (op.inline_link) op.first_link = id(own_link(op));
+          else if (op.has_links()) op.first_link += place.links;
+        }
+      });
       recv_rank.emplace_back(place.recvs, ranks[p]);
       for (const auto& [first, n] : part.spilled) t.spilled_links.emplace(first + place.links, n);
       const size_t bytes = part.bytes();
@@ -905,7 +908,7 @@ std::optional<uint64_t> run_start_ns(const JobLog& job) {
   return start;
 }
 
-Trace build_trace(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const std::function<void(const ReadCounts&)>& after_read,
+Trace build_trace(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const std::function<bool(const ReadCounts&)>& after_read,
                   bool pack_ops) {
   Trace t;
   t.cut_ns = until_ns;
@@ -950,7 +953,13 @@ Trace build_trace(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const 
       }
     }
     for (const auto& [gid, span] : seqs) n.instances += uint64_t{span.second} - span.first + 1;
-    after_read(n);
+    if (after_read(n) && !pack_ops) {
+      t.packed_ops.resize(t.ranks.size());
+      parallel_for(t.ranks.size(), [&](size_t r) {
+        give_back.made(t.ranks[r].ops.capacity() * sizeof(Op));
+        t.packed_ops[r].pack(t.ranks[r].ops);
+      });
+    }
   }
   Builder b(t, give_back);
   b.join(parts, ranks);

@@ -500,7 +500,8 @@ std::vector<uint32_t> done_ops(const Trace& t, Link::Kind side);
 // not held (a channel's sends and receives, each communicator's collectives), so that the part's messages
 // pair as they did in the whole run, and one whose other side is before the part has lost that side.
 // after_read: told what the ranks read hold before they join (where a check of the memory the rest needs
-// may refuse them, by throwing).
+// may refuse them, by throwing); true: the ops packed from there on, as pack_ops packs them (the check
+// found they fit only so).
 struct ReadCounts {
   uint64_t calls = 0;             // the MPI calls read (RankTrace::calls)
   uint64_t collective_calls = 0;  // of them, calls of collectives: each a member of an instance
@@ -510,7 +511,7 @@ struct ReadCounts {
 // time, by one thread, where the joining and matching change or read them: the reading's peak holds
 // the ops packed, not the ops (OpStream::take_all writes the streams from them; docs/streaming.md).
 Trace build_trace(const JobLog& job, uint64_t until_ns = UINT64_MAX, uint64_t from_ns = 0,
-                  const std::function<void(const ReadCounts&)>& after_read = {}, bool pack_ops = false);
+                  const std::function<bool(const ReadCounts&)>& after_read = {}, bool pack_ops = false);
 // Where a run starts: MPI_Init's return (the first call's entry without one) on the lowest rank whose log
 // has an event, rank 0 in a whole run; ns on rank 0's clock; nullopt without any event. --until counts from there.
 std::optional<uint64_t> run_start_ns(const JobLog& job);

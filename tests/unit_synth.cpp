@@ -344,11 +344,14 @@ TEST_CASE("synth: a directory holding a trace is refused, and replaced with --fo
 
 // A run whose analysis cannot fit is refused before any of it is read into memory, in one line that
 // names the calls, the memory needed and available, and what helps; never a bare std::bad_alloc. The
-// limit is the address space (ulimit -v), which the check counts: 8 ranks x 2.2e5 calls need about
-// 24 MiB and 1.76e6 x 72 bytes = 145 MiB of it, and 128 MiB leaves less than that once the program
-// is loaded (114 MiB here). The part of the run it names (--until S: the longest first part whose calls,
-// as the check counts them, fit) is then analysed under the same limit; so is the part later in the run
-// it names (--from S --until S+X: X leaves room for a chunk's calls more than the first part counts).
+// limit is the address space (ulimit -v), which the check counts: 8 ranks x 2.2e5 calls (1759976, synth's
+// count) need 24 MiB and 72 bytes a call whole (145 MiB), and held packed, as --low-memory holds them,
+// 24 MiB, 48 KiB a rank, 20 bytes for each of the 2^20 ops the causes hold decoded and 42 bytes a call:
+// 25165824 + 393216 + 20971520 + 73918992 bytes = 115 MiB; 112 MiB leaves less than either once the program
+// is loaded (98 MiB here), and the line names the packed figure, the least. The part of the run it names
+// (--until S: the longest first part whose calls, as the check counts them, fit whole or packed) is then
+// analysed under the same limit; so is the part later in the run it names (--from S --until S+X: X
+// leaves room for a chunk's calls more than the first part counts).
 // AddressSanitizer reserves terabytes of address space for its shadow memory, so under it no
 // ulimit -v lets the program start: the case runs in the ordinary build only (make check).
 #if defined(__SANITIZE_ADDRESS__)
@@ -358,13 +361,21 @@ TEST_CASE("synth: a directory holding a trace is refused, and replaced with --fo
 #define MPA_TEST_ASAN 1
 #endif
 #endif
-TEST_CASE("report says, in one line, when the logs cannot be analysed in the memory there is", "[synth]") {
 #ifdef MPA_TEST_ASAN
-  WARN("not run under AddressSanitizer: its shadow memory needs more address space than ulimit -v leaves");
-  return;
+#define SKIP_UNDER_ASAN()                                                                                      \
+  do {                                                                                                         \
+    WARN("not run under AddressSanitizer: its shadow memory needs more address space than ulimit -v leaves"); \
+    return;                                                                                                    \
+  } while (0)
+#else
+#define SKIP_UNDER_ASAN() \
+  do {                    \
+  } while (0)
 #endif
+TEST_CASE("report says, in one line, when the logs cannot be analysed in the memory there is", "[synth]") {
+  SKIP_UNDER_ASAN();
   fs::path dir = generate("halo", 8, 220000);
-  auto r = run_command(fmt::format("ulimit -v 131072; '{}' report '{}'", mpiadvise_cmd(), dir.string()));
+  auto r = run_command(fmt::format("ulimit -v 114688; '{}' report '{}'", mpiadvise_cmd(), dir.string()));
   INFO(r.err);
   CHECK(r.status != 0);
   CHECK(r.out.empty());
@@ -372,8 +383,8 @@ TEST_CASE("report says, in one line, when the logs cannot be analysed in the mem
   CHECK(r.err.find("bad_alloc") == std::string::npos);
   CHECK(r.err.find(dir.string()) != std::string::npos);
   CHECK(r.err.find("MPI calls") != std::string::npos);
-  // 24 MiB + 1759976 calls (synth's count) x 72 B
-  CHECK(r.err.find("needs about 145 MiB of address space") != std::string::npos);
+  CHECK(r.err.find("needs about 115 MiB of address space (44 MiB and 42 bytes a call, the calls held packed once "
+                   "read, as --low-memory holds them)") != std::string::npos);
   CHECK(r.err.find("ulimit -v") != std::string::npos);
   // what helps without tracing again: a part of the run, --until S, S the share of the run's seconds that
   // fits, which is analysed under the same limit
@@ -381,7 +392,7 @@ TEST_CASE("report says, in one line, when the logs cannot be analysed in the mem
   REQUIRE(std::regex_search(r.err, m, std::regex(R"(\(--until ([0-9.e+-]+)\))")));
   const double fit_s = std::stod(m[1]);
   CHECK(fit_s > 0);
-  auto part = run_command(fmt::format("ulimit -v 131072; '{}' report --until {} '{}'", mpiadvise_cmd(), m[1].str(), dir.string()));
+  auto part = run_command(fmt::format("ulimit -v 114688; '{}' report --until {} '{}'", mpiadvise_cmd(), m[1].str(), dir.string()));
   INFO(part.err);
   CHECK(part.status <= 1);
   CHECK(part.out.find("(--until)") != std::string::npos);
@@ -394,7 +405,7 @@ TEST_CASE("report says, in one line, when the logs cannot be analysed in the mem
   CHECK(later_s > 0);
   CHECK(later_s <= fit_s);
   const std::string later = fmt::format("--from {} --until {}", m[1].str(), fit_s + later_s);
-  auto second = run_command(fmt::format("ulimit -v 131072; '{}' report {} '{}'", mpiadvise_cmd(), later, dir.string()));
+  auto second = run_command(fmt::format("ulimit -v 114688; '{}' report {} '{}'", mpiadvise_cmd(), later, dir.string()));
   INFO(later << ": " << second.err);
   CHECK(second.status <= 1);
   CHECK(second.out.find("(--from") != std::string::npos);  // --until beyond the run's end cuts nothing
@@ -402,15 +413,13 @@ TEST_CASE("report says, in one line, when the logs cannot be analysed in the mem
 
 TEST_CASE("report says, in one line, when a run of collectives cannot be analysed in the memory there is, once its "
           "logs are read", "[synth]") {
-#ifdef MPA_TEST_ASAN
-  WARN("not run under AddressSanitizer: its shadow memory needs more address space than ulimit -v leaves");
-  return;
-#endif
+  SKIP_UNDER_ASAN();
   // 2 ranks x 4e5 calls of MPI_Allreduce: an instance to every two calls. Counted as calls alone before
   // the reading (24 MiB + 800000 x 72 B = 79 MiB) they fit in the 88 MiB ulimit -v 100 MiB leaves; read,
   // the collectives count too: 24 MiB + 800000 x (72 + 20 for a collective's call + 32 / 2 for an
-  // instance of 2 ranks) = 106 MiB, which does not (the analysis needs more, about 110 MiB: without this
-  // count it ran out of memory partway)
+  // instance of 2 ranks) = 106 MiB whole, which does not (the analysis needs more, about 110 MiB: without
+  // this count it ran out of memory partway), nor packed: 24 MiB + 2 x 48 KiB + 800000 x 20 for the ops
+  // held decoded + 800000 x (42 + 20 + 16) = 99 MiB, the least, which the line names (39 MiB of it fixed)
   fs::path dir = generate("allreduce", 2, 400000, "--bytes 8");
   const auto under_limit = [&](const std::string& args) {
     return run_command(fmt::format("ulimit -v 102400; '{}' report --threads 1 {} '{}'", mpiadvise_cmd(), args, dir.string()));
@@ -423,8 +432,8 @@ TEST_CASE("report says, in one line, when a run of collectives cannot be analyse
   CHECK(r.err.find("out of memory") == std::string::npos);
   CHECK(r.err.find("bad_alloc") == std::string::npos);
   CHECK(r.err.find("hold 800000 MPI calls") != std::string::npos);
-  CHECK(r.err.find("needs about 106 MiB of address space (24 MiB and 108 bytes a call, 100% of them calls of "
-                   "collectives)") != std::string::npos);
+  CHECK(r.err.find("needs about 99 MiB of address space (39 MiB and 78 bytes a call, 100% of them calls of "
+                   "collectives, the calls held packed once read, as --low-memory holds them)") != std::string::npos);
   // the part it names is analysed under the same limit
   std::smatch m;
   REQUIRE(std::regex_search(r.err, m, std::regex(R"(\(--until ([0-9.e+-]+)\))")));
@@ -432,6 +441,53 @@ TEST_CASE("report says, in one line, when a run of collectives cannot be analyse
   INFO(part.err);
   CHECK(part.status <= 1);
   CHECK(part.out.find("(--until)") != std::string::npos);
+}
+
+// A run that fits only with its calls held packed is analysed so, without being asked (--low-memory),
+// and the report is the one the whole trace gives: one line on stderr says so. 8 ranks x 250000 calls
+// (1999976, synth's count) need 24 MiB + 1999976 x 72 bytes = 161 MiB of address space whole, and packed
+// 24 MiB + 8 x 48 KiB + 2^20 x 20 + 1999976 x 42 bytes = 124 MiB; 160 MiB leaves 147 beside the program.
+// One replay at a time (--threads 1): a second would need 64 MiB more, and its line would be said too.
+TEST_CASE("report holds the calls packed where only so they fit, and gives the same report", "[synth][memory]") {
+  SKIP_UNDER_ASAN();
+  fs::path dir = generate("halo", 8, 250000);
+  const fs::path out = fresh_dir("packed-report");
+  auto whole = run_command(fmt::format("'{}' report --threads 1 --format json -o '{}' '{}'", mpiadvise_cmd(),
+                                       (out / "whole.json").string(), dir.string()));
+  INFO(whole.err);
+  REQUIRE(whole.status <= 1);
+  CHECK(whole.err.find("held packed") == std::string::npos);
+  auto packed = run_command(fmt::format("ulimit -v 163840; '{}' report --threads 1 --format json -o '{}' '{}'", mpiadvise_cmd(),
+                                        (out / "packed.json").string(), dir.string()));
+  INFO(packed.err);
+  CHECK(packed.status == whole.status);
+  CHECK(std::count(packed.err.begin(), packed.err.end(), '\n') == 1);
+  CHECK(packed.err.find("of address space is left (ulimit -v): the calls held packed once read (as --low-memory "
+                        "holds them), in about 124 MiB") != std::string::npos);
+  CHECK(read_text(out / "packed.json") == read_text(out / "whole.json"));
+}
+
+// The same where the calls alone fit whole and their collectives, counted once the logs are read, do not:
+// the ops read are packed then, before the ranks join. 2 ranks x 6e5 calls of MPI_Allreduce (1.2 million):
+// calls alone 24 MiB + 1.2e6 x 72 = 106 MiB; with their collectives 24 MiB + 1.2e6 x 108 = 148 MiB whole,
+// 24 MiB + 2 x 48 KiB + 2^20 x 20 + 1.2e6 x 78 = 133 MiB packed; 154 MiB leaves about 140.
+TEST_CASE("report holds the calls packed once read where only so their collectives fit, and gives the same report",
+          "[synth][memory]") {
+  SKIP_UNDER_ASAN();
+  fs::path dir = generate("allreduce", 2, 600000, "--bytes 8");
+  const fs::path out = fresh_dir("packed-collectives");
+  auto whole = run_command(fmt::format("'{}' report --threads 1 --format json -o '{}' '{}'", mpiadvise_cmd(),
+                                       (out / "whole.json").string(), dir.string()));
+  INFO(whole.err);
+  REQUIRE(whole.status <= 1);
+  auto packed = run_command(fmt::format("ulimit -v 157696; '{}' report --threads 1 --format json -o '{}' '{}'",
+                                        mpiadvise_cmd(), (out / "packed.json").string(), dir.string()));
+  INFO(packed.err);
+  CHECK(packed.status == whole.status);
+  CHECK(std::count(packed.err.begin(), packed.err.end(), '\n') == 1);
+  CHECK(packed.err.find("the analysis of its 1200000 MPI calls would need about 148 MiB") != std::string::npos);
+  CHECK(packed.err.find("in about 133 MiB") != std::string::npos);
+  CHECK(read_text(out / "packed.json") == read_text(out / "whole.json"));
 }
 
 // Under a batch system the limit is the job's cgroup's (SLURM's task/cgroup, a container's), and not at
