@@ -142,12 +142,7 @@ std::vector<OpStream> OpStream::encode_all(const Trace& t, size_t packed_chunk) 
 std::vector<OpStream> OpStream::take_all(Trace& t, size_t packed_chunk) {
   const uint64_t ranks = std::max<uint64_t>(t.ranks.size(), 1);
   std::vector<OpStream> all = encode_ranks(t, packed_chunk, &t, std::max(kMinFrameOps, kDecodedOps / (2 * ranks)));
-  std::vector<PackedOps>().swap(t.packed_ops);
-  t.links = LinkList{};
-  t.spilled_links = SpilledLinks{};
-  std::vector<Message>().swap(t.messages);
-  t.receives_together.reset();
-  t.collectives = CollectiveList{};
+  t.let_go_calls();
   return all;
 }
 

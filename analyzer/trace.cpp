@@ -987,6 +987,16 @@ Trace build_trace(const JobLog& job, uint64_t until_ns, uint64_t from_ns, const 
   return t;
 }
 
+void Trace::let_go_calls() {
+  for (RankTrace& rank : ranks) std::vector<Op>().swap(rank.ops);
+  std::vector<PackedOps>().swap(packed_ops);
+  links = LinkList{};
+  spilled_links = SpilledLinks{};
+  std::vector<Message>().swap(messages);
+  receives_together.reset();
+  collectives = CollectiveList{};
+}
+
 std::vector<int32_t> receives_together(const Trace& t) {
   std::vector<int32_t> together;
   read_each_rank(t, [&](const std::vector<Op>& ops) {

@@ -457,6 +457,10 @@ struct Trace {
   size_t ops_of(int rank) const {  // the rank's ops, packed or not
     return packed_ops.empty() ? ranks[rank].ops.size() : packed_ops[rank].size() + ranks[rank].ops.size();
   }
+  // Lets go of what op streams carry (OpStream::take_all): each rank's ops, packed or not, the links, the
+  // messages, the receives together and the collective instances, their memory freed. The ranks and their
+  // counts, the communicators, the call sites, the problems and the unmatched counts stay.
+  void let_go_calls();
   // calls of the logs left out of the part: after it (cut_ns), or before it (from_ns)
   bool cut() const {
     return std::any_of(ranks.begin(), ranks.end(), [](const RankTrace& r) { return r.cut || r.calls_before; });

@@ -476,13 +476,8 @@ int main(int argc, char** argv) {
   // (clear_refs), as the first replays' peak above is the process's
   {
     const double predicted = replay(t, o).predicted_ns;
-    for (RankTrace& rank : t.ranks) std::vector<Op>().swap(rank.ops);
-    t.links = LinkList{};
-    t.spilled_links.clear();
-    std::vector<Message>().swap(t.messages);
-    t.receives_together.reset();
     const double collectives_bytes = static_cast<double>(t.collectives.capacity_bytes());
-    t.collectives = CollectiveList{};
+    t.let_go_calls();
     malloc_trim(0);
     std::ofstream("/proc/self/clear_refs") << "5";
     o.streams = shared;

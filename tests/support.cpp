@@ -324,12 +324,7 @@ namespace mpa_test {
 mpiadvise::Trace bare_of(const mpiadvise::Trace& t) {
   using namespace mpiadvise;
   Trace bare = t;
-  bare.receives_together.reset();
-  bare.collectives = CollectiveList{};
-  for (RankTrace& rank : bare.ranks) std::vector<Op>().swap(rank.ops);
-  bare.links = LinkList{};
-  bare.spilled_links.clear();
-  std::vector<Message>().swap(bare.messages);
+  bare.let_go_calls();
   return bare;
 }
 
