@@ -210,8 +210,8 @@ bool RankLog::for_each_event_until(uint64_t until_ns, const std::function<bool(c
     if (s.p == s.end && mpa_decode_chunk_done(&s.state) != MPA_DECODE_OK)
       corrupt_event(s, s.p, mpa_decode_message(MPA_DECODE_TIMES));
     ev.thread = thread;
-    ev.call = d.call < call_map_.size() ? call_map_[d.call] : -1;
-    ev.call_name = d.call < call_names_.size() ? std::string_view(call_names_[d.call]) : std::string_view("unknown");
+    ev.call = d.call < calls_->ids.size() ? calls_->ids[d.call] : -1;
+    ev.call_name = d.call < calls_->names.size() ? std::string_view(calls_->names[d.call]) : std::string_view("unknown");
     ev.mask = d.mask;
     ev.t_enter_ns = to_ns(d.t_enter);
     ev.t_exit_ns = to_ns(d.t_exit);

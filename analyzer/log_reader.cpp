@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "interned.hpp"
 #include "log_header.hpp"
 #include "text_escape.hpp"
 
@@ -35,6 +36,22 @@ std::string ReadProblem::text() const {
 
 const char* call_name(int call) {
   return call >= 0 && call < MPA_CALL_COUNT ? mpa_call_names[call] : "unknown";
+}
+
+namespace {
+struct RanksHash {
+  size_t operator()(const std::vector<int32_t>& r) const {
+    return std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(r.data()), r.size() * sizeof r[0]));
+  }
+};
+}  // namespace
+
+Ranks::Ranks(std::vector<int32_t> ranks) : ranks_(interned<std::vector<int32_t>, RanksHash>(std::move(ranks))) {}
+
+size_t RankLog::CallTableHash::operator()(const CallTable& t) const {
+  size_t h = t.names.size();
+  for (const auto& n : t.names) h = h * 1099511628211u ^ std::hash<std::string>{}(n);
+  return h;
 }
 
 int32_t Communicator::world_rank(int32_t local) const {
@@ -147,13 +164,16 @@ void RankLog::read_header() {
   HeaderFacts facts = check_header(header_, file, sizeof h, problems_);
   rank_ = facts.rank;
   size_ = facts.size;
-  call_names_ = std::move(facts.calls);
-  for (const auto& n : call_names_) {
+  header_.erase("calls");  // held once for the run, in calls_
+  CallTable calls{std::move(facts.calls), {}};
+  calls.ids.reserve(calls.names.size());
+  for (const auto& n : calls.names) {
     int id = -1;
     for (int i = 0; i < MPA_CALL_COUNT; i++)
       if (n == mpa_call_names[i]) id = i;
-    call_map_.push_back(id);
+    calls.ids.push_back(id);
   }
+  calls_ = interned<CallTable, CallTableHash>(std::move(calls));
   index_chunks(sizeof h + h.json_bytes);
   if (auto world = comms_.find(1); world != comms_.end() && world->second.members.size() != static_cast<size_t>(size_))
     throw LogError(file, sizeof h,
@@ -209,7 +229,13 @@ void RankLog::index_chunks(uint64_t off) {
         continue;
       }
       if (c.type == MPA_CHUNK_TRAILER) {
-        if (check_trailer(j, name, c.offset, problems_)) trailer_ = std::move(j);
+        if (check_trailer(j, name, c.offset, problems_)) {
+          // its call sites and communicators repeat the definitions (read_defs), which the analysis reads;
+          // the communicators' members would take each rank's log as many numbers as ranks
+          j.erase("callsites");
+          j.erase("comms");
+          trailer_ = std::move(j);
+        }
       } else if (check_meta(j, name, c.offset, problems_)) {
         meta_.push_back(std::move(j));
       }
@@ -245,14 +271,16 @@ std::vector<uint8_t> RankLog::payload(const ChunkRef& c) const {
 void RankLog::read_defs(const std::vector<uint8_t>& data, const ChunkRef& c) {
   Cursor cur{data.data(), data.data() + data.size()};
   // members are world ranks: each below the world's size
-  const auto ranks = [&](std::vector<int32_t>& out, const char* what) {
+  const auto ranks = [&](Ranks& into, const char* what) {
     uint64_t n = cur.count(what, static_cast<uint64_t>(size_));
+    std::vector<int32_t> out;
     out.reserve(n);
     for (uint64_t i = 0; i < n; i++) {
       int32_t r = cur.i32("member");
       if (r < 0 || r >= size_) throw std::out_of_range(fmt::format("member {} is not a rank of a world of {}", r, size_));
       out.push_back(r);
     }
+    into = Ranks(std::move(out));
   };
   try {
     while (!cur.done()) {
@@ -272,7 +300,7 @@ void RankLog::read_defs(const std::vector<uint8_t>& data, const ChunkRef& c) {
         if (m.inter) ranks(m.remote, "remote group size");
         m.parent = cur.u32("parent communicator id");
         uint64_t call = cur.varint();
-        m.created_by = call < call_names_.size() ? call_names_[call] : "";
+        m.created_by = call < calls_->names.size() ? calls_->names[call] : "";
         comms_[m.id] = std::move(m);
       } else if (kind == MPA_DEF_MODULE) {
         Module mod;

@@ -91,11 +91,33 @@ struct Event {
   }
 };
 
+// World ranks in an order, immutable, held once however many logs hold an equal list (interned.hpp):
+// each rank's log defines MPI_COMM_WORLD with every rank, which held by each would take the ranks squared.
+class Ranks {
+ public:
+  Ranks() = default;
+  Ranks(std::vector<int32_t> ranks);  // NOLINT(google-explicit-constructor): a list of ranks is one
+  const std::vector<int32_t>& list() const { return ranks_ ? *ranks_ : kNone; }
+  operator const std::vector<int32_t>&() const { return list(); }  // NOLINT(google-explicit-constructor)
+  size_t size() const { return list().size(); }
+  bool empty() const { return list().empty(); }
+  int32_t operator[](size_t i) const { return list()[i]; }
+  int32_t front() const { return list().front(); }
+  auto begin() const { return list().begin(); }
+  auto end() const { return list().end(); }
+  friend bool operator==(const Ranks& a, const std::vector<int32_t>& b) { return a.list() == b; }
+  friend bool operator==(const Ranks& a, const Ranks& b) { return a.list() == b.list(); }
+
+ private:
+  static inline const std::vector<int32_t> kNone;
+  std::shared_ptr<const std::vector<int32_t>> ranks_;
+};
+
 struct Communicator {
   uint32_t id = 0;
   uint64_t gid = 0;
   bool inter = false;
-  std::vector<int32_t> members, remote;  // world ranks
+  Ranks members, remote;  // world ranks
   uint32_t parent = 0;
   std::string created_by;
   int32_t world_rank(int32_t local) const;  // translates a rank of this communicator
@@ -139,7 +161,7 @@ class RankLog {
   bool defines_world() const { return comms_.count(1) > 0; }  // its MPI_COMM_WORLD, of size() ranks
   const std::map<uint32_t, CallSite>& callsites() const { return callsites_; }
   const std::vector<Module>& modules() const { return modules_; }
-  const std::vector<std::string>& call_names() const { return call_names_; }
+  const std::vector<std::string>& call_names() const { return calls_->names; }
   size_t chunk_count() const { return chunks_.size(); }
   uint64_t file_bytes() const { return file_bytes_; }
   uint32_t format_version() const { return format_version_; }  // the file's MPA_FORMAT_VERSION
@@ -195,8 +217,17 @@ class RankLog {
   std::map<uint32_t, Communicator> comms_;
   std::map<uint32_t, CallSite> callsites_;
   std::vector<Module> modules_;
-  std::vector<std::string> call_names_;
-  std::vector<int> call_map_;  // file's call id -> this build's id
+  // The calls the log's ids name, as the tracer's build numbered them, and their ids in this build (-1:
+  // a call it does not know): the same in every log of a run, held once (interned.hpp).
+  struct CallTable {
+    std::vector<std::string> names;
+    std::vector<int> ids;
+    bool operator==(const CallTable& o) const { return names == o.names; }
+  };
+  struct CallTableHash {
+    size_t operator()(const CallTable& t) const;
+  };
+  std::shared_ptr<const CallTable> calls_;
   uint64_t file_bytes_ = 0;
   uint32_t format_version_ = MPA_FORMAT_VERSION;
   // tick -> ns (to_ns): ns = base_ns + (tick - base_tick) * slope - offset, as doubles

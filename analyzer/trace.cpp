@@ -650,7 +650,7 @@ struct Builder {
     for (size_t p = 0; p < parts.size(); p++)
       for (const Communicator* c : parts[p].comms) {
         auto [pos, fresh] = comm_index.try_emplace(c->gid, static_cast<uint32_t>(t.comms.size()));
-        if (fresh) t.comms.push_back(TraceComm{c->gid, c->members, c->inter ? c->remote : std::vector<int32_t>{}});
+        if (fresh) t.comms.push_back(TraceComm{c->gid, c->members, c->inter ? c->remote.list() : std::vector<int32_t>{}});
         at[p].comm.push_back(pos->second);
       }
     // a communicator's collectives are numbered from the run's start (--from: the part's from the first in

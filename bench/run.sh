@@ -20,7 +20,9 @@
 #       bytes per call; then mpiadvise report --format json of them with one thread and with every CPU, side
 #       by side: time, peak memory, bytes per call, and whether the two reports are the same; then mpiadvise
 #       replay of an all-to-all of 16 ranks x BENCH_COLL_EVENTS (100000) and an allreduce of 8 bytes on 1024
-#       ranks x BENCH_COLL_LARGE_EVENTS (1000): collectives walked as their algorithms run them.
+#       ranks x BENCH_COLL_LARGE_EVENTS (1000): collectives walked as their algorithms run them; and what a
+#       rank costs beside its calls: the peak of mpiadvise report of a halo of BENCH_RANK_CALLS (409600)
+#       calls on 64 ranks against the same calls on 4096.
 #   (f) the replay spread over 2 MPI processes (mpirun -np 2, analyzer/replay_peers.hpp) against the replay
 #       alone, side by side: speed-up, rounds of exchange, memory per process, and whether the results are
 #       the same (bench/spread_bench.cpp); on the ring of (d) and on mpiadvise-synth's logs.
@@ -217,6 +219,31 @@ print("  %-9s %4d ranks x %6d calls of %5d bytes: %6.2f s   %5.2f M calls/s   %7
 PY
   rm -rf "$synth_dir"
 done
+# what a rank costs beside its calls: the report of the same calls made by 64 ranks and by 4096 (each
+# log's header, definitions and index, its part of the trace and of the report); before the logs held
+# their call names and MPI_COMM_WORLD's members once for the run, 118 KiB a rank (the members: the ranks
+# squared)
+per_rank_calls="${BENCH_RANK_CALLS:-409600}"
+for ranks in 64 4096; do
+  "$build_abs/bin/mpiadvise-synth" --ranks "$ranks" --events "$((per_rank_calls / ranks))" --pattern halo \
+    -o "$synth_dir-$ranks" >/dev/null
+done
+"$PYTHON" - "$build_abs/bin/mpiadvise" "$synth_dir" "$per_rank_calls" <<'PY'
+import subprocess, sys
+mpiadvise, logs, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def peak(ranks):
+    code = ("import resource, subprocess, sys\n"
+            "subprocess.run(sys.argv[1:], capture_output=True, check=True)\n"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    out = subprocess.run([sys.executable, "-c", code, mpiadvise, "report", "--format", "json", "--threads", "1",
+                          "%s-%d" % (logs, ranks)], capture_output=True, check=True).stdout
+    return int(out)
+few, many = peak(64), peak(4096)
+print("report of %d calls of a halo on 64 ranks and on 4096 (mpiadvise report --format json --threads 1):" % calls)
+print("  %7.1f MiB peak, %7.1f MiB peak: %5.1f KiB a rank beside its calls" %
+      (few / 1024, many / 1024, (many - few) / (4096 - 64)))
+PY
+rm -rf "$synth_dir-64" "$synth_dir-4096"
 
 # ---- (f) the replay spread over 2 MPI processes against the replay alone (bench/spread_bench.cpp) ----
 # The ring of (d) (BENCH_SPREAD_EVENTS per rank, default 300000), then mpiadvise-synth's halo, pipeline and

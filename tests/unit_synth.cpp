@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <numeric>
 #include <regex>
 #include <string>
 #include <tuple>
@@ -265,6 +266,39 @@ TEST_CASE("synth allreduce: one complete MPI_Allreduce per iteration, every one 
   CHECK(r.collectives_by_algorithm == 298);  // the approximate among them
   CHECK(r.collectives_closed_formula == 0);
   for (const auto& rank : r.ranks) CHECK(rank.predicted.collectives > 0);
+}
+
+TEST_CASE("the logs of a run hold its call names and MPI_COMM_WORLD's members once, not once a rank", "[synth][memory]") {
+  // every rank's log names the calls of the tracer's build and defines MPI_COMM_WORLD with all the ranks:
+  // held by each log, they took the reading of 4096 ranks 118 KiB a rank (the members, the ranks squared)
+  constexpr int kRanks = 12;
+  fs::path dir = generate("allreduce", kRanks, 100);
+  JobLog job(dir);
+  read_all(job, kRanks, "allreduce");
+  std::vector<int32_t> world(kRanks);
+  std::iota(world.begin(), world.end(), 0);
+  const RankLog& first = *job.ranks().front();
+  REQUIRE(first.call_names().size() == MPA_CALL_COUNT);
+  for (const auto& log : job.ranks()) {
+    INFO("rank " << log->rank());
+    CHECK(&log->call_names() == &first.call_names());
+    const Communicator& w = log->comms().at(1);
+    CHECK(w.members == world);
+    CHECK(&w.members.list() == &first.comms().at(1).members.list());
+    // MPI_COMM_SELF's members differ from rank to rank: each its own
+    CHECK(log->comms().at(2).members == std::vector<int32_t>{log->rank()});
+    CHECK((log->rank() == first.rank() || &log->comms().at(2).members.list() != &first.comms().at(2).members.list()));
+    // the tables the definitions hold are not held again as the header's and the trailer's JSON
+    CHECK_FALSE(log->header().contains("calls"));
+    CHECK_FALSE(log->trailer().contains("comms"));
+    CHECK_FALSE(log->trailer().contains("callsites"));
+  }
+  // another run's logs, of another size, hold their own world; this run's is still whole
+  fs::path other = generate("halo", kRanks / 2, 100);
+  JobLog job2(other);
+  CHECK(job2.ranks().front()->comms().at(1).members.size() == kRanks / 2);
+  CHECK(job2.ranks().front()->call_names() == first.call_names());
+  CHECK(first.comms().at(1).members == world);
 }
 
 TEST_CASE("synth imbalance: rank r computes 1 + (r % 4) / 4 times as long as rank 0", "[synth]") {
