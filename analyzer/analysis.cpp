@@ -94,8 +94,11 @@ namespace {
 // counted beside it: kBytesPerCollectiveCall). Less than either: only a run that cannot fit is refused.
 // The calls held packed (--low-memory) are counted apart: kPackedBytesPerCall.
 constexpr double kBytesPerCall = 62;
-// And each rank's, beside its calls: 45 KiB a rank more for 1024 ranks x 1000 calls than for 64 x 16000 (138
-// MiB, 79 MiB at the peak, session 81); the mapped lists of each rank's part and its log's index.
+// And each rank's, beside its calls: its log's header, definitions and index, the mapped lists of its part,
+// its part of the report. Peaks of mpiadvise report --format json --threads 1 (session 82): 62 MiB for a
+// halo of 64 ranks x 16000 calls, 85 for 1024 x 1000 and 115 for 4096 x 95 (the peaks less the program's
+// 14 MiB), 25 and 23 KiB a rank beyond 62 bytes a call; 45 and 118 KiB while every log held its call
+// names and MPI_COMM_WORLD's members (log_reader.hpp's Ranks, interned.hpp).
 constexpr double kBytesPerRank = 32.0 * 1024;
 // Held packed (analyse's low_memory; mpiadvise report --low-memory --threads 1, session 81): 28 bytes a
 // call beside those of each rank, and 34 for each op the causes hold decoded (two frames of each rank's
@@ -122,7 +125,9 @@ constexpr double kBytesPerCallPerThread = 4;
 // 692 MiB for the first three. 24 MiB and 72 bytes a call are above each of them (bench/run.sh's line (g)
 // asks a run of 10^9 calls within 4 GiB). A run of collectives takes more, each call's member of its
 // instance held beside its op: counted once the reading has counted them (kBytesPerCollectiveCall).
-constexpr double kAddressBytes = 24.0 * 1024 * 1024;
+// Each rank's, beside: the least limits of a halo of 1024 ranks x 1000 calls, 102 MiB, and of 4096 x 95,
+// 129 MiB, less the program's 14, are 8 and 20 KiB a rank above 24 MiB and 72 bytes a call (session 82).
+constexpr double kAddressBytes = 24.0 * 1024 * 1024, kAddressBytesPerRank = 24.0 * 1024;
 constexpr double kAddressBytesPerCall = 72;
 // Held packed (analyse's low_memory): 24 MiB, 48 KiB a rank, 20 bytes for each op the causes hold decoded
 // and 42 bytes a call, above the least ulimit -v of mpiadvise report --low-memory --threads 1 less the program's
@@ -136,20 +141,21 @@ constexpr double kPackedAddressBytesPerCall = 42, kPackedAddressBytesPerRank = 4
 // halo's 73, where 64 MiB and its 4 bytes a call count 88).
 constexpr double kAddressBytesPerThread = 64.0 * 1024 * 1024;
 // Collectives, once the reading has counted them: each call of a collective is a member of its instance
-// in the trace (24 bytes) and in the replays' state, and each instance has a record of its own (24 bytes in
-// the trace, and the replays'). Peaks of memory and of address space (VmHWM, VmPeak) of mpiadvise report
-// --format json --threads 1 on mpiadvise-synth's logs, beside its halo of 64 x 16000 calls (74 MiB, 89
-// MiB): allreduce of 2 ranks x 5e5 calls 129 MiB, 146 MiB (an instance to every two calls, and a phase of
-// the main loop's to each instance; 171 and 188 while a phase held its factors and its sums, efficiency.hpp,
-// 243 and 261 while an instance held three vectors of its own, trace.hpp's CollectiveList); allreduce of
-// 64 x 16000 120, 134; of 1024 x 1000 171, 186; all-to-all of 16 x 1e5 182, 197. What these figures count
-// for each is below it: of memory, 62 + 40 + 48 / P bytes a call for instances of P ranks, 120 MiB for the
-// first (129 taken), 100 (120), 100 (171), 160 (182); of address space, 24 MiB and 72 + 20 + 32 / P bytes
-// a call, 127 MiB (the least ulimit -v it ran under, 147 MiB, left 133 beside the 14 MiB the program had
-// taken), 114 (134 at its peak), 114 (186), 167 (197). Each replay beside the first holds 8 bytes a call
-// of a collective more, not counted here.
-constexpr double kBytesPerCollectiveCall = 40, kBytesPerInstance = 48;
-constexpr double kAddressBytesPerCollectiveCall = 20, kAddressBytesPerInstance = 32;
+// in the trace (24 bytes) and in the replays' state, and a wait state of its own (40 bytes, find_waits:
+// a halo's calls have one for about every four), and each instance has a record of its own. Peaks of
+// memory and least ulimit -v of mpiadvise report --format json --threads 1 [--low-memory] on
+// mpiadvise-synth's logs (session 82, the check left out, less the program's 14 MiB), beside its halo of
+// 64 x 16000 calls (62 MiB, 78): allreduce of 2 ranks x 5e5 calls 104 MiB, 119 (packed 95, 103); of 64 x
+// 16000 116, 134 (117, 124); of 256 x 4000 115, 133 (118, 141); of 1024 x 1000 125, 144 (124, 154);
+// all-to-all of 16 x 1e5 (1.6 M calls) 182, 198. About 55 bytes of memory and 40 of address space a
+// call of a collective beyond a halo's, from 2 ranks to 1024, the instances' share within it (the fit
+// gives them less than none). What these figures count for each, in the same order, above each: of
+// memory 124, 121, 127, 151, 188 (packed 124, 121, 127, 151); of address space 146, 143, 147, 165, 209
+// (packed 137, 135, 143, 179). Before (40 and 20 bytes a call of a collective, 48 and 32 an instance, no
+// address a rank whole) the allreduce of 1024 ranks took 187 MiB where the check counted 155. Each replay
+// beside the first holds 8 bytes a call of a collective more, not counted here.
+constexpr double kBytesPerCollectiveCall = 60, kBytesPerInstance = 16;
+constexpr double kAddressBytesPerCollectiveCall = 48, kAddressBytesPerInstance = 16;
 
 uint64_t meminfo_available() {
   std::ifstream in("/proc/meminfo");
@@ -222,7 +228,7 @@ double decoded_ops(size_t ranks, uint64_t calls) {
   return static_cast<double>(std::min<uint64_t>(calls, std::max<uint64_t>(OpStream::kDecodedOps, 2 * OpStream::kMinFrameOps * ranks)));
 }
 double fixed_address(size_t ranks, uint64_t calls, bool packed) {
-  if (!packed) return kAddressBytes;
+  if (!packed) return kAddressBytes + static_cast<double>(ranks) * kAddressBytesPerRank;
   return kAddressBytes + static_cast<double>(ranks) * kPackedAddressBytesPerRank + decoded_ops(ranks, calls) * kDecodedAddressBytesPerOp;
 }
 double fixed_memory(size_t ranks, uint64_t calls, bool packed) {

@@ -110,13 +110,12 @@ std::string bytes_of_json_string(std::string_view s) {
   return out;
 }
 
-nlohmann::json json_safe(const nlohmann::json& j) {
-  nlohmann::json out = j;
-  map_strings(out, [](const std::string& s) { return json_string_form(s); });
-  return out;
+nlohmann::json json_safe(nlohmann::json j) {
+  map_strings(j, [](const std::string& s) { return json_string_form(s); });
+  return j;
 }
 
-std::string dump_json(const nlohmann::json& j, int indent) { return json_safe(j).dump(indent); }
+std::string dump_json(nlohmann::json j, int indent) { return json_safe(std::move(j)).dump(indent); }
 
 void decode_json_strings(nlohmann::json& j) {
   map_strings(j, [](const std::string& s) { return bytes_of_json_string(s); });

@@ -449,11 +449,12 @@ TEST_CASE("report says, in one line, when a run of collectives cannot be analyse
           "logs are read", "[synth]") {
   SKIP_UNDER_ASAN();
   // 2 ranks x 4e5 calls of MPI_Allreduce: an instance to every two calls. Counted as calls alone before
-  // the reading (24 MiB + 800000 x 72 B = 79 MiB) they fit in the 88 MiB ulimit -v 100 MiB leaves; read,
-  // the collectives count too: 24 MiB + 800000 x (72 + 20 for a collective's call + 32 / 2 for an
-  // instance of 2 ranks) = 106 MiB whole, which does not (the analysis needs more, about 110 MiB: without
-  // this count it ran out of memory partway), nor packed: 24 MiB + 2 x 48 KiB + 800000 x 20 for the ops
-  // held decoded + 800000 x (42 + 20 + 16) = 99 MiB, the least, which the line names (39 MiB of it fixed)
+  // the reading (24 MiB + 2 x 24 KiB + 800000 x 72 B = 79 MiB) they fit in the 88 MiB ulimit -v 100 MiB
+  // leaves; read, the collectives count too: 24 MiB + 2 x 24 KiB + 800000 x (72 + 48 for a collective's
+  // call + 16 / 2 for an instance of 2 ranks) = 122 MiB whole, which does not (the analysis needs about
+  // 110 MiB: without this count it ran out of memory partway), nor packed: 24 MiB + 2 x 48 KiB + 800000 x
+  // 20 for the ops held decoded + 800000 x (42 + 48 + 8) = 114 MiB, the least, which the line names (39 MiB
+  // of it fixed)
   fs::path dir = generate("allreduce", 2, 400000, "--bytes 8");
   const auto under_limit = [&](const std::string& args) {
     return run_command(fmt::format("ulimit -v 102400; '{}' report --threads 1 {} '{}'", mpiadvise_cmd(), args, dir.string()));
@@ -466,7 +467,7 @@ TEST_CASE("report says, in one line, when a run of collectives cannot be analyse
   CHECK(r.err.find("out of memory") == std::string::npos);
   CHECK(r.err.find("bad_alloc") == std::string::npos);
   CHECK(r.err.find("hold 800000 MPI calls") != std::string::npos);
-  CHECK(r.err.find("needs about 99 MiB of address space (39 MiB and 78 bytes a call, 100% of them calls of "
+  CHECK(r.err.find("needs about 114 MiB of address space (39 MiB and 98 bytes a call, 100% of them calls of "
                    "collectives, the calls held packed once read, as --low-memory holds them)") != std::string::npos);
   // the part it names is analysed under the same limit
   std::smatch m;
@@ -479,8 +480,9 @@ TEST_CASE("report says, in one line, when a run of collectives cannot be analyse
 
 // A run that fits only with its calls held packed is analysed so, without being asked (--low-memory),
 // and the report is the one the whole trace gives: one line on stderr says so. 8 ranks x 250000 calls
-// (1999976, synth's count) need 24 MiB + 1999976 x 72 bytes = 161 MiB of address space whole, and packed
-// 24 MiB + 8 x 48 KiB + 2^20 x 20 + 1999976 x 42 bytes = 124 MiB; 160 MiB leaves 147 beside the program.
+// (1999976, synth's count) need 24 MiB + 8 x 24 KiB + 1999976 x 72 bytes = 161 MiB of address space
+// whole, and packed 24 MiB + 8 x 48 KiB + 2^20 x 20 + 1999976 x 42 bytes = 124 MiB; 160 MiB leaves 147
+// beside the program.
 // One replay at a time (--threads 1): a second would need 64 MiB more, and its line would be said too.
 TEST_CASE("report holds the calls packed where only so they fit, and gives the same report", "[synth][memory]") {
   SKIP_UNDER_ASAN();
@@ -503,8 +505,9 @@ TEST_CASE("report holds the calls packed where only so they fit, and gives the s
 
 // The same where the calls alone fit whole and their collectives, counted once the logs are read, do not:
 // the ops read are packed then, before the ranks join. 2 ranks x 6e5 calls of MPI_Allreduce (1.2 million):
-// calls alone 24 MiB + 1.2e6 x 72 = 106 MiB; with their collectives 24 MiB + 1.2e6 x 108 = 148 MiB whole,
-// 24 MiB + 2 x 48 KiB + 2^20 x 20 + 1.2e6 x 78 = 133 MiB packed; 154 MiB leaves about 140.
+// calls alone 24 MiB + 2 x 24 KiB + 1.2e6 x 72 = 106 MiB; with their collectives 24 MiB + 2 x 24 KiB +
+// 1.2e6 x 128 = 171 MiB whole, 24 MiB + 2 x 48 KiB + 2^20 x 20 + 1.2e6 x 98 = 156 MiB packed; 176 MiB
+// leaves about 162 beside the program.
 TEST_CASE("report holds the calls packed once read where only so their collectives fit, and gives the same report",
           "[synth][memory]") {
   SKIP_UNDER_ASAN();
@@ -514,13 +517,13 @@ TEST_CASE("report holds the calls packed once read where only so their collectiv
                                        (out / "whole.json").string(), dir.string()));
   INFO(whole.err);
   REQUIRE(whole.status <= 1);
-  auto packed = run_command(fmt::format("ulimit -v 157696; '{}' report --threads 1 --format json -o '{}' '{}'",
+  auto packed = run_command(fmt::format("ulimit -v 180224; '{}' report --threads 1 --format json -o '{}' '{}'",
                                         mpiadvise_cmd(), (out / "packed.json").string(), dir.string()));
   INFO(packed.err);
   CHECK(packed.status == whole.status);
   CHECK(std::count(packed.err.begin(), packed.err.end(), '\n') == 1);
-  CHECK(packed.err.find("the analysis of its 1200000 MPI calls would need about 148 MiB") != std::string::npos);
-  CHECK(packed.err.find("in about 133 MiB") != std::string::npos);
+  CHECK(packed.err.find("the analysis of its 1200000 MPI calls would need about 171 MiB") != std::string::npos);
+  CHECK(packed.err.find("in about 156 MiB") != std::string::npos);
   CHECK(read_text(out / "packed.json") == read_text(out / "whole.json"));
 }
 
