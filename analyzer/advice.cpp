@@ -564,8 +564,11 @@ std::vector<Advice> advise(const AdviceInput& in) {
   std::vector<ReplayOptions> whatifs;
   for (size_t i = 0; i < proposals.size(); i++)
     if (!proposals[i].replayed) pending.push_back(i), whatifs.push_back(proposals[i].whatif);
-  std::vector<ReplayResult> replayed = replay_all(in.trace, whatifs);
-  for (size_t k = 0; k < pending.size(); k++) proposals[pending[k]].replayed = std::move(replayed[k]);
+  // what is read of each below: its time and its ranks' sums, not its sites
+  replay_each(in.trace, whatifs, [&](size_t k, ReplayResult& r) {
+    std::vector<SiteReplay>().swap(r.sites);  // let go (= {} would keep their capacity)
+    proposals[pending[k]].replayed = std::move(r);
+  });
   for (Proposal& p : proposals) {
     Advice& a = out.emplace_back(std::move(p.advice));
     a.baseline_ns = in.baseline.predicted_ns;

@@ -254,8 +254,7 @@ std::vector<HaloWhatIf> halo_whatifs(const Trace& t, const HaloExchange& h, cons
     tried(HaloWhatIf::Change::Split, false, true);
     tried(HaloWhatIf::Change::OverlapAndSplit, true, true);
   }
-  const std::vector<ReplayResult> replayed = replay_all(t, whatifs);
-  for (size_t i = 0; i < out.size(); i++) out[i].predicted_ns = replayed[i].predicted_ns;
+  replay_each(t, whatifs, [&](size_t i, const ReplayResult& r) { out[i].predicted_ns = r.predicted_ns; });
   return out;
 }
 

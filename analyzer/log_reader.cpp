@@ -107,6 +107,9 @@ constexpr uint64_t kMaxChunkRawBytes = 256u << 20;
 constexpr uint64_t kMaxChunkRatio = 1024;
 constexpr uint64_t kMaxCallSiteDepth = 64;
 constexpr uint64_t kMaxPathBytes = 4096;
+// The header's keys that differ rank by rank (the tracer's mpa_header_json); the rest is the run's, the
+// same on every rank but rank 0, which adds its MPI's control variables and the message probe.
+constexpr const char* kOwnHeaderKeys[] = {"rank", "pid", "hostname", "host_cpus", "start_unix_ns", "clock"};
 
 }  // namespace
 
@@ -136,6 +139,23 @@ std::vector<uint8_t> RankLog::read_at(uint64_t offset, size_t n) const {
   return out;
 }
 
+nlohmann::json RankLog::header() const {
+  nlohmann::json whole = *run_header_;
+  whole.update(own_header_);
+  return whole;
+}
+
+const nlohmann::json* RankLog::header_key(std::string_view key) const {
+  if (auto it = own_header_.find(key); it != own_header_.end()) return &*it;
+  if (auto it = run_header_->find(key); it != run_header_->end()) return &*it;
+  return nullptr;
+}
+
+std::string RankLog::hostname() const {
+  const nlohmann::json* h = header_key("hostname");
+  return h && h->is_string() ? h->get<std::string>() : std::string();
+}
+
 void RankLog::read_header() {
   const std::string file = path_.string();
   if (file_bytes_ < sizeof(mpa_file_header))
@@ -156,15 +176,23 @@ void RankLog::read_header() {
   if (sizeof h + h.json_bytes > file_bytes_)
     throw LogError(file, sizeof h, fmt::format("header of {} bytes runs past the end of the file", h.json_bytes));
   auto json = read_at(sizeof h, h.json_bytes);
+  nlohmann::json header;
   try {
-    header_ = parse_log_json(std::string_view(reinterpret_cast<const char*>(json.data()), json.size()));
+    header = parse_log_json(std::string_view(reinterpret_cast<const char*>(json.data()), json.size()));
   } catch (const std::exception& e) {
     throw LogError(file, sizeof h, std::string("header is not valid: ") + e.what());
   }
-  HeaderFacts facts = check_header(header_, file, sizeof h, problems_);
+  HeaderFacts facts = check_header(header, file, sizeof h, problems_);
   rank_ = facts.rank;
   size_ = facts.size;
-  header_.erase("calls");  // held once for the run, in calls_
+  header.erase("calls");  // held once for the run, in calls_
+  own_header_ = nlohmann::json::object();
+  for (const char* key : kOwnHeaderKeys)
+    if (auto it = header.find(key); it != header.end()) {
+      own_header_[key] = std::move(*it);
+      header.erase(it);
+    }
+  run_header_ = interned<nlohmann::json, std::hash<nlohmann::json>>(std::move(header));
   CallTable calls{std::move(facts.calls), {}};
   calls.ids.reserve(calls.names.size());
   for (const auto& n : calls.names) {
@@ -335,8 +363,8 @@ void RankLog::fit_clock() {
   // header's keys have their types (check_header).
   std::vector<std::pair<uint64_t, uint64_t>> pairs;
   const nlohmann::json no_clock = nlohmann::json::object();
-  auto clock_it = header_.find("clock");
-  const nlohmann::json& clk = clock_it != header_.end() ? *clock_it : no_clock;
+  const nlohmann::json* clock = header_key("clock");
+  const nlohmann::json& clk = clock ? *clock : no_clock;
   if (clk.contains("sync_tick") && clk.contains("sync_ns"))
     pairs.emplace_back(clk["sync_tick"].get<uint64_t>(), clk["sync_ns"].get<uint64_t>());
   for (const auto& c : chunks_) pairs.emplace_back(c.sync_tick, c.sync_ns);
@@ -352,7 +380,7 @@ void RankLog::fit_clock() {
     else if (tsc && clk.value("tick_hz", uint64_t{0}) > 0)
       slope_ = 1e9 / static_cast<double>(clk.value("tick_hz", uint64_t{1}));
     else if (tsc)
-      slope_ = header_.value("tsc_ghz", 0.0) > 0 ? 1.0 / header_.value("tsc_ghz", 1.0) : 1.0;
+      slope_ = run_header_->value("tsc_ghz", 0.0) > 0 ? 1.0 / run_header_->value("tsc_ghz", 1.0) : 1.0;
     if (!std::isfinite(slope_) || slope_ <= 0) slope_ = 1.0;
     // a counter that jumped (a virtual machine suspended, restored or moved) leaves pairs off the line
     double strayed = 0;
@@ -466,8 +494,8 @@ JobLog::JobLog(const fs::path& dir) : dir_(dir) {
   // Logs of two jobs (each header names its job) are not one run: say which files are whose.
   std::map<std::string, std::vector<const RankLog*>> jobs;
   for (const auto& r : ranks_) {
-    const auto it = r->header().find("job");
-    jobs[it != r->header().end() && it->is_string() ? it->get<std::string>() : std::string()].push_back(r.get());
+    const nlohmann::json* job = r->header_key("job");
+    jobs[job && job->is_string() ? job->get<std::string>() : std::string()].push_back(r.get());
   }
   if (jobs.size() > 1) {
     std::string which;

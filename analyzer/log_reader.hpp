@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -150,7 +151,14 @@ class RankLog {
   RankLog(const std::string& name, std::vector<uint8_t> bytes);
 
   const std::filesystem::path& path() const { return path_; }
-  const nlohmann::json& header() const { return header_; }
+  // The header, whole: its keys of the rank's own (kOwnHeaderKeys: rank, pid, hostname, host_cpus,
+  // start_unix_ns, clock) and the rest, held once for the ranks of a run whose rest is equal (the
+  // library, the program, the environment: a copy a rank would grow with the ranks). A copy: for one key,
+  // header_key.
+  nlohmann::json header() const;
+  // One key of the header; null where it has none.
+  const nlohmann::json* header_key(std::string_view key) const;
+  std::string hostname() const;  // the header's, or "" where it has none
   int rank() const { return rank_; }
   int size() const { return size_; }
   const nlohmann::json& trailer() const { return trailer_; }  // null when the rank did not finalize
@@ -209,7 +217,8 @@ class RankLog {
 
   std::filesystem::path path_;
   std::shared_ptr<const std::vector<uint8_t>> memory_;  // the log's bytes, when not read from path_
-  nlohmann::json header_, trailer_;
+  nlohmann::json own_header_, trailer_;
+  std::shared_ptr<const nlohmann::json> run_header_;  // interned
   std::vector<nlohmann::json> meta_;
   int rank_ = 0, size_ = 0;
   std::vector<ChunkRef> chunks_;

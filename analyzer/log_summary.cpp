@@ -11,7 +11,7 @@ JobSummary summarize(const JobLog& job, std::optional<int> only_rank, const std:
   s.world_size = job.world_size();
   s.first_ns = std::numeric_limits<uint64_t>::max();
   if (!job.ranks().empty()) {
-    const auto& h = job.ranks().front()->header();
+    const nlohmann::json h = job.ranks().front()->header();
     s.mpi_library = h.value("mpi_library", "");
     s.thread_level = h.value("thread_level", "");
     const nlohmann::json cvars = h.value("cvars", nlohmann::json::object());
@@ -23,7 +23,7 @@ JobSummary summarize(const JobLog& job, std::optional<int> only_rank, const std:
     if (only_rank && log->rank() != *only_rank) continue;
     RankFacts facts;
     facts.rank = log->rank();
-    facts.hostname = log->header().value("hostname", "");
+    facts.hostname = log->hostname();
     facts.complete = log->complete();
     facts.file_bytes = log->file_bytes();
     facts.first_ns = std::numeric_limits<uint64_t>::max();

@@ -67,8 +67,16 @@ void parallel_for(size_t n, const std::function<void(size_t)>& fn) {
 
 std::vector<ReplayResult> replay_all(const Trace& trace, const std::vector<ReplayOptions>& options) {
   std::vector<ReplayResult> out(options.size());
-  parallel_for(options.size(), [&](size_t i) { out[i] = replay(trace, options[i]); });
+  replay_each(trace, options, [&](size_t i, ReplayResult& r) { out[i] = std::move(r); });
   return out;
+}
+
+void replay_each(const Trace& trace, const std::vector<ReplayOptions>& options,
+                 const std::function<void(size_t, ReplayResult&)>& take) {
+  parallel_for(options.size(), [&](size_t i) {
+    ReplayResult r = replay(trace, options[i]);
+    take(i, r);
+  });
 }
 
 }  // namespace mpiadvise

@@ -57,14 +57,12 @@ report::SSweep s_sweep(const Analysis& a, const ReplayOptions& base, std::option
   report::SSweep sweep{{current}, advised_S, considered_S, {}};
   std::vector<ReplayOptions> whatifs(values.size(), base);
   for (size_t i = 0; i < values.size(); i++) whatifs[i].params.move_S(values[i]);
-  const std::vector<ReplayResult> replayed = replay_all(a.trace, whatifs);
-  for (size_t i = 0; i < values.size(); i++) {
-    const uint64_t S = values[i];
-    const ReplayResult& r = replayed[i];
+  sweep.points.resize(values.size());
+  replay_each(a.trace, whatifs, [&](size_t i, const ReplayResult& r) {
     double send_wait = 0;
     for (const auto& rr : r.ranks) send_wait += rr.predicted.send_wait;
-    sweep.points.push_back({S, r.predicted_ns, send_wait, r.rendezvous_messages + r.collective_rendezvous_messages});
-  }
+    sweep.points[i] = {values[i], r.predicted_ns, send_wait, r.rendezvous_messages + r.collective_rendezvous_messages};
+  });
   return sweep;
 }
 

@@ -93,20 +93,20 @@ void ucx_facts(const nlohmann::json& env, size_t nhosts, RunFacts& f) {
 
 RunFacts run_facts(const JobLog& job) {
   std::set<std::string> hosts;
-  for (const auto& r : job.ranks()) hosts.insert(r->header().value("hostname", ""));
+  for (const auto& r : job.ranks()) hosts.insert(r->hostname());
   if (job.ranks().empty()) {
     RunFacts f;
     f.hosts.assign(hosts.begin(), hosts.end());
     return f;
   }
   // the tracer reads MPI_T's control variables on rank 0 only: the first header that has them
-  const nlohmann::json* h = &job.ranks().front()->header();
+  const RankLog* h = job.ranks().front().get();
   for (const auto& r : job.ranks())
-    if (r->header().contains("cvars")) {
-      h = &r->header();
+    if (r->header_key("cvars")) {
+      h = r.get();
       break;
     }
-  return run_facts(*h, std::vector<std::string>(hosts.begin(), hosts.end()));
+  return run_facts(h->header(), std::vector<std::string>(hosts.begin(), hosts.end()));
 }
 
 RunFacts run_facts(const nlohmann::json& h, const std::vector<std::string>& hosts_in) {

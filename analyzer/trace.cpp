@@ -247,8 +247,8 @@ class RankReader {
       : log_(log), rt_(rt), part_(part), until_ns_(until_ns), from_ns_(from_ns) {}
 
   void read() {
-    rt_.hostname = log_.header().value("hostname", "");
-    if (auto c = log_.header().find("host_cpus"); c != log_.header().end() && c->is_number_unsigned())
+    rt_.hostname = log_.hostname();
+    if (auto c = log_.header_key("host_cpus"); c && c->is_number_unsigned())
       rt_.host_cpus = static_cast<uint32_t>(std::min<uint64_t>(c->get<uint64_t>(), UINT32_MAX));
     const int rank = log_.rank();
     reserve_ops();

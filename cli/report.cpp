@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -534,15 +535,21 @@ int run_report(const ReportCommand& c) {
   options.charts = c.format == "json" || c.format == "html";  // the pictures' figures: JSON holds what HTML draws
   const report::Report r = make_report(a, options);
   // names and paths from the job: JSON in the lossless string form, text and Markdown escaped for a terminal
-  std::string text = c.format == "json" ? dump_json(r, 2) + "\n"
-                     : c.format == "html" ? render_html(r)
-                     : c.format == "md" ? terminal_text(render_markdown(r, c.top), true)
-                                        : terminal_text(render_text(r, c.top), true);
+  // JSON is written as it is made: its text, 2 KiB a rank, is never held whole beside the document
+  const auto write = [&](std::ostream& out) {
+    if (c.format == "json") {
+      out << std::setw(2) << json_safe(r) << "\n";  // as dump(2)
+      return;
+    }
+    out << (c.format == "html" ? render_html(r)
+            : c.format == "md" ? terminal_text(render_markdown(r, c.top), true)
+                               : terminal_text(render_text(r, c.top), true));
+  };
   if (c.output.empty() || c.output == "-") {
-    std::cout << text;
+    write(std::cout);
   } else if (output_process()) {  // spread over processes, one writes
     std::ofstream out(c.output);
-    out << text;
+    write(out);
     out.close();
     if (!out) throw std::runtime_error(c.output + ": cannot write the report");
   }

@@ -50,7 +50,7 @@ TEST_CASE("the header records the eager limits read through MPI_T and the MPI en
   REQUIRE(r.status == 0);
   mpiadvise::JobLog job(r.dir);
   for (const auto& log : job.ranks()) {
-    const auto& h = log->header();
+    const auto h = log->header();
     // rank 0 alone reads MPI_T (Open MPI's MPI_T_init_thread costs every rank 3.6 MiB at its peak)
     CHECK(h.contains("cvars") == (log->rank() == 0));
     const auto cvars = h.value("cvars", nlohmann::json::object());
@@ -103,8 +103,8 @@ TEST_CASE("ranks on rank 0's host share its clock; a rank on another host gets a
   REQUIRE(r.status == 0);
   mpiadvise::JobLog job(dir);
   REQUIRE(job.ranks().size() == 2);
-  const auto& c0 = job.rank(0)->header().at("clock");
-  const auto& c1 = job.rank(1)->header().at("clock");
+  const auto c0 = job.rank(0)->header().at("clock");
+  const auto c1 = job.rank(1)->header().at("clock");
   CHECK(job.rank(1)->header().at("hostname") == "mpiadvise-other-host");
   CHECK(c0.at("offset_method") == "same-host");
   CHECK(c0.at("offset_to_rank0_ns") == 0);
@@ -319,7 +319,8 @@ TEST_CASE("ranks 0 and 1 time round trips at MPI_Init and MPI_Finalize, and the 
   mpiadvise::JobLog job(r.dir);
   const std::vector<uint64_t> sizes = {0, 1024, 8192, 65536, 262144};
   std::vector<std::vector<double>> pooled(sizes.size());
-  for (const auto* part : {&job.rank(0)->header(), &job.rank(0)->trailer()}) {
+  const nlohmann::json header0 = job.rank(0)->header();
+  for (const auto* part : {&header0, &job.rank(0)->trailer()}) {
     REQUIRE(part->contains("message_probe"));
     const auto& p = part->at("message_probe");
     CHECK(p.at("ranks") == nlohmann::json::array({0, 1}));
@@ -405,7 +406,8 @@ TEST_CASE("in a job on two hosts rank 0 times its round trips with the first ran
   mpiadvise::JobLog job(dir);
   REQUIRE(job.ranks().size() == 3);
   CHECK(job.rank(2)->header().at("hostname") == "mpiadvise-other-host");
-  for (const auto* part : {&job.rank(0)->header(), &job.rank(0)->trailer()}) {
+  const nlohmann::json header0 = job.rank(0)->header();
+  for (const auto* part : {&header0, &job.rank(0)->trailer()}) {
     REQUIRE(part->contains("message_probe"));
     CHECK(part->at("message_probe").at("ranks") == nlohmann::json::array({0, 2}));
   }

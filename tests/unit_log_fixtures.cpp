@@ -333,7 +333,7 @@ TEST_CASE("strings from the job come back as the bytes they were", "[fixtures][s
   JobLog job(fixture("job-strings"));
   REQUIRE(job.ranks().size() == 2);
   CHECK(job.problems().empty());
-  const json& h = job.rank(0)->header();
+  const json h = job.rank(0)->header();
   const std::string program = h.at("program");
   CHECK(program.substr(program.size() - 6) == "halo_\xe9");
   CHECK(h.at("env").at("OMPI_MCA_mpiadvise_note") == "caf\xe9\xff 100% \x1b[31mred");

@@ -268,7 +268,8 @@ TEST_CASE("synth allreduce: one complete MPI_Allreduce per iteration, every one 
   for (const auto& rank : r.ranks) CHECK(rank.predicted.collectives > 0);
 }
 
-TEST_CASE("the logs of a run hold its call names and MPI_COMM_WORLD's members once, not once a rank", "[synth][memory]") {
+TEST_CASE("the logs of a run hold its call names, MPI_COMM_WORLD's members and its header's keys once, not once a rank",
+          "[synth][memory]") {
   // every rank's log names the calls of the tracer's build and defines MPI_COMM_WORLD with all the ranks:
   // held by each log, they took the reading of 4096 ranks 118 KiB a rank (the members, the ranks squared)
   constexpr int kRanks = 12;
@@ -292,6 +293,17 @@ TEST_CASE("the logs of a run hold its call names and MPI_COMM_WORLD's members on
     CHECK_FALSE(log->header().contains("calls"));
     CHECK_FALSE(log->trailer().contains("comms"));
     CHECK_FALSE(log->trailer().contains("callsites"));
+    // the header's keys of the run (the library, the program, the environment) are held once, those of
+    // the rank (its rank, its clock's pairs) its own; the header whole has both
+    const nlohmann::json h = log->header();
+    CHECK(h.at("rank") == log->rank());
+    CHECK(h.at("env") == *first.header_key("env"));
+    CHECK(log->header_key("env") == first.header_key("env"));
+    CHECK(log->header_key("mpi_library") == first.header_key("mpi_library"));
+    CHECK(*log->header_key("rank") == log->rank());
+    CHECK((log->rank() == first.rank() || log->header_key("clock") != first.header_key("clock")));
+    CHECK(log->hostname() == h.at("hostname"));
+    CHECK(log->header_key("no such key") == nullptr);
   }
   // another run's logs, of another size, hold their own world; this run's is still whole
   fs::path other = generate("halo", kRanks / 2, 100);
