@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <regex>
+
 #include "support.hpp"
 
 using namespace mpa_test;
@@ -183,4 +185,53 @@ TEST_CASE("spread over processes, processes that read different runs' logs say s
   CHECK(r.status != 124);
   CHECK(r.err.find("read other logs than process 0") != std::string::npos);
   CHECK(r.out.find("\"processes\"") == std::string::npos);
+}
+
+// Spread over processes, each holds the whole trace, and cannot hold its calls packed (--low-memory is one
+// process's): where the spread analysis does not fit and one process holding the calls packed would, the
+// refusal says so. 8 ranks x 250000 calls (1999976) need 24 MiB + 8 x 24 KiB + 1999976 x 72 bytes = 162
+// MiB of address space whole, 124 MiB packed (24 MiB + 8 x 48 KiB + 2^20 x 20 + 1999976 x 42 bytes). An
+// MPI process's own address space (its libraries, its shared memory: 183 MiB under Open MPI here, 117
+// under MPICH) is read from a first refusal, which names what is left; the limit is then set to leave about 140 MiB.
+TEST_CASE("spread over processes, an analysis that does not fit names the one process that would", "[spread][memory]") {
+  const fs::path dir = fresh_dir("spread-room");
+  const auto made = run_command(build_dir().string() + "/bin/mpiadvise-synth --ranks 8 --events 250000 --pattern halo -o " +
+                                dir.string());
+  REQUIRE(made.status == 0);
+  JobSpec spec;
+  spec.np = 2;
+  spec.traced = false;
+  const auto under_limit = [&](uint64_t kib, bool spread) {
+    return run_command(fmt::format("ulimit -v {}; {}{} report --threads 1 '{}'", kib,
+                                   spread ? "timeout 300 " + launcher(spec) + " " : std::string(), mpiadvise_cmd(),
+                                   dir.string()));
+  };
+  // a first limit that leaves less than the whole analysis needs (Open MPI's processes take more than MPICH's)
+  uint64_t first_kib = 0, left_mib = 0;
+  for (uint64_t mib : {300, 200, 150}) {
+    const auto first = under_limit(mib * 1024, true);
+    std::smatch m;
+    if (first.status == 0 ||
+        !std::regex_search(first.err, m, std::regex(R"(needs about 162 MiB of address space .* where ([0-9]+) MiB is left)")))
+      continue;
+    first_kib = mib * 1024;
+    left_mib = std::stoull(m[1]);
+    break;
+  }
+  REQUIRE(first_kib > 0);
+  REQUIRE(left_mib < 140);
+  const uint64_t kib = first_kib + (140 - left_mib) * 1024;
+  const auto spread = under_limit(kib, true);
+  INFO("ulimit -v " << kib << ": " << spread.err);
+  CHECK(spread.status != 0);
+  CHECK(spread.status != 124);
+  CHECK(spread.out.empty());
+  CHECK(spread.err.find("needs about 162 MiB of address space (24 MiB and 72 bytes a call)") != std::string::npos);
+  CHECK(spread.err.find("or in one process (mpiadvise report without mpirun), which holds the calls packed in about "
+                        "124 MiB") != std::string::npos);
+  // and one process does it, under the same limit
+  const auto alone = under_limit(kib, false);
+  INFO(alone.err);
+  CHECK(alone.status <= 1);
+  CHECK(alone.out.find("mpiadvise report " + dir.string()) != std::string::npos);
 }
