@@ -202,9 +202,12 @@ std::optional<EagerLimitChoice> choose_eager_limit(const Trace& trace, const Run
     whatifs.push_back(std::move(whatif));
     if (limit >= need || whatifs.back().params.S < S) break;
   }
-  std::vector<ReplayResult> replayed = replay_all(trace, whatifs);
-  std::vector<std::pair<uint64_t, ReplayResult>> sweep;
-  for (size_t i = 0; i < limits.size(); i++) sweep.emplace_back(limits[i], std::move(replayed[i]));
+  // each replay's time and its ranks' figures are read, not its sites (let go as each ends)
+  std::vector<std::pair<uint64_t, ReplayResult>> sweep(limits.size());
+  replay_each(trace, whatifs, [&](size_t i, ReplayResult& r) {
+    std::vector<SiteReplay>().swap(r.sites);
+    sweep[i] = {limits[i], std::move(r)};
+  });
   double best_ns = baseline.predicted_ns;
   for (const auto& [limit, r] : sweep) best_ns = std::min(best_ns, r.predicted_ns);
   const double gain = baseline.predicted_ns - best_ns;

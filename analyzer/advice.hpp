@@ -63,7 +63,8 @@ struct RaiseEagerLimit {
 // The messages are read from base's op streams where its replays walk them (AdviceInput).
 std::optional<RaiseEagerLimit> advise_eager_limit(const Trace& trace, const RunFacts& facts, const ReplayOptions& base);
 // The same from the replay of the run as it was (base's), handing back the replay of the setting advised:
-// the sweep has run it, and the report's advice takes it from there instead of running it again.
+// the sweep has run it, and the report's advice takes it from there instead of running it again (its time
+// and its ranks' figures: its sites are let go).
 struct EagerLimitChoice {
   RaiseEagerLimit advice;
   ReplayResult replayed;
