@@ -83,15 +83,7 @@ const OpFrames::Block& OpFrames::block(int r, uint64_t k) {
     }
   const OpStream& s = streams_[r];
   if (k >= s.ops()) throw std::logic_error(fmt::format("op {} asked of rank {}'s stream of {} ops", k, r, s.ops()));
-  size_t frame = 0;
-  if (s.packed()) {
-    size_t lo = 0, hi = s.frames();  // the last frame whose first op is at most k
-    while (hi - lo > 1) {
-      const size_t mid = (lo + hi) / 2;
-      (s.frame_first_op(mid) <= k ? lo : hi) = mid;
-    }
-    frame = lo;
-  }
+  const size_t frame = s.frame_of(k);
   // a frame more while fewer than kept_ are, else in place of the one used least lately
   Block& b = held.size() < kept_ ? held.emplace_back()
                                  : *std::min_element(held.begin(), held.end(),

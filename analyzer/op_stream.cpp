@@ -266,16 +266,19 @@ void OpCursor::restart() {
   std::fill(std::begin(prev_kind_), std::end(prev_kind_), 0u);
 }
 
+size_t OpStream::frame_of(uint64_t i) const {
+  if (frames_.empty()) return 0;
+  const auto f = std::upper_bound(frames_.begin(), frames_.end(), i,
+                                  [](uint64_t x, const Frame& fr) { return x < fr.first_op; });
+  return f == frames_.begin() ? 0 : static_cast<size_t>(f - frames_.begin()) - 1;
+}
+
 void OpCursor::seek(uint64_t i) {
   if (i == op_) return;
-  const auto& frames = s_->frames_;
-  if (frames.empty()) {
+  if (!s_->packed()) {
     if (i < op_) restart();
   } else {
-    // the last frame whose first op is at most i
-    const auto f = std::upper_bound(frames.begin(), frames.end(), i,
-                                    [](uint64_t x, const OpStream::Frame& fr) { return x < fr.first_op; }) - 1;
-    const size_t k = static_cast<size_t>(f - frames.begin());
+    const size_t k = s_->frame_of(i);
     const bool in_it = frame_ == k + 1 && p_ != nullptr && op_ <= i;  // the frame it reads, not past op i
     if (!in_it) unpack_at(k);
   }

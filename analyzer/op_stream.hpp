@@ -180,6 +180,8 @@ class OpStream {
   bool packed() const { return !frames_.empty(); }
   size_t frames() const { return frames_.size(); }
   uint64_t frame_first_op(size_t k) const { return frames_[k].first_op; }  // the index of frame k's first op
+  // the frame that holds op i: the last whose first op is at most i (0 where the stream is not packed)
+  size_t frame_of(uint64_t i) const;
   uint64_t frame_first_enter(size_t k) const { return frames_[k].first_enter; }  // and its entry
   // whether its ops' entries never go down from one op to the next (a rank whose threads' calls overlap
   // may): then the op entered first after a time is found by the frames' first entries
