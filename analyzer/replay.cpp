@@ -2337,7 +2337,7 @@ class Simulation {
   // ahead (its op fetched by then; its links read). The ranks take turns, a few ops each, so memory has a
   // whole round of the other ranks to answer. Reading the op K ahead itself to find its messages, as this
   // did before, stalled on it: a sixth of a simulation of the ring (replay_bench's ring, 64 x 300000
-  // calls: 11.4-11.9 -> 13.6-14.2 M events/s). Fetching the link ids of the op between as a third stage
+  // calls, interleaved runs: 10.9-12.1 -> 13.6-14.4 M events/s). Fetching the link ids of the op between as a third stage
   // gained nothing measurable: their lines hold a dozen ops' links.
   void prefetch_ahead(const std::vector<Op>& ops, uint32_t i, uint32_t end) const {
     if (i + 2 * kPrefetchOps < end) {
