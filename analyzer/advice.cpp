@@ -108,9 +108,8 @@ std::vector<HotSpot> ranked(const Trace& trace, const WaitStates& waits, size_t 
     h.members.emplace_back(s.rank, s.callsite);
     waited_by_rank[key][s.rank] += waited;
     h.waited_ns += waited;
-    for (const auto& [cause, sizes] : s.message_bytes)
-      for (uint64_t b : sizes)
-        sizes_by_cause[key][cause][b ? static_cast<int>(std::floor(std::log2(static_cast<double>(b)))) : -1]++;
+    for (const auto& [cause, sizes] : s.size_log2)
+      for (const auto& [log2, n] : sizes) sizes_by_cause[key][cause][log2] += n;
   }
   std::vector<HotSpot> out;
   for (auto& [key, h] : by_key) {

@@ -77,6 +77,34 @@ class MappedList {
     capacity_ = need / sizeof(T);
   }
 
+  // f(value) on each value in order, the pages read given back as it goes (kDrainBytes at a time): emptied,
+  // it never holds more than that beyond what is left to read. What is read out into another list so
+  // takes no more memory than the one list.
+  static constexpr size_t kDrainBytes = size_t{1} << 20;
+  template <class F>
+  void drain(F&& f) {
+    if (!mapped_) {
+      for (size_t i = 0; i < size_; i++) f(std::as_const(data_[i]));
+      release();
+      return;
+    }
+    char* const base = reinterpret_cast<char*>(data_);
+    const size_t page = round_to_pages(1);
+    size_t given = 0;  // bytes from base unmapped
+    for (size_t i = 0; i < size_; i++) {
+      f(std::as_const(data_[i]));
+      // the whole pages below the next value's start
+      if (const size_t read = (i + 1) * sizeof(T) / page * page; read - given >= kDrainBytes) {
+        munmap(base + given, read - given);
+        given = read;
+      }
+    }
+    munmap(base + given, round_to_pages(capacity_ * sizeof(T)) - given);
+    data_ = nullptr;
+    size_ = capacity_ = 0;
+    mapped_ = false;
+  }
+
   // Empty, its memory and address space given back.
   void release() {
     if (mapped_) munmap(data_, round_to_pages(capacity_ * sizeof(T)));

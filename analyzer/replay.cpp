@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -176,6 +177,8 @@ class Simulation {
       info_.resize(t.messages.size());
     }
     marks_.resize(t.ranks.size());
+    forget_mask_ = std::clamp(std::bit_floor(RankState::kSpansHeld / std::max<size_t>(t.ranks.size(), 1)),
+                              RankState::kForgetSpansLeast, RankState::kForgetSpansEvery) - 1;
     size_t instances = t.collectives.size();
     if (o.streams)  // the instances are the streams': as many as their links name
       for (const OpStream& s : *o.streams) instances = std::max<size_t>(instances, s.instance_ids());
@@ -402,12 +405,14 @@ class Simulation {
     // before any message still to be asked about can arrive.
     std::vector<std::pair<double, double>> in_mpi;
     size_t first_span = 0;
-    // the spans forgotten, where they may be, every this many calls: every 4096, a replay of 1024 ranks of
-    // 5000 calls each held nearly every call's span, 16 bytes a call (its peak 90 MB above the trace, now 23),
-    // and the spans read in taken() were further out of the cache (the ring of bench/ring_trace.hpp, 64 x
-    // 100000, replays at 18.8-20.4 M events/s where it did at 17.6-19.3, mpiadvise-synth's halo at 16.7-17.7
-    // where it did at 15.8-16.2)
-    static constexpr size_t kForgetSpansEvery = 256;
+    // the spans forgotten, where they may be, every this many calls at most: every 4096, a replay of 1024
+    // ranks of 5000 calls each held nearly every call's span, 16 bytes a call (its peak 90 MB above the
+    // trace, now 23), and the spans read in taken() were further out of the cache (the ring of
+    // bench/ring_trace.hpp, 64 x 100000, replays at 18.8-20.4 M events/s where it did at 17.6-19.3,
+    // mpiadvise-synth's halo at 16.7-17.7 where it did at 15.8-16.2). Every kSpansHeld / ranks calls where
+    // that is fewer, down to kForgetSpansLeast (Simulation::forget_mask_): 256 spans a rank, doubled, were
+    // 8 MB of a report's peak at 4096 ranks.
+    static constexpr size_t kForgetSpansEvery = 256, kForgetSpansLeast = 16, kSpansHeld = size_t{1} << 16;
     // what the rank waits for while parked in its current call (none: it runs, or is ready to)
     enum class Parked { None, Message, Rank, Collective } parked = Parked::None;
     uint32_t parked_id = 0;
@@ -558,6 +563,7 @@ class Simulation {
   std::vector<uint32_t> waits_on_msg_;    // by rank: the message whose list it is in, or kNone
   std::vector<Channel> channels_;
   std::vector<std::vector<uint32_t>> channels_into_;  // per receiver
+  size_t forget_mask_ = 0;  // a rank's spans are forgotten where they may be each time it has this + 1 more
   std::vector<std::vector<std::pair<int, uint32_t>>> channels_from_;
   const std::vector<std::pair<int, uint32_t>> no_channels_;  // per sender: (receiver, channel), by receiver
   // An eager message under a limited eager buffer: it goes through its pair's channel, where its receiver is.
@@ -2287,7 +2293,7 @@ class Simulation {
     if (!spans_.empty() && s.i < spans_[r].size()) spans_[r][s.i] = {s.op_start, s.now};
     if (!channels_.empty()) {
       s.in_mpi.emplace_back(s.op_start, s.now);
-      if ((s.in_mpi.size() - s.first_span) % RankState::kForgetSpansEvery == 0) forget_spans(r);
+      if (((s.in_mpi.size() - s.first_span) & forget_mask_) == 0) forget_spans(r);
       wake_rank(r);
     }
     if (colls_held_ && (op.kind == OpKind::Collective || op.kind == OpKind::Completion)) colls_taken(r, op);

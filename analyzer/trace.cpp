@@ -60,24 +60,37 @@ OpKind op_kind(int call, uint32_t count) {
   }
 }
 
-void PackedOps::pack(std::vector<Op>& ops) {
-  const size_t raw = ops.size() * sizeof(Op);
-  std::vector<uint8_t> out(ZSTD_compressBound(raw));
-  const size_t z = ZSTD_compress(out.data(), out.size(), ops.data(), raw, 1);
-  if (ZSTD_isError(z)) throw std::runtime_error(fmt::format("packing a rank's ops: zstd: {}", ZSTD_getErrorName(z)));
+namespace {
+
+// Trivially copyable values packed as one zstd frame (level 1) of their bytes as they are, and back. `what`
+// names them in an error.
+std::vector<uint8_t> pack_values(const void* data, size_t bytes, const char* what) {
+  std::vector<uint8_t> out(ZSTD_compressBound(bytes));
+  const size_t z = ZSTD_compress(out.data(), out.size(), data, bytes, 1);
+  if (ZSTD_isError(z)) throw std::runtime_error(fmt::format("packing {}: zstd: {}", what, ZSTD_getErrorName(z)));
   out.resize(z);
   out.shrink_to_fit();
-  bytes_ = std::move(out);
+  return out;
+}
+
+void unpack_values(const std::vector<uint8_t>& packed, void* data, size_t bytes, const char* what) {
+  if (!bytes) return;
+  const size_t got = ZSTD_decompress(data, bytes, packed.data(), packed.size());
+  if (ZSTD_isError(got) || got != bytes)
+    throw std::logic_error(fmt::format("unpacking {}: {}", what, ZSTD_isError(got) ? ZSTD_getErrorName(got) : "not what was packed"));
+}
+
+}  // namespace
+
+void PackedOps::pack(std::vector<Op>& ops) {
+  bytes_ = pack_values(ops.data(), ops.size() * sizeof(Op), "a rank's ops");
   n_ = ops.size();
   std::vector<Op>().swap(ops);
 }
 
 std::vector<Op> PackedOps::unpack() const {
   std::vector<Op> ops(n_);
-  if (!n_) return ops;
-  const size_t got = ZSTD_decompress(ops.data(), n_ * sizeof(Op), bytes_.data(), bytes_.size());
-  if (ZSTD_isError(got) || got != n_ * sizeof(Op))
-    throw std::logic_error(fmt::format("unpacking a rank's ops: {}", ZSTD_isError(got) ? ZSTD_getErrorName(got) : "not the ops packed"));
+  unpack_values(bytes_, ops.data(), n_ * sizeof(Op), "a rank's ops");
   return ops;
 }
 
@@ -123,8 +136,9 @@ inline constexpr uint32_t kCancelledSend = kNone - 1;
 // The unknown communicator as Message::comm keeps it, and both ends before matching.
 inline constexpr uint32_t kUnknownComm = kMaxComms - 1;
 
-// The receive side of a message before matching: 24 bytes each, one per receive of the run (the reading's
-// peak of memory is where they and the messages are both held). Its rank is its part's (Builder::recv_rank).
+// The receive side of a message before matching: 24 bytes each, one per receive of the run, held packed
+// from the end of its log's reading to its receiver's turn in the matching (PackedRecvs). Its rank is its
+// part's (Builder::Receives::rank).
 struct RecvEnd {
   uint64_t bytes;
   int src;      // resolved from the status where there is one
@@ -134,6 +148,28 @@ struct RecvEnd {
   bool cancelled : 1;      // MPI_Cancel succeeded: no message
 };
 static_assert(sizeof(RecvEnd) == 24);
+
+// A rank's receive ends once its log is read, held packed until the matching reaches its receiver (as
+// PackedOps holds ops): 1.1 bytes a receive on mpiadvise-synth's halos of 64 and 1024 ranks and its pipeline
+// (a synthetic run's, regular: a real one's vary more) where a RecvEnd takes 24.
+class PackedRecvs {
+ public:
+  void pack(const MappedList<RecvEnd>& ends) {
+    bytes_ = pack_values(ends.begin(), ends.size() * sizeof(RecvEnd), "a rank's receives");
+    n_ = ends.size();
+  }
+  std::vector<RecvEnd> unpack() const {
+    std::vector<RecvEnd> ends(n_);
+    unpack_values(bytes_, ends.data(), n_ * sizeof(RecvEnd), "a rank's receives");
+    return ends;
+  }
+  size_t size() const { return n_; }
+  size_t bytes() const { return bytes_.capacity(); }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  size_t n_ = 0;
+};
 
 // The one link an op holds itself (Op::inline_link set).
 Link own_link(const Op& op) { return Link{static_cast<Link::Kind>(op.inline_link - 1), op.first_link}; }
@@ -198,7 +234,8 @@ struct RankPart {
   // held apart from the heap (mapped_list.hpp): the reading's peak of address space is where they are all
   // held, at their size, beside the trace's arrays they join
   MappedList<Message> sends;  // comm: the part's index, kUnknownComm where the log names none
-  MappedList<RecvEnd> recvs;
+  MappedList<RecvEnd> recvs;  // while the log is read; then packed, in received
+  PackedRecvs received;
   MappedList<Membership> colls;
   // a v-collective's counts array (MPA_F_VCOUNTS), by its membership's index in colls, in order
   std::vector<std::pair<uint32_t, std::vector<uint64_t>>> vcounts;
@@ -208,12 +245,15 @@ struct RankPart {
   // leave the receives behind them that they could have matched unmatched, as in the whole run
   std::map<Channel, uint64_t> sent_before, received_before;
   std::set<std::pair<uint32_t, int>> unresolved_before;
-  size_t bytes() const { return sends.capacity_bytes() + recvs.capacity_bytes() + links.capacity_bytes() + colls_bytes(); }
+  size_t bytes() const {
+    return sends.capacity_bytes() + recvs.capacity_bytes() + received.bytes() + links.capacity_bytes() + colls_bytes();
+  }
   size_t colls_bytes() const { return colls.capacity_bytes() + vcounts.capacity() * sizeof(vcounts[0]); }
-  // read: its lists cut to their size
+  // read: its lists cut to their size, its receives packed
   void fit() {
     sends.fit();
-    recvs.fit();
+    received.pack(recvs);
+    recvs.release();
     links.fit();
     colls.fit();
   }
@@ -619,14 +659,21 @@ class RankReader {
 struct Builder {
   Trace& t;
   GiveBack& give_back;
-  std::vector<RecvEnd> recvs;
-  // the receiving rank of recvs[i]: that of the last entry whose first receive is at or before i
-  std::vector<std::pair<uint32_t, int>> recv_rank;
-  // recvs[i]'s rank, for i met in order; part: recv_rank's entry of the last one asked (0 at first)
-  int receiver(uint32_t i, size_t& part) const {
-    while (part + 1 < recv_rank.size() && recv_rank[part + 1].first <= i) part++;
-    return recv_rank[part].second;
-  }
+  // each part's receives, packed, in the parts' order: a receive's id in the trace is its place among them
+  struct Receives {
+    PackedRecvs ends;
+    int rank;                    // the receiver
+    std::vector<uint32_t> comm;  // the part's communicators, as the trace's
+    // the ends unpacked, their communicators the trace's
+    std::vector<RecvEnd> unpack() const {
+      std::vector<RecvEnd> all = ends.unpack();
+      for (RecvEnd& e : all)
+        if (e.comm != kUnknownComm) e.comm = comm[e.comm];
+      return all;
+    }
+  };
+  std::vector<Receives> recvs;
+  size_t n_recvs = 0;
   std::unordered_map<uint64_t, uint32_t> comm_index;  // gid -> index
   // --from: the ranks' sends and receives before the part, by channel (comm: the trace's index), and their
   // wildcard receives never resolved: (comm, receiver, source or -1), as match() keeps its own
@@ -646,7 +693,7 @@ struct Builder {
       uint32_t sends = 0, recvs = 0, links = 0;  // where the part's start in the trace's
     };
     std::vector<Place> at(parts.size());
-    size_t n_sends = 0, n_recvs = 0, n_links = 0;
+    size_t n_sends = 0, n_links = 0;
     for (size_t p = 0; p < parts.size(); p++)
       for (const Communicator* c : parts[p].comms) {
         auto [pos, fresh] = comm_index.try_emplace(c->gid, static_cast<uint32_t>(t.comms.size()));
@@ -698,7 +745,7 @@ struct Builder {
       place.recvs = static_cast<uint32_t>(n_recvs);
       place.links = static_cast<uint32_t>(n_links);
       n_sends += part.sends.size();
-      n_recvs += part.recvs.size();
+      n_recvs += part.received.size();
       n_links += part.links.size();
     }
     if (n_links > UINT32_MAX || n_sends > UINT32_MAX || n_recvs > UINT32_MAX)
@@ -709,8 +756,8 @@ struct Builder {
           fmt::format("{} communicators: more than a trace can number ({})", t.comms.size(), kMaxComms - 1));
     // The trace's arrays at their size, one after the other, each filled from the parts' lists, which are
     // freed (unmapped) as they are read: the parts beside the trace's messages, then what is left of them
-    // beside its receives, then beside its links; never the parts and all three. The sends are the
-    // trace's first messages.
+    // beside its links; never the parts and both. The sends are the trace's first messages. The receives
+    // stay packed, part by part, for the matching.
     const auto comm_of = [&](size_t p) {
       return [&place = at[p]](uint32_t c) { return c == kUnknownComm ? kUnknownComm : place.comm[c]; };
     };
@@ -724,16 +771,8 @@ struct Builder {
       give_back.made(parts[p].sends.capacity_bytes());
       parts[p].sends.release();
     }
-    recvs.reserve(n_recvs);
-    for (size_t p = 0; p < parts.size(); p++) {
-      const auto comm = comm_of(p);
-      for (RecvEnd e : parts[p].recvs) {
-        e.comm = comm(e.comm);
-        recvs.push_back(e);
-      }
-      give_back.made(parts[p].recvs.capacity_bytes());
-      parts[p].recvs.release();
-    }
+    recvs.reserve(parts.size());
+    for (size_t p = 0; p < parts.size(); p++) recvs.push_back(Receives{std::move(parts[p].received), ranks[p], at[p].comm});
     t.links.reserve(n_links);
     for (size_t p = 0; p < parts.size(); p++) {
       RankPart& part = parts[p];
@@ -759,7 +798,6 @@ struct Builder {
           else if (op.has_links()) op.first_link += place.links;
         }
       });
-      recv_rank.emplace_back(place.recvs, ranks[p]);
       for (const auto& [first, n] : part.spilled) t.spilled_links.emplace(first + place.links, n);
       const size_t bytes = part.bytes();
       part = RankPart{};
@@ -776,19 +814,29 @@ struct Builder {
   // or any source's) are left unmatched, where pairing them in order would give them its message.
   void match() {
     // the reading's vectors at their size before the queues are made beside them: the reading's peak
-    recvs.shrink_to_fit();
     t.links.shrink_to_fit();
-    // each key's sends in order, and how many of them receives took: a receive takes the first one left
+    // each channel's sends in order, and how many of them receives took: a receive takes the first one
+    // left. Their ids are in one array, by channel, at its size (a vector a channel, grown by doubling, held
+    // up to twice as many).
     struct Sends {
-      std::vector<uint32_t> ids;
+      size_t first = 0, n = 0;  // in send_ids
       size_t taken = 0;
     };
     std::map<Channel, Sends> send_q;
     const uint32_t n_sends = static_cast<uint32_t>(t.messages.size());
+    const auto channel = [](const Message& m) { return Channel{m.comm, m.src, m.dst, m.tag}; };
+    for (const Message& m : t.messages)
+      if (m.recv_op != kCancelledSend) send_q[channel(m)].n++;
+    size_t queued = 0;
+    for (auto& [c, q] : send_q) q.first = queued, queued += q.n;
+    std::vector<uint32_t> send_ids(queued);
     for (uint32_t i = 0; i < n_sends; i++) {
       const Message& m = t.messages[i];
-      if (m.recv_op != kCancelledSend) send_q[{m.comm, m.src, m.dst, m.tag}].ids.push_back(i);
+      if (m.recv_op == kCancelledSend) continue;
+      Sends& q = send_q.find(channel(m))->second;
+      send_ids[q.first + q.taken++] = i;
     }
+    for (auto& [c, q] : send_q) q.taken = 0;
     // --from: on each channel, the sends and receives before the part paired as many as the fewer of them
     // did; the others' partners are the part's first receives there (which so lose theirs) or its first
     // sends (taken before the part)
@@ -804,38 +852,44 @@ struct Builder {
       const uint64_t sent = s == sent_before.end() ? 0 : s->second;
       const auto q = send_q.find(c);
       if (received <= sent || q == send_q.end()) continue;
-      q->second.taken = static_cast<size_t>(std::min<uint64_t>(received - sent, q->second.ids.size()));
+      q->second.taken = static_cast<size_t>(std::min<uint64_t>(received - sent, q->second.n));
       lost_sends += q->second.taken;
     }
     sent_before.clear();
     received_before.clear();
     std::set<std::tuple<uint32_t, int, int>> unresolved = std::move(unresolved_before);  // comm, receiver, source (-1: any) of such wildcards
-    std::vector<uint32_t> recv_msg(recvs.size(), kNone);  // the send's message each receive matched
-    size_t part = 0;  // recv_rank's entry of receive i
-    for (uint32_t i = 0; i < recvs.size(); i++) {
-      const int rank = receiver(i, part);
-      const RecvEnd& r = recvs[i];
-      if (r.cancelled) continue;  // no message, neither matched nor missing a partner
-      if (r.src < 0 || r.tag < 0) {
-        unresolved.emplace(r.comm, rank, r.src < 0 ? -1 : r.src);
-        continue;
-      }
-      if (!unresolved.empty() && (unresolved.count({r.comm, rank, -1}) || unresolved.count({r.comm, rank, r.src})))
-        continue;
-      if (!lost_recvs.empty())
-        if (auto lost = lost_recvs.find({r.comm, r.src, rank, r.tag}); lost != lost_recvs.end() && lost->second) {
-          lost->second--;
+    std::vector<uint32_t> recv_msg(n_recvs, kNone);
+    size_t unmatched_recvs = 0;
+    uint32_t next = 0;  // the trace's id of the next receive
+    for (const Receives& part : recvs) {
+      const int rank = part.rank;
+      for (const RecvEnd& r : part.unpack()) {
+        const uint32_t id = next++;
+        if (r.cancelled) continue;  // no message, neither matched nor missing a partner
+        unmatched_recvs++;  // unless matched below
+        if (r.src < 0 || r.tag < 0) {
+          unresolved.emplace(r.comm, rank, r.src < 0 ? -1 : r.src);
           continue;
         }
-      auto it = send_q.find({r.comm, r.src, rank, r.tag});
-      if (it == send_q.end() || it->second.taken == it->second.ids.size()) continue;
-      const uint32_t m = it->second.ids[it->second.taken++];
-      t.messages[m].recv_op = r.op;
-      recv_msg[i] = m;
+        if (!unresolved.empty() && (unresolved.count({r.comm, rank, -1}) || unresolved.count({r.comm, rank, r.src})))
+          continue;
+        if (!lost_recvs.empty())
+          if (auto lost = lost_recvs.find({r.comm, r.src, rank, r.tag}); lost != lost_recvs.end() && lost->second) {
+            lost->second--;
+            continue;
+          }
+        auto it = send_q.find({r.comm, r.src, rank, r.tag});
+        if (it == send_q.end() || it->second.taken == it->second.n) continue;
+        const uint32_t m = send_ids[it->second.first + it->second.taken++];
+        t.messages[m].recv_op = r.op;
+        recv_msg[id] = m;
+        unmatched_recvs--;
+      }
     }
     t.unmatched_sends += lost_sends;
-    for (const auto& [key, sq] : send_q) t.unmatched_sends += sq.ids.size() - sq.taken;
+    for (const auto& [key, sq] : send_q) t.unmatched_sends += sq.n - sq.taken;
     send_q.clear();
+    std::vector<uint32_t>().swap(send_ids);
     // the cancelled sends go, the messages after them move down; send_msg: old id -> new (kNone: none)
     std::vector<uint32_t> send_msg;
     const auto cancelled = [](const Message& m) { return m.recv_op == kCancelledSend; };
@@ -851,28 +905,29 @@ struct Builder {
       for (uint32_t& m : recv_msg)
         if (m != kNone) m = send_msg[m];
     }
-    size_t unmatched_recvs = 0;
-    for (uint32_t i = 0; i < recvs.size(); i++) unmatched_recvs += recv_msg[i] == kNone && !recvs[i].cancelled;
     // at its size, not doubled; the messages are copied while they move, two copies held as the sends and
     // the messages made of them were before (a run with receives no send matched: a missing log, a hang)
     if (unmatched_recvs) t.messages.reserve(t.messages.size() + unmatched_recvs);
     for (const Message& m : t.messages) t.largest_message = std::max(t.largest_message, m.bytes);
-    part = 0;
-    for (uint32_t i = 0; i < recvs.size(); i++) {
-      const int rank = receiver(i, part);
-      if (recv_msg[i] != kNone || recvs[i].cancelled) continue;
-      const RecvEnd& r = recvs[i];
-      Message m;
-      m.src = r.src;
-      m.dst = rank;
-      m.comm = r.comm;
-      m.tag = r.tag;
-      m.bytes = r.bytes;
-      m.recv_op = r.op;
-      recv_msg[i] = static_cast<uint32_t>(t.messages.size());
-      t.messages.push_back(m);
-      t.unmatched_recvs++;
+    if (unmatched_recvs) {
+      next = 0;
+      for (const Receives& part : recvs)
+        for (const RecvEnd& r : part.unpack()) {
+          const uint32_t id = next++;
+          if (recv_msg[id] != kNone || r.cancelled) continue;
+          Message m;
+          m.src = r.src;
+          m.dst = part.rank;
+          m.comm = r.comm;
+          m.tag = r.tag;
+          m.bytes = r.bytes;
+          m.recv_op = r.op;
+          recv_msg[id] = static_cast<uint32_t>(t.messages.size());
+          t.messages.push_back(m);
+          t.unmatched_recvs++;
+        }
     }
+    std::vector<Receives>().swap(recvs);
     // the links name messages now: a send's (after those cancelled went), a receive's
     auto message = [&](Link l) {
       if ((l.kind == Link::PostSend || l.kind == Link::DoneSend) && !send_msg.empty()) return send_msg[l.id];
@@ -884,7 +939,6 @@ struct Builder {
       for (Op& op : rt.ops)
         if (op.inline_link) op.first_link = message(own_link(op));
     });
-    std::vector<RecvEnd>().swap(recvs);  // before compact_links makes its list beside the trace's
     for (const auto& c : t.collectives)
       if (c.members.size() != t.comms[c.comm].members.size()) t.incomplete_collectives++;
   }

@@ -1,6 +1,7 @@
 #include "waits.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -190,30 +191,31 @@ std::vector<Wait> find_waits(const std::vector<OpStream>& streams, const LogGPS&
   HeldMessages<InFlight> held_messages(ids);
   std::unordered_map<uint32_t, Instance> instances;
   WaitsHeld most;
-  // the waits as found, and their places in find_waits(trace)'s order: the messages' by id, the sender's
-  // first, then the instances' by id and member (each wait's key, then its number as found)
-  // (MappedLists: grown in place, not by doubling into a copy, and cut to their size before the gather)
-  struct Place {
+  // the waits as found, each with its place in find_waits(trace)'s order: the messages' by id, the
+  // sender's first, then the instances' by id and member, in the order found (a key each, none the same).
+  // Sorted in place and read out into the waits a page at a time, given back as read: 48 bytes a wait at
+  // the peak, where the waits as found, their places apart (16 bytes: key and number) and the waits
+  // gathered from them held 96, the peak of mpiadvise report --low-memory (mpiadvise-synth's halo of 64
+  // ranks x 10^5 calls, 1.78 M waits). A MappedList grows in place, not by doubling into a copy.
+  struct Found {
     uint64_t key;
-    uint32_t k;
-    auto operator<=>(const Place&) const = default;
+    Wait w;
   };
-  MappedList<Wait> found;
-  MappedList<Place> order;
+  MappedList<Found> found;
   auto keep_at = [&](uint64_t key, const Wait& w) {
     if (found.size() == UINT32_MAX) throw std::length_error("more than 2^32 - 1 wait states: more than a report numbers");
-    order.push_back({key, static_cast<uint32_t>(found.size())});
-    found.push_back(w);
+    found.push_back({key, w});
   };
   auto message_done = [&](uint32_t id, const InFlight& m) {
     if (!m.matched) return;
-    const uint64_t place = uint64_t{id} << 31;
+    const uint64_t place = uint64_t{id} << 31;  // a message's waits: its sender's, then its receiver's
     auto keep = [&](const Wait& w) { keep_at(place + (w.cause == WaitCause::LateSender), w); };
     message_waits(m.ops, model, keep);
   };
   auto instance_done = [&](uint32_t id, const Instance& c) {
     const uint64_t place = uint64_t{1} << 63 | uint64_t{id} << 31;
-    auto keep = [&](const Wait& w) { keep_at(place, w); };
+    uint64_t k = 0;  // an instance's waits in the order found (fewer than its members)
+    auto keep = [&](const Wait& w) { keep_at(place + k++, w); };
     collective_waits(
         c.members.size(), [&](size_t k) { return std::make_tuple(c.members[k].rank, c.members[k].op, c.members[k].kind); }, keep);
   };
@@ -265,14 +267,11 @@ std::vector<Wait> find_waits(const std::vector<OpStream>& streams, const LogGPS&
   held_messages.each_held(message_done);
   most.messages = held_messages.most();
   found.fit();
-  order.fit();
-  Place* const places = order.empty() ? nullptr : &order[0];
-  std::sort(places, places + order.size());
-  // gathered in that order: independent reads, where following the permutation's cycles in place was a
-  // chain of cache misses (a third of the walk's time on the ring of replay_bench)
+  Found* const all = found.empty() ? nullptr : &found[0];
+  std::sort(all, all + found.size(), [](const Found& a, const Found& b) { return a.key < b.key; });
   std::vector<Wait> waits;
   waits.reserve(found.size());
-  for (const Place& p : order) waits.push_back(found[p.k]);
+  found.drain([&](const Found& f) { waits.push_back(f.w); });
   if (held) *held = most;
   return waits;
 }
@@ -289,7 +288,7 @@ class WaitSums {
     SiteWaits& s = site(x.rank, x.op);
     s.waited_ns[x.cause] += x.ns();
     s.count[x.cause]++;
-    if (x.bytes) s.message_bytes[x.cause].push_back(x.bytes);
+    if (x.bytes) s.size_log2[x.cause][static_cast<int>(std::bit_width(uint64_t{x.bytes})) - 1]++;
     // at a collective the last rank's computation, not its call, keeps the others waiting
     if (x.cause != WaitCause::Collective) site(x.culprit, x.culprit_op).caused_ns[x.cause] += x.ns();
   }

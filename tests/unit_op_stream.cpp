@@ -75,8 +75,8 @@ void require_same_states(const WaitStates& a, const WaitStates& b) {
     INFO("rank " << i->second.rank << " site " << i->second.callsite);
     const SiteWaits &x = i->second, &y = j->second;
     REQUIRE(i->first == j->first);
-    REQUIRE(std::tie(x.rank, x.callsite, x.call, x.waited_ns, x.caused_ns, x.count, x.message_bytes) ==
-            std::tie(y.rank, y.callsite, y.call, y.waited_ns, y.caused_ns, y.count, y.message_bytes));
+    REQUIRE(std::tie(x.rank, x.callsite, x.call, x.waited_ns, x.caused_ns, x.count, x.size_log2) ==
+            std::tie(y.rank, y.callsite, y.call, y.waited_ns, y.caused_ns, y.count, y.size_log2));
   }
 }
 
@@ -1082,8 +1082,8 @@ TEST_CASE("the whole report from the analysis's op streams is the trace's, the t
     REQUIRE(b.measured.sites.size() == a.measured.sites.size());
     for (const auto& [key, s] : a.measured.sites) {
       const SiteWaits& t = b.measured.sites.at(key);
-      CHECK(std::tie(t.call, t.waited_ns, t.caused_ns, t.count, t.message_bytes) ==
-            std::tie(s.call, s.waited_ns, s.caused_ns, s.count, s.message_bytes));
+      CHECK(std::tie(t.call, t.waited_ns, t.caused_ns, t.count, t.size_log2) ==
+            std::tie(s.call, s.waited_ns, s.caused_ns, s.count, s.size_log2));
     }
     waits += a.measured.sites.size();
     a.streams = std::make_shared<const std::vector<OpStream>>(OpStream::take_all(a.trace, 256));  // as the report takes them
