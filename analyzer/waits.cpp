@@ -214,8 +214,8 @@ std::vector<Wait> find_waits(const std::vector<OpStream>& streams, const LogGPS&
   };
   auto instance_done = [&](uint32_t id, const Instance& c) {
     const uint64_t place = uint64_t{1} << 63 | uint64_t{id} << 31;
-    uint64_t k = 0;  // an instance's waits in the order found (fewer than its members)
-    auto keep = [&](const Wait& w) { keep_at(place + k++, w); };
+    uint64_t kept = 0;  // the instance's waits so far: keyed in the order found (fewer than its members)
+    auto keep = [&](const Wait& w) { keep_at(place + kept++, w); };
     collective_waits(
         c.members.size(), [&](size_t k) { return std::make_tuple(c.members[k].rank, c.members[k].op, c.members[k].kind); }, keep);
   };
