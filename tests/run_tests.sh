@@ -9,9 +9,14 @@
 # (MPICH 4.0.2 over UCX now and then does, in MPI_Finalize) fails its binary with the time limit named,
 # instead of holding the whole check until CI gives up with nothing said.
 # Each run's time is printed after it, and the runs past half the limit are listed again before the total.
+# MPA_TEST_JOBS=N (default 1) runs up to N of the programs that need no MPI (unit_*) at once, their results
+# printed in order once all have ended; the MPI tests run one at a time after them (each job takes both
+# cores of these machines, and some compare times measured under it).
 set -u
 limit=${MPA_TEST_TIMEOUT:-600}
 case "$limit" in '' | *[!0-9]*) echo "run_tests.sh: MPA_TEST_TIMEOUT=$limit is not a number of seconds" >&2; exit 2 ;; esac
+jobs=${MPA_TEST_JOBS:-1}
+case "$jobs" in '' | *[!0-9]* | 0) echo "run_tests.sh: MPA_TEST_JOBS=$jobs is not a number of programs at once" >&2; exit 2 ;; esac
 passed=0
 failed=0
 failures=""
@@ -23,14 +28,15 @@ for bin in "$@"; do
     *) runs+=("$bin:") ;;
   esac
 done
-for run in "${runs[@]}"; do
-  bin=${run%:*}
-  mpi=${run##*:}
+
+log_of() { echo "$(dirname "$1")/logs/$(basename "$1")${2:+-$2}.log"; }
+
+# one run: its whole output to its log, its exit status and seconds beside it (LOG.status)
+run_one() {
+  local bin=$1 mpi=$2 log name out status start=$SECONDS
+  log=$(log_of "$bin" "$mpi")
   name=$(basename "$bin")${mpi:+ ($mpi)}
-  echo "== $name"
-  mkdir -p "$(dirname "$bin")/logs"
-  log="$(dirname "$bin")/logs/$(basename "$bin")${mpi:+-$mpi}.log"
-  start=$SECONDS
+  mkdir -p "$(dirname "$log")"
   case "$mpi" in
     openmpi) out=$(MPA_TEST_MPI=$mpi timeout -k 30 "$limit" "$bin" '~[mpich-only]' 2>&1 </dev/null) ;;
     mpich) out=$(MPA_TEST_MPI=$mpi timeout -k 30 "$limit" "$bin" '~[openmpi-only]' 2>&1 </dev/null) ;;
@@ -42,12 +48,23 @@ for run in "${runs[@]}"; do
     out+=$'\n'"$name: stopped at the limit of $limit s (MPA_TEST_TIMEOUT): a test hung"
   fi
   printf '%s\n' "$out" >"$log"
+  echo "$status $((SECONDS - start))" >"$log.status"
+}
+
+# a run's result, read back from its log: printed, and counted into the totals
+report_one() {
+  local bin=$1 mpi=$2 log name out status took line n p f
+  log=$(log_of "$bin" "$mpi")
+  name=$(basename "$bin")${mpi:+ ($mpi)}
+  echo "== $name"
+  out=$(cat "$log")
+  read -r status took <"$log.status"
+  rm -f "$log.status"
   if [ "$status" -ne 0 ]; then
     failures+="-- $name (whole output: $log)"$'\n'
     failures+=$(printf '%s\n' "$out" | grep -E -A8 ': FAILED:$|^[^ ].*: (error|fatal error):|: stopped at the limit of [0-9]+ s' | grep -v '^$' | head -n 60)$'\n'
   fi
   printf '%s\n' "$out" | grep -v '^$' | tail -n 40
-  took=$((SECONDS - start))
   echo "$name: $took s"
   # a run past half its limit is named again before the total: one that grows (a slower machine, the
   # sanitizers, a test added) is seen before the limit fails it
@@ -64,6 +81,32 @@ for run in "${runs[@]}"; do
     echo "$name: no result (exit status $status)"
     failed=$((failed + 1))
   fi
+}
+
+# the programs that need no MPI, up to $jobs at once
+pending=()
+running=0
+for run in "${runs[@]}"; do
+  bin=${run%:*}
+  mpi=${run##*:}
+  [ -z "$mpi" ] && [ "$jobs" -gt 1 ] || continue
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n
+    running=$((running - 1))
+  fi
+  run_one "$bin" "" &
+  running=$((running + 1))
+  pending+=("$run")
+done
+wait
+for run in "${pending[@]}"; do report_one "${run%:*}" ""; done
+# the rest one at a time, each printed as it ends
+for run in "${runs[@]}"; do
+  bin=${run%:*}
+  mpi=${run##*:}
+  if [ -z "$mpi" ] && [ "$jobs" -gt 1 ]; then continue; fi
+  run_one "$bin" "$mpi"
+  report_one "$bin" "$mpi"
 done
 if [ -n "$slow" ]; then
   echo "== past half the time limit (MPA_TEST_TIMEOUT)"
