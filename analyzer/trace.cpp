@@ -60,38 +60,20 @@ OpKind op_kind(int call, uint32_t count) {
   }
 }
 
-namespace {
-
-// Trivially copyable values packed as one zstd frame (level 1) of their bytes as they are, and back. `what`
-// names them in an error.
-std::vector<uint8_t> pack_values(const void* data, size_t bytes, const char* what) {
+std::vector<uint8_t> pack_bytes(const void* data, size_t bytes) {
   std::vector<uint8_t> out(ZSTD_compressBound(bytes));
   const size_t z = ZSTD_compress(out.data(), out.size(), data, bytes, 1);
-  if (ZSTD_isError(z)) throw std::runtime_error(fmt::format("packing {}: zstd: {}", what, ZSTD_getErrorName(z)));
+  if (ZSTD_isError(z)) throw std::runtime_error(fmt::format("packing {} bytes: zstd: {}", bytes, ZSTD_getErrorName(z)));
   out.resize(z);
   out.shrink_to_fit();
   return out;
 }
 
-void unpack_values(const std::vector<uint8_t>& packed, void* data, size_t bytes, const char* what) {
+void unpack_bytes(const std::vector<uint8_t>& packed, void* data, size_t bytes) {
   if (!bytes) return;
   const size_t got = ZSTD_decompress(data, bytes, packed.data(), packed.size());
   if (ZSTD_isError(got) || got != bytes)
-    throw std::logic_error(fmt::format("unpacking {}: {}", what, ZSTD_isError(got) ? ZSTD_getErrorName(got) : "not what was packed"));
-}
-
-}  // namespace
-
-void PackedOps::pack(std::vector<Op>& ops) {
-  bytes_ = pack_values(ops.data(), ops.size() * sizeof(Op), "a rank's ops");
-  n_ = ops.size();
-  std::vector<Op>().swap(ops);
-}
-
-std::vector<Op> PackedOps::unpack() const {
-  std::vector<Op> ops(n_);
-  unpack_values(bytes_, ops.data(), n_ * sizeof(Op), "a rank's ops");
-  return ops;
+    throw std::logic_error(fmt::format("unpacking {} bytes: {}", bytes, ZSTD_isError(got) ? ZSTD_getErrorName(got) : "not what was packed"));
 }
 
 namespace {
@@ -152,24 +134,7 @@ static_assert(sizeof(RecvEnd) == 24);
 // A rank's receive ends once its log is read, held packed until the matching reaches its receiver (as
 // PackedOps holds ops): 1.1 bytes a receive on mpiadvise-synth's halos of 64 and 1024 ranks and its pipeline
 // (a synthetic run's, regular: a real one's vary more) where a RecvEnd takes 24.
-class PackedRecvs {
- public:
-  void pack(const MappedList<RecvEnd>& ends) {
-    bytes_ = pack_values(ends.begin(), ends.size() * sizeof(RecvEnd), "a rank's receives");
-    n_ = ends.size();
-  }
-  std::vector<RecvEnd> unpack() const {
-    std::vector<RecvEnd> ends(n_);
-    unpack_values(bytes_, ends.data(), n_ * sizeof(RecvEnd), "a rank's receives");
-    return ends;
-  }
-  size_t size() const { return n_; }
-  size_t bytes() const { return bytes_.capacity(); }
-
- private:
-  std::vector<uint8_t> bytes_;
-  size_t n_ = 0;
-};
+using PackedRecvs = Packed<RecvEnd>;
 
 // The one link an op holds itself (Op::inline_link set).
 Link own_link(const Op& op) { return Link{static_cast<Link::Kind>(op.inline_link - 1), op.first_link}; }
@@ -252,7 +217,7 @@ struct RankPart {
   // read: its lists cut to their size, its receives packed
   void fit() {
     sends.fit();
-    received.pack(recvs);
+    received.pack(recvs.begin(), recvs.size());
     recvs.release();
     links.fit();
     colls.fit();

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -406,14 +407,27 @@ struct RankTrace {
 // this kind: the packed halo's refills then counted as data sent again unchanged.
 inline constexpr double kRewriteBytesPerNs = 256;
 
-// A rank's ops packed: one zstd frame (level 1) of their Op bytes as they are, about 6 bytes an op where an
-// Op takes 24 (mpiadvise-synth's halo of 64 ranks x 10^5 calls: 154 MB of ops in 40 MB). What a reading for
-// mpiadvise report --low-memory holds in place of the ranks' ops while it joins and matches them.
-class PackedOps {
+// Values of a trivially copyable type held packed: one zstd frame (level 1) of their bytes as they are.
+// pack_bytes and unpack_bytes (trace.cpp) do the packing; `unpack` gives back exactly what was packed.
+std::vector<uint8_t> pack_bytes(const void* data, size_t bytes);
+void unpack_bytes(const std::vector<uint8_t>& packed, void* data, size_t bytes);
+
+template <class T>
+class Packed {
+  static_assert(std::is_trivially_copyable_v<T>);
+
  public:
-  void pack(std::vector<Op>& ops);  // the ops held packed, and `ops` emptied, its memory freed
-  std::vector<Op> unpack() const;   // the ops, as packed
-  size_t size() const { return n_; }  // ops
+  void pack(const T* values, size_t n) { bytes_ = pack_bytes(values, n * sizeof(T)), n_ = n; }
+  void pack(std::vector<T>& values) {  // and `values` emptied, its memory freed
+    pack(values.data(), values.size());
+    std::vector<T>().swap(values);
+  }
+  std::vector<T> unpack() const {
+    std::vector<T> values(n_);
+    unpack_bytes(bytes_, values.data(), n_ * sizeof(T));
+    return values;
+  }
+  size_t size() const { return n_; }  // values
   size_t bytes() const { return bytes_.capacity(); }
   void clear() { std::vector<uint8_t>().swap(bytes_), n_ = 0; }
 
@@ -421,6 +435,11 @@ class PackedOps {
   std::vector<uint8_t> bytes_;
   size_t n_ = 0;
 };
+
+// A rank's ops packed: about 6 bytes an op where an Op takes 24 (mpiadvise-synth's halo of 64 ranks x 10^5
+// calls: 154 MB of ops in 40 MB). What a reading for mpiadvise report --low-memory holds in place of the
+// ranks' ops while it joins and matches them.
+using PackedOps = Packed<Op>;
 
 struct Trace {
   int world_size = 0;
