@@ -1507,14 +1507,14 @@ class Simulation {
     std::shared_ptr<const CollSchedule> schedule;
     std::string why_not;  // where there is none: collective_schedule's why_not
   };
-  std::map<std::string, CachedSchedule> schedule_cache_;
+  std::unordered_map<std::string, CachedSchedule> schedule_cache_;
   // a call's schedule split to S (ReplayOptions::split_sites), by the call's schedule_key; where it was
   // not split (its parts too many steps, a part without a schedule), the unsplit one and why
   struct CachedSplit {
     std::shared_ptr<const CollSchedule> schedule;
     std::string not_split;
   };
-  std::map<std::string, CachedSplit> split_cache_;
+  std::unordered_map<std::string, CachedSplit> split_cache_;
   // The steps the schedule and split caches hold (their pairings take 4 to 12 bytes a step more), and the
   // most they held at once. Loops repeat a few calls, so the caches keep what they made; a run of many
   // distinct large calls (counts varying from call to call) would keep GiBs: past the budget
@@ -1575,7 +1575,7 @@ class Simulation {
                                              "not carry it", c_id));
         first_site = j->fields->head_site;
       }
-      std::string approximation, why_not = "no algorithm to follow";
+      std::string approximation, why_not;  // empty: "no algorithm to follow"
       std::vector<int> positions;
       auto schedule = schedule_of(c, o_.split_everywhere || at(o_.split_sites, c.members.front().first, first_site),
                                   &approximation, &positions, &why_not);
@@ -1584,13 +1584,13 @@ class Simulation {
         state.state = RunState::ClosedFormula;
         if (count) {
           coll_closed_formula_++;
-          coll_algorithms_[fmt::format("closed formula ({})", why_not)]++;
+          coll_algorithms_[fmt::format("closed formula ({})", why_not.empty() ? "no algorithm to follow" : why_not)]++;
         }
       } else {
         state.state = RunState::Algorithm;
         if (count) {
           coll_by_algorithm_++;
-          coll_algorithms_[schedule->algorithm]++;
+          count_algorithm(schedule);
           if (!approximation.empty()) {
             coll_approximate_++;
             coll_approximations_[approximation]++;
@@ -1633,7 +1633,7 @@ class Simulation {
       for (const auto& st : steps)
         if (st.kind == CollStep::Send || st.kind == CollStep::Isend) largest = std::max(largest, st.bytes);
     if (largest <= p_.S || logged->call.bytes == 0) return one;
-    std::string key = schedule_key(logged->call);
+    std::string key = schedule_key(logged->call, key_);
     const auto answer = [&](const CachedSplit& c) {
       if (!c.not_split.empty()) {
         *approximation += fmt::format("{}{}", approximation->empty() ? "" : "; ", c.not_split);
@@ -1683,17 +1683,39 @@ class Simulation {
     return keep({std::move(whole), ""});
   }
 
-  // Every field of the call the library's decision reads: calls with the same key run the same schedule.
-  static std::string schedule_key(const CollectiveCall& call) {
-    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(call.library), call.call, call.size,
-                                  call.root, call.bytes, fmt::join(call.rank_bytes, ","), fmt::join(call.host, ","),
-                                  call.node_calls_before, call.mpich_shm, call.in_place);
-    for (const auto& row : call.peer_bytes) fmt::format_to(std::back_inserter(key), "|{}", fmt::join(row, ","));
+  // Every field of the call the library's decision reads, as bytes: calls with the same key run the same
+  // schedule. Written into `key` (its memory kept from call to call: an instance's lookup allocates and
+  // formats nothing; the formatted key took a fifth of the replay of a run of small MPI_Allreduce calls).
+  static const std::string& schedule_key(const CollectiveCall& call, std::string& key) {
+    key.clear();
+    const auto put = [&key](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    const auto put_all = [&](const auto& values) {
+      put(values.size());
+      key.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(values[0]));
+    };
+    put(call.library), put(call.call), put(call.size), put(call.root), put(call.bytes);
+    put_all(call.rank_bytes), put_all(call.host);
+    put(call.node_calls_before), put(call.mpich_shm), put(call.in_place);
+    put(call.peer_bytes.size());
+    for (const auto& row : call.peer_bytes) put_all(row);
     return key;
   }
+  std::string key_;
+
+  // An instance run by `schedule` counted by its algorithm's name; the last schedule's count is kept at
+  // hand (a loop's instances run the same one: no lookup by name for each)
+  void count_algorithm(const std::shared_ptr<const CollSchedule>& schedule) {
+    if (schedule != last_counted_) {
+      last_counted_ = schedule;
+      last_count_ = &coll_algorithms_[schedule->algorithm];
+    }
+    ++*last_count_;
+  }
+  std::shared_ptr<const CollSchedule> last_counted_;
+  uint64_t* last_count_ = nullptr;
 
   std::shared_ptr<const CollSchedule> cached_schedule(const CollectiveCall& call, std::string* why_not = nullptr) {
-    std::string key = schedule_key(call);
+    const std::string& key = schedule_key(call, key_);
     auto it = schedule_cache_.find(key);
     if (it == schedule_cache_.end()) {
       CachedSchedule c;
