@@ -73,9 +73,20 @@ $(foreach m,$(MPIS),$(eval $(call MPI_TEST_RULES,$(m))))
 
 tests: all $(TEST_BINS) $(TEST_PROGRAMS)
 
-# every test; the MPI tests once under each MPI of MPIS
+# the MPI tests' sources compiled for their warnings alone (-fsyntax-only), and the tests that need no MPI
+# built: what a build that runs only `make unit` needs (CI's sanitized clang build)
+MPI_SYNTAX := $(patsubst tests/%.cpp,$(TEST_DIR)/syntax/%.ok,$(MPI_SRC))
+$(TEST_DIR)/syntax/%.ok: tests/%.cpp tests/support.hpp $(wildcard analyzer/*.hpp) libtrace/format.h libtrace/codec.h \
+                         $(BUILD)/gen/call_ids.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(TEST_CXXFLAGS) -fsyntax-only $<
+	@touch $@
+unit-tests: all $(UNIT_BINS) $(MPI_SYNTAX)
+
+# every test; the MPI tests once under each MPI of MPIS, one at a time, after the tests that need no MPI,
+# run two programs at a time (MPA_TEST_JOBS=1 for one)
 check: tests
-	@MPA_TEST_MPIS="$(MPIS)" tests/run_tests.sh $(TEST_BINS)
+	@MPA_TEST_JOBS=$${MPA_TEST_JOBS:-2} MPA_TEST_MPIS="$(MPIS)" tests/run_tests.sh $(TEST_BINS)
 
 # every test that needs no MPI (the codec, the reader on the committed fixtures in tests/fixtures, the
 # model, the replay, the report's parts): no mpirun, well under a minute
@@ -84,7 +95,7 @@ unit: $(CLI_BIN) $(SYNTH_BIN) $(UNIT_BINS)
 	@tests/run_tests.sh $(UNIT_BINS)
 
 .PRECIOUS: $(TEST_DIR)/obj/%.o
-.PHONY: tests unit
+.PHONY: tests unit unit-tests
 
 # ---- fuzzing (libFuzzer with clang): the log reader on whole files, the header parser, the whole analysis of a
 # job's logs (the report's: matching, replay, waits, advice, gate figures, charts), and a report file as the gate
@@ -99,8 +110,17 @@ FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omi
 FUZZ_TARGETS  := log_reader header analysis report
 FUZZ_READER   := analyzer/log_reader.cpp analyzer/log_events.cpp analyzer/log_header.cpp analyzer/request_table.cpp \
                  analyzer/text_escape.cpp
-# the analysis's and the report's targets: every analyzer source, built for the fuzzer
+# the analysis's and the report's targets: every analyzer source, built for the fuzzer; with FUZZ_SHARE=1,
+# the objects of this build instead, made with the sanitizers and -fsanitize=fuzzer-no-link in CXXFLAGS
+# (CI's clang build: the analyzer compiled once for its sanitized tests and for fuzzing)
+ifeq ($(FUZZ_SHARE),)
 FUZZ_ANALYZER := $(patsubst analyzer/%.cpp,$(FUZZ_DIR)/analyzer/%.o,$(ANALYZER_SRC))
+else
+ifeq ($(and $(findstring fuzzer-no-link,$(CXXFLAGS)),$(findstring address,$(SANITIZE))),)
+$(error FUZZ_SHARE=1 fuzzes this build's analyzer objects: build them with SANITIZE=address,undefined and -fsanitize=fuzzer-no-link in CXXFLAGS)
+endif
+FUZZ_ANALYZER := $(patsubst analyzer/%.cpp,$(BUILD)/obj/analyzer/%.o,$(ANALYZER_SRC))
+endif
 FUZZ_WHOLE    := $(FUZZ_DIR)/fuzz_analysis $(FUZZ_DIR)/fuzz_report
 
 $(FUZZ_DIR)/codec.o: libtrace/codec.c libtrace/codec.h libtrace/format.h

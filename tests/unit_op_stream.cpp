@@ -362,7 +362,7 @@ size_t check_stream_waits(const Trace& t, WaitsHeld* held = nullptr) {
   for (uint64_t S : {uint64_t{0}, uint64_t{4096}, UINT64_MAX}) {
     INFO("S " << S);
     LogGPSParams p;
-    p.s = p.S = static_cast<double>(S);
+    p.s = p.S = S;
     const LogGPS model(p);
     const std::vector<Wait> want = find_waits(t, model);
     // the analysis's sums, each wait added as found, none held: the sums of the waits found
