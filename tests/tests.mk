@@ -73,16 +73,6 @@ $(foreach m,$(MPIS),$(eval $(call MPI_TEST_RULES,$(m))))
 
 tests: all $(TEST_BINS) $(TEST_PROGRAMS)
 
-# the MPI tests' sources compiled for their warnings alone (-fsyntax-only), and the tests that need no MPI
-# built: what a build that runs only `make unit` needs (CI's sanitized clang build)
-MPI_SYNTAX := $(patsubst tests/%.cpp,$(TEST_DIR)/syntax/%.ok,$(MPI_SRC))
-$(TEST_DIR)/syntax/%.ok: tests/%.cpp tests/support.hpp $(wildcard analyzer/*.hpp) libtrace/format.h libtrace/codec.h \
-                         $(BUILD)/gen/call_ids.h
-	@mkdir -p $(dir $@)
-	$(CXX) $(TEST_CXXFLAGS) -fsyntax-only $<
-	@touch $@
-unit-tests: all $(UNIT_BINS) $(MPI_SYNTAX)
-
 # every test; the MPI tests once under each MPI of MPIS, one at a time, after the tests that need no MPI,
 # run two programs at a time (MPA_TEST_JOBS=1 for one)
 check: tests
@@ -93,6 +83,17 @@ check: tests
 UNIT_BINS := $(patsubst tests/%.cpp,$(TEST_DIR)/%,$(UNIT_SRC))
 unit: $(CLI_BIN) $(SYNTH_BIN) $(UNIT_BINS)
 	@tests/run_tests.sh $(UNIT_BINS)
+
+# the MPI tests' sources compiled for their warnings alone (-fsyntax-only), and the tests that need no MPI
+# built: what a build that runs only `make unit` needs (CI's sanitized clang build)
+MPI_SYNTAX := $(patsubst tests/%.cpp,$(TEST_DIR)/syntax/%.ok,$(MPI_SRC))
+$(TEST_DIR)/syntax/%.ok: tests/%.cpp tests/support.hpp $(wildcard analyzer/*.hpp) libtrace/format.h libtrace/codec.h \
+                         $(BUILD)/gen/call_ids.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(TEST_CXXFLAGS) -fsyntax-only $<
+	@touch $@
+# (after UNIT_BINS: a rule's prerequisites are expanded where it is read)
+unit-tests: all $(UNIT_BINS) $(MPI_SYNTAX)
 
 .PRECIOUS: $(TEST_DIR)/obj/%.o
 .PHONY: tests unit unit-tests
