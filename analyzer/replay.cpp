@@ -1685,7 +1685,8 @@ class Simulation {
 
   // Every field of the call the library's decision reads, as bytes: calls with the same key run the same
   // schedule. Written into `key` (its memory kept from call to call: an instance's lookup allocates and
-  // formats nothing; the formatted key took a fifth of the replay of a run of small MPI_Allreduce calls).
+  // formats nothing; a formatted key, with the lookups by name, made the report of 2 ranks x 6e5 small
+  // MPI_Allreduce calls take 37-49 s where it now takes 27-32).
   static const std::string& schedule_key(const CollectiveCall& call, std::string& key) {
     key.clear();
     const auto put = [&key](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
