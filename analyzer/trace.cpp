@@ -60,20 +60,36 @@ OpKind op_kind(int call, uint32_t count) {
   }
 }
 
-std::vector<uint8_t> pack_bytes(const void* data, size_t bytes) {
+std::vector<uint8_t> pack_bytes(const void* data, size_t count, size_t width) {
+  const size_t bytes = count * width;
+  // byte b of value i at b * count + i, less byte b of value i - 1
+  // (read in order, written to `width` planes each in order: one pass over the values)
+  std::vector<uint8_t> planes(bytes), prev(width);
+  const auto* in = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < count; i++, in += width)
+    for (size_t b = 0; b < width; b++) {
+      planes[b * count + i] = static_cast<uint8_t>(in[b] - prev[b]);
+      prev[b] = in[b];
+    }
   std::vector<uint8_t> out(ZSTD_compressBound(bytes));
-  const size_t z = ZSTD_compress(out.data(), out.size(), data, bytes, 1);
+  const size_t z = ZSTD_compress(out.data(), out.size(), planes.data(), bytes, 1);
   if (ZSTD_isError(z)) throw std::runtime_error(fmt::format("packing {} bytes: zstd: {}", bytes, ZSTD_getErrorName(z)));
   out.resize(z);
   out.shrink_to_fit();
   return out;
 }
 
-void unpack_bytes(const std::vector<uint8_t>& packed, void* data, size_t bytes) {
+void unpack_bytes(const std::vector<uint8_t>& packed, void* data, size_t count, size_t width) {
+  const size_t bytes = count * width;
   if (!bytes) return;
-  const size_t got = ZSTD_decompress(data, bytes, packed.data(), packed.size());
+  std::vector<uint8_t> planes(bytes);
+  const size_t got = ZSTD_decompress(planes.data(), bytes, packed.data(), packed.size());
   if (ZSTD_isError(got) || got != bytes)
     throw std::logic_error(fmt::format("unpacking {} bytes: {}", bytes, ZSTD_isError(got) ? ZSTD_getErrorName(got) : "not what was packed"));
+  std::vector<uint8_t> prev(width);
+  auto* out = static_cast<uint8_t*>(data);
+  for (size_t i = 0; i < count; i++, out += width)
+    for (size_t b = 0; b < width; b++) out[b] = prev[b] = static_cast<uint8_t>(prev[b] + planes[b * count + i]);
 }
 
 namespace {

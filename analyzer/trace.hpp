@@ -407,24 +407,31 @@ struct RankTrace {
 // this kind: the packed halo's refills then counted as data sent again unchanged.
 inline constexpr double kRewriteBytesPerNs = 256;
 
-// Values of a trivially copyable type held packed: one zstd frame (level 1) of their bytes as they are.
-// pack_bytes and unpack_bytes (trace.cpp) do the packing; `unpack` gives back exactly what was packed.
-std::vector<uint8_t> pack_bytes(const void* data, size_t bytes);
-void unpack_bytes(const std::vector<uint8_t>& packed, void* data, size_t bytes);
+// Values of a trivially copyable type held packed: one zstd frame (level 1) of their bytes, transposed
+// first (each byte of a value beside the same byte of the next, as Blosc's shuffle filter does) and each
+// such byte kept as its difference from the one before (Blosc's bytedelta). An array of structs whose
+// fields change little from one to the next (a rank's ops: the same calls, call sites and links' kinds,
+// entries growing) so packs in far fewer bytes than as it is: mpiadvise-synth's halo of 64 ranks x 10^5
+// calls, 6.30 bytes an op as the ops are, 1.21 so; a traced halo of Open MPI, 4 ranks x 120000 calls,
+// 9.71 and 4.11; a traced loop of MPI_Isend, MPI_Irecv and MPI_Waitall, 7.28 and 2.00. pack_bytes and
+// unpack_bytes (trace.cpp) do the packing of `count` values of `width` bytes; `unpack` gives back exactly
+// what was packed.
+std::vector<uint8_t> pack_bytes(const void* data, size_t count, size_t width);
+void unpack_bytes(const std::vector<uint8_t>& packed, void* data, size_t count, size_t width);
 
 template <class T>
 class Packed {
   static_assert(std::is_trivially_copyable_v<T>);
 
  public:
-  void pack(const T* values, size_t n) { bytes_ = pack_bytes(values, n * sizeof(T)), n_ = n; }
+  void pack(const T* values, size_t n) { bytes_ = pack_bytes(values, n, sizeof(T)), n_ = n; }
   void pack(std::vector<T>& values) {  // and `values` emptied, its memory freed
     pack(values.data(), values.size());
     std::vector<T>().swap(values);
   }
   std::vector<T> unpack() const {
     std::vector<T> values(n_);
-    unpack_bytes(bytes_, values.data(), n_ * sizeof(T));
+    unpack_bytes(bytes_, values.data(), n_, sizeof(T));
     return values;
   }
   size_t size() const { return n_; }  // values
@@ -436,9 +443,9 @@ class Packed {
   size_t n_ = 0;
 };
 
-// A rank's ops packed: about 6 bytes an op where an Op takes 24 (mpiadvise-synth's halo of 64 ranks x 10^5
-// calls: 154 MB of ops in 40 MB). What a reading for mpiadvise report --low-memory holds in place of the
-// ranks' ops while it joins and matches them.
+// A rank's ops packed: 1-4 bytes an op where an Op takes 24 (mpiadvise-synth's halo of 64 ranks x 10^5
+// calls: 154 MB of ops in 8 MB, where their bytes packed as they are took 40). What a reading for
+// mpiadvise report --low-memory holds in place of the ranks' ops while it joins and matches them.
 using PackedOps = Packed<Op>;
 
 struct Trace {
