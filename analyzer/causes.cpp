@@ -275,7 +275,7 @@ CriticalPath critical_path_of(Ops& ops, const std::vector<Wait>& waits) {
   // the wait of each op that ended last (the one its exit waited for; of several, the first found), by
   // rank and op: 4 bytes a wait, where a map of them took about 60 (mpiadvise-synth's halo of 64 x 10^5
   // calls: 2 M waits, the report's peak 90 MB higher in this part)
-  const auto op_of = [&](uint32_t i) { return std::make_pair(waits[i].rank, waits[i].op); };
+  const auto op_of = [&](uint32_t i) { return std::pair<int, uint32_t>(static_cast<int>(waits[i].rank), waits[i].op); };
   std::vector<uint32_t> last_wait(waits.size());
   std::iota(last_wait.begin(), last_wait.end(), 0u);
   std::stable_sort(last_wait.begin(), last_wait.end(), [&](uint32_t x, uint32_t y) { return op_of(x) < op_of(y); });

@@ -85,7 +85,12 @@ struct MessageOps {
 template <typename Keep>
 void add_wait(Keep& keep, int waiter, const OpTimes& w, double to, int culprit, uint32_t culprit_op, WaitCause cause,
               uint64_t bytes) {
-  if (to > w.enter) keep(Wait{waiter, w.op, w.enter, to, culprit, culprit_op, std::min(bytes, kMaxWaitBytes), cause});
+  if (to <= w.enter) return;
+  Wait x;
+  x.from = w.enter, x.to = to, x.op = w.op, x.culprit_op = culprit_op;
+  x.rank = static_cast<uint32_t>(waiter) & 0xffffff, x.cause = cause, x.culprit = culprit;
+  x.size_bits = static_cast<uint32_t>(std::bit_width(bytes)) & 0x7f;
+  keep(x);
 }
 
 // A message's waits: its sender's (a late receiver), then its receiver's (a late sender).
@@ -288,7 +293,7 @@ class WaitSums {
     SiteWaits& s = site(x.rank, x.op);
     s.waited_ns[x.cause] += x.ns();
     s.count[x.cause]++;
-    if (x.bytes) s.size_log2[x.cause][static_cast<int>(std::bit_width(uint64_t{x.bytes})) - 1]++;
+    if (x.size_bits) s.size_log2[x.cause][static_cast<int>(x.size_bits) - 1]++;
     // at a collective the last rank's computation, not its call, keeps the others waiting
     if (x.cause != WaitCause::Collective) site(x.culprit, x.culprit_op).caused_ns[x.cause] += x.ns();
   }

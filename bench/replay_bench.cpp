@@ -244,7 +244,7 @@ int main(int argc, char** argv) {
         t1 = std::chrono::steady_clock::now();
         const std::vector<Wait> got_packed = find_waits(*shared_packed, model, &held_packed);
         from_packed.push_back(seconds_since(t1));
-        auto key = [](const Wait& w) { return std::make_tuple(w.rank, w.op, w.from, w.to, w.culprit, w.culprit_op, uint64_t{w.bytes}, w.cause); };
+        auto key = [](const Wait& w) { return std::make_tuple(static_cast<int>(w.rank), w.op, w.from, w.to, static_cast<int>(w.culprit), w.culprit_op, static_cast<int>(w.size_bits), w.cause); };
         same = same && got.size() == want.size() && got_packed.size() == want.size() &&
                std::equal(want.begin(), want.end(), got.begin(), [&](const Wait& a, const Wait& b) { return key(a) == key(b); }) &&
                std::equal(want.begin(), want.end(), got_packed.begin(), [&](const Wait& a, const Wait& b) { return key(a) == key(b); });

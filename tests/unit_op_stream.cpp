@@ -375,8 +375,8 @@ size_t check_stream_waits(const Trace& t, WaitsHeld* held = nullptr) {
       for (size_t k = 0; k < want.size(); k++) {
         INFO("wait " << k);
         const Wait &a = want[k], &b = got[k];
-        REQUIRE(std::make_tuple(a.rank, a.op, a.from, a.to, a.culprit, a.culprit_op, uint64_t{a.bytes}, a.cause) ==
-                std::make_tuple(b.rank, b.op, b.from, b.to, b.culprit, b.culprit_op, uint64_t{b.bytes}, b.cause));
+        REQUIRE(std::make_tuple(static_cast<int>(a.rank), a.op, a.from, a.to, static_cast<int>(a.culprit), a.culprit_op, static_cast<int>(a.size_bits), a.cause) ==
+                std::make_tuple(static_cast<int>(b.rank), b.op, b.from, b.to, static_cast<int>(b.culprit), b.culprit_op, static_cast<int>(b.size_bits), b.cause));
         // its start is its op's entry
         REQUIRE(a.from == static_cast<double>(t.op(a.rank, a.op).t_enter));
       }
