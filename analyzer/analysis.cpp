@@ -141,7 +141,7 @@ constexpr double kPackedAddressBytesPerCall = 42, kPackedAddressBytesPerRank = 4
 // halo's 73, where 64 MiB and its 4 bytes a call count 88).
 constexpr double kAddressBytesPerThread = 64.0 * 1024 * 1024;
 // Collectives, once the reading has counted them: each call of a collective is a member of its instance
-// in the trace (24 bytes) and in the replays' state, and a wait state of its own (40 bytes, find_waits:
+// in the trace (24 bytes) and in the replays' state, and a wait state of its own (40 bytes when measured below, 32 since session 88; find_waits:
 // a halo's calls have one for about every four), and each instance has a record of its own. Peaks of
 // memory and least ulimit -v of mpiadvise report --format json --threads 1 [--low-memory] on
 // mpiadvise-synth's logs (session 82, the check left out, less the program's 14 MiB), beside its halo of

@@ -56,6 +56,16 @@ class MappedList {
     if (size_ == capacity_) grow();
     data_[size_++] = v;
   }
+  void pop_back() { size_--; }
+  // Room for n values in one step, where it has less (a list about to take n: no doubling past them).
+  void reserve(size_t n) {
+    if (n > capacity_) grow(n);
+  }
+  // Its first n values kept (at most its size), the pages beyond given back where it is mapped (fit).
+  void truncate(size_t n) {
+    size_ = std::min(size_, n);
+    fit();
+  }
   T& operator[](size_t i) { return data_[i]; }
   const T& operator[](size_t i) const { return data_[i]; }
   size_t size() const { return size_; }
@@ -129,9 +139,10 @@ class MappedList {
     capacity_ = std::exchange(o.capacity_, 0);
     mapped_ = std::exchange(o.mapped_, false);
   }
-  void grow() {
-    if (capacity_ > SIZE_MAX / 2 / sizeof(T)) throw std::bad_alloc();
-    const size_t wanted = capacity_ ? capacity_ * 2 : std::max<size_t>(1, 256 / sizeof(T));
+  // to twice its capacity, or to `exactly` values (reserve)
+  void grow(size_t exactly = 0) {
+    if (capacity_ > SIZE_MAX / 2 / sizeof(T) || exactly > SIZE_MAX / 2 / sizeof(T)) throw std::bad_alloc();
+    const size_t wanted = exactly ? exactly : capacity_ ? capacity_ * 2 : std::max<size_t>(1, 256 / sizeof(T));
     const size_t bytes = wanted * sizeof(T);
     const size_t mapping = round_to_pages(bytes);
     void* p = MAP_FAILED;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "log_reader.hpp"
+#include "mapped_list.hpp"
 
 namespace mpiadvise {
 
@@ -83,35 +84,52 @@ class OpLinks {
 // The trace's links as two arrays, ids and kinds: 5 bytes a link where a Link takes 8, about 1.5 links a
 // call. A link is read by value: links[i], or an op's through Trace::links_of. (Packed into one 5-byte
 // struct instead, a link's id was bound misaligned to the const references that take it, which UBSan
-// rejects.)
+// rejects.) Held apart from the heap (mapped_list.hpp), so that compact_links cuts the table in place and
+// gives back what it no longer holds.
 class LinkList {
  public:
+  LinkList() = default;
+  LinkList(LinkList&&) noexcept = default;
+  LinkList& operator=(LinkList&&) noexcept = default;
+  LinkList(const LinkList& o) { *this = o; }
+  LinkList& operator=(const LinkList& o) {
+    if (this == &o) return *this;
+    *this = LinkList{};
+    reserve(o.size());
+    for (size_t i = 0; i < o.size(); i++) push_back(o[i]);
+    return *this;
+  }
   Link operator[](size_t i) const { return Link{static_cast<Link::Kind>(kind_[i]), id_[i]}; }
   size_t size() const { return id_.size(); }
-  size_t capacity_bytes() const { return id_.capacity() * sizeof(uint32_t) + kind_.capacity(); }
+  size_t capacity_bytes() const { return id_.capacity_bytes() + kind_.capacity_bytes(); }
   void push_back(Link l) {
     id_.push_back(l.id);
     kind_.push_back(l.kind);
+  }
+  void set(size_t i, Link l) {
+    id_[i] = l.id;
+    kind_[i] = l.kind;
   }
   void reserve(size_t n) {
     id_.reserve(n);
     kind_.reserve(n);
   }
-  void shrink_to_fit() {
-    id_.shrink_to_fit();
-    kind_.shrink_to_fit();
+  void shrink_to_fit() { truncate(size()); }
+  // the first n links kept, the memory beyond given back
+  void truncate(size_t n) {
+    id_.truncate(n);
+    kind_.truncate(n);
   }
   void set_id(size_t i, uint32_t id) { id_[i] = id; }
-  const std::vector<uint32_t>& ids() const { return id_; }
-  OpLinks of(uint32_t first, uint32_t n) const { return OpLinks(id_.data() + first, kind_.data() + first, n); }
+  OpLinks of(uint32_t first, uint32_t n) const { return OpLinks(id_.begin() + first, kind_.begin() + first, n); }
   void pop_back() {
     id_.pop_back();
     kind_.pop_back();
   }
 
  private:
-  std::vector<uint32_t> id_;
-  std::vector<uint8_t> kind_;
+  MappedList<uint32_t> id_;
+  MappedList<uint8_t> kind_;
 };
 
 // 24 bytes: one per MPI call of the run, the bulk of a trace in memory. Its times, measured in ns on rank

@@ -10,8 +10,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "mapped_list.hpp"
+#include "trace.hpp"
 
 using namespace mpiadvise;
 
@@ -117,4 +119,76 @@ TEST_CASE("a list drained gives each value in order and its address space back a
   small.drain([&](uint8_t v) { sum += v; });
   CHECK(sum == 4950);
   CHECK(small.empty());
+}
+
+namespace {
+
+// A trace of two ranks whose ops' links are given as lists, laid out in the table rank after rank
+// (in_order) or the second rank's first; each list of one link is in the table too, as the reading
+// leaves none.
+Trace trace_of(const std::vector<std::vector<std::vector<Link>>>& lists, bool in_order) {
+  Trace t;
+  t.world_size = static_cast<int>(lists.size());
+  t.ranks.resize(lists.size());
+  for (size_t r = 0; r < lists.size(); r++) {
+    t.ranks[r].rank = static_cast<int>(r);
+    t.ranks[r].ops.resize(lists[r].size());
+  }
+  std::vector<size_t> order(lists.size());
+  for (size_t r = 0; r < order.size(); r++) order[r] = in_order ? r : order.size() - 1 - r;
+  for (size_t r : order)
+    for (size_t k = 0; k < lists[r].size(); k++) {
+      Op& op = t.ranks[r].ops[k];
+      op.kind = OpKind::Completion;
+      t.set_links(op, static_cast<uint32_t>(t.links.size()), static_cast<uint32_t>(lists[r][k].size()));
+      for (const Link& l : lists[r][k]) t.links.push_back(l);
+    }
+  return t;
+}
+
+std::vector<Link> links_of(const Trace& t, const Op& op) {
+  std::vector<Link> v;
+  const OpLinks links = t.links_of(op);
+  for (uint32_t k = 0; k < links.size(); k++) v.push_back(links[k]);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("the trace's links compacted keep each op's links to something, in place where the table lies in the "
+          "ranks' order and into a new table where not", "[mapped_list][trace]") {
+  // rank 0: many ops of three links, one to nothing, then one of
+  // a link only, one whose only link is to nothing, one of 300 links (counted apart: spilled) every third
+  // to nothing; rank 1: two links, then one
+  std::vector<std::vector<std::vector<Link>>> lists(2);
+  for (uint32_t i = 0; i < 9000; i++)  // both arrays past the size they are mapped from
+    lists[0].push_back({Link{Link::PostSend, i}, Link{Link::DoneSend, kNone}, Link{Link::PostRecv, 100000 + i}});
+  lists[0].push_back({Link{Link::PostColl, 7}});
+  lists[0].push_back({Link{Link::DoneRecv, kNone}});
+  std::vector<Link> many;
+  for (uint32_t i = 0; i < 300; i++) many.push_back(Link{Link::DoneRecv, i % 3 == 2 ? kNone : 20000 + i});
+  lists[0].push_back(many);
+  lists[1].push_back({Link{Link::DoneSend, 9}, Link{Link::DoneRecv, 10}});
+  lists[1].push_back({Link{Link::DoneSend, 11}});
+  for (const bool in_order : {true, false}) {
+    INFO((in_order ? "in the ranks' order" : "the second rank's first"));
+    Trace t = trace_of(lists, in_order);
+    compact_links(t);
+    size_t table = 0, wrong = 0;
+    for (size_t r = 0; r < lists.size(); r++)
+      for (size_t k = 0; k < lists[r].size(); k++) {
+        std::vector<Link> want;
+        for (const Link& l : lists[r][k])
+          if (l.id != kNone) want.push_back(l);
+        const Op& op = t.ranks[r].ops[k];
+        wrong += links_of(t, op) != want;
+        wrong += (want.size() == 1) != (op.inline_link != 0);  // one link: the op's own
+        wrong += want.empty() != (op.kind == OpKind::Other);   // none: no completion
+        if (want.size() > 1) table += want.size();
+      }
+    CHECK(wrong == 0);
+    CHECK(t.links.size() == table);  // only the lists of two links or more, nothing to nothing
+    // what the table no longer holds is given back: at most a page beyond each array's size
+    CHECK(t.links.capacity_bytes() <= table * 5 + 2 * static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+  }
 }
