@@ -141,9 +141,10 @@ constexpr double kPackedAddressBytesPerCall = 42, kPackedAddressBytesPerRank = 4
 // halo's 73, where 64 MiB and its 4 bytes a call count 88).
 constexpr double kAddressBytesPerThread = 64.0 * 1024 * 1024;
 // Collectives, once the reading has counted them: each call of a collective is a member of its instance
-// in the trace (24 bytes) and in the replays' state, and a wait state of its own (40 bytes when measured below, 32 since session 88; find_waits:
-// a halo's calls have one for about every four), and each instance has a record of its own. Peaks of
-// memory and least ulimit -v of mpiadvise report --format json --threads 1 [--low-memory] on
+// in the trace (24 bytes) and in the replays' state, and a wait state of its own (find_waits: 40 bytes
+// when measured below, 32 since session 88; a halo's calls have one for about every four), and each
+// instance has a record of its own. Peaks of memory and least ulimit -v of mpiadvise report --format json
+// --threads 1 [--low-memory] on
 // mpiadvise-synth's logs (session 82, the check left out, less the program's 14 MiB), beside its halo of
 // 64 x 16000 calls (62 MiB, 78): allreduce of 2 ranks x 5e5 calls 104 MiB, 119 (packed 95, 103); of 64 x
 // 16000 116, 134 (117, 124); of 256 x 4000 115, 133 (118, 141); of 1024 x 1000 125, 144 (124, 154);

@@ -56,7 +56,6 @@ class MappedList {
     if (size_ == capacity_) grow();
     data_[size_++] = v;
   }
-  void pop_back() { size_--; }
   // Room for n values in one step, where it has less (a list about to take n: no doubling past them).
   void reserve(size_t n) {
     if (n > capacity_) grow(n);

@@ -1106,7 +1106,6 @@ void compact_links(Trace& t) {
   });
   LinkList kept;
   if (!in_order) kept.reserve(listed);
-  LinkList& to = in_order ? t.links : kept;
   size_t written = 0;
   SpilledLinks spilled;
   change_each_rank(t, [&](RankTrace& rt) {
@@ -1121,8 +1120,8 @@ void compact_links(Trace& t) {
         const uint32_t first = static_cast<uint32_t>(written);
         for (uint32_t k = 0; k < links.size(); k++) {
           if (links[k].id == kNone) continue;
-          if (in_order) to.set(written, links[k]);
-          else to.push_back(links[k]);
+          if (in_order) t.links.set(written, links[k]);
+          else kept.push_back(links[k]);
           written++;
         }
         set_links(op, first, n, spilled);

@@ -122,10 +122,6 @@ class LinkList {
   }
   void set_id(size_t i, uint32_t id) { id_[i] = id; }
   OpLinks of(uint32_t first, uint32_t n) const { return OpLinks(id_.begin() + first, kind_.begin() + first, n); }
-  void pop_back() {
-    id_.pop_back();
-    kind_.pop_back();
-  }
 
  private:
   MappedList<uint32_t> id_;

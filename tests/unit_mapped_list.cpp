@@ -124,8 +124,8 @@ TEST_CASE("a list drained gives each value in order and its address space back a
 namespace {
 
 // A trace of two ranks whose ops' links are given as lists, laid out in the table rank after rank
-// (in_order) or the second rank's first; each list of one link is in the table too, as the reading
-// leaves none.
+// (in_order) or the second rank's first. Every list is in the table, those of one link too (the reading
+// holds those in their ops), so that compact_links has each kind of op to make.
 Trace trace_of(const std::vector<std::vector<std::vector<Link>>>& lists, bool in_order) {
   Trace t;
   t.world_size = static_cast<int>(lists.size());
